@@ -1,0 +1,1 @@
+//! AMD GPU instructions: decode, format (LLVM syntax), encode, def/use.
