@@ -5,8 +5,20 @@
 //! containers that find code objects inside other files (`container`), and a
 //! writer that builds new code objects (`write`).
 
+pub mod code_object;
+pub mod descriptor;
+pub mod elf;
 pub mod error;
+pub mod metadata;
+pub mod reloc;
+pub mod symbols;
+pub mod target;
+pub mod write;
 
+pub use code_object::{CodeObject, Kernel};
+pub use descriptor::KernelDescriptor;
 pub use error::{Error, Result};
+pub use metadata::Metadata;
+pub use target::TargetId;
 pub mod container;
 pub mod file;

@@ -1,0 +1,184 @@
+//! `CodeObject<'data>`: one AMDGPU ELF code object, parsed zero-copy from borrowed bytes.
+
+use serde::Serialize;
+
+use crate::descriptor::{DecodedDescriptor, KernelDescriptor, KERNEL_DESCRIPTOR_SIZE};
+use crate::elf::{self, FileHeader, Section, Segment};
+use crate::metadata::{self, Metadata, Note};
+use crate::reloc::{self, Relocation};
+use crate::symbols::{Symbol, SymbolKind, Symbols};
+use crate::target::TargetId;
+use crate::{Error, Result};
+
+/// A parsed code object. Borrows the input; only indexes are owned.
+#[derive(Debug, Clone, Serialize)]
+pub struct CodeObject<'data> {
+    #[serde(skip)]
+    data: &'data [u8],
+    pub header: FileHeader,
+    /// 4, 5 or 6.
+    pub code_object_version: u8,
+    pub target: TargetId,
+    pub sections: Vec<Section<'data>>,
+    pub segments: Vec<Segment>,
+    pub notes: Vec<Note<'data>>,
+    pub metadata: Option<Metadata>,
+    pub symbols: Symbols<'data>,
+    pub relocations: Vec<Relocation<'data>>,
+    pub kernels: Vec<Kernel<'data>>,
+}
+
+/// A kernel: its descriptor and where its code starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Kernel<'data> {
+    /// Kernel name (the descriptor symbol without `.kd`).
+    pub name: &'data str,
+    /// Address (shared objects) or section offset (relocatable objects) of the descriptor.
+    pub descriptor_address: u64,
+    /// File offset of the 64 descriptor bytes.
+    pub descriptor_file_offset: u64,
+    pub descriptor: KernelDescriptor,
+    pub decoded: DecodedDescriptor,
+    /// Address of the first instruction: descriptor address plus entry offset. For
+    /// relocatable objects the entry offset is filled by an R_AMDGPU_REL64 relocation,
+    /// which is applied here.
+    pub entry_address: Option<u64>,
+    /// The function symbol at the entry address, if any.
+    pub entry_symbol: Option<&'data str>,
+}
+
+impl<'data> CodeObject<'data> {
+    /// Parses and validates an AMDGPU code object (v4-v6, relocatable or shared).
+    pub fn parse(data: &'data [u8]) -> Result<CodeObject<'data>> {
+        let header = FileHeader::parse(data)?;
+        let target = TargetId::from_e_flags(header.e_flags).map_err(|e| Error::at(48, e.what))?;
+        let sections = elf::parse_sections(data, &header)?;
+        let segments = elf::parse_segments(data, &header)?;
+        let notes = metadata::parse_notes(data, &sections, &segments)?;
+        let metadata = notes
+            .iter()
+            .find(|n| {
+                n.name == metadata::AMDGPU_NOTE_NAME && n.n_type == metadata::NT_AMDGPU_METADATA
+            })
+            .map(|n| Metadata::parse(n.desc, n.desc_offset))
+            .transpose()?;
+        let symbols = Symbols::parse(data, &sections)?;
+        let relocations = reloc::parse(data, &sections, &symbols)?;
+        let mut co = CodeObject {
+            data,
+            code_object_version: header.code_object_version(),
+            header,
+            target,
+            sections,
+            segments,
+            notes,
+            metadata,
+            symbols,
+            relocations,
+            kernels: Vec::new(),
+        };
+        co.kernels = co.find_kernels()?;
+        Ok(co)
+    }
+
+    /// The input bytes.
+    pub fn data(&self) -> &'data [u8] {
+        self.data
+    }
+
+    pub fn is_relocatable(&self) -> bool {
+        self.header.e_type == elf::ET_REL
+    }
+
+    pub fn section(&self, name: &str) -> Option<&Section<'data>> {
+        self.sections.iter().find(|s| s.name == name)
+    }
+
+    /// Contents of a section (empty for SHT_NOBITS). Bounds were checked at parse.
+    pub fn section_data(&self, section: &Section<'data>) -> &'data [u8] {
+        elf::slice(self.data, section.offset, section.file_size(), "section").unwrap_or(&[])
+    }
+
+    /// The file offset of a symbol's value, if it lies in a section with file contents.
+    pub fn symbol_file_offset(&self, s: &Symbol<'data>) -> Option<u64> {
+        let sec = self
+            .sections
+            .get(usize::from(s.shndx))
+            .filter(|_| s.is_defined() && s.shndx < elf::SHN_LORESERVE)?;
+        if sec.sh_type == elf::SHT_NOBITS {
+            return None;
+        }
+        let within = if self.is_relocatable() {
+            s.value
+        } else {
+            s.value.checked_sub(sec.addr)?
+        };
+        (within < sec.size).then_some(sec.offset + within)
+    }
+
+    /// The kernel called `name`.
+    pub fn kernel(&self, name: &str) -> Option<&Kernel<'data>> {
+        self.kernels.iter().find(|k| k.name == name)
+    }
+
+    fn find_kernels(&self) -> Result<Vec<Kernel<'data>>> {
+        let mut kernels = Vec::new();
+        for kd in self.symbols.of_kind(SymbolKind::KernelDescriptor) {
+            let name = kd.name.strip_suffix(".kd").unwrap_or(kd.name);
+            let offset = self.symbol_file_offset(kd).ok_or_else(|| {
+                Error::at(
+                    0,
+                    format!(
+                        "kernel descriptor {}: value {:#x} is not inside its section",
+                        kd.name, kd.value
+                    ),
+                )
+            })?;
+            let bytes = elf::slice(
+                self.data,
+                offset,
+                KERNEL_DESCRIPTOR_SIZE as u64,
+                "kernel descriptor",
+            )?;
+            let descriptor = KernelDescriptor::parse(bytes, offset)?;
+            let mut entry_offset = descriptor.kernel_code_entry_byte_offset;
+            let mut entry_address = None;
+            if self.is_relocatable() {
+                // The entry offset is `sym + addend - place` of a REL64 at descriptor + 16.
+                let section = kd.section;
+                let reloc = self.relocations.iter().find(|r| {
+                    r.target_section == section
+                        && r.offset == kd.value + 16
+                        && r.r_type == reloc::RelocType::REL64
+                });
+                if let Some(r) = reloc.and_then(|r| Some((r, self.symbols.get(r.symbol?)?))) {
+                    let (r, sym) = r;
+                    if sym.section == kd.section || sym.is_defined() {
+                        entry_address =
+                            Some(sym.value.wrapping_add(r.addend as u64).wrapping_sub(16));
+                        entry_offset = 0;
+                    }
+                }
+            }
+            let entry_address = entry_address.or_else(|| kd.value.checked_add_signed(entry_offset));
+            let entry_symbol = entry_address.and_then(|a| {
+                self.symbols
+                    .of_kind(SymbolKind::Kernel)
+                    .chain(self.symbols.of_kind(SymbolKind::DeviceFunction))
+                    .find(|s| s.value == a && (s.name == name || !self.is_relocatable()))
+                    .map(|s| s.name)
+            });
+            let wave32 = descriptor.kernel_code_properties & (1 << 10) != 0;
+            kernels.push(Kernel {
+                name,
+                descriptor_address: kd.value,
+                descriptor_file_offset: offset,
+                decoded: descriptor.decode(self.target.processor.family(), wave32),
+                descriptor,
+                entry_address,
+                entry_symbol,
+            });
+        }
+        Ok(kernels)
+    }
+}

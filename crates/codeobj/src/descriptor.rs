@@ -1,0 +1,320 @@
+//! Kernel descriptors: the 64-byte `X.kd` objects that tell the packet processor
+//! how to launch kernel `X` (AMDGPUUsage, "Kernel Descriptor").
+
+use serde::Serialize;
+
+use crate::target::Family;
+use crate::{Error, Result};
+
+pub const KERNEL_DESCRIPTOR_SIZE: usize = 64;
+
+/// The raw descriptor, field by field, exactly as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct KernelDescriptor {
+    pub group_segment_fixed_size: u32,
+    pub private_segment_fixed_size: u32,
+    pub kernarg_size: u32,
+    pub reserved0: [u8; 4],
+    /// Byte offset from the descriptor's address to the kernel's first instruction.
+    pub kernel_code_entry_byte_offset: i64,
+    pub reserved1: [u8; 20],
+    pub compute_pgm_rsrc3: u32,
+    pub compute_pgm_rsrc1: u32,
+    pub compute_pgm_rsrc2: u32,
+    pub kernel_code_properties: u16,
+    pub kernarg_preload: u16,
+    pub reserved3: [u8; 4],
+}
+
+fn le<const N: usize>(b: &[u8; 64], at: usize) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&b[at..at + N]);
+    a
+}
+
+impl KernelDescriptor {
+    /// Reads a descriptor from exactly 64 bytes; `offset` is their place in the file, for errors.
+    pub fn parse(bytes: &[u8], offset: u64) -> Result<KernelDescriptor> {
+        let b: &[u8; 64] = bytes.try_into().map_err(|_| {
+            Error::at(
+                offset,
+                format!("kernel descriptor is {} bytes, expected 64", bytes.len()),
+            )
+        })?;
+        Ok(KernelDescriptor {
+            group_segment_fixed_size: u32::from_le_bytes(le(b, 0)),
+            private_segment_fixed_size: u32::from_le_bytes(le(b, 4)),
+            kernarg_size: u32::from_le_bytes(le(b, 8)),
+            reserved0: le(b, 12),
+            kernel_code_entry_byte_offset: i64::from_le_bytes(le(b, 16)),
+            reserved1: le(b, 24),
+            compute_pgm_rsrc3: u32::from_le_bytes(le(b, 44)),
+            compute_pgm_rsrc1: u32::from_le_bytes(le(b, 48)),
+            compute_pgm_rsrc2: u32::from_le_bytes(le(b, 52)),
+            kernel_code_properties: u16::from_le_bytes(le(b, 56)),
+            kernarg_preload: u16::from_le_bytes(le(b, 58)),
+            reserved3: le(b, 60),
+        })
+    }
+
+    /// The 64 bytes of this descriptor.
+    pub fn to_bytes(&self) -> [u8; 64] {
+        let mut b = [0u8; 64];
+        b[0..4].copy_from_slice(&self.group_segment_fixed_size.to_le_bytes());
+        b[4..8].copy_from_slice(&self.private_segment_fixed_size.to_le_bytes());
+        b[8..12].copy_from_slice(&self.kernarg_size.to_le_bytes());
+        b[12..16].copy_from_slice(&self.reserved0);
+        b[16..24].copy_from_slice(&self.kernel_code_entry_byte_offset.to_le_bytes());
+        b[24..44].copy_from_slice(&self.reserved1);
+        b[44..48].copy_from_slice(&self.compute_pgm_rsrc3.to_le_bytes());
+        b[48..52].copy_from_slice(&self.compute_pgm_rsrc1.to_le_bytes());
+        b[52..56].copy_from_slice(&self.compute_pgm_rsrc2.to_le_bytes());
+        b[56..58].copy_from_slice(&self.kernel_code_properties.to_le_bytes());
+        b[58..60].copy_from_slice(&self.kernarg_preload.to_le_bytes());
+        b[60..64].copy_from_slice(&self.reserved3);
+        b
+    }
+
+    /// All fields decoded for `family` (which decides register granules and rsrc3's layout).
+    pub fn decode(&self, family: Family, wave32: bool) -> DecodedDescriptor {
+        DecodedDescriptor {
+            rsrc1: Rsrc1::decode(self.compute_pgm_rsrc1),
+            rsrc2: Rsrc2::decode(self.compute_pgm_rsrc2),
+            rsrc3: Rsrc3::decode(self.compute_pgm_rsrc3, family),
+            properties: KernelCodeProperties::decode(self.kernel_code_properties),
+            kernarg_preload_length: self.kernarg_preload & 0x7f,
+            kernarg_preload_offset: self.kernarg_preload >> 7,
+            vgpr_count: vgpr_count(self.compute_pgm_rsrc1, family, wave32),
+            sgpr_count: sgpr_count(self.compute_pgm_rsrc1, family),
+            accum_offset: match family {
+                Family::Gfx90a | Family::Gfx94x => Some((self.compute_pgm_rsrc3 & 0x3f) * 4 + 4),
+                _ => None,
+            },
+        }
+    }
+}
+
+fn bits(v: u32, lo: u32, width: u32) -> u32 {
+    (v >> lo) & ((1u32 << width) - 1)
+}
+
+fn bit(v: u32, b: u32) -> bool {
+    v >> b & 1 != 0
+}
+
+/// VGPRs (plus AGPRs on gfx90a/gfx94x, whose register file is unified) the
+/// granulated count in COMPUTE_PGM_RSRC1 allocates.
+pub fn vgpr_count(rsrc1: u32, family: Family, wave32: bool) -> u32 {
+    let granule = match family {
+        Family::Gfx90a | Family::Gfx94x => 8,
+        Family::Gfx10 | Family::Gfx11 | Family::Gfx12 if wave32 => 8,
+        _ => 4,
+    };
+    (bits(rsrc1, 0, 6) + 1) * granule
+}
+
+/// SGPRs the granulated count in COMPUTE_PGM_RSRC1 allocates (gfx6-gfx9; gfx10+
+/// always allocate all SGPRs and the field is 0, so `None`).
+pub fn sgpr_count(rsrc1: u32, family: Family) -> Option<u32> {
+    match family {
+        Family::Gfx10 | Family::Gfx11 | Family::Gfx12 => None,
+        _ => Some((bits(rsrc1, 6, 4) + 1) * 8),
+    }
+}
+
+/// A descriptor with every field decoded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DecodedDescriptor {
+    pub rsrc1: Rsrc1,
+    pub rsrc2: Rsrc2,
+    pub rsrc3: Rsrc3,
+    pub properties: KernelCodeProperties,
+    pub kernarg_preload_length: u16,
+    pub kernarg_preload_offset: u16,
+    /// Registers allocated per work-item (VGPR+AGPR on gfx90a/gfx94x).
+    pub vgpr_count: u32,
+    pub sgpr_count: Option<u32>,
+    /// First AGPR in the unified register file (gfx90a/gfx94x).
+    pub accum_offset: Option<u32>,
+}
+
+/// COMPUTE_PGM_RSRC1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Rsrc1 {
+    pub granulated_workitem_vgpr_count: u32,
+    pub granulated_wavefront_sgpr_count: u32,
+    pub priority: u32,
+    pub float_round_mode_32: u32,
+    pub float_round_mode_16_64: u32,
+    pub float_denorm_mode_32: u32,
+    pub float_denorm_mode_16_64: u32,
+    pub priv_: bool,
+    pub enable_dx10_clamp: bool,
+    pub debug_mode: bool,
+    pub enable_ieee_mode: bool,
+    pub bulky: bool,
+    pub cdbg_user: bool,
+    pub fp16_ovfl: bool,
+    pub wgp_mode: bool,
+    pub mem_ordered: bool,
+    pub fwd_progress: bool,
+}
+
+impl Rsrc1 {
+    pub fn decode(v: u32) -> Rsrc1 {
+        Rsrc1 {
+            granulated_workitem_vgpr_count: bits(v, 0, 6),
+            granulated_wavefront_sgpr_count: bits(v, 6, 4),
+            priority: bits(v, 10, 2),
+            float_round_mode_32: bits(v, 12, 2),
+            float_round_mode_16_64: bits(v, 14, 2),
+            float_denorm_mode_32: bits(v, 16, 2),
+            float_denorm_mode_16_64: bits(v, 18, 2),
+            priv_: bit(v, 20),
+            enable_dx10_clamp: bit(v, 21),
+            debug_mode: bit(v, 22),
+            enable_ieee_mode: bit(v, 23),
+            bulky: bit(v, 24),
+            cdbg_user: bit(v, 25),
+            fp16_ovfl: bit(v, 26),
+            wgp_mode: bit(v, 29),
+            mem_ordered: bit(v, 30),
+            fwd_progress: bit(v, 31),
+        }
+    }
+}
+
+/// COMPUTE_PGM_RSRC2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Rsrc2 {
+    pub enable_private_segment: bool,
+    pub user_sgpr_count: u32,
+    pub enable_trap_handler: bool,
+    pub enable_sgpr_workgroup_id_x: bool,
+    pub enable_sgpr_workgroup_id_y: bool,
+    pub enable_sgpr_workgroup_id_z: bool,
+    pub enable_sgpr_workgroup_info: bool,
+    pub enable_vgpr_workitem_id: u32,
+    pub enable_exception_address_watch: bool,
+    pub enable_exception_memory: bool,
+    pub granulated_lds_size: u32,
+    pub enable_exception_ieee_754_fp_invalid_operation: bool,
+    pub enable_exception_fp_denormal_source: bool,
+    pub enable_exception_ieee_754_fp_division_by_zero: bool,
+    pub enable_exception_ieee_754_fp_overflow: bool,
+    pub enable_exception_ieee_754_fp_underflow: bool,
+    pub enable_exception_ieee_754_fp_inexact: bool,
+    pub enable_exception_int_divide_by_zero: bool,
+}
+
+impl Rsrc2 {
+    pub fn decode(v: u32) -> Rsrc2 {
+        Rsrc2 {
+            enable_private_segment: bit(v, 0),
+            user_sgpr_count: bits(v, 1, 5),
+            enable_trap_handler: bit(v, 6),
+            enable_sgpr_workgroup_id_x: bit(v, 7),
+            enable_sgpr_workgroup_id_y: bit(v, 8),
+            enable_sgpr_workgroup_id_z: bit(v, 9),
+            enable_sgpr_workgroup_info: bit(v, 10),
+            enable_vgpr_workitem_id: bits(v, 11, 2),
+            enable_exception_address_watch: bit(v, 13),
+            enable_exception_memory: bit(v, 14),
+            granulated_lds_size: bits(v, 15, 9),
+            enable_exception_ieee_754_fp_invalid_operation: bit(v, 24),
+            enable_exception_fp_denormal_source: bit(v, 25),
+            enable_exception_ieee_754_fp_division_by_zero: bit(v, 26),
+            enable_exception_ieee_754_fp_overflow: bit(v, 27),
+            enable_exception_ieee_754_fp_underflow: bit(v, 28),
+            enable_exception_ieee_754_fp_inexact: bit(v, 29),
+            enable_exception_int_divide_by_zero: bit(v, 30),
+        }
+    }
+}
+
+/// COMPUTE_PGM_RSRC3, whose layout depends on the family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "layout")]
+pub enum Rsrc3 {
+    /// gfx90a, gfx94x.
+    Gfx90a { accum_offset: u32, tg_split: bool },
+    /// gfx10, gfx11, gfx12.
+    Gfx10Plus {
+        shared_vgpr_count: u32,
+        inst_pref_size: u32,
+        trap_on_start: bool,
+        trap_on_end: bool,
+        image_op: bool,
+    },
+    /// Families where the register is reserved (must be 0).
+    Reserved { raw: u32 },
+}
+
+impl Rsrc3 {
+    pub fn decode(v: u32, family: Family) -> Rsrc3 {
+        match family {
+            Family::Gfx90a | Family::Gfx94x => Rsrc3::Gfx90a {
+                accum_offset: bits(v, 0, 6),
+                tg_split: bit(v, 16),
+            },
+            Family::Gfx10 | Family::Gfx11 | Family::Gfx12 => Rsrc3::Gfx10Plus {
+                shared_vgpr_count: bits(v, 0, 4),
+                inst_pref_size: if family == Family::Gfx10 {
+                    0
+                } else {
+                    bits(v, 4, 6)
+                },
+                trap_on_start: bit(v, 10),
+                trap_on_end: bit(v, 11),
+                image_op: bit(v, 31),
+            },
+            _ => Rsrc3::Reserved { raw: v },
+        }
+    }
+}
+
+/// kernel_code_properties bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct KernelCodeProperties {
+    pub enable_sgpr_private_segment_buffer: bool,
+    pub enable_sgpr_dispatch_ptr: bool,
+    pub enable_sgpr_queue_ptr: bool,
+    pub enable_sgpr_kernarg_segment_ptr: bool,
+    pub enable_sgpr_dispatch_id: bool,
+    pub enable_sgpr_flat_scratch_init: bool,
+    pub enable_sgpr_private_segment_size: bool,
+    pub enable_wavefront_size32: bool,
+    pub uses_dynamic_stack: bool,
+}
+
+impl KernelCodeProperties {
+    pub fn decode(v: u16) -> KernelCodeProperties {
+        let v = u32::from(v);
+        KernelCodeProperties {
+            enable_sgpr_private_segment_buffer: bit(v, 0),
+            enable_sgpr_dispatch_ptr: bit(v, 1),
+            enable_sgpr_queue_ptr: bit(v, 2),
+            enable_sgpr_kernarg_segment_ptr: bit(v, 3),
+            enable_sgpr_dispatch_id: bit(v, 4),
+            enable_sgpr_flat_scratch_init: bit(v, 5),
+            enable_sgpr_private_segment_size: bit(v, 6),
+            enable_wavefront_size32: bit(v, 10),
+            uses_dynamic_stack: bit(v, 11),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_round_trip_every_byte() {
+        let bytes: Vec<u8> = (0..64u8)
+            .map(|i| i.wrapping_mul(37).wrapping_add(5))
+            .collect();
+        let kd = KernelDescriptor::parse(&bytes, 0).unwrap();
+        assert_eq!(kd.to_bytes().as_slice(), bytes.as_slice());
+        assert!(KernelDescriptor::parse(&bytes[..63], 7).unwrap_err().offset == Some(7));
+    }
+}
