@@ -6,8 +6,9 @@
 //! - version 2: u32 total size, u32 uncompressed size, u64 hash (24 bytes)
 //! - version 3: u64 total size, u64 uncompressed size, u64 hash (32 bytes)
 //!
-//! "Total size" counts the header too. The hash is the low 64 bits of the MD5
-//! of the decompressed bytes; LLVM only prints it, and so do we.
+//! "Total size" counts the header too. The hash is the first 8 bytes of the MD5
+//! of the decompressed bytes. LLVM only prints it; we check it, because zstd
+//! frames written by LLVM carry no checksum and corruption would go unnoticed.
 
 use std::io::Read;
 
@@ -184,6 +185,16 @@ pub fn decompress(data: &[u8]) -> Result<Decompressed> {
             header.header_len,
             format!(
                 "CCOB header announces {expected} uncompressed bytes but the payload holds {got}"
+            ),
+        ));
+    }
+    let hash = super::md5::truncated(&out);
+    if hash != header.hash {
+        return Err(Error::at(
+            header.header_len,
+            format!(
+                "decompressed bytes do not match the header's hash (recorded {:#018x}, computed {hash:#018x})",
+                header.hash
             ),
         ));
     }

@@ -19,8 +19,13 @@ pub struct Listed<'data> {
 pub fn kernel_names(code_object: &[u8]) -> Result<Vec<String>> {
     let file = object::File::parse(code_object)
         .map_err(|e| Error::at(0, format!("code object ELF: {e}")))?;
+    // Stripped code objects keep only .dynsym, which lists the same kernels.
+    let symbols = match file.symbol_table() {
+        Some(_) => file.symbols(),
+        None => file.dynamic_symbols(),
+    };
     let mut names = Vec::new();
-    for symbol in file.symbols() {
+    for symbol in symbols {
         if symbol.kind() != SymbolKind::Data {
             continue;
         }

@@ -12,6 +12,7 @@ pub mod elf;
 pub mod handles;
 pub mod host;
 pub mod list;
+mod md5;
 mod read;
 
 use std::borrow::Cow;
