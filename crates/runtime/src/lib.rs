@@ -1,0 +1,528 @@
+//! The HSA runtime core behind Inlay's `libhsa-runtime64.so.1`, as a Rust API.
+//!
+//! A [`Runtime`] owns a CPU agent and the virtual gfx90a agent, their memory
+//! pools, the signal table, AQL queues with their packet processors, async
+//! copies and the async signal handler thread. Errors are [`Status`] values
+//! with the numbers of `hsa_status_t`, so the C layer passes them on as is.
+
+pub mod agent;
+pub mod device;
+pub mod pool;
+pub mod queue;
+pub mod signal;
+pub mod status;
+
+use agent::{Agent, AgentId};
+use device::{Device, NoEmulator};
+use inlay_vgpu::{Fault, MemKind, Memory};
+use pool::{Pool, PoolId, Segment};
+use queue::{ErrorCallback, Queue};
+use signal::{Condition, Notifier, Signal, SignalTable};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub use status::{Result, Status};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An event for the handlers registered with `hsa_amd_register_system_event_handler`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SystemEvent {
+    /// A device access faulted: `address` is the faulting address.
+    MemoryFault {
+        agent: AgentId,
+        address: u64,
+        fault: Fault,
+    },
+}
+
+pub type EventHandler = Arc<dyn Fn(&SystemEvent) + Send + Sync>;
+/// An async signal handler: gets the value; returns true to stay registered.
+pub type SignalHandler = Box<dyn FnMut(i64) -> bool + Send>;
+
+struct AsyncHandler {
+    signal: Arc<Signal>,
+    cond: Condition,
+    value: i64,
+    handler: SignalHandler,
+}
+
+/// State the packet processors and background threads share with the runtime.
+pub(crate) struct Shared {
+    memory: Arc<Memory>,
+    signals: SignalTable,
+    notifier: Arc<Notifier>,
+    device: RwLock<Arc<dyn Device>>,
+    handlers: Mutex<Vec<AsyncHandler>>,
+    events: Mutex<Vec<EventHandler>>,
+    stopping: AtomicBool,
+}
+
+impl Shared {
+    fn device(&self) -> Arc<dyn Device> {
+        self.device
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Diagnostics for problems the C caller can only see as a status.
+    fn log(&self, msg: &str) {
+        if std::env::var_os("INLAY_LOG").is_some() {
+            eprintln!("inlay: {msg}");
+        }
+    }
+
+    fn report(&self, ev: SystemEvent) {
+        let handlers: Vec<EventHandler> = lock(&self.events).clone();
+        for h in handlers {
+            h(&ev);
+        }
+    }
+}
+
+/// What `hsa_amd_pointer_info` reports for an address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PointerInfo {
+    pub base: u64,
+    pub size: u64,
+    pub owner: AgentId,
+    pub global_flags: u32,
+    pub accessible: Vec<AgentId>,
+}
+
+/// One runtime instance: agents, pools, signals, queues.
+pub struct Runtime {
+    shared: Arc<Shared>,
+    agents: Vec<Agent>,
+    pools: Vec<Pool>,
+    queues: Mutex<HashMap<u64, Arc<Queue>>>,
+    access: Mutex<HashMap<u64, Vec<AgentId>>>,
+    next_queue_id: AtomicU64,
+    handler_thread: Mutex<Option<JoinHandle<()>>>,
+    started: Instant,
+}
+
+impl Default for Runtime {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Runtime {
+    pub fn new() -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                memory: Arc::new(Memory::new()),
+                signals: SignalTable::default(),
+                notifier: Arc::new(Notifier::default()),
+                device: RwLock::new(Arc::new(NoEmulator)),
+                handlers: Mutex::new(Vec::new()),
+                events: Mutex::new(Vec::new()),
+                stopping: AtomicBool::new(false),
+            }),
+            agents: vec![agent::host_cpu(), agent::virtual_gfx90a()],
+            pools: pool::standard_pools(),
+            queues: Mutex::new(HashMap::new()),
+            access: Mutex::new(HashMap::new()),
+            next_queue_id: AtomicU64::new(0),
+            handler_thread: Mutex::new(None),
+            started: Instant::now(),
+        }
+    }
+
+    /// Replaces what runs kernel dispatches (the virtual GPU plugs in here).
+    pub fn set_device(&self, device: Arc<dyn Device>) {
+        *self
+            .shared
+            .device
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = device;
+    }
+
+    pub fn memory(&self) -> &Arc<Memory> {
+        &self.shared.memory
+    }
+
+    // ---- agents, pools -------------------------------------------------
+
+    pub fn agents(&self) -> &[Agent] {
+        &self.agents
+    }
+
+    pub fn agent(&self, id: AgentId) -> Result<&Agent> {
+        self.agents.get(id.0 as usize).ok_or(Status::InvalidAgent)
+    }
+
+    pub fn pools(&self) -> &[Pool] {
+        &self.pools
+    }
+
+    pub fn pool(&self, id: PoolId) -> Result<&Pool> {
+        self.pools
+            .get(id.0 as usize)
+            .ok_or(Status::InvalidMemoryPool)
+    }
+
+    pub fn agent_pools(&self, agent: AgentId) -> impl Iterator<Item = &Pool> {
+        self.pools.iter().filter(move |p| p.owner == agent)
+    }
+
+    /// Nanoseconds since the runtime started (HSA_SYSTEM_INFO_TIMESTAMP at 1 GHz).
+    pub fn timestamp(&self) -> u64 {
+        self.started.elapsed().as_nanos() as u64
+    }
+
+    // ---- memory ----------------------------------------------------------
+
+    pub fn allocate(&self, pool: PoolId, size: u64) -> Result<u64> {
+        let p = self.pool(pool)?;
+        if !p.alloc_allowed || p.segment != Segment::Global {
+            return Err(Status::InvalidAllocation);
+        }
+        if size == 0 {
+            return Err(Status::InvalidArgument);
+        }
+        if size > p.alloc_max_size {
+            return Err(Status::InvalidAllocation);
+        }
+        // Round up to the granule as ROCr does, so whole pages are ours.
+        let rounded = size
+            .checked_add(p.granule - 1)
+            .ok_or(Status::InvalidAllocation)?
+            / p.granule
+            * p.granule;
+        self.shared
+            .memory
+            .alloc(rounded, p.alignment, p.kind, u64::from(pool.0))
+            .map_err(|f| match f {
+                Fault::OutOfMemory { .. } => Status::OutOfResources,
+                _ => Status::InvalidAllocation,
+            })
+    }
+
+    pub fn free(&self, ptr: u64) -> Result<()> {
+        match self.shared.memory.find(ptr) {
+            Some(a) if a.base == ptr && a.kind != MemKind::Runtime => {}
+            _ => return Err(Status::InvalidArgument),
+        }
+        self.shared
+            .memory
+            .free(ptr)
+            .map_err(|_| Status::InvalidArgument)?;
+        lock(&self.access).remove(&ptr);
+        Ok(())
+    }
+
+    pub fn pointer_info(&self, ptr: u64) -> Option<PointerInfo> {
+        let a = self.shared.memory.find(ptr)?;
+        if a.kind == MemKind::Runtime {
+            return None;
+        }
+        let pool = self.pools.get(a.tag as usize)?;
+        let mut accessible = vec![pool.owner];
+        if pool.accessible_by_all {
+            accessible = self.agents.iter().map(|a| a.id).collect();
+        }
+        for id in lock(&self.access).get(&a.base).into_iter().flatten() {
+            if !accessible.contains(id) {
+                accessible.push(*id);
+            }
+        }
+        Some(PointerInfo {
+            base: a.base,
+            size: a.size,
+            owner: pool.owner,
+            global_flags: pool.global_flags,
+            accessible,
+        })
+    }
+
+    /// Grants agents access to an allocation (`hsa_amd_agents_allow_access`).
+    pub fn allow_access(&self, agents: &[AgentId], ptr: u64) -> Result<()> {
+        if agents.is_empty() {
+            return Err(Status::InvalidArgument);
+        }
+        for a in agents {
+            self.agent(*a)?;
+        }
+        let alloc = self
+            .shared
+            .memory
+            .find(ptr)
+            .ok_or(Status::InvalidArgument)?;
+        let mut access = lock(&self.access);
+        let list = access.entry(alloc.base).or_default();
+        for a in agents {
+            if !list.contains(a) {
+                list.push(*a);
+            }
+        }
+        Ok(())
+    }
+
+    /// Synchronous copy (`hsa_memory_copy`).
+    pub fn copy(&self, dst: u64, src: u64, size: u64) -> Result<()> {
+        self.shared
+            .memory
+            .copy_host(dst, src, size)
+            .map_err(|_| Status::InvalidArgument)
+    }
+
+    /// Fills `count` 32-bit words (`hsa_amd_memory_fill`).
+    pub fn fill(&self, dst: u64, value: u32, count: u64) -> Result<()> {
+        self.shared
+            .memory
+            .fill_u32(dst, value, count)
+            .map_err(|_| Status::InvalidArgument)
+    }
+
+    /// Copies once every dependency is 0, then decrements `completion` by 1.
+    pub fn async_copy(
+        &self,
+        dst: u64,
+        src: u64,
+        size: u64,
+        deps: Vec<Arc<Signal>>,
+        completion: Arc<Signal>,
+    ) -> Result<()> {
+        let memory = &self.shared.memory;
+        memory
+            .check_host(dst, size)
+            .map_err(|_| Status::InvalidArgument)?;
+        memory
+            .check_host(src, size)
+            .map_err(|_| Status::InvalidArgument)?;
+        let shared = self.shared.clone();
+        std::thread::Builder::new()
+            .name("inlay-copy".into())
+            .spawn(move || {
+                for d in &deps {
+                    loop {
+                        let v = d.wait(
+                            Condition::Eq,
+                            0,
+                            Some(Duration::from_millis(50)),
+                            signal::WaitState::Blocked,
+                            Ordering::Acquire,
+                        );
+                        if v == 0 || shared.stopping.load(Ordering::Acquire) {
+                            break;
+                        }
+                    }
+                }
+                // The ranges were valid at submission; the caller may have freed
+                // one since. Then it is a fault to report, never a wild write.
+                if let Err(fault) = shared.memory.copy_host(dst, src, size) {
+                    shared.log(&format!("async copy faulted: {fault}"));
+                    shared.report(SystemEvent::MemoryFault {
+                        agent: agent::GPU,
+                        address: dst,
+                        fault,
+                    });
+                }
+                completion.sub(1, Ordering::AcqRel);
+            })
+            .map(|_| ())
+            .map_err(|_| Status::OutOfResources)
+    }
+
+    // ---- signals ---------------------------------------------------------
+
+    pub fn signal_create(&self, initial: i64, consumers: Vec<AgentId>) -> Result<u64> {
+        for c in &consumers {
+            self.agent(*c)?;
+        }
+        Ok(self.shared.signals.insert(Arc::new(Signal::new(
+            initial,
+            self.shared.notifier.clone(),
+            consumers,
+        ))))
+    }
+
+    pub fn signal(&self, handle: u64) -> Result<Arc<Signal>> {
+        self.shared.signals.get(handle).ok_or(Status::InvalidSignal)
+    }
+
+    pub fn signal_destroy(&self, handle: u64) -> Result<()> {
+        if lock(&self.queues).values().any(|q| q.doorbell == handle) {
+            return Err(Status::InvalidSignal);
+        }
+        self.shared
+            .signals
+            .remove(handle)
+            .map(|_| ())
+            .ok_or(Status::InvalidSignal)
+    }
+
+    /// Calls `handler` on a background thread once `cond(value of signal, value)` holds.
+    pub fn signal_async_handler(
+        &self,
+        handle: u64,
+        cond: Condition,
+        value: i64,
+        handler: SignalHandler,
+    ) -> Result<()> {
+        let signal = self.signal(handle)?;
+        self.ensure_handler_thread()?;
+        lock(&self.shared.handlers).push(AsyncHandler {
+            signal,
+            cond,
+            value,
+            handler,
+        });
+        self.shared.notifier.watch(1);
+        self.shared.notifier.notify();
+        Ok(())
+    }
+
+    fn ensure_handler_thread(&self) -> Result<()> {
+        let mut t = lock(&self.handler_thread);
+        if t.is_some() {
+            return Ok(());
+        }
+        let shared = self.shared.clone();
+        let h = std::thread::Builder::new()
+            .name("inlay-signal-handlers".into())
+            .spawn(move || run_handlers(&shared))
+            .map_err(|_| Status::OutOfResources)?;
+        *t = Some(h);
+        Ok(())
+    }
+
+    pub fn register_event_handler(&self, handler: EventHandler) {
+        lock(&self.shared.events).push(handler);
+    }
+
+    /// Hands an event to every registered system event handler.
+    pub fn report_event(&self, ev: SystemEvent) {
+        self.shared.report(ev);
+    }
+
+    // ---- queues ----------------------------------------------------------
+
+    /// Creates an AQL queue on `agent` with `size` packets (a power of two).
+    pub fn queue_create(
+        &self,
+        agent: AgentId,
+        size: u32,
+        queue_type: u32,
+        on_error: Option<ErrorCallback>,
+    ) -> Result<Arc<Queue>> {
+        let a = self.agent(agent)?;
+        if a.queues_max == 0 {
+            return Err(Status::InvalidAgent);
+        }
+        if queue_type > 2 {
+            return Err(Status::InvalidArgument);
+        }
+        if !size.is_power_of_two() || size < a.queue_min_size || size > a.queue_max_size {
+            return Err(Status::InvalidArgument);
+        }
+        if lock(&self.queues).len() >= a.queues_max as usize {
+            return Err(Status::OutOfResources);
+        }
+        let mem = &self.shared.memory;
+        let oom = |_| Status::OutOfResources;
+        let addr = mem
+            .alloc(queue::AMD_QUEUE_SIZE, 64, MemKind::Runtime, 0)
+            .map_err(oom)?;
+        let ring = match mem.alloc(
+            u64::from(size) * queue::PACKET_SIZE,
+            4096,
+            MemKind::Runtime,
+            0,
+        ) {
+            Ok(r) => r,
+            Err(_) => {
+                let _ = mem.free(addr);
+                return Err(Status::OutOfResources);
+            }
+        };
+        let id = self.next_queue_id.fetch_add(1, Ordering::Relaxed);
+        let q = queue::start(
+            self.shared.clone(),
+            addr,
+            ring,
+            size,
+            id,
+            queue_type,
+            on_error,
+        );
+        lock(&self.queues).insert(addr, q.clone());
+        Ok(q)
+    }
+
+    pub fn queue(&self, addr: u64) -> Result<Arc<Queue>> {
+        lock(&self.queues)
+            .get(&addr)
+            .cloned()
+            .ok_or(Status::InvalidQueue)
+    }
+
+    pub fn queue_destroy(&self, addr: u64) -> Result<()> {
+        let q = lock(&self.queues)
+            .remove(&addr)
+            .ok_or(Status::InvalidQueue)?;
+        self.retire_queue(&q);
+        Ok(())
+    }
+
+    fn retire_queue(&self, q: &Queue) {
+        queue::stop(q);
+        self.shared.signals.remove(q.doorbell);
+        let _ = self.shared.memory.free(q.ring);
+        let _ = self.shared.memory.free(q.addr);
+    }
+
+    /// Stops every queue and background thread. The runtime is unusable after.
+    pub fn shut_down(&self) {
+        self.shared.stopping.store(true, Ordering::Release);
+        let queues: Vec<Arc<Queue>> = lock(&self.queues).drain().map(|(_, q)| q).collect();
+        for q in queues {
+            self.retire_queue(&q);
+        }
+        self.shared.notifier.notify();
+        if let Some(h) = lock(&self.handler_thread).take() {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+/// The async handler loop: calls each handler whose condition holds, outside
+/// the lock (a handler may register new handlers), and keeps those that ask.
+fn run_handlers(shared: &Shared) {
+    let mut seen = shared.notifier.generation();
+    while !shared.stopping.load(Ordering::Acquire) {
+        let ready: Vec<(AsyncHandler, i64)> = {
+            let mut hs = lock(&shared.handlers);
+            let mut ready = Vec::new();
+            let mut i = 0;
+            while i < hs.len() {
+                let v = hs[i].signal.load(Ordering::Acquire);
+                if hs[i].cond.holds(v, hs[i].value) {
+                    ready.push((hs.swap_remove(i), v));
+                } else {
+                    i += 1;
+                }
+            }
+            ready
+        };
+        for (mut h, v) in ready {
+            let keep = h.handler.as_mut()(v);
+            if keep {
+                lock(&shared.handlers).push(h);
+            } else {
+                shared.notifier.watch(-1);
+            }
+        }
+        seen = shared.notifier.wait_after(seen, Duration::from_millis(20));
+    }
+}

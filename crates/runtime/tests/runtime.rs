@@ -1,0 +1,109 @@
+//! The Rust API end to end: pools, queues with barrier packets, copies.
+
+use inlay_runtime::agent::{CPU, GPU};
+use inlay_runtime::queue::{PACKET_BARRIER_AND, PACKET_KERNEL_DISPATCH};
+use inlay_runtime::{Runtime, Status};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+fn write_packet(ring: u64, slot: u64, header: u16, body: &[(usize, u64)]) {
+    let base = ring + slot * 64;
+    for &(off, v) in body {
+        // SAFETY: test writes inside the queue's ring.
+        unsafe { ((base + off as u64) as *mut u64).write(v) };
+    }
+    // SAFETY: the header is the first u16 of the slot.
+    unsafe { std::sync::atomic::AtomicU16::from_ptr(base as *mut u16) }
+        .store(header, Ordering::Release);
+}
+
+#[test]
+fn barrier_and_waits_for_its_dependency_then_completes() {
+    let rt = Runtime::new();
+    let q = rt.queue_create(GPU, 64, 0, None).unwrap();
+    let dep = rt.signal_create(1, vec![]).unwrap();
+    let done = rt.signal_create(1, vec![]).unwrap();
+    let w = q.write_index().fetch_add(1, Ordering::AcqRel);
+    write_packet(
+        q.ring,
+        w,
+        PACKET_BARRIER_AND as u16,
+        &[(8, dep), (56, done)],
+    );
+    rt.signal(q.doorbell)
+        .unwrap()
+        .store(w as i64, Ordering::Release);
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    assert_eq!(
+        rt.signal(done).unwrap().load(Ordering::Acquire),
+        1,
+        "barrier ran before its dependency"
+    );
+    rt.signal(dep).unwrap().store(0, Ordering::Release);
+    let s = rt.signal(done).unwrap();
+    assert_eq!(
+        s.wait(
+            inlay_runtime::signal::Condition::Eq,
+            0,
+            Some(std::time::Duration::from_secs(5)),
+            inlay_runtime::signal::WaitState::Blocked,
+            Ordering::Acquire
+        ),
+        0
+    );
+    assert_eq!(q.read_index().load(Ordering::Acquire), 1);
+    rt.queue_destroy(q.addr).unwrap();
+    assert_eq!(rt.queue_destroy(q.addr), Err(Status::InvalidQueue));
+    rt.shut_down();
+}
+
+#[test]
+fn dispatch_without_emulator_reports_through_the_error_callback() {
+    let rt = Runtime::new();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let q = rt
+        .queue_create(
+            GPU,
+            64,
+            0,
+            Some(Arc::new(move |st, _| s2.lock().unwrap().push(st))),
+        )
+        .unwrap();
+    let header = PACKET_KERNEL_DISPATCH as u16;
+    // setup = 1 dimension, 64x1x1 workgroup, grid 64x1x1, null kernel object.
+    write_packet(
+        q.ring,
+        0,
+        header,
+        &[(0, 1 << 16 | 64 << 32), (8, 1 | 1 << 32), (16, 1 | 1 << 32)],
+    );
+    // SAFETY: grid x is the u32 at offset 12 of the slot.
+    unsafe { ((q.ring + 12) as *mut u32).write(64) };
+    rt.signal(q.doorbell).unwrap().store(0, Ordering::Release);
+    for _ in 0..200 {
+        if !seen.lock().unwrap().is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(*seen.lock().unwrap(), vec![Status::InvalidPacketFormat]);
+    assert!(!q.is_active());
+    rt.shut_down();
+}
+
+#[test]
+fn pools_allocate_and_pointer_info_names_the_owner() {
+    let rt = Runtime::new();
+    let gpu_pool = rt.agent_pools(GPU).next().unwrap().id;
+    let p = rt.allocate(gpu_pool, 100).unwrap();
+    let info = rt.pointer_info(p + 10).unwrap();
+    assert_eq!((info.base, info.size, info.owner), (p, 4096, GPU));
+    rt.allow_access(&[CPU], p).unwrap();
+    assert!(rt.pointer_info(p).unwrap().accessible.contains(&CPU));
+    rt.fill(p, 7, 1024).unwrap();
+    assert_eq!(rt.fill(p, 7, 1025), Err(Status::InvalidArgument));
+    rt.free(p).unwrap();
+    assert_eq!(rt.free(p), Err(Status::InvalidArgument));
+    assert!(rt.pointer_info(p).is_none());
+}
