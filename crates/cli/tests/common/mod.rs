@@ -1,0 +1,85 @@
+//! Shared helpers of the CLI's integration tests: oracles, fixtures, corpora.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const ROCSPARSE: &str = "/usr/lib/x86_64-linux-gnu/librocsparse.so.0.1";
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn inlay() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_inlay"))
+}
+
+/// True if an oracle is missing and the test should be skipped; fails instead when
+/// CI requires the oracles (INLAY_REQUIRE_ORACLES=1).
+pub fn missing(what: &str, present: bool) -> bool {
+    if present {
+        return false;
+    }
+    if std::env::var_os("INLAY_REQUIRE_ORACLES").is_some_and(|v| v == "1") {
+        panic!("{what} is required (INLAY_REQUIRE_ORACLES=1) but not installed; run scripts/install-deps");
+    }
+    eprintln!("skipping: {what} not installed (scripts/install-deps installs it)");
+    true
+}
+
+pub fn tool_missing(tool: &str) -> bool {
+    let present = Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    missing(tool, present)
+}
+
+/// Every fixture file of the given kinds, from fixtures/manifest.json.
+pub fn fixtures(kinds: &[&str]) -> Vec<PathBuf> {
+    let manifest = root().join("fixtures/manifest.json");
+    let text = std::fs::read_to_string(&manifest).expect("fixtures/manifest.json");
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("manifest is JSON");
+    let files = doc["files"]
+        .as_array()
+        .or_else(|| doc.as_array())
+        .expect("manifest lists files");
+    let list: Vec<PathBuf> = files
+        .iter()
+        .filter(|f| kinds.iter().any(|k| f["kind"].as_str() == Some(k)))
+        .map(|f| {
+            root()
+                .join("fixtures")
+                .join(f["path"].as_str().expect("path"))
+        })
+        .collect();
+    assert!(!list.is_empty(), "no fixtures of kinds {kinds:?}");
+    list
+}
+
+/// Writes the code objects of the given targets (`gfx90a`, `gfx908`, matched as the start of the
+/// target ID) inside `library` to `dir`, returning their paths.
+pub fn extract_code_objects(library: &Path, targets: &[&str], dir: &Path) -> Vec<PathBuf> {
+    let file = inlay_codeobj::file::MappedFile::open(library).expect("map library");
+    let mut out = Vec::new();
+    for (i, entry) in inlay_codeobj::container::walk(file.bytes(), "lib").enumerate() {
+        let entry = entry.expect("walk");
+        if entry.kind != inlay_codeobj::container::EntryKind::CodeObject {
+            continue;
+        }
+        if !targets
+            .iter()
+            .any(|t| entry.target_id == *t || entry.target_id.starts_with(&format!("{t}:")))
+        {
+            continue;
+        }
+        let path = dir.join(format!(
+            "co{i:04}-{}.hsaco",
+            entry.target_id.replace(':', "_")
+        ));
+        std::fs::write(&path, &entry.bytes).expect("write code object");
+        out.push(path);
+    }
+    out
+}
