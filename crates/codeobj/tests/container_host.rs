@@ -4,7 +4,7 @@
 
 mod container_support;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -56,15 +56,26 @@ const HIP_FLAGS: &[&str] = &[
     "-O1",
 ];
 
+/// A host binary with a .hip_fatbin, and what its fat binary should hold.
+struct Host {
+    path: PathBuf,
+    /// Bundles or CCOBs in .hip_fatbin: one per translation unit.
+    containers: usize,
+    compressed: bool,
+}
+
 struct Built {
     dir: PathBuf,
-    /// Linked executables and shared libraries with a .hip_fatbin.
-    linked: Vec<PathBuf>,
-    /// A relocatable object with a .hip_fatbin (no -fgpu-rdc).
-    object: PathBuf,
+    hosts: Vec<Host>,
     /// A -fgpu-rdc relocatable object: device bitcode in bundle sections.
     rdc_object: PathBuf,
 }
+
+/// A second translation unit, so that a link has two bundles in .hip_fatbin.
+const SECOND: &str = r#"
+#include <hip/hip_runtime.h>
+__global__ void second_tu(int *p) { p[threadIdx.x] = 3; }
+"#;
 
 /// Builds the test binaries once per test process (they take a few seconds).
 fn built() -> Option<&'static Built> {
@@ -73,49 +84,73 @@ fn built() -> Option<&'static Built> {
         .get_or_init(|| {
             oracles(TOOLS)?;
             let dir = scratch("host");
-            let src = dir.join("kernels.hip");
-            std::fs::write(&src, SOURCE).unwrap();
+            std::fs::write(dir.join("kernels.hip"), SOURCE).unwrap();
+            std::fs::write(dir.join("second.hip"), SECOND).unwrap();
             let clang = |args: &[&str]| {
-                run(Command::new("clang-19").current_dir(&dir).args(args));
+                let link = ["-L/usr/lib/x86_64-linux-gnu", "-lamdhip64"];
+                let with_link = args.iter().any(|a| *a == "-shared") || !args.contains(&"-c");
+                let mut cmd = Command::new("clang-19");
+                cmd.current_dir(&dir).args(args);
+                if with_link {
+                    cmd.args(link);
+                }
+                run(&mut cmd);
             };
-            let link = ["-L/usr/lib/x86_64-linux-gnu", "-lamdhip64"];
-            clang(&[HIP_FLAGS, &["-c", "kernels.hip", "-o", "kernels.o"]].concat());
-            clang(&[&["kernels.o", "-o", "app"][..], &link].concat());
-            clang(
+            let hip = |extra: &[&str]| clang(&[HIP_FLAGS, extra].concat());
+            // Independent compiles run side by side; the links need their outputs.
+            let compiles: [&[&str]; 5] = [
+                &["-c", "kernels.hip", "-o", "kernels.o"],
+                &["-c", "-DNO_MAIN", "second.hip", "-o", "second.o"],
                 &[
-                    HIP_FLAGS,
-                    &["-fgpu-rdc", "-c", "kernels.hip", "-o", "kernels_rdc.o"],
-                ]
-                .concat(),
-            );
-            let rdc_link = [
-                &HIP_FLAGS[2..],
-                &["-fgpu-rdc", "--hip-link", "kernels_rdc.o", "-o", "app_rdc"],
-            ]
-            .concat();
-            clang(&[&rdc_link[..], &link].concat());
-            clang(
-                &[
-                    HIP_FLAGS,
-                    &[
-                        "-DNO_MAIN",
-                        "-fPIC",
-                        "-shared",
-                        "kernels.hip",
-                        "-o",
-                        "libkernels.so",
-                    ],
-                    &link,
-                ]
-                .concat(),
-            );
-            Some(Built {
-                linked: vec![
-                    dir.join("app"),
-                    dir.join("app_rdc"),
-                    dir.join("libkernels.so"),
+                    "--offload-compress",
+                    "-c",
+                    "kernels.hip",
+                    "-o",
+                    "kernels_z.o",
                 ],
-                object: dir.join("kernels.o"),
+                &["-fgpu-rdc", "-c", "kernels.hip", "-o", "kernels_rdc.o"],
+                &[
+                    "-DNO_MAIN",
+                    "-fPIC",
+                    "-shared",
+                    "kernels.hip",
+                    "-o",
+                    "libkernels.so",
+                ],
+            ];
+            std::thread::scope(|scope| {
+                for args in compiles {
+                    scope.spawn(move || hip(args));
+                }
+            });
+            clang(&["kernels.o", "-o", "app"]);
+            clang(&["kernels.o", "second.o", "-o", "app_two_tus"]);
+            clang(
+                &[
+                    &HIP_FLAGS[2..],
+                    &["-fgpu-rdc", "--hip-link", "kernels_rdc.o", "-o", "app_rdc"],
+                ]
+                .concat(),
+            );
+            let host = |name: &str, containers, compressed| Host {
+                path: dir.join(name),
+                containers,
+                compressed,
+            };
+            Some(Built {
+                hosts: vec![
+                    host("app", 1, false),
+                    host("app_two_tus", 2, false),
+                    host("app_rdc", 1, false),
+                    host("libkernels.so", 1, false),
+                    host("kernels.o", 1, false),
+                    host("kernels_z.o", 1, true),
+                    Host {
+                        path: fixture("host/vector_add_host"),
+                        containers: 1,
+                        compressed: false,
+                    },
+                ],
                 rdc_object: dir.join("kernels_rdc.o"),
                 dir,
             })
@@ -129,8 +164,8 @@ fn fixture(path: &str) -> PathBuf {
         .join(path)
 }
 
-/// Section headers as llvm-readelf-19 prints them: index → (name, file offset).
-fn readelf_sections(file: &Path) -> HashMap<String, (String, u64)> {
+/// Section headers as llvm-readelf-19 prints them: index → (name, file offset, size).
+fn readelf_sections(file: &Path) -> HashMap<String, (String, u64, u64)> {
     let text = run_text(
         Command::new("llvm-readelf-19")
             .args(["-S", "--wide"])
@@ -145,11 +180,14 @@ fn readelf_sections(file: &Path) -> HashMap<String, (String, u64)> {
             continue;
         };
         let fields: Vec<&str> = rest.split_whitespace().collect();
-        if let (Ok(index), [name, _type, _addr, offset, ..]) =
+        if let (Ok(index), [name, _type, _addr, offset, size, ..]) =
             (index.trim().parse::<u32>(), fields.as_slice())
         {
-            if let Ok(offset) = u64::from_str_radix(offset, 16) {
-                sections.insert(index.to_string(), (name.to_string(), offset));
+            if let (Ok(offset), Ok(size)) = (
+                u64::from_str_radix(offset, 16),
+                u64::from_str_radix(size, 16),
+            ) {
+                sections.insert(index.to_string(), (name.to_string(), offset, size));
             }
         }
     }
@@ -178,7 +216,7 @@ fn readelf_symbols(file: &Path) -> HashMap<String, (String, HostSymbol)> {
             None => f[2].parse().unwrap(),
         };
         let name = f[7].split('@').next().unwrap().to_string();
-        let section = sections.get(f[6]).map(|(n, _)| n.clone());
+        let section = sections.get(f[6]).map(|(n, _, _)| n.clone());
         let symbol = HostSymbol {
             name: name.clone(),
             address,
@@ -210,8 +248,17 @@ fn readelf_kernels(dir: &Path, bytes: &[u8]) -> BTreeSet<String> {
         .collect()
 }
 
-/// The walk of a host file agrees with llvm-objcopy + clang-offload-bundler.
-fn check_fatbin(dir: &Path, file: &Path) -> Vec<Entry<'static>> {
+/// The offset after "@0x" in a location part like `bundle 0 @0x3000`.
+fn hex_after_at(part: &str) -> u64 {
+    let hex = part.split("@0x").nth(1).unwrap();
+    u64::from_str_radix(hex.split(']').next().unwrap(), 16).unwrap()
+}
+
+/// The walk of a host file agrees with llvm-readelf + clang-offload-bundler:
+/// each container (bundle or CCOB) of .hip_fatbin, cut out of the file from
+/// its start to the next one's, lists and unbundles to what we found in it.
+/// Returns the entries and the number of containers.
+fn check_fatbin(dir: &Path, file: &Path) -> (Vec<Entry<'static>>, usize) {
     // Tests run in parallel: each call extracts into a directory of its own.
     static CALLS: AtomicUsize = AtomicUsize::new(0);
     let dir = &dir.join(format!("check{}", CALLS.fetch_add(1, Ordering::Relaxed)));
@@ -221,63 +268,74 @@ fn check_fatbin(dir: &Path, file: &Path) -> Vec<Entry<'static>> {
     let entries: Vec<Entry<'_>> = walk(&data, name)
         .map(|e| e.unwrap_or_else(|e| panic!("{e}")))
         .collect();
-
-    let fatbin = dir.join(format!("{name}.hip_fatbin"));
-    run(Command::new("llvm-objcopy-19")
-        .arg(format!("--dump-section=.hip_fatbin={}", fatbin.display()))
-        .arg(file));
-    let section_offset = readelf_sections(file)
+    let (_, section_offset, section_size) = readelf_sections(file)
         .into_values()
-        .find(|(n, _)| n == ".hip_fatbin")
-        .unwrap()
-        .1;
-    let mut ids: Vec<String> = entries
-        .iter()
-        .map(|e| e.bundle_id.clone().unwrap())
-        .collect();
-    ids.sort();
-    assert_eq!(ids, bundler_list(&fatbin), "{name}");
+        .find(|(n, _, _)| n == ".hip_fatbin")
+        .unwrap();
+
+    let prefix = format!("{name}[.hip_fatbin ");
+    let mut containers: BTreeMap<u64, Vec<&Entry<'_>>> = BTreeMap::new();
     for entry in &entries {
-        let id = entry.bundle_id.as_deref().unwrap();
-        let prefix = format!("{name}[.hip_fatbin bundle 0 @{section_offset:#x}] ");
-        assert!(
-            entry.location.starts_with(&prefix),
-            "{} vs {prefix}",
-            entry.location
-        );
-        let offset = entry.offset.unwrap() as usize;
-        assert_eq!(
-            &data[offset..offset + entry.bytes.len()],
-            entry.bytes.as_ref()
-        );
-        if entry.kind == EntryKind::Host {
-            continue;
+        let outer = entry
+            .location
+            .strip_prefix(&prefix)
+            .unwrap_or_else(|| panic!("{}", entry.location));
+        containers
+            .entry(hex_after_at(outer.split(']').next().unwrap()))
+            .or_default()
+            .push(entry);
+        if let Some(offset) = entry.offset {
+            let offset = offset as usize;
+            assert_eq!(
+                &data[offset..offset + entry.bytes.len()],
+                entry.bytes.as_ref()
+            );
         }
-        assert_eq!(entry.kind, EntryKind::CodeObject, "{id}");
-        assert_eq!(
-            entry.bytes.as_ref(),
-            bundler_unbundle(dir, &fatbin, id).as_slice(),
-            "{name} {id}"
-        );
     }
-    entries
+    let starts: Vec<u64> = containers.keys().copied().collect();
+    assert_eq!(
+        starts.first(),
+        Some(&section_offset),
+        "{name}: first container starts the section"
+    );
+    for (i, (start, group)) in containers.iter().enumerate() {
+        let end = starts
+            .get(i + 1)
+            .copied()
+            .unwrap_or(section_offset + section_size);
+        let cut = dir.join(format!("{name}.container{i}"));
+        std::fs::write(&cut, &data[*start as usize..end as usize]).unwrap();
+        let mut ids: Vec<String> = group.iter().map(|e| e.bundle_id.clone().unwrap()).collect();
+        ids.sort();
+        assert_eq!(ids, bundler_list(&cut), "{name} container {i}");
+        for entry in group {
+            let id = entry.bundle_id.as_deref().unwrap();
+            if entry.kind == EntryKind::Host {
+                continue;
+            }
+            assert_eq!(entry.kind, EntryKind::CodeObject, "{id}");
+            let expected = bundler_unbundle(dir, &cut, id);
+            assert_eq!(entry.bytes.as_ref(), expected.as_slice(), "{name} {id}");
+        }
+    }
+    let count = containers.len();
+    let owned = entries
         .into_iter()
         .map(|e| Entry {
             bytes: e.bytes.into_owned().into(),
             ..e
         })
-        .collect()
+        .collect();
+    (owned, count)
 }
 
 #[test]
 fn fat_binaries_match_clang_offload_bundler() {
     let Some(b) = built() else { return };
-    for file in b
-        .linked
-        .iter()
-        .chain([&b.object, &fixture("host/vector_add_host")])
-    {
-        let entries = check_fatbin(&b.dir, file);
+    for host in &b.hosts {
+        let (entries, containers) = check_fatbin(&b.dir, &host.path);
+        let what = host.path.display();
+        assert_eq!(containers, host.containers, "{what}");
         let targets: BTreeSet<&str> = entries
             .iter()
             .filter(|e| e.kind == EntryKind::CodeObject)
@@ -285,12 +343,24 @@ fn fat_binaries_match_clang_offload_bundler() {
             .collect();
         assert!(
             targets.contains("gfx90a") && targets.contains("gfx908"),
-            "{file:?}: {targets:?}"
+            "{what}: {targets:?}"
         );
-        assert_eq!(
-            entries.iter().filter(|e| e.kind == EntryKind::Host).count(),
-            1
-        );
+        let hosts = entries.iter().filter(|e| e.kind == EntryKind::Host).count();
+        assert_eq!(hosts, host.containers, "{what}: one host entry per bundle");
+        for entry in &entries {
+            assert_eq!(
+                entry.location.contains(" CCOB "),
+                host.compressed,
+                "{}",
+                entry.location
+            );
+            assert_eq!(
+                entry.offset.is_none(),
+                host.compressed,
+                "{}",
+                entry.location
+            );
+        }
     }
 }
 
@@ -298,9 +368,9 @@ fn fat_binaries_match_clang_offload_bundler() {
 fn rdc_objects_report_device_bitcode_sections() {
     let Some(b) = built() else { return };
     let data = std::fs::read(&b.rdc_object).unwrap();
-    let bundle_sections: Vec<(String, u64)> = readelf_sections(&b.rdc_object)
+    let bundle_sections: Vec<(String, u64, u64)> = readelf_sections(&b.rdc_object)
         .into_values()
-        .filter(|(n, _)| n.starts_with("__CLANG_OFFLOAD_BUNDLE__"))
+        .filter(|(n, _, _)| n.starts_with("__CLANG_OFFLOAD_BUNDLE__"))
         .collect();
     assert!(!bundle_sections.is_empty());
     let entries: Vec<Entry<'_>> = walk(&data, "rdc.o").map(|e| e.unwrap()).collect();
@@ -330,17 +400,14 @@ fn rdc_objects_report_device_bitcode_sections() {
 #[test]
 fn kernel_handles_match_readelf() {
     let Some(b) = built() else { return };
-    for file in b
-        .linked
-        .iter()
-        .chain([&b.object, &fixture("host/vector_add_host")])
-    {
+    for host in &b.hosts {
+        let file = &host.path;
         let data = std::fs::read(file).unwrap();
         let name = file.file_name().unwrap().to_str().unwrap();
         let map = kernel_handles(&data, name).unwrap();
         assert!(map.errors.is_empty(), "{:?}", map.errors);
         let symbols = readelf_symbols(file);
-        let code_objects = check_fatbin(&b.dir, file);
+        let (code_objects, _) = check_fatbin(&b.dir, file);
         let code_objects: Vec<&Entry<'_>> = code_objects
             .iter()
             .filter(|e| e.kind == EntryKind::CodeObject)
@@ -401,7 +468,7 @@ fn kernel_handles_match_readelf() {
 #[test]
 fn a_kernel_compiled_for_one_target_only() {
     let Some(b) = built() else { return };
-    let data = std::fs::read(&b.linked[0]).unwrap();
+    let data = std::fs::read(&b.hosts[0].path).unwrap();
     let map = kernel_handles(&data, "app").unwrap();
     let k = map
         .kernels
