@@ -88,7 +88,7 @@ fn built() -> Option<&'static Built> {
             std::fs::write(dir.join("second.hip"), SECOND).unwrap();
             let clang = |args: &[&str]| {
                 let link = ["-L/usr/lib/x86_64-linux-gnu", "-lamdhip64"];
-                let with_link = args.iter().any(|a| *a == "-shared") || !args.contains(&"-c");
+                let with_link = args.contains(&"-shared") || !args.contains(&"-c");
                 let mut cmd = Command::new("clang-19");
                 cmd.current_dir(&dir).args(args);
                 if with_link {
