@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Generate crates/isa/src/generated/tables.rs from llvm-mc-19.
+
+    python3 crates/isa/gen/gen.py        # from the repository root; needs llvm-mc-19
+
+Every fact in the output is learned from LLVM 19's AMDGPU disassembler by
+probing (see probe.py, layouts.py, learn.py): for each target, encoding and
+opcode number we disassemble instruction words with distinctive field values
+and read back the mnemonic, which fields are printed in which order, register
+counts and how constants print. Nothing here is copied from LLVM's sources.
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from learn import learn, learn_constants, learn_modifiers, split_text, table_encodings  # noqa: E402
+from probe import run_batch  # noqa: E402
+from layouts import build  # noqa: E402
+
+TARGETS = ["gfx908", "gfx90a", "gfx942"]
+OUT = os.path.join(os.path.dirname(__file__), "..", "src", "generated", "tables.rs")
+
+FIELDS = ["vdst", "sdst", "src0", "src1", "src2", "vsrc1", "ssrc0", "ssrc1", "simm16", "sdata", "sbase",
+          "offset", "soffset", "addr", "data", "data0", "data1", "saddr", "vdata", "vaddr", "srsrc", "ssamp",
+          "literal"]
+# Must match format.rs F_* constants.
+FLAG_BITS = {"NEG": 1, "ABS": 2, "CLAMP": 4, "OMOD": 8, "OPSEL": 16, "OPSEL_HI_ONES": 32}
+SRC_FIELDS = ("src0", "src1", "src2", "ssrc0", "ssrc1")
+
+
+def camel(s):
+    return "".join(p.capitalize() for p in s.split("_"))
+
+
+def const_kind(consts):
+    inv2pi = consts[0]
+    if inv2pi == "0.15915494309189532":
+        return "F64"
+    if inv2pi == "0x3118":
+        return "I16"
+    if consts[3] is not None and len(consts[3]) == 6:  # 16-bit literal 0x5678
+        return "F16"
+    return "B32"
+
+
+def imm_kind(mn, text):
+    if text.startswith("hwreg("):
+        return "Hwreg"
+    if text.startswith("sendmsg("):
+        return "Sendmsg"
+    if "cnt(" in text:
+        return "Waitcnt"
+    if text.startswith("0x"):
+        return "Hex"
+    if text == "":
+        return "DecNonzero"
+    if re.match(r"^-?\d+$", text):
+        return "Branch" if ("branch" in mn or "call" in mn or "fork" in mn) else "Dec"
+    raise ValueError((mn, text))
+
+
+def slot_code(layout, mn, slot, fixed_texts):
+    f = slot.get("field")
+    if f is None:
+        t = slot["fixed"]
+        if layout in ("SOPK", "SOPP"):
+            if mn == "s_setreg_imm32_b32" and not t.startswith("hwreg"):
+                return "Slot::lit()"
+            return "Slot::imm(ImmKind::%s)" % imm_kind(mn, t)
+        if layout == "SMEM" and t.startswith("0x"):
+            return "Slot::imm(ImmKind::SmemOffset)"
+        if layout == "VOP2" and t.startswith("0x"):
+            return "Slot::lit()"
+        if t not in fixed_texts:
+            fixed_texts.append(t)
+        return "Slot::fixed(%d)" % fixed_texts.index(t)
+    file = {"v": "V", "s": "S", "a": "A"}[slot["file"]]
+    ck = const_kind(slot["consts"]) if "consts" in slot else "B32"
+    return "Slot::reg(Field::%s, %d, File::%s, ConstKind::%s)" % (camel(f), slot["regs"], file, ck)
+
+
+def mark_optional_imm(target, learned):
+    """SOPP instructions that print nothing for a zero immediate (s_endpgm)."""
+    ops = [op for op, d in learned["SOPP"].items() if len(d["slots"]) == 1]
+    out = run_batch(target, [[0xBF800000 | int(op) << 16] for op in ops])
+    for op, r in zip(ops, out):
+        if r is not None and " " not in r[0].strip():
+            learned["SOPP"][op]["slots"] = [{"fixed": ""}]
+
+
+def base_name(mn):
+    return re.sub(r"_(e32|e64|sdwa|dpp)$", "", mn)
+
+
+def sweep_names(target, learned):
+    """How llvm-mc prints each 8-bit scalar source value, for 1- and 2-register
+    operands and for each constant kind (s_mov_b32/_b64, v_add_f16, v_add_u16)."""
+    def find(table, mn):
+        return next(int(op) for op, d in learned[table].items() if d["mn"] == mn)
+    users = [("SOP1", "s_mov_b32", "ssrc0"), ("SOP1", "s_mov_b64", "ssrc0"),
+             ("VOP2", "v_add_f16_e32", "src0"), ("VOP2", "v_add_u16_e32", "src0")]
+    out = []
+    for table, mn, field in users:
+        op = find(table, mn)
+        vals = dict(learned[table][str(op)]["vals"]) if str(op) in learned[table] else dict(learned[table][op]["vals"])
+        probes = []
+        for v in range(256):
+            vv = dict(vals); vv[field] = v
+            probes.append(build(table, op, vv))
+        names = []
+        for v, r in zip(range(256), run_batch(target, probes)):
+            n = None
+            if r is not None and v != 255:
+                _, ops, _ = split_text(r[0])
+                n = ops[1] if len(ops) > 1 else None
+                if n is not None and "Invalid" in r[0]:
+                    n = None
+            names.append(n)
+        out.append(names)
+    return out
+
+
+def sweep_hwreg(target, learned):
+    """Symbolic names of hardware registers 0..63 (s_getreg_b32 with full width)."""
+    op = next(int(o) for o, d in learned["SOPK"].items() if d["mn"] == "s_getreg_b32")
+    probes = [[0xB0000000 | op << 23 | 8 << 16 | 31 << 11 | i] for i in range(64)]
+    names = []
+    for r in run_batch(target, probes):
+        m = re.search(r"hwreg\(([A-Z_0-9]+)\)", r[0]) if r else None
+        names.append(m.group(1) if m and not m.group(1).isdigit() else "")
+    return names
+
+
+def rust_str_array(name, items):
+    body = ", ".join('"%s"' % (i or "") for i in items)
+    return "pub static %s: [&str; %d] = [%s];\n" % (name, len(items), body)
+
+
+def main():
+    learned = {}
+    for t in TARGETS:
+        r = learn(t)
+        learn_constants(t, r)
+        learn_modifiers(t, r)
+        learned[t] = r
+    for t in TARGETS:
+        mark_optional_imm(t, learned[t])
+    names = sweep_names("gfx90a", {k: {str(o): d for o, d in v.items()} for k, v in learned["gfx90a"].items()})
+
+    opcodes = []  # base names, index = Opcode
+    descs = []  # (mnemonic, opcode, slot range)
+    desc_ix = {}
+    slots = []  # slot code strings, shared
+    slot_ix = {}
+    fixed_texts = []
+    dense = {}  # (target, table) -> list of desc ids (0 = invalid)
+    for t in TARGETS:
+        for table, layout, seg in table_encodings():
+            ops = learned[t][table]
+            n = max([int(o) for o in ops] + [0]) + 1
+            arr = [0] * n
+            for op, d in ops.items():
+                mn = d["mn"]
+                codes = tuple(slot_code(layout, mn, s, fixed_texts) for s in d["slots"])
+                if codes not in slot_ix:
+                    slot_ix[codes] = len(slots)
+                    slots.extend(codes)
+                b = base_name(mn)
+                if b not in opcodes:
+                    opcodes.append(b)
+                flags = sum(FLAG_BITS[f] for f in d.get("flags", []))
+                key = (mn, opcodes.index(b), slot_ix[codes], len(codes), flags)
+                if key not in desc_ix:
+                    desc_ix[key] = len(descs) + 1
+                    descs.append(key)
+                arr[int(op)] = desc_ix[key]
+            dense[(t, table)] = arr
+
+    w = []
+    w.append("// @generated by crates/isa/gen/gen.py from llvm-mc-19 probes. Do not edit.\n")
+    w.append("// Regenerate: python3 crates/isa/gen/gen.py\n")
+    w.append("#![allow(clippy::all)]\n")
+    w.append("use crate::tables::{ConstKind, Desc, Field, File, ImmKind, Slot, TargetTables};\n\n")
+    w.append(rust_str_array("OPCODE_NAMES", opcodes))
+    w.append(rust_str_array("FIXED_TEXT", fixed_texts))
+    w.append("pub static SLOTS: [Slot; %d] = [\n" % len(slots))
+    for s in slots:
+        w.append("    %s,\n" % s)
+    w.append("];\n")
+    w.append("pub static DESCS: [Desc; %d] = [\n    Desc::INVALID,\n" % (len(descs) + 1))
+    for mn, op, s0, sn, fl in descs:
+        w.append('    Desc::new("%s", %d, %d, %d, %d),\n' % (mn, op, s0, sn, fl))
+    w.append("];\n")
+    for t in TARGETS:
+        for table, _, _ in table_encodings():
+            arr = dense[(t, table)]
+            w.append("static %s_%s: [u16; %d] = [" % (t.upper(), table, len(arr)))
+            for i, x in enumerate(arr):
+                w.append(("\n    " if i % 24 == 0 else " ") + "%d," % x)
+            w.append("\n];\n")
+        w.append("pub static %s: TargetTables = TargetTables {\n" % t.upper())
+        for table, _, _ in table_encodings():
+            w.append("    %s: &%s_%s,\n" % (table.lower(), t.upper(), table))
+        w.append("};\n")
+    labels = ["SRC_NAMES_B32", "SRC_NAMES_B64", "SRC_NAMES_F16", "SRC_NAMES_I16"]
+    for lab, arr in zip(labels, names):
+        w.append(rust_str_array(lab, arr))
+    for t in TARGETS:
+        w.append(rust_str_array("HWREG_" + t.upper(), sweep_hwreg(t, learned[t])))
+    os.makedirs(os.path.dirname(OUT), exist_ok=True)
+    with open(OUT, "w") as f:
+        f.write("".join(w))
+    print("wrote", OUT, sum(len(x) for x in w), "bytes,", len(descs), "descs,", len(opcodes), "opcodes")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""Learn, per target, encoding and opcode number: mnemonic, operand template, constant kinds.
+
+Everything here comes from llvm-mc-19's disassembler (see probe.py)."""
+import itertools
+import re
+
+from layouts import NOPROBE, OP_LIMIT, ENC, SEGMENTS, PROBE, PRINTS_AS, OPTIONAL, build
+from probe import run_batch
+
+# A dropped source field is probed as an SGPR (s20/s24) instead of being left
+# empty: some sources (carry-in, cndmask selector) only accept SGPRs.
+SCALAR_ALT = {"src2": 20, "src1": 24}
+REG = re.compile(r"^([vsa])(?:(\d+)|\[(\d+):(\d+)\])$")
+SRC9 = ("src0", "src1", "src2", "ssrc0", "ssrc1")
+
+
+def split_text(text):
+    """'mn a, b, c mod1 mod2' -> (mn, [a, b, c], 'mod1 mod2')."""
+    text = re.sub(r"/\*.*?\*/", "", text)
+    mn, _, rest = text.partition(" ")
+    ops, depth, cur = [], 0, ""
+    for ch in rest:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            ops.append(cur.strip()); cur = ""
+        else:
+            cur += ch
+    cur = cur.strip()
+    mods = ""
+    if cur:
+        # the last operand ends at the first space outside brackets
+        depth = 0
+        for i, ch in enumerate(cur):
+            if ch in "([":
+                depth += 1
+            elif ch in ")]":
+                depth -= 1
+            elif ch == " " and depth == 0:
+                cur, mods = cur[:i], cur[i + 1:]
+                break
+        ops.append(cur)
+    return mn, [o for o in ops if o], mods
+
+
+# Extension dwords for SDWA / DPP probes: src0 = v8, all selects DWORD /
+# dpp_ctrl row_shr:1 with full row and bank masks.
+SDWA_EXT = 8 | 6 << 8 | 6 << 16 | 6 << 24
+DPP_EXT = 8 | 0x111 << 8 | 0xFF << 24
+EXT = {"SDWA": (0xF9, SDWA_EXT), "DPP": (0xFA, DPP_EXT)}
+
+
+def table_encodings():
+    """(table name, layout name, segment bits or extension kind)."""
+    out = [(v + "_" + x, v, x) for v in ("VOP1", "VOP2", "VOPC") for x in EXT]
+    for e in ENC:
+        if e == "FLAT":
+            for s, v in SEGMENTS.items():
+                out.append((s, e, v))
+        else:
+            out.append((e, e, None))
+    return out
+
+
+def words(layout, seg, op, vals):
+    """Instruction words for a probe; seg is a FLAT segment or an extension kind."""
+    if seg in EXT:
+        src, ext = EXT[seg]
+        v = dict(vals); v["src0"] = src
+        if seg == "SDWA" and layout == "VOP1":
+            ext &= 0x00FFFFFF  # no src1_sel
+        return build(layout, op, v) + [ext | (vals.get("src0", 8) & 0xFF)]
+    w = build(layout, op, vals)
+    if seg is not None:
+        w[0] |= seg << 14
+    return w
+
+
+def variants(layout, seg, op):
+    fields = [f for f in ENC[layout][3] if f in PROBE and f not in NOPROBE.get(layout, [])]
+    opt = [f for f in OPTIONAL.get(layout, []) if f in fields]
+    res = []
+    for k in range(len(opt) + 1):
+        for drop in itertools.combinations(opt, k):
+            for alt in (True, False):
+                vals = {f: PROBE[f] for f in fields if f not in drop}
+                if alt:
+                    if not any(f in SCALAR_ALT for f in drop):
+                        continue
+                    vals.update({f: SCALAR_ALT[f] for f in drop if f in SCALAR_ALT})
+                if layout == "FLAT":
+                    vals["saddr"] = 0 if seg == 0 else 0x7F
+                res.append((vals, words(layout, seg, op, vals)))
+    return res
+
+
+def prints_as(field, v):
+    """Register number a field value prints as."""
+    if field in ("src0", "src1", "src2"):
+        return v - 256 if v >= 256 else v
+    return {"sbase": 2, "srsrc": 4, "ssamp": 4}.get(field, 1) * v
+
+
+def parse_operand(layout, vals, text):
+    m = REG.match(text)
+    if m:
+        pre, one, lo, hi = m.groups()
+        start = int(one if one is not None else lo)
+        count = 1 if one is not None else int(hi) - int(lo) + 1
+        for f, v in vals.items():
+            if f in PRINTS_AS and prints_as(f, v) == start:
+                return {"field": f, "regs": count, "file": pre}
+        if layout == "VOP3" and start == 0 and pre == "s":
+            return {"field": "sdst", "regs": count, "file": pre}
+        if layout == "MIMG" and start == 0 and pre == "s":
+            return {"field": "ssamp", "regs": count, "file": pre}
+        return {"fixed": text}
+    return {"fixed": text}
+
+
+def learn(target):
+    result = {}
+    for table, layout, seg in table_encodings():
+        nops = OP_LIMIT.get(layout, 1 << ENC[layout][2][2])
+        probes, owners = [], []
+        for op in range(nops):
+            for vals, w in variants(layout, seg, op):
+                probes.append(w); owners.append((op, vals))
+        out = run_batch(target, probes)
+        chosen = {}
+        for (op, vals), r in zip(owners, out):
+            if r is None or op in chosen:
+                continue
+            text, lit = r
+            if "Invalid" in text or "invalid" in text:
+                continue
+            chosen[op] = (vals, text, lit)
+        ops = {}
+        for op, (vals, text, lit) in chosen.items():
+            mn, operands, mods = split_text(text)
+            if mn == "s_nop" and table != "SOPP":
+                continue
+            slots = [parse_operand(layout, vals, o) for o in operands]
+            ops[op] = {"mn": mn, "slots": slots, "mods": mods, "lit": lit, "vals": vals, "text": text}
+        result[table] = ops
+    return result
+
+
+def learn_constants(target, result):
+    """For every 9-bit source slot, how llvm-mc prints inline 1/(2*pi) (248),
+    inline -1 (193), 0.5 (240) and a literal 0x12345678 (255). Adds 'consts' to the slot."""
+    probes, owners = [], []
+    tests = (248, 193, 240, 255, 0x7E, 0x6A, 0xFB)
+    for table, layout, seg in table_encodings():
+        if seg in EXT:
+            continue  # same operand types as the plain form
+        for op, d in result[table].items():
+            for i, s in enumerate(d["slots"]):
+                f = s.get("field")
+                if f not in SRC9:
+                    continue
+                for v in tests:
+                    vals = dict(d["vals"]); vals[f] = v
+                    probes.append(words(layout, seg, int(op), vals)); owners.append((table, op, i))
+    out = run_batch(target, probes)
+    for (table, op, i), r in zip(owners, out):
+        slot = result[table][op]["slots"][i]
+        txt = None
+        if r is not None:
+            _, ops, _ = split_text(r[0])
+            txt = ops[i] if i < len(ops) else None
+        slot.setdefault("consts", []).append(txt)
+
+
+# Modifier probes: (table, name, extra dword0 bits, extra dword1 bits, text that shows it)
+MOD_PROBES = [
+    ("VOP3", "NEG", 0, 1 << 29, "-v"),
+    ("VOP3", "ABS", 1 << 8, 0, "|v"),
+    ("VOP3", "CLAMP", 1 << 15, 0, " clamp"),
+    ("VOP3", "OMOD", 0, 1 << 27, "mul:2"),
+    ("VOP3", "OPSEL", 1 << 11, 0, "op_sel:"),
+    ("VOP3P", "OPSEL_HI_ONES", 1 << 14, 3 << 27, "op_sel_hi"),
+]
+
+
+def learn_modifiers(target, result):
+    """Which modifiers each VOP3/VOP3P opcode prints: adds 'flags' (names) to each op."""
+    probes, owners = [], []
+    for table, name, b0, b1, _ in MOD_PROBES:
+        for op, d in result[table].items():
+            w = words(table, None, int(op), d["vals"])
+            w[0] |= b0; w[1] |= b1
+            probes.append(w); owners.append((table, op, name))
+    out = run_batch(target, probes)
+    texts = {n: t for _, n, _, _, t in MOD_PROBES}
+    for (table, op, name), r in zip(owners, out):
+        d = result[table][op]
+        d.setdefault("flags", [])
+        shown = r is not None and texts[name] in r[0]
+        if name == "OPSEL_HI_ONES":
+            shown = r is not None and not shown
+        if shown:
+            d["flags"].append(name)

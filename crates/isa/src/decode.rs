@@ -1,0 +1,141 @@
+//! Decoding: bytes -> [`Instruction`], into a caller-owned value, no allocation.
+
+use crate::model::{Encoding as E, Instruction, Target};
+use crate::tables::{Field, Slot, TargetTables};
+
+/// Why bytes could not be decoded at all. (Unknown encodings are not errors:
+/// they decode to an instruction with `Encoding::Invalid` and their word.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("need {needed} bytes, have {have}")]
+    Truncated { needed: usize, have: usize },
+}
+
+/// Source value that means "a 32-bit literal follows".
+const LITERAL: u32 = 255;
+
+/// A decoder for one target. Cheap to copy.
+#[derive(Clone, Copy)]
+pub struct Decoder {
+    target: Target,
+    tables: &'static TargetTables,
+}
+
+impl Decoder {
+    pub fn new(target: Target) -> Decoder {
+        Decoder {
+            target,
+            tables: TargetTables::of(target),
+        }
+    }
+
+    pub fn target(&self) -> Target {
+        self.target
+    }
+
+    /// Decodes one instruction from the start of `bytes` into `out` and
+    /// returns its size. Unknown words decode to an invalid 4-byte instruction.
+    pub fn decode_into(&self, bytes: &[u8], out: &mut Instruction) -> Result<usize, DecodeError> {
+        let w0 = read_u32(bytes, 0).ok_or(DecodeError::Truncated {
+            needed: 4,
+            have: bytes.len(),
+        })?;
+        let (enc, op, base) = classify(w0);
+        out.target = self.target;
+        out.words = [w0, 0];
+        out.encoding = enc;
+        out.len = 4;
+        out.desc = 0;
+        let desc = self.tables.lookup(enc, op);
+        if desc == 0 {
+            out.encoding = E::Invalid;
+            return Ok(4);
+        }
+        out.desc = desc;
+        let mut len = base;
+        if base == 4 && needs_literal(out) {
+            len = 8;
+        }
+        if len == 8 {
+            out.words[1] = read_u32(bytes, 4).ok_or(DecodeError::Truncated {
+                needed: 8,
+                have: bytes.len(),
+            })?;
+        }
+        out.len = len as u8;
+        Ok(len)
+    }
+
+    /// Decodes one instruction into a new value.
+    pub fn decode(&self, bytes: &[u8]) -> Result<Instruction, DecodeError> {
+        let mut i = Instruction::default();
+        self.decode_into(bytes, &mut i)?;
+        Ok(i)
+    }
+}
+
+fn read_u32(b: &[u8], at: usize) -> Option<u32> {
+    let s = b.get(at..at + 4)?;
+    Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+/// Encoding, opcode number and base size (SDWA/DPP count their extra dword).
+fn classify(w0: u32) -> (E, u32, usize) {
+    if w0 >> 31 == 0 {
+        let (enc, op) = match w0 >> 25 {
+            0x3F => (E::Vop1, (w0 >> 9) & 0xFF),
+            0x3E => (E::Vopc, (w0 >> 17) & 0xFF),
+            _ => (E::Vop2, (w0 >> 25) & 0x3F),
+        };
+        return match (w0 & 0x1FF, enc) {
+            (0xF9, E::Vop1) => (E::Vop1Sdwa, op, 8),
+            (0xF9, E::Vop2) => (E::Vop2Sdwa, op, 8),
+            (0xF9, _) => (E::VopcSdwa, op, 8),
+            (0xFA, E::Vop1) => (E::Vop1Dpp, op, 8),
+            (0xFA, E::Vop2) => (E::Vop2Dpp, op, 8),
+            (0xFA, _) => (E::VopcDpp, op, 8),
+            _ => (enc, op, 4),
+        };
+    }
+    if w0 >> 30 == 2 {
+        return match w0 >> 23 {
+            0x17D => (E::Sop1, (w0 >> 8) & 0xFF, 4),
+            0x17E => (E::Sopc, (w0 >> 16) & 0x7F, 4),
+            0x17F => (E::Sopp, (w0 >> 16) & 0x7F, 4),
+            _ if w0 >> 28 == 0xB => (E::Sopk, (w0 >> 23) & 0x1F, 4),
+            _ => (E::Sop2, (w0 >> 23) & 0x7F, 4),
+        };
+    }
+    match w0 >> 26 {
+        0x30 => (E::Smem, (w0 >> 18) & 0xFF, 8),
+        0x34 if w0 >> 23 == 0x1A7 => (E::Vop3p, (w0 >> 16) & 0x7F, 8),
+        0x34 => (E::Vop3, (w0 >> 16) & 0x3FF, 8),
+        0x36 => (E::Ds, (w0 >> 17) & 0xFF, 8),
+        0x37 => {
+            let enc = match (w0 >> 14) & 3 {
+                0 => E::Flat,
+                1 => E::Scratch,
+                2 => E::Global,
+                _ => E::Invalid,
+            };
+            (enc, (w0 >> 18) & 0x7F, 8)
+        }
+        0x38 => (E::Mubuf, (w0 >> 18) & 0x7F, 8),
+        0x3A => (E::Mtbuf, (w0 >> 15) & 0xF, 8),
+        0x3C => (E::Mimg, (w0 >> 18) & 0x7F, 8),
+        _ => (E::Invalid, 0, 4),
+    }
+}
+
+/// A 4-byte instruction takes a literal dword if a scalar source says so
+/// or its operand list has a literal (v_madmk/madak, s_setreg_imm32).
+fn needs_literal(i: &Instruction) -> bool {
+    i.slots().iter().any(|s| match *s {
+        Slot::Lit => true,
+        Slot::Reg {
+            field: f @ (Field::Src0 | Field::Ssrc0 | Field::Ssrc1),
+            ..
+        } => i.field(f) == LITERAL,
+        _ => false,
+    })
+}

@@ -1,0 +1,581 @@
+//! LLVM-syntax text, identical to llvm-objdump-19 (for valid instructions).
+
+use core::fmt::Write;
+
+use crate::fields::is_mai;
+use crate::generated::tables as gen;
+use crate::model::{Encoding as E, Instruction};
+use crate::tables::{src_name, ConstKind, Field, File, ImmKind, Slot};
+use crate::target::info;
+
+/// Appends the instruction's text to `out` (no allocation if `out` has room).
+pub fn format(i: &Instruction, out: &mut String) {
+    if !i.is_valid() {
+        // llvm-objdump prints undecodable words as a raw data directive.
+        let _ = write!(out, ".long 0x{:08x}", i.w0());
+        return;
+    }
+    out.push_str(i.mnemonic());
+    for (n, slot) in i.slots().iter().enumerate() {
+        if *slot == Slot::Imm(ImmKind::DecNonzero) && i.imm_value() == 0 {
+            continue;
+        }
+        out.push_str(if n == 0 { " " } else { ", " });
+        operand(i, n, *slot, out);
+    }
+    modifiers(i, out);
+}
+
+/// Formats into a new String (convenience; use [`format`] in loops).
+pub fn to_string(i: &Instruction) -> String {
+    let mut s = String::new();
+    format(i, &mut s);
+    s
+}
+
+fn operand(i: &Instruction, n: usize, slot: Slot, out: &mut String) {
+    match slot {
+        Slot::Fixed(t) => fixed_operand(i, n, Slot::fixed_text(t), out),
+        Slot::Lit => literal(i.w1(), ConstKind::B32, out),
+        Slot::Imm(k) => imm(i, k, out),
+        Slot::Reg {
+            field,
+            regs,
+            file,
+            ck,
+        } => reg_operand(i, field, regs, file, ck, out),
+    }
+}
+
+/// `off` slots learned from probes stand for optional address registers.
+fn fixed_operand(i: &Instruction, n: usize, text: &str, out: &mut String) {
+    if text == "off" {
+        let saddr = i.field(Field::Saddr);
+        match i.encoding {
+            E::Global | E::Scratch if saddr != 0x7F && n > 0 => {
+                let regs = if i.encoding == E::Global { 2 } else { 1 };
+                return scalar(saddr as u8, regs, ConstKind::B32, 0, out);
+            }
+            E::Scratch if n == 1 && info(i.target).scratch_sve && i.bits(0, 13, 1) != 0 => {
+                return vgprs(i.field(Field::Addr), 1, File::V, out);
+            }
+            E::Mubuf | E::Mtbuf => {
+                let regs = i.bits(0, 12, 1) + i.bits(0, 13, 1);
+                if regs > 0 {
+                    return vgprs(i.field(Field::Vaddr), regs as u8, File::V, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    out.push_str(text);
+}
+
+fn reg_operand(
+    i: &Instruction,
+    field: Field,
+    regs: u8,
+    file: File,
+    ck: ConstKind,
+    out: &mut String,
+) {
+    let v = i.field(field);
+    let file = i.effective_file(field, file);
+    let mut regs = regs;
+    // With an SGPR base, global addresses are a 32-bit VGPR offset; scratch has no VGPR.
+    if field == Field::Addr && i.bits(1, 16, 7) != 0x7F {
+        match i.encoding {
+            E::Global => regs = 1,
+            E::Scratch => return out.push_str("off"),
+            _ => {}
+        }
+    }
+    match field {
+        Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1 => {
+            let (neg, abs) = src_mods(i, field);
+            if neg {
+                out.push('-');
+            }
+            if abs {
+                out.push('|');
+            }
+            if v >= 256 {
+                vgprs(v - 256, regs, file, out);
+            } else {
+                scalar(v as u8, regs, ck, i.w1(), out);
+            }
+            if abs {
+                out.push('|');
+            }
+        }
+        _ if file == File::S => scalar(v as u8, regs, ck, i.w1(), out),
+        _ => vgprs(v, regs, file, out),
+    }
+}
+
+fn vgprs(n: u32, regs: u8, file: File, out: &mut String) {
+    let p = if file == File::A { 'a' } else { 'v' };
+    if regs <= 1 {
+        let _ = write!(out, "{p}{n}");
+    } else {
+        let _ = write!(out, "{p}[{}:{}]", n, n + regs as u32 - 1);
+    }
+}
+
+/// Scalar source code `v` (SGPR, TTMP, special register, constant, literal).
+fn scalar(v: u8, regs: u8, ck: ConstKind, lit: u32, out: &mut String) {
+    if v == 255 {
+        return literal(lit, ck, out);
+    }
+    if regs > 2 {
+        let align = regs.min(4) as u32;
+        let (p, base) = match v {
+            0..=101 => ("s", v as u32),
+            112..=123 => ("ttmp", v as u32 - 112),
+            _ => ("", 0),
+        };
+        if !p.is_empty() {
+            let b = base / align * align;
+            let _ = write!(out, "{p}[{}:{}]", b, b + regs as u32 - 1);
+            return;
+        }
+    }
+    out.push_str(src_name(ck, regs, v));
+}
+
+/// Literals that equal an inline constant print like the constant.
+fn literal(lit: u32, ck: ConstKind, out: &mut String) {
+    let as_inline = match ck {
+        ConstKind::B32 => inline_code_b32(lit),
+        _ => None,
+    };
+    match as_inline {
+        Some(c) => out.push_str(src_name(ck, 1, c)),
+        None => {
+            let v = match ck {
+                ConstKind::F16 | ConstKind::I16 => lit & 0xFFFF,
+                _ => lit,
+            };
+            let _ = write!(out, "0x{v:x}");
+        }
+    }
+}
+
+fn inline_code_b32(v: u32) -> Option<u8> {
+    let s = v as i32;
+    if (0..=64).contains(&s) {
+        return Some(128 + s as u8);
+    }
+    if (-16..=-1).contains(&s) {
+        return Some((192 - s) as u8);
+    }
+    const FLOATS: [(u32, u8); 9] = [
+        (0x3f000000, 240),
+        (0xbf000000, 241),
+        (0x3f800000, 242),
+        (0xbf800000, 243),
+        (0x40000000, 244),
+        (0xc0000000, 245),
+        (0x40800000, 246),
+        (0xc0800000, 247),
+        (0x3e22f983, 248),
+    ];
+    FLOATS.iter().find(|(b, _)| *b == v).map(|(_, c)| *c)
+}
+
+fn imm(i: &Instruction, k: ImmKind, out: &mut String) {
+    let v = i.imm_value();
+    match k {
+        ImmKind::Hex if i.encoding == E::Sopp && v <= 64 => {
+            let _ = write!(out, "{v}");
+        }
+        ImmKind::Hex => {
+            let _ = write!(out, "0x{v:x}");
+        }
+        ImmKind::Dec | ImmKind::DecNonzero | ImmKind::Branch => {
+            let _ = write!(out, "{v}");
+        }
+        ImmKind::Waitcnt => waitcnt(v, out),
+        ImmKind::Hwreg => hwreg(i, v, out),
+        ImmKind::Sendmsg => {
+            let _ = write!(
+                out,
+                "sendmsg({}, {}, {})",
+                v & 0xF,
+                (v >> 4) & 7,
+                (v >> 8) & 3
+            );
+        }
+        ImmKind::SmemOffset => {
+            let (imm, soe) = (i.bits(0, 17, 1) != 0, i.bits(0, 14, 1) != 0);
+            let soffset = i.bits(1, 25, 7) as u8;
+            match (imm, soe) {
+                (true, true) => {
+                    scalar(soffset, 1, ConstKind::B32, 0, out);
+                    let _ = write!(out, " offset:0x{v:x}");
+                }
+                (true, false) => {
+                    let _ = write!(out, "0x{v:x}");
+                }
+                (false, true) => scalar(soffset, 1, ConstKind::B32, 0, out),
+                (false, false) => scalar((v & 0x7F) as u8, 1, ConstKind::B32, 0, out),
+            }
+        }
+    }
+}
+
+fn waitcnt(v: u32, out: &mut String) {
+    let vm = (v & 0xF) | ((v >> 14) & 3) << 4;
+    let exp = (v >> 4) & 7;
+    let lgkm = (v >> 8) & 0xF;
+    let all = vm == 63 && exp == 7 && lgkm == 15;
+    let mut sep = "";
+    for (name, val, max) in [("vmcnt", vm, 63), ("expcnt", exp, 7), ("lgkmcnt", lgkm, 15)] {
+        if val != max || all {
+            let _ = write!(out, "{sep}{name}({val})");
+            sep = " ";
+        }
+    }
+}
+
+fn hwreg(i: &Instruction, v: u32, out: &mut String) {
+    let id = v & 0x3F;
+    let off = (v >> 6) & 0x1F;
+    let size = ((v >> 11) & 0x1F) + 1;
+    let names: &[&str; 64] = match i.target {
+        crate::Target::Gfx908 => &gen::HWREG_GFX908,
+        crate::Target::Gfx90a => &gen::HWREG_GFX90A,
+        crate::Target::Gfx942 => &gen::HWREG_GFX942,
+    };
+    out.push_str("hwreg(");
+    match names[id as usize] {
+        "" => {
+            let _ = write!(out, "{id}");
+        }
+        n => out.push_str(n),
+    }
+    if off != 0 || size != 32 {
+        let _ = write!(out, ", {off}, {size}");
+    }
+    out.push(')');
+}
+
+/// (neg, abs) source modifiers of a VOP3/SDWA/DPP source.
+fn src_mods(i: &Instruction, f: Field) -> (bool, bool) {
+    let k = match f {
+        Field::Src0 => 0,
+        Field::Src1 | Field::Vsrc1 => 1,
+        Field::Src2 => 2,
+        _ => return (false, false),
+    };
+    let flags = i.desc().flags;
+    match i.encoding {
+        E::Vop3 => (
+            flags & F_NEG != 0 && i.bits(1, 29 + k, 1) != 0,
+            flags & F_ABS != 0 && i.bits(0, 8 + k, 1) != 0,
+        ),
+        E::Vop1Sdwa | E::Vop2Sdwa | E::VopcSdwa => {
+            (i.bits(1, 20 + 8 * k, 1) != 0, i.bits(1, 21 + 8 * k, 1) != 0)
+        }
+        E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp => {
+            (i.bits(1, 20 + 2 * k, 1) != 0, i.bits(1, 21 + 2 * k, 1) != 0)
+        }
+        _ => (false, false),
+    }
+}
+
+pub(crate) const F_NEG: u8 = 1;
+pub(crate) const F_ABS: u8 = 2;
+pub(crate) const F_CLAMP: u8 = 4;
+pub(crate) const F_OMOD: u8 = 8;
+pub(crate) const F_OPSEL: u8 = 16;
+pub(crate) const F_OPSEL_HI_ONES: u8 = 32;
+
+fn nsrc(i: &Instruction) -> usize {
+    i.slots()
+        .iter()
+        .filter(|s| {
+            matches!(
+                s,
+                Slot::Reg {
+                    field: Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1,
+                    ..
+                }
+            )
+        })
+        .count()
+}
+
+fn bool_list(out: &mut String, name: &str, bits: [u32; 4], n: usize) {
+    let _ = write!(out, " {name}:[");
+    for (k, b) in bits.iter().take(n).enumerate() {
+        if k > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{b}");
+    }
+    out.push(']');
+}
+
+fn modifiers(i: &Instruction, out: &mut String) {
+    let t = info(i.target);
+    let flags = i.desc().flags;
+    match i.encoding {
+        E::Smem if i.bits(0, 16, 1) != 0 => out.push_str(" glc"),
+        E::Ds => {
+            let (o0, o1) = (i.bits(0, 0, 8), i.bits(0, 8, 8));
+            let m = i.mnemonic();
+            if m.contains("2st64")
+                || m.contains("read2")
+                || m.contains("write2")
+                || m.contains("xchg2")
+            {
+                if o0 != 0 {
+                    let _ = write!(out, " offset0:{o0}");
+                }
+                if o1 != 0 {
+                    let _ = write!(out, " offset1:{o1}");
+                }
+            } else if o0 | o1 != 0 {
+                let _ = write!(out, " offset:{}", o1 << 8 | o0);
+            }
+            if i.bits(0, 16, 1) != 0 {
+                out.push_str(" gds");
+            }
+        }
+        E::Flat | E::Global | E::Scratch => {
+            let off = if i.encoding == E::Flat {
+                i.bits(0, 0, 12) as i32
+            } else {
+                ((i.bits(0, 0, 13) << 19) as i32) >> 19
+            };
+            if off != 0 {
+                let _ = write!(out, " offset:{off}");
+            }
+            cpol(
+                i,
+                t.cpol,
+                [i.bits(0, 16, 1), i.bits(0, 17, 1), i.bits(0, 25, 1)],
+                out,
+            );
+        }
+        E::Mubuf | E::Mtbuf => {
+            if i.encoding == E::Mtbuf {
+                mtbuf_format(i, out);
+            }
+            if i.bits(0, 12, 1) != 0 {
+                out.push_str(" offen");
+            }
+            if i.bits(0, 13, 1) != 0 {
+                out.push_str(" idxen");
+            }
+            let off = i.bits(0, 0, 12);
+            if off != 0 {
+                let _ = write!(out, " offset:{off}");
+            }
+            let scc = if i.encoding == E::Mubuf {
+                i.bits(0, 15, 1)
+            } else {
+                0
+            };
+            let slc = if i.encoding == E::Mubuf {
+                i.bits(0, 17, 1)
+            } else {
+                i.bits(1, 22, 1)
+            };
+            cpol(i, t.cpol, [i.bits(0, 14, 1), slc, scc], out);
+            if i.encoding == E::Mubuf && i.bits(0, 16, 1) != 0 {
+                out.push_str(" lds");
+            }
+        }
+        E::Vop3 => {
+            if flags & F_OPSEL != 0 && i.bits(0, 11, 4) != 0 {
+                let n = nsrc(i);
+                let mut b = [0; 4];
+                for (k, x) in b.iter_mut().enumerate().take(n) {
+                    *x = i.bits(0, 11 + k as u32, 1);
+                }
+                b[n.min(3)] = i.bits(0, 14, 1);
+                bool_list(out, "op_sel", b, n + 1);
+            }
+            if flags & F_CLAMP != 0 && i.bits(0, 15, 1) != 0 {
+                out.push_str(" clamp");
+            }
+            if flags & F_OMOD != 0 {
+                omod(i.bits(1, 27, 2), out);
+            }
+        }
+        E::Vop3p if is_mai(i) => {
+            let (cbsz, abid, blgp) = (i.bits(0, 8, 3), i.bits(0, 11, 4), i.bits(1, 29, 3));
+            if cbsz != 0 {
+                let _ = write!(out, " cbsz:{cbsz}");
+            }
+            if abid != 0 {
+                let _ = write!(out, " abid:{abid}");
+            }
+            if blgp != 0 {
+                let _ = write!(out, " blgp:{blgp}");
+            }
+        }
+        E::Vop3p => {
+            let n = nsrc(i);
+            let sel = [i.bits(0, 11, 1), i.bits(0, 12, 1), i.bits(0, 13, 1), 0];
+            let hi = [i.bits(1, 27, 1), i.bits(1, 28, 1), i.bits(0, 14, 1), 0];
+            let neg_lo = [i.bits(1, 29, 1), i.bits(1, 30, 1), i.bits(1, 31, 1), 0];
+            let neg_hi = [i.bits(0, 8, 1), i.bits(0, 9, 1), i.bits(0, 10, 1), 0];
+            let default_hi = if flags & F_OPSEL_HI_ONES != 0 { 1 } else { 0 };
+            if sel[..n].iter().any(|b| *b != 0) {
+                bool_list(out, "op_sel", sel, n);
+            }
+            if hi[..n].iter().any(|b| *b != default_hi) {
+                bool_list(out, "op_sel_hi", hi, n);
+            }
+            if neg_lo[..n].iter().any(|b| *b != 0) {
+                bool_list(out, "neg_lo", neg_lo, n);
+            }
+            if neg_hi[..n].iter().any(|b| *b != 0) {
+                bool_list(out, "neg_hi", neg_hi, n);
+            }
+            if i.bits(0, 15, 1) != 0 {
+                out.push_str(" clamp");
+            }
+        }
+        E::Vop1Sdwa | E::Vop2Sdwa | E::VopcSdwa => sdwa(i, out),
+        E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp => dpp(i, out),
+        _ => {}
+    }
+}
+
+fn cpol(i: &Instruction, names: [&str; 3], bits: [u32; 3], out: &mut String) {
+    let _ = i;
+    for (n, b) in names.iter().zip(bits) {
+        if b != 0 && !n.is_empty() {
+            out.push(' ');
+            out.push_str(n);
+        }
+    }
+}
+
+fn omod(v: u32, out: &mut String) {
+    match v {
+        1 => out.push_str(" mul:2"),
+        2 => out.push_str(" mul:4"),
+        3 => out.push_str(" div:2"),
+        _ => {}
+    }
+}
+
+fn mtbuf_format(i: &Instruction, out: &mut String) {
+    let dfmt = i.bits(0, 19, 4);
+    let nfmt = i.bits(0, 23, 3);
+    const D: [&str; 16] = [
+        "BUF_DATA_FORMAT_INVALID",
+        "BUF_DATA_FORMAT_8",
+        "BUF_DATA_FORMAT_16",
+        "BUF_DATA_FORMAT_8_8",
+        "BUF_DATA_FORMAT_32",
+        "BUF_DATA_FORMAT_16_16",
+        "BUF_DATA_FORMAT_10_11_11",
+        "BUF_DATA_FORMAT_11_11_10",
+        "BUF_DATA_FORMAT_10_10_10_2",
+        "BUF_DATA_FORMAT_2_10_10_10",
+        "BUF_DATA_FORMAT_8_8_8_8",
+        "BUF_DATA_FORMAT_32_32",
+        "BUF_DATA_FORMAT_16_16_16_16",
+        "BUF_DATA_FORMAT_32_32_32",
+        "BUF_DATA_FORMAT_32_32_32_32",
+        "BUF_DATA_FORMAT_RESERVED_15",
+    ];
+    const N: [&str; 8] = [
+        "BUF_NUM_FORMAT_UNORM",
+        "BUF_NUM_FORMAT_SNORM",
+        "BUF_NUM_FORMAT_USCALED",
+        "BUF_NUM_FORMAT_SSCALED",
+        "BUF_NUM_FORMAT_UINT",
+        "BUF_NUM_FORMAT_SINT",
+        "BUF_NUM_FORMAT_RESERVED_6",
+        "BUF_NUM_FORMAT_FLOAT",
+    ];
+    match (dfmt, nfmt) {
+        (1, 0) => {}
+        (_, 0) => {
+            let _ = write!(out, " format:[{}]", D[dfmt as usize]);
+        }
+        (1, _) => {
+            let _ = write!(out, " format:[{}]", N[nfmt as usize]);
+        }
+        _ => {
+            let _ = write!(out, " format:[{},{}]", D[dfmt as usize], N[nfmt as usize]);
+        }
+    }
+}
+
+const SEL: [&str; 8] = [
+    "BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD", "7",
+];
+const UNUSED: [&str; 4] = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "3"];
+
+fn sdwa(i: &Instruction, out: &mut String) {
+    if i.encoding != E::VopcSdwa {
+        if i.bits(1, 13, 1) != 0 {
+            out.push_str(" clamp");
+        }
+        omod(i.bits(1, 14, 2), out);
+        let _ = write!(out, " dst_sel:{}", SEL[i.bits(1, 8, 3) as usize]);
+        let _ = write!(out, " dst_unused:{}", UNUSED[i.bits(1, 11, 2) as usize]);
+    } else if i.bits(1, 13, 1) != 0 {
+        out.push_str(" clamp");
+    }
+    let _ = write!(out, " src0_sel:{}", SEL[i.bits(1, 16, 3) as usize]);
+    if i.encoding != E::Vop1Sdwa {
+        let _ = write!(out, " src1_sel:{}", SEL[i.bits(1, 24, 3) as usize]);
+    }
+}
+
+fn dpp(i: &Instruction, out: &mut String) {
+    let c = i.bits(1, 8, 9);
+    match c {
+        0x000..=0x0FF => {
+            let _ = write!(
+                out,
+                " quad_perm:[{},{},{},{}]",
+                c & 3,
+                (c >> 2) & 3,
+                (c >> 4) & 3,
+                (c >> 6) & 3
+            );
+        }
+        0x101..=0x10F => {
+            let _ = write!(out, " row_shl:{}", c & 0xF);
+        }
+        0x111..=0x11F => {
+            let _ = write!(out, " row_shr:{}", c & 0xF);
+        }
+        0x121..=0x12F => {
+            let _ = write!(out, " row_ror:{}", c & 0xF);
+        }
+        0x130 => out.push_str(" wave_shl:1"),
+        0x134 => out.push_str(" wave_rol:1"),
+        0x138 => out.push_str(" wave_shr:1"),
+        0x13C => out.push_str(" wave_ror:1"),
+        0x140 => out.push_str(" row_mirror"),
+        0x141 => out.push_str(" row_half_mirror"),
+        0x142 => out.push_str(" row_bcast:15"),
+        0x143 => out.push_str(" row_bcast:31"),
+        0x150..=0x15F => {
+            let _ = write!(out, " row_newbcast:{}", c & 0xF);
+        }
+        _ => {
+            let _ = write!(out, " /* invalid dpp_ctrl 0x{c:x} */");
+        }
+    }
+    let _ = write!(
+        out,
+        " row_mask:0x{:x} bank_mask:0x{:x}",
+        i.bits(1, 28, 4),
+        i.bits(1, 24, 4)
+    );
+    if i.bits(1, 19, 1) != 0 {
+        out.push_str(" bound_ctrl:1");
+    }
+}

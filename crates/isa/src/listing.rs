@@ -1,0 +1,137 @@
+//! Whole `llvm-objdump -d` output for a code section, from plain inputs.
+
+use core::fmt::Write;
+
+use crate::decode::Decoder;
+use crate::format::format;
+use crate::model::{Encoding, Instruction, Target};
+use crate::tables::{ImmKind, Slot};
+
+/// Kind of a symbol, as the ELF symbol table says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SymbolKind {
+    Function,
+    Object,
+    NoType,
+    Section,
+    Other,
+}
+
+/// A symbol defined in the section being listed.
+#[derive(Clone, Copy, Debug)]
+pub struct Symbol<'a> {
+    pub address: u64,
+    pub name: &'a str,
+    pub size: u64,
+    pub kind: SymbolKind,
+}
+
+/// One code section to list.
+#[derive(Clone, Copy, Debug)]
+pub struct Section<'a> {
+    /// File name as printed in the header line.
+    pub file_name: &'a str,
+    pub section_name: &'a str,
+    pub bytes: &'a [u8],
+    /// Address of the first byte.
+    pub address: u64,
+    pub symbols: &'a [Symbol<'a>],
+}
+
+/// Text column where the `// ADDRESS: WORDS` comment starts.
+const COMMENT_COLUMN: usize = 59;
+
+/// The header llvm-objdump prints once per file.
+pub fn write_file_header(file_name: &str, out: &mut String) {
+    let _ = write!(out, "\n{file_name}:\tfile format elf64-amdgpu\n");
+}
+
+/// Appends `Disassembly of section ...` and every label and instruction line.
+pub fn write_section(target: Target, sec: &Section, out: &mut String) {
+    let _ = write!(out, "\nDisassembly of section {}:\n", sec.section_name);
+    let labels = labels(sec);
+    let dec = Decoder::new(target);
+    let mut inst = Instruction::default();
+    let mut line = String::with_capacity(128);
+    let mut off = 0usize;
+    let mut next_label = 0usize;
+    while off < sec.bytes.len() {
+        let addr = sec.address + off as u64;
+        while next_label < labels.len() && labels[next_label].0 <= addr {
+            let (a, name) = labels[next_label];
+            let _ = write!(out, "\n{a:016x} <{name}>:\n");
+            next_label += 1;
+        }
+        // Like objdump, skip runs of 8+ zero bytes (in whole words) up to the next label.
+        let region_end = labels
+            .get(next_label)
+            .map_or(sec.bytes.len(), |l| (l.0 - sec.address) as usize);
+        let zeros = sec.bytes[off..region_end.min(sec.bytes.len())]
+            .iter()
+            .take_while(|b| **b == 0)
+            .count();
+        if zeros >= 8 {
+            out.push_str("\t\t...\n");
+            off += zeros & !3;
+            continue;
+        }
+        let rest = &sec.bytes[off..];
+        let n = match dec.decode_into(rest, &mut inst) {
+            Ok(n) => n,
+            Err(_) => break, // trailing bytes shorter than an instruction
+        };
+        line.clear();
+        line.push('\t');
+        format(&inst, &mut line);
+        let width = line.len() - 1;
+        for _ in width..COMMENT_COLUMN {
+            line.push(' ');
+        }
+        let _ = write!(line, "// {addr:012X}:");
+        for w in inst.words() {
+            let _ = write!(line, " {w:08X}");
+        }
+        if let Some(t) = branch_target(&inst, addr) {
+            if let Some((la, name)) = labels.iter().rev().find(|(a, _)| *a <= t) {
+                if t == *la {
+                    let _ = write!(line, " <{name}>");
+                } else {
+                    let _ = write!(line, " <{name}+0x{:x}>", t - la);
+                }
+            }
+        }
+        line.push('\n');
+        out.push_str(&line);
+        off += n;
+    }
+}
+
+/// Address a branch instruction jumps to (`None` for other instructions).
+pub fn branch_target(i: &Instruction, addr: u64) -> Option<u64> {
+    if i.encoding() != Encoding::Sopp && i.encoding() != Encoding::Sopk {
+        return None;
+    }
+    if !i.slots().contains(&Slot::Imm(ImmKind::Branch)) {
+        return None;
+    }
+    let simm = (i.w0() & 0xFFFF) as u16 as i16 as i64;
+    Some((addr as i64 + 4 + simm * 4) as u64)
+}
+
+/// Labels printed in the listing: one per address (the section start gets
+/// the section name if no symbol is there), sorted by address.
+fn labels<'a>(sec: &'a Section<'a>) -> Vec<(u64, &'a str)> {
+    let end = sec.address + sec.bytes.len() as u64;
+    let mut v: Vec<(u64, &str)> = sec
+        .symbols
+        .iter()
+        .filter(|s| s.kind != SymbolKind::Section && s.address >= sec.address && s.address < end)
+        .map(|s| (s.address, s.name))
+        .collect();
+    v.sort_by_key(|s| s.0);
+    v.dedup_by(|b, a| a.0 == b.0);
+    if v.first().map(|s| s.0) != Some(sec.address) {
+        v.insert(0, (sec.address, sec.section_name));
+    }
+    v
+}

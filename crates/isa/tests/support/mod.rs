@@ -1,0 +1,117 @@
+//! Shared by the oracle tests and the corpus example: list ELF code objects
+//! with inlay and with llvm-objdump-19, and compare.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Command;
+
+use inlay_isa::listing::{write_file_header, write_section, Section, Symbol, SymbolKind};
+use inlay_isa::Target;
+use object::{Object, ObjectSection, ObjectSymbol, SectionFlags};
+
+/// Target from the AMDGPU ELF `e_flags` machine field.
+pub fn target_of(data: &[u8]) -> Option<Target> {
+    let f = object::File::parse(data).ok()?;
+    let flags = match f.flags() {
+        object::FileFlags::Elf { e_flags, .. } => e_flags,
+        _ => return None,
+    };
+    match flags & 0xFF {
+        0x30 => Some(Target::Gfx908),
+        0x3F => Some(Target::Gfx90a),
+        0x4C | 0x40 | 0x41 => Some(Target::Gfx942),
+        _ => None,
+    }
+}
+
+/// inlay's listing of every executable section, like `llvm-objdump -d`.
+pub fn inlay_listing(data: &[u8], file_name: &str) -> Option<String> {
+    let target = target_of(data)?;
+    let f = object::File::parse(data).ok()?;
+    let mut out = String::new();
+    write_file_header(file_name, &mut out);
+    for sec in f.sections() {
+        let exec = matches!(sec.flags(), SectionFlags::Elf { sh_flags } if sh_flags & 4 != 0);
+        if !exec {
+            continue;
+        }
+        let bytes = sec.data().ok()?;
+        let name = sec.name().ok()?;
+        let syms: Vec<Symbol> = f
+            .symbols()
+            .filter(|s| s.section_index() == Some(sec.index()))
+            .filter_map(|s| {
+                let kind = match s.kind() {
+                    object::SymbolKind::Text => SymbolKind::Function,
+                    object::SymbolKind::Data => SymbolKind::Object,
+                    object::SymbolKind::Section => SymbolKind::Section,
+                    object::SymbolKind::Unknown => SymbolKind::NoType,
+                    _ => SymbolKind::Other,
+                };
+                Some(Symbol {
+                    address: s.address(),
+                    name: s.name().ok()?,
+                    size: s.size(),
+                    kind,
+                })
+            })
+            .collect();
+        let s = Section {
+            file_name,
+            section_name: name,
+            bytes,
+            address: sec.address(),
+            symbols: &syms,
+        };
+        write_section(target, &s, &mut out);
+    }
+    Some(out)
+}
+
+/// `llvm-objdump-19 -d` output, run in `dir` on `name` so the header matches.
+pub fn objdump(path: &Path) -> Option<String> {
+    let out = Command::new("llvm-objdump-19")
+        .arg("-d")
+        .arg(path.file_name()?)
+        .current_dir(path.parent()?)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Whether an oracle tool exists; if not, fail under INLAY_REQUIRE_ORACLES=1, else skip.
+pub fn have_tool(tool: &str) -> bool {
+    let ok = Command::new(tool)
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        if std::env::var("INLAY_REQUIRE_ORACLES").as_deref() == Ok("1") {
+            panic!("oracle {tool} is required (INLAY_REQUIRE_ORACLES=1) but missing");
+        }
+        eprintln!("note: {tool} not found; skipping oracle test");
+    }
+    ok
+}
+
+/// Lines that differ: (line number, ours, theirs). Stops after `limit`.
+pub fn diff_lines(ours: &str, theirs: &str, limit: usize) -> (usize, Vec<(usize, String, String)>) {
+    let a: Vec<&str> = ours.lines().collect();
+    let b: Vec<&str> = theirs.lines().collect();
+    let mut n = 0;
+    let mut v = Vec::new();
+    for k in 0..a.len().max(b.len()) {
+        let x = a.get(k).copied().unwrap_or("<missing>");
+        let y = b.get(k).copied().unwrap_or("<missing>");
+        if x != y {
+            n += 1;
+            if v.len() < limit {
+                v.push((k + 1, x.to_string(), y.to_string()));
+            }
+        }
+    }
+    (n, v)
+}
