@@ -443,3 +443,70 @@ fn target_ids_agree_with_llvm_mc() {
         assert_eq!(id.split(':').next(), Some(proc), "e_flags of {proc}");
     }
 }
+
+/// The committed fixtures (built by fixtures/build.sh) read like the bundler reads them.
+#[test]
+fn fixture_bundles_match_clang_offload_bundler() {
+    if oracles(TOOLS).is_none() {
+        return;
+    }
+    let dir = scratch("fixtures");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/bundle");
+    for name in ["vector_add.bundle", "vector_add.ccob"] {
+        let file = fixtures.join(name);
+        let data = std::fs::read(&file).unwrap();
+        let entries = entries(&data);
+        assert_eq!(
+            entries
+                .iter()
+                .filter(|e| e.kind == EntryKind::CodeObject)
+                .count(),
+            3,
+            "{name}"
+        );
+        check_against_bundler(&dir, &file, &data, &entries);
+    }
+}
+
+/// Bundles and CCOBs one after another, as in a fat binary section: an error in
+/// one container is reported with its offset and the walk goes on with the next,
+/// found at the next 4096-byte boundary or, failing that, by searching.
+#[test]
+fn sequences_resume_after_a_broken_container() {
+    if oracles(TOOLS).is_none() {
+        return;
+    }
+    let dir = scratch("sequence");
+    let plain = std::fs::read(make_bundle(&dir, false)).unwrap();
+    let ccob = std::fs::read(make_bundle(&dir, true)).unwrap();
+    let mut broken = plain.clone();
+    put_u64(&mut broken, 24, u64::MAX); // absurd entry count
+
+    let mut data = broken;
+    data.resize(4096, 0);
+    data.extend(&plain);
+    let unaligned = data.len() + 17; // after some bytes that are no container
+    data.extend([0xee; 17]);
+    data.extend(&ccob);
+
+    let items: Vec<_> = walk(&data, "seq").collect();
+    let errors: Vec<_> = items.iter().filter_map(|i| i.as_ref().err()).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].offset, Some(24));
+    let entries: Vec<_> = items.iter().filter_map(|i| i.as_ref().ok()).collect();
+    assert_eq!(entries.len(), 8);
+    assert!(entries[..4]
+        .iter()
+        .all(|e| e.location.starts_with("seq[bundle 1 @0x1000] ")));
+    let ccob_at = format!("seq[CCOB 2 @{unaligned:#x}][bundle 0 @0x0] ");
+    assert!(
+        entries[4..]
+            .iter()
+            .all(|e| e.location.starts_with(&ccob_at)),
+        "{}",
+        entries[4].location
+    );
+    for (a, b) in entries[..4].iter().zip(&entries[4..]) {
+        assert_eq!((&a.bundle_id, &a.bytes), (&b.bundle_id, &b.bytes));
+    }
+}
