@@ -141,6 +141,13 @@ pub(crate) fn start(
     q
 }
 
+/// Stops processing for good without waiting (`hsa_queue_inactivate`).
+pub fn inactivate(q: &Queue) {
+    q.active.store(false, Ordering::Release);
+    q.stop.store(true, Ordering::Release);
+    q.doorbell_signal.store(i64::MIN, Ordering::Release);
+}
+
 /// Stops the processor and waits for it (unless called from it, e.g. from the error callback).
 pub(crate) fn stop(q: &Queue) {
     q.stop.store(true, Ordering::Release);

@@ -1,0 +1,94 @@
+//! The process-wide runtime behind `hsa_init`/`hsa_shut_down` (reference
+//! counted), and the handle encodings of agents, pools and ISAs.
+
+use inlay_runtime::agent::AgentId;
+use inlay_runtime::pool::PoolId;
+use inlay_runtime::{Runtime, Status};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+struct Global {
+    runtime: Option<Arc<Runtime>>,
+    refs: u64,
+}
+
+static GLOBAL: Mutex<Global> = Mutex::new(Global {
+    runtime: None,
+    refs: 0,
+});
+
+fn global() -> MutexGuard<'static, Global> {
+    GLOBAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn init() -> Result<(), Status> {
+    let mut g = global();
+    if g.refs == u64::MAX {
+        return Err(Status::RefcountOverflow);
+    }
+    if g.runtime.is_none() {
+        g.runtime = Some(Arc::new(Runtime::new()));
+    }
+    g.refs += 1;
+    Ok(())
+}
+
+pub fn shut_down() -> Result<(), Status> {
+    let rt = {
+        let mut g = global();
+        if g.refs == 0 {
+            return Err(Status::NotInitialized);
+        }
+        g.refs -= 1;
+        if g.refs > 0 {
+            return Ok(());
+        }
+        g.runtime.take()
+    };
+    // Outside the lock: stopping joins threads whose callbacks may call into us.
+    if let Some(rt) = rt {
+        rt.shut_down();
+    }
+    Ok(())
+}
+
+/// The runtime, or NOT_INITIALIZED before `hsa_init`.
+pub fn rt() -> Result<Arc<Runtime>, Status> {
+    global().runtime.clone().ok_or(Status::NotInitialized)
+}
+
+// Handles: a tag in the high bits, index + 1 in the low bits, so zero and
+// random values never decode.
+const AGENT_TAG: u64 = 0x4A67_0000_0000;
+const POOL_TAG: u64 = 0x4A70_0000_0000;
+const ISA_TAG: u64 = 0x4A69_0000_0000;
+const WAVEFRONT_TAG: u64 = 0x4A77_0000_0000;
+
+pub fn agent_handle(id: AgentId) -> u64 {
+    AGENT_TAG + u64::from(id.0) + 1
+}
+
+pub fn agent_id(rt: &Runtime, h: u64) -> Result<AgentId, Status> {
+    let i = h.wrapping_sub(AGENT_TAG).wrapping_sub(1);
+    if i < rt.agents().len() as u64 {
+        Ok(AgentId(i as u32))
+    } else {
+        Err(Status::InvalidAgent)
+    }
+}
+
+pub fn pool_handle(id: PoolId) -> u64 {
+    POOL_TAG + u64::from(id.0) + 1
+}
+
+pub fn pool_id(rt: &Runtime, h: u64, invalid: Status) -> Result<PoolId, Status> {
+    let i = h.wrapping_sub(POOL_TAG).wrapping_sub(1);
+    if i < rt.pools().len() as u64 {
+        Ok(PoolId(i as u32))
+    } else {
+        Err(invalid)
+    }
+}
+
+/// The one ISA (gfx90a) and its one wavefront (64 lanes).
+pub const ISA_GFX90A: u64 = ISA_TAG + 1;
+pub const WAVEFRONT_64: u64 = WAVEFRONT_TAG + 1;

@@ -1,0 +1,54 @@
+//! C programs written against Debian's HSA headers, compiled at test time and
+//! linked against our libhsa-runtime64.so.1. Each prints PASS and exits 0.
+
+mod common;
+use std::path::Path;
+use std::process::Command;
+
+fn run_c(name: &str) {
+    let Some(cc) = common::c_compiler() else {
+        common::oracle_available("a C compiler (gcc)", false);
+        return;
+    };
+    if !common::oracle_available(
+        "/usr/include/hsa headers (libhsa-runtime-dev)",
+        common::hsa_headers_present(),
+    ) {
+        return;
+    }
+    let dir = common::lib_dir(name);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(format!("{name}.c"));
+    let exe = dir.join(name);
+    let out = Command::new(&cc)
+        .args(["-std=gnu11", "-O1", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg(format!("-L{}", dir.display()))
+        .args(["-lhsa-runtime64", "-lpthread"])
+        .output()
+        .expect("run the C compiler");
+    assert!(
+        out.status.success(),
+        "compiling {name}.c failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(&exe)
+        .env("LD_LIBRARY_PATH", &dir)
+        .output()
+        .expect("run the C program");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success() && stdout.contains("PASS"),
+        "{name} failed ({:?}):\n{stdout}\n{stderr}",
+        run.status
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn memory_pools_copies_and_pointer_info() {
+    run_c("memory");
+}
