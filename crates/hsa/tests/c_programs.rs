@@ -52,3 +52,13 @@ fn run_c(name: &str) {
 fn memory_pools_copies_and_pointer_info() {
     run_c("memory");
 }
+
+#[test]
+fn signals_every_operation_and_wait() {
+    run_c("signals");
+}
+
+#[test]
+fn queues_barriers_and_async_copies() {
+    run_c("queues");
+}
