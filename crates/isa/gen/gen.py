@@ -160,7 +160,11 @@ def main():
             ops = learned[t][table]
             n = max([int(o) for o in ops] + [0]) + 1
             arr = [0] * n
+            base = learned[t].get(table[:-4]) if table.endswith("_GLC") else None
             for op, d in ops.items():
+                if base is not None and base.get(op, {}).get("text") is not None:
+                    if [x.get("field") for x in base[op]["slots"]] == [x.get("field") for x in d["slots"]]:
+                        continue  # same as without glc: the decoder falls back to the base table
                 mn = d["mn"]
                 codes = tuple(slot_code(layout, mn, s, fixed_texts) for s in d["slots"])
                 if codes not in slot_ix:

@@ -61,11 +61,23 @@ def table_encodings():
                 out.append((s, e, v))
         else:
             out.append((e, e, None))
+    # Atomics print a returned-value operand when glc (sc0) is set: learn that
+    # form as its own table. seg = ("GLC", inner seg, glc bit).
+    for name, layout, seg in list(out):
+        if layout in GLC_BIT:
+            out.append((name + "_GLC", layout, ("GLC", seg, GLC_BIT[layout])))
     return out
+
+
+GLC_BIT = {"FLAT": 16, "MUBUF": 14}
 
 
 def words(layout, seg, op, vals):
     """Instruction words for a probe; seg is a FLAT segment or an extension kind."""
+    if isinstance(seg, tuple):
+        w = words(layout, seg[1], op, vals)
+        w[0] |= 1 << seg[2]
+        return w
     if seg in EXT:
         src, ext = EXT[seg]
         v = dict(vals); v["src0"] = src
@@ -91,7 +103,8 @@ def variants(layout, seg, op):
                         continue
                     vals.update({f: SCALAR_ALT[f] for f in drop if f in SCALAR_ALT})
                 if layout == "FLAT":
-                    vals["saddr"] = 0 if seg == 0 else 0x7F
+                    inner = seg[1] if isinstance(seg, tuple) else seg
+                    vals["saddr"] = 0 if inner == 0 else 0x7F
                 res.append((vals, words(layout, seg, op, vals)))
     return res
 

@@ -46,7 +46,18 @@ impl Decoder {
         out.encoding = enc;
         out.len = 4;
         out.desc = 0;
-        let desc = self.tables.lookup(enc, op);
+        let glc = match enc {
+            E::Flat | E::Scratch | E::Global => w0 >> 16 & 1 != 0,
+            E::Mubuf => w0 >> 14 & 1 != 0,
+            _ => false,
+        };
+        let desc = match glc {
+            true => match self.tables.lookup_glc(enc, op) {
+                0 => self.tables.lookup(enc, op),
+                d => d,
+            },
+            false => self.tables.lookup(enc, op),
+        };
         if desc == 0 {
             out.encoding = E::Invalid;
             return Ok(4);

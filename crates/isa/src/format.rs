@@ -49,6 +49,9 @@ fn operand(i: &Instruction, n: usize, slot: Slot, out: &mut String) {
 
 /// `off` slots learned from probes stand for optional address registers.
 fn fixed_operand(i: &Instruction, n: usize, text: &str, out: &mut String) {
+    if i.encoding == E::VopcSdwa && n == 0 && i.bits(1, 15, 1) != 0 {
+        return scalar(i.bits(1, 8, 7) as u8, 2, ConstKind::B32, 0, out);
+    }
     if text == "off" {
         let saddr = i.field(Field::Saddr);
         match i.encoding {
@@ -207,20 +210,28 @@ fn imm(i: &Instruction, k: ImmKind, out: &mut String) {
             );
         }
         ImmKind::SmemOffset => {
+            let v = ((v << 11) as i32) >> 11; // 21-bit signed
             let (imm, soe) = (i.bits(0, 17, 1) != 0, i.bits(0, 14, 1) != 0);
             let soffset = i.bits(1, 25, 7) as u8;
             match (imm, soe) {
                 (true, true) => {
                     scalar(soffset, 1, ConstKind::B32, 0, out);
-                    let _ = write!(out, " offset:0x{v:x}");
+                    out.push_str(" offset:");
+                    signed_hex(v, out);
                 }
-                (true, false) => {
-                    let _ = write!(out, "0x{v:x}");
-                }
+                (true, false) => signed_hex(v, out),
                 (false, true) => scalar(soffset, 1, ConstKind::B32, 0, out),
                 (false, false) => scalar((v & 0x7F) as u8, 1, ConstKind::B32, 0, out),
             }
         }
+    }
+}
+
+fn signed_hex(v: i32, out: &mut String) {
+    if v < 0 {
+        let _ = write!(out, "-0x{:x}", v.unsigned_abs());
+    } else {
+        let _ = write!(out, "0x{v:x}");
     }
 }
 

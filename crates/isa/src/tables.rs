@@ -191,6 +191,11 @@ pub struct TargetTables {
     pub(crate) vop2_dpp: &'static [u16],
     pub(crate) vopc_sdwa: &'static [u16],
     pub(crate) vopc_dpp: &'static [u16],
+    /// Forms with glc (sc0) set, where they differ (atomics that return).
+    pub(crate) flat_glc: &'static [u16],
+    pub(crate) scratch_glc: &'static [u16],
+    pub(crate) global_glc: &'static [u16],
+    pub(crate) mubuf_glc: &'static [u16],
 }
 
 impl TargetTables {
@@ -231,6 +236,18 @@ impl TargetTables {
             E::VopcDpp => self.vopc_dpp,
             E::Exp | E::Vintrp | E::Invalid => &[],
         }
+    }
+
+    /// Desc id of the glc (sc0) form of `op`, where it differs (else 0).
+    pub fn lookup_glc(&self, enc: Encoding, op: u32) -> u16 {
+        let t = match enc {
+            Encoding::Flat => self.flat_glc,
+            Encoding::Scratch => self.scratch_glc,
+            Encoding::Global => self.global_glc,
+            Encoding::Mubuf => self.mubuf_glc,
+            _ => return 0,
+        };
+        t.get(op as usize).copied().unwrap_or(0)
     }
 
     /// Desc id of opcode number `op` in `enc` (0 if there is none).
