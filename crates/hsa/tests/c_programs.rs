@@ -62,3 +62,8 @@ fn signals_every_operation_and_wait() {
 fn queues_barriers_and_async_copies() {
     run_c("queues");
 }
+
+#[test]
+fn bad_input_is_refused_and_the_process_keeps_working() {
+    run_c("badinput");
+}
