@@ -1,0 +1,99 @@
+//! `inlay run -- COMMAND [ARGS...]` and `inlay env`: run HSA programs against
+//! Inlay's drop-in `libhsa-runtime64.so.1` instead of ROCr.
+//!
+//! Cargo names the built library `libhsa_runtime64.so` and puts it beside the
+//! `inlay` binary. The dynamic loader looks for the SONAME
+//! `libhsa-runtime64.so.1`, so we keep a per-user directory under the temp
+//! dir holding a symlink of that name and put it first on LD_LIBRARY_PATH.
+//! Nothing is installed and no root is needed.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BUILT_NAME: &str = "libhsa_runtime64.so";
+const SONAME: &str = "libhsa-runtime64.so.1";
+
+/// The built drop-in library: next to the `inlay` binary (or one level up,
+/// for binaries run from target/<profile>/deps).
+fn built_library() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate the inlay binary: {e}"))?;
+    let dir = exe.parent().ok_or("the inlay binary has no directory")?;
+    let candidates = [dir.join(BUILT_NAME), dir.join("..").join(BUILT_NAME)];
+    candidates.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
+        format!(
+            "{BUILT_NAME} not found next to {}; build it with `cargo build -p inlay-hsa` (same profile as inlay)",
+            exe.display()
+        )
+    })
+}
+
+/// A directory whose `libhsa-runtime64.so.1` is a symlink to the built library.
+pub fn library_dir() -> Result<PathBuf, String> {
+    let lib = built_library()?;
+    let lib = lib.canonicalize().map_err(|e| format!("{}: {e}", lib.display()))?;
+    let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
+    let dir = std::env::temp_dir().join(format!("inlay-{user}")).join("lib");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let link = dir.join(SONAME);
+    if std::fs::read_link(&link).ok().as_deref() != Some(lib.as_path()) {
+        // Make the new link beside it and rename over, so a concurrent run never sees none.
+        let tmp = dir.join(format!(".{SONAME}.{}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(&lib, &tmp).map_err(|e| format!("cannot link {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, &link).map_err(|e| format!("cannot place {}: {e}", link.display()))?;
+    }
+    Ok(dir)
+}
+
+/// LD_LIBRARY_PATH with `dir` first, keeping what the user had.
+fn library_path(dir: &Path) -> OsString {
+    let mut value = OsString::from(dir);
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH").filter(|v| !v.is_empty()) {
+        value.push(":");
+        value.push(old);
+    }
+    value
+}
+
+/// Runs `command` against the drop-in runtime and returns its exit code
+/// (128 + signal number if a signal ended it, as shells report).
+pub fn run(command: &[OsString]) -> Result<i32, String> {
+    let (program, args) = command.split_first().ok_or("usage: inlay run -- COMMAND [ARGS...]")?;
+    let dir = library_dir()?;
+    let status = Command::new(program)
+        .args(args)
+        .env("LD_LIBRARY_PATH", library_path(&dir))
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", program.to_string_lossy()))?;
+    if let Some(code) = status.code() {
+        return Ok(code);
+    }
+    use std::os::unix::process::ExitStatusExt;
+    Ok(128 + status.signal().unwrap_or(0))
+}
+
+/// Shell lines that do what `inlay run` does, for the current shell.
+pub fn env_lines() -> Result<String, String> {
+    let dir = library_dir()?;
+    let quoted = dir.to_string_lossy().replace('\'', r"'\''");
+    Ok(format!(
+        "# Inlay's HSA runtime ({SONAME}) for programs started from this shell\nexport LD_LIBRARY_PATH='{quoted}'${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\n"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_path_puts_our_directory_first() {
+        let v = library_path(Path::new("/x/lib"));
+        assert!(v.to_string_lossy().starts_with("/x/lib"));
+    }
+
+    #[test]
+    fn run_without_a_command_is_an_error() {
+        assert!(run(&[]).is_err());
+    }
+}
