@@ -534,8 +534,6 @@ fn sdwa(i: &Instruction, out: &mut String) {
         omod(i.bits(1, 14, 2), out);
         let _ = write!(out, " dst_sel:{}", SEL[i.bits(1, 8, 3) as usize]);
         let _ = write!(out, " dst_unused:{}", UNUSED[i.bits(1, 11, 2) as usize]);
-    } else if i.bits(1, 13, 1) != 0 {
-        out.push_str(" clamp");
     }
     let _ = write!(out, " src0_sel:{}", SEL[i.bits(1, 16, 3) as usize]);
     if i.encoding != E::Vop1Sdwa {

@@ -2,6 +2,8 @@
 //! with inlay and with llvm-objdump-19, and compare.
 #![allow(dead_code)]
 
+pub mod fatbin;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -114,4 +116,26 @@ pub fn diff_lines(ours: &str, theirs: &str, limit: usize) -> (usize, Vec<(usize,
         }
     }
     (n, v)
+}
+
+/// Distinct mnemonics in the executable sections of a code object (inlay's decoder).
+pub fn mnemonics(data: &[u8]) -> std::collections::HashSet<&'static str> {
+    let mut set = std::collections::HashSet::new();
+    let (Some(target), Ok(f)) = (target_of(data), object::File::parse(data)) else {
+        return set;
+    };
+    let dec = inlay_isa::Decoder::new(target);
+    let mut inst = inlay_isa::Instruction::default();
+    for sec in f.sections() {
+        if !matches!(sec.flags(), SectionFlags::Elf { sh_flags } if sh_flags & 4 != 0) {
+            continue;
+        }
+        let bytes = sec.data().unwrap_or(&[]);
+        let mut off = 0;
+        while let Ok(n) = dec.decode_into(&bytes[off..], &mut inst) {
+            set.insert(inst.mnemonic());
+            off += n;
+        }
+    }
+    set
 }
