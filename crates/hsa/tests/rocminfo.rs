@@ -28,10 +28,6 @@ fn run_rocminfo() -> Option<std::process::Output> {
     std::fs::create_dir_all(&bin).expect("stub dir");
     let lsmod = bin.join("lsmod");
     std::fs::write(&lsmod, "#!/bin/sh\necho 'amdgpu 1 0'\n").expect("stub lsmod");
-    std::os::unix::fs::PermissionsExt::set_mode(
-        &mut std::fs::metadata(&lsmod).unwrap().permissions(),
-        0o755,
-    );
     std::fs::set_permissions(&lsmod, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
     let path = format!(

@@ -34,19 +34,27 @@ fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// The built cdylib, building it first if needed.
+/// The built cdylib, (re)built once per test binary: `cargo test` builds
+/// test binaries but does not relink a cdylib-only package, so without this
+/// the tests could run against a stale library.
 pub fn cdylib() -> PathBuf {
-    let lib = profile_dir().join("libhsa_runtime64.so");
-    if !lib.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "inlay-hsa"])
-            .status()
-            .expect("run cargo build");
-        assert!(status.success(), "cargo build -p inlay-hsa failed");
-    }
-    assert!(lib.is_file(), "{} missing after build", lib.display());
-    lib
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = profile_dir();
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.args(["build", "-q", "-p", "inlay-hsa"]);
+            if dir.file_name().is_some_and(|n| n == "release") {
+                cmd.arg("--release");
+            }
+            let status = cmd.status().expect("run cargo build");
+            assert!(status.success(), "cargo build -p inlay-hsa failed");
+            let lib = dir.join("libhsa_runtime64.so");
+            assert!(lib.is_file(), "{} missing after build", lib.display());
+            lib
+        })
+        .clone()
 }
 
 /// A fresh directory with `libhsa-runtime64.so.1` (and `.so` for linking) pointing at our library.
