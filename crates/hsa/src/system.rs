@@ -2,7 +2,7 @@
 //! loader extension table.
 
 use crate::abi::{
-    put, put_str, status, Handle, HsaStatus, EXT_AMD_LOADER, EXT_FINALIZER, EXT_IMAGES, SUCCESS,
+    put, put_str, status, Handle, HsaStatus, EXT_AMD_LOADER, EXT_FINALIZER, EXT_IMAGES,
 };
 use crate::export;
 use crate::state::{self, rt};
