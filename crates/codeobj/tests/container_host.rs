@@ -485,3 +485,64 @@ fn a_kernel_compiled_for_one_target_only() {
         );
     }
 }
+
+/// A host object assembled by llvm-mc-19 whose .hip_fatbin holds `contents`.
+fn host_object(dir: &Path, name: &str, contents: &[u8], section: &str) -> Vec<u8> {
+    let blob = dir.join(format!("{name}.bin"));
+    std::fs::write(&blob, contents).unwrap();
+    let asm = dir.join(format!("{name}.s"));
+    let text = format!(".section {section},\"a\"\n.incbin \"{}\"\n", blob.display());
+    std::fs::write(&asm, text).unwrap();
+    let obj = dir.join(format!("{name}.o"));
+    run(Command::new("llvm-mc-19")
+        .args(["-triple", "x86_64-unknown-linux-gnu", "-filetype=obj"])
+        .arg(&asm)
+        .arg("-o")
+        .arg(&obj));
+    std::fs::read(obj).unwrap()
+}
+
+#[test]
+fn host_files_without_device_code_are_errors() {
+    if oracles(&["llvm-mc-19", "llvm-readelf-19"]).is_none() {
+        return;
+    }
+    let dir = scratch("host-errors");
+    // No fat binary section at all.
+    let none = host_object(&dir, "none", b"data", ".rodata");
+    let errors: Vec<_> = walk(&none, "none.o").filter_map(|e| e.err()).collect();
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].what.contains(".hip_fatbin"), "{}", errors[0]);
+
+    // A .hip_fatbin of garbage: the error points at the section's file offset.
+    let junk = host_object(&dir, "junk", &[0x5a; 300], ".hip_fatbin");
+    let offset = readelf_sections(&dir.join("junk.o"))
+        .into_values()
+        .find(|(n, _, _)| n == ".hip_fatbin")
+        .unwrap()
+        .1;
+    let errors: Vec<_> = walk(&junk, "junk.o").filter_map(|e| e.err()).collect();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].offset, Some(offset), "{}", errors[0]);
+    assert!(kernel_handles(&junk, "junk.o").unwrap().errors.len() == 1);
+}
+
+/// Truncated and corrupted host binaries give errors, never panics.
+#[test]
+fn damaged_host_binaries_do_not_panic() {
+    let Some(b) = built() else { return };
+    let data = std::fs::read(&b.hosts[0].path).unwrap();
+    for len in (0..data.len()).step_by(97) {
+        let _ = walk(&data[..len], "cut").count();
+        let _ = kernel_handles(&data[..len], "cut");
+    }
+    // The ELF header and the section header table (at e_shoff) are what we read.
+    let shoff = u64::from_le_bytes(data[0x28..0x30].try_into().unwrap()) as usize;
+    let header_bytes = (0..64).chain(shoff..data.len().min(shoff + 64 * 40));
+    for i in header_bytes.step_by(3) {
+        let mut bad = data.clone();
+        bad[i] ^= 0xa5;
+        let _ = walk(&bad, "bad").count();
+        let _ = kernel_handles(&bad, "bad");
+    }
+}
