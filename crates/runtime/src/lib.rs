@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod device;
+pub mod hostmem;
 pub mod pool;
 pub mod queue;
 pub mod signal;
@@ -266,8 +267,23 @@ impl Runtime {
         Ok(())
     }
 
+    /// Checks a range a host caller wants us to touch: inside one live
+    /// allocation, or host memory outside every block we know that is mapped.
+    fn check_range(&self, addr: u64, len: u64, write: bool) -> Result<()> {
+        let memory = &self.shared.memory;
+        memory
+            .check_host(addr, len)
+            .map_err(|_| Status::InvalidArgument)?;
+        if len > 0 && memory.find(addr).is_none() && !hostmem::mapped(addr, len, write) {
+            return Err(Status::InvalidArgument);
+        }
+        Ok(())
+    }
+
     /// Synchronous copy (`hsa_memory_copy`).
     pub fn copy(&self, dst: u64, src: u64, size: u64) -> Result<()> {
+        self.check_range(dst, size, true)?;
+        self.check_range(src, size, false)?;
         self.shared
             .memory
             .copy_host(dst, src, size)
@@ -276,6 +292,8 @@ impl Runtime {
 
     /// Fills `count` 32-bit words (`hsa_amd_memory_fill`).
     pub fn fill(&self, dst: u64, value: u32, count: u64) -> Result<()> {
+        let len = count.checked_mul(4).ok_or(Status::InvalidArgument)?;
+        self.check_range(dst, len, true)?;
         self.shared
             .memory
             .fill_u32(dst, value, count)
@@ -291,13 +309,8 @@ impl Runtime {
         deps: Vec<Arc<Signal>>,
         completion: Arc<Signal>,
     ) -> Result<()> {
-        let memory = &self.shared.memory;
-        memory
-            .check_host(dst, size)
-            .map_err(|_| Status::InvalidArgument)?;
-        memory
-            .check_host(src, size)
-            .map_err(|_| Status::InvalidArgument)?;
+        self.check_range(dst, size, true)?;
+        self.check_range(src, size, false)?;
         let shared = self.shared.clone();
         std::thread::Builder::new()
             .name("inlay-copy".into())

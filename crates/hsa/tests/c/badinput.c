@@ -90,6 +90,14 @@ int main(void) {
     BAD(hsa_amd_signal_async_handler(done, (hsa_signal_condition_t)9, 0, NULL, NULL));
     BAD(hsa_system_get_major_extension_table(0x7fff, 1, 64, buf));
 
+    /* Pointers to memory that is not mapped (or not writable) are refused, not dereferenced. */
+    CHECK_STATUS(hsa_memory_copy((void *)0x10, buf, 8), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(hsa_memory_copy(buf, (void *)0x10, 8), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(hsa_memory_copy((void *)main, buf, 8), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(hsa_memory_copy(buf, buf + 8, SIZE_MAX / 2), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(hsa_amd_memory_fill((void *)0x1000, 0, 4), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(hsa_amd_memory_async_copy((void *)0x10, e.cpu, buf, e.cpu, 8, 0, NULL, done), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+
     /* Destroyed objects. */
     uint32_t *d = NULL;
     OK(hsa_amd_memory_pool_allocate(e.device, 4096, 0, (void **)&d));
