@@ -64,7 +64,7 @@ mod tests {
     #[test]
     fn code_is_readable_but_not_writable() {
         let f = mapped as fn(u64, u64, bool) -> bool;
-        assert!(mapped(f as u64, 4, false));
-        assert!(!mapped(f as u64, 4, true));
+        assert!(mapped(f as usize as u64, 4, false));
+        assert!(!mapped(f as usize as u64, 4, true));
     }
 }
