@@ -303,6 +303,24 @@ fn malformed_bundles_are_errors_with_offsets() {
         assert_eq!(first_error(&good[..cut]).offset, Some(32));
     }
 
+    // An entry that is the whole bundle again: refused after a few levels, not walked forever.
+    // (Host entries are never looked into, so use the first device entry's row.)
+    let device = bundle
+        .entries
+        .iter()
+        .position(|e| !e.id.starts_with("host-"))
+        .unwrap();
+    let row = 32
+        + bundle.entries[..device]
+            .iter()
+            .map(|e| 24 + e.id.len())
+            .sum::<usize>();
+    let mut bad = good.clone();
+    put_u64(&mut bad, row, 0);
+    put_u64(&mut bad, row + 8, good.len() as u64);
+    let e = first_error(&bad);
+    assert!(e.what.contains("nested"), "{e}");
+
     // No prefix and no single-byte corruption of the header panics.
     for len in 0..good.len().min(4096) {
         let _ = walk(&good[..len], "t").count();
@@ -353,6 +371,11 @@ fn malformed_ccobs_are_errors_with_offsets() {
         let e = first_error(&bad);
         assert_eq!(e.offset, Some(24), "{e}");
     }
+    // A version 3 header announcing more than we accept to inflate.
+    let mut huge = ccob_bytes(3, 1, plain.len() as u64, hash, &compress(1, &plain));
+    huge[16..24].copy_from_slice(&(ccob::MAX_UNCOMPRESSED + 1).to_le_bytes());
+    assert_eq!(first_error(&huge).offset, Some(16));
+
     // Unknown version and method.
     let mut bad = good.clone();
     bad[4] = 9;

@@ -20,6 +20,11 @@ pub const MAGIC: &[u8; 4] = b"CCOB";
 /// Decompressing never allocates more than this up front, whatever a header claims.
 const MAX_PREALLOCATION: u64 = 64 << 20;
 
+/// Larger announced sizes are refused rather than decompressed (real ones are
+/// at most hundreds of MB); a small corrupt or hostile header cannot make us
+/// inflate gigabytes.
+pub const MAX_UNCOMPRESSED: u64 = 4 << 30;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     Zlib,
@@ -90,6 +95,13 @@ impl Header {
                 ))
             }
         };
+        if uncompressed_size > MAX_UNCOMPRESSED {
+            // Only version 3's 64-bit size field (at 16) can hold such a value.
+            return Err(Error::at(
+                16,
+                format!("CCOB announces {uncompressed_size} uncompressed bytes, more than the {MAX_UNCOMPRESSED} accepted"),
+            ));
+        }
         if let Some(total) = total_size {
             if total < header_len {
                 return Err(Error::at(

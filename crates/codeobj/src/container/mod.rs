@@ -25,6 +25,11 @@ use read::rebase;
 /// Fat binary sections align each bundle to this many bytes.
 const FATBIN_ALIGN: u64 = 4096;
 
+/// Containers inside containers deeper than this are refused. Real files nest
+/// two deep (fat binary → CCOB → bundle); the limit stops an entry that holds
+/// its own bundle from being walked forever.
+const MAX_NESTING: u32 = 8;
+
 /// What a buffer is, judged from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -105,12 +110,15 @@ struct Blob<'data> {
     base: Option<u64>,
     location: String,
     bundle_id: Option<String>,
+    /// How many containers enclose it.
+    depth: u32,
 }
 
 struct Sequence<'data> {
     data: Cow<'data, [u8]>,
     base: Option<u64>,
     location: String,
+    depth: u32,
     /// What the containers in it are called in locations, e.g. ".hip_fatbin ".
     label: String,
     pos: u64,
@@ -171,6 +179,7 @@ impl<'data> Walk<'data> {
                 base: Some(0),
                 location: name,
                 bundle_id: None,
+                depth: 0,
             }),
         }
     }
@@ -197,12 +206,19 @@ impl<'data> Walk<'data> {
                 };
                 Some(Ok(entry(EntryKind::CodeObject, target)))
             }
+            Format::Bundle | Format::Compressed if blob.depth >= MAX_NESTING => {
+                let what = format!("containers nested more than {MAX_NESTING} deep");
+                Some(Err(
+                    Error::at(blob.base.unwrap_or(0), what).within(blob.location)
+                ))
+            }
             Format::Bundle | Format::Compressed => {
                 self.stack.push(Frame::Sequence(Sequence::new(
                     blob.data,
                     blob.base,
                     blob.location,
                     String::new(),
+                    blob.depth + 1,
                 )));
                 None
             }
@@ -220,6 +236,7 @@ impl<'data> Walk<'data> {
                 base: seq.base.map(|b| b + pending.range.start),
                 location: pending.location,
                 bundle_id: Some(pending.id),
+                depth: seq.depth,
             };
             self.stack.push(Frame::Sequence(seq));
             self.stack.push(Frame::Blob(blob));
@@ -263,6 +280,7 @@ impl<'data> Walk<'data> {
                     None,
                     location,
                     String::new(),
+                    seq.depth + 1,
                 ));
             })
         };
@@ -280,11 +298,18 @@ impl<'data> Walk<'data> {
 }
 
 impl<'data> Sequence<'data> {
-    fn new(data: Cow<'data, [u8]>, base: Option<u64>, location: String, label: String) -> Self {
+    fn new(
+        data: Cow<'data, [u8]>,
+        base: Option<u64>,
+        location: String,
+        label: String,
+        depth: u32,
+    ) -> Self {
         Sequence {
             data,
             base,
             location,
+            depth,
             label,
             pos: 0,
             count: 0,
@@ -305,6 +330,7 @@ fn frame_for<'data>(embedded: host::Embedded<'data>, location: &str) -> Frame<'d
             Some(offset),
             location.to_string(),
             format!("{section} "),
+            1,
         )),
         host::Embedded::BundleSection {
             section,
@@ -316,6 +342,7 @@ fn frame_for<'data>(embedded: host::Embedded<'data>, location: &str) -> Frame<'d
             base: Some(offset),
             location: format!("{location}[{section} @{offset:#x}]"),
             bundle_id: Some(id),
+            depth: 1,
         }),
     }
 }
