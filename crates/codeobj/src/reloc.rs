@@ -87,6 +87,7 @@ pub struct Relocation<'data> {
     pub r_type: RelocType,
     /// Index in the linked symbol table (0 = none).
     pub symbol_index: u32,
+    /// The symbol's name (a section symbol's is its section's name, as LLVM prints it).
     pub symbol: Option<&'data str>,
     pub addend: i64,
     /// True if the addend comes from the entry (RELA), false if it is implicit (REL).
@@ -161,7 +162,12 @@ pub fn parse<'d>(
                         ),
                     )
                 })?;
-                Some(s.name)
+                // Section symbols have no name of their own; like LLVM, name them by their section.
+                if s.elf_type == crate::symbols::STT_SECTION && s.name.is_empty() {
+                    s.section.or(Some(s.name))
+                } else {
+                    Some(s.name)
+                }
             };
             out.push(Relocation {
                 section: sec.name,
