@@ -5,6 +5,24 @@
 //! yields every entry it holds, nested containers expanded. Borrowed inputs
 //! (e.g. a memory map) are only touched where headers are read; entry bytes stay
 //! borrowed unless they came out of a decompressed CCOB.
+//!
+//! ```no_run
+//! use inlay_codeobj::container::{walk, EntryKind};
+//! use inlay_codeobj::file::MappedFile;
+//!
+//! let file = MappedFile::open("/usr/lib/x86_64-linux-gnu/librocsparse.so.0.1")?;
+//! for entry in walk(file.bytes(), &file.name()) {
+//!     let entry = entry?; // or report it and go on: the walk continues after errors
+//!     if entry.kind == EntryKind::CodeObject {
+//!         println!("{} ({} bytes, {})", entry.location, entry.bytes.len(), entry.target_id);
+//!     }
+//! }
+//! # Ok::<(), inlay_codeobj::Error>(())
+//! ```
+//!
+//! Modules: [`bundle`] and [`ccob`] read the two container formats, [`host`]
+//! finds them in host ELFs, [`list`] adds each code object's kernels, and
+//! [`handles`] maps a HIP host binary's kernel handles and stubs to them.
 
 pub mod bundle;
 pub mod ccob;
