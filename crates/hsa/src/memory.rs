@@ -37,10 +37,12 @@ fn write_pointer_info(info: *mut u8, caller_size: u32, fields: &[(usize, &[u8])]
 
 export! {
     fn hsa_amd_memory_pool_allocate(pool: Handle, size: usize, flags: u32, out: *mut *mut c_void) -> HsaStatus {
-        if flags != 0 {
-            return Status::InvalidArgument.code();
-        }
-        status(allocate(pool, size, out, Status::InvalidMemoryPool))
+        status(rt().and_then(|_| {
+            if flags != 0 {
+                return Err(Status::InvalidArgument);
+            }
+            allocate(pool, size, out, Status::InvalidMemoryPool)
+        }))
     }
 
     fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> HsaStatus {

@@ -180,10 +180,12 @@ export! {
 
     fn hsa_amd_signal_create(initial: i64, n: u32, consumers: *const Handle, attributes: u64, out: *mut Handle) -> HsaStatus {
         // GPU_ONLY and IPC are hints or features we do not distinguish; unknown bits are an error.
-        if attributes & !3 != 0 {
-            return Status::InvalidArgument.code();
-        }
-        status(create(initial, n, consumers, out))
+        status(rt().and_then(|_| {
+            if attributes & !3 != 0 {
+                return Err(Status::InvalidArgument);
+            }
+            create(initial, n, consumers, out)
+        }))
     }
 
     fn hsa_signal_destroy(h: Handle) -> HsaStatus {
@@ -255,6 +257,7 @@ export! {
 
     fn hsa_signal_group_create(n: u32, signals: *const Handle, _nc: u32, _consumers: *const Handle, out: *mut u64) -> HsaStatus {
         status((|| {
+            rt()?;
             if n == 0 || out.is_null() {
                 return Err(Status::InvalidArgument);
             }

@@ -6,15 +6,20 @@ use std::path::Path;
 use std::process::Command;
 
 fn run_c(name: &str) {
+    run_c_with(name, &[]);
+}
+
+/// Compiles and runs tests/c/NAME.c with `args`; returns its standard output.
+fn run_c_with(name: &str, args: &[String]) -> String {
     let Some(cc) = common::c_compiler() else {
         common::oracle_available("a C compiler (gcc)", false);
-        return;
+        return String::new();
     };
     if !common::oracle_available(
         "/usr/include/hsa headers (libhsa-runtime-dev)",
         common::hsa_headers_present(),
     ) {
-        return;
+        return String::new();
     }
     let dir = common::lib_dir(name);
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -26,7 +31,7 @@ fn run_c(name: &str) {
         .arg(&exe)
         .arg(&src)
         .arg(format!("-L{}", dir.display()))
-        .args(["-lhsa-runtime64", "-lpthread"])
+        .args(["-lhsa-runtime64", "-lpthread", "-ldl"])
         .output()
         .expect("run the C compiler");
     assert!(
@@ -35,6 +40,7 @@ fn run_c(name: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
     let run = Command::new(&exe)
+        .args(args)
         .env("LD_LIBRARY_PATH", &dir)
         .output()
         .expect("run the C program");
@@ -46,6 +52,7 @@ fn run_c(name: &str) {
         run.status
     );
     let _ = std::fs::remove_dir_all(&dir);
+    stdout.into_owned()
 }
 
 #[test]
@@ -66,4 +73,39 @@ fn queues_barriers_and_async_copies() {
 #[test]
 fn bad_input_is_refused_and_the_process_keeps_working() {
     run_c("badinput");
+}
+
+/// Every `hsa_*` export of the library, by name (from readelf).
+fn exported_names() -> Option<Vec<String>> {
+    let tool = common::which("readelf");
+    if !common::oracle_available("readelf (binutils)", tool.is_some()) {
+        return None;
+    }
+    let out = Command::new(tool?)
+        .args(["--dyn-syms", "-W"])
+        .arg(common::cdylib())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<String> = text
+        .split_whitespace()
+        .filter_map(|w| w.strip_suffix("@@ROCR_1"))
+        .map(str::to_string)
+        .collect();
+    Some(names)
+}
+
+#[test]
+fn every_export_survives_all_zero_arguments_before_and_after_init() {
+    let Some(names) = exported_names() else {
+        return;
+    };
+    assert!(names.len() > 150, "only {} exports found", names.len());
+    let out = run_c_with("sweep", &names);
+    if !out.is_empty() {
+        assert!(
+            out.contains(&format!("PASS {} symbols", names.len())),
+            "{out}"
+        );
+    }
 }

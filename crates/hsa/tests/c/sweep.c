@@ -1,0 +1,58 @@
+/* Calls every export named on the command line through dlvsym(name, "ROCR_1")
+ * with all-zero arguments (null pointers, zero handles, zero sizes), first
+ * before hsa_init and then after. Status-returning functions must return an
+ * error (NOT_INITIALIZED before init); nothing may crash; afterwards the
+ * runtime must still work. */
+#define _GNU_SOURCE
+#include "check.h"
+#include <dlfcn.h>
+
+typedef uint64_t (*any_fn)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+
+/* Functions that return a value or nothing rather than an hsa_status_t. */
+static int returns_status(const char *n) {
+    static const char *value_prefixes[] = {
+        "hsa_signal_load_", "hsa_signal_store_", "hsa_signal_silent_store_", "hsa_signal_add_", "hsa_signal_subtract_",
+        "hsa_signal_and_", "hsa_signal_or_", "hsa_signal_xor_", "hsa_signal_exchange_", "hsa_signal_cas_", "hsa_signal_wait_",
+        "hsa_queue_load_", "hsa_queue_store_", "hsa_queue_add_", "hsa_queue_cas_", "hsa_amd_signal_wait_any", NULL };
+    for (int i = 0; value_prefixes[i]; i++) if (strncmp(n, value_prefixes[i], strlen(value_prefixes[i])) == 0) return 0;
+    return 1;
+}
+
+/* All-zero arguments are valid for these. */
+static int zero_args_may_succeed(const char *n) {
+    return strcmp(n, "hsa_amd_profiling_async_copy_enable") == 0;
+}
+
+int main(int argc, char **argv) {
+    void *lib = dlopen("libhsa-runtime64.so.1", RTLD_NOW);
+    CHECK(lib != NULL);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) OK(hsa_init());
+        for (int i = 1; i < argc; i++) {
+            const char *n = argv[i];
+            if (strcmp(n, "hsa_init") == 0 || strcmp(n, "hsa_shut_down") == 0) continue;
+            any_fn f = (any_fn)dlvsym(lib, n, "ROCR_1");
+            if (!f) { fprintf(stderr, "%s@ROCR_1 not found\n", n); return 1; }
+            uint32_t st = (uint32_t)f(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+            if (!returns_status(n)) continue;
+            if (pass == 0 && strcmp(n, "hsa_status_string") != 0 && st != HSA_STATUS_ERROR_NOT_INITIALIZED) {
+                fprintf(stderr, "%s before hsa_init returned 0x%x\n", n, st); return 1;
+            }
+            if (pass == 1 && (st == HSA_STATUS_SUCCESS || st == HSA_STATUS_INFO_BREAK) && !zero_args_may_succeed(n)) {
+                fprintf(stderr, "%s with zero arguments returned 0x%x\n", n, st); return 1;
+            }
+        }
+    }
+    /* Still working. */
+    env_t e = setup();
+    hsa_signal_t s;
+    OK(hsa_signal_create(2, 1, &e.gpu, &s));
+    hsa_signal_subtract_scacq_screl(s, 2);
+    CHECK(hsa_signal_wait_scacquire(s, HSA_SIGNAL_CONDITION_EQ, 0, UINT64_MAX, HSA_WAIT_STATE_BLOCKED) == 0);
+    OK(hsa_signal_destroy(s));
+    OK(hsa_shut_down());
+    OK(hsa_shut_down());
+    printf("PASS %d symbols\n", argc - 1);
+    return 0;
+}
