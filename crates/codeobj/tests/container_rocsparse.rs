@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use container_support::*;
+use inlay_codeobj::container::handles::kernel_handles;
 use inlay_codeobj::container::list::list;
 use inlay_codeobj::container::EntryKind;
 use inlay_codeobj::file::MappedFile;
@@ -141,6 +142,31 @@ fn librocsparse_fat_binary() {
             assert!(ours == expected.as_slice(), "bundle {i} {id}: bytes differ");
             check_kernels(&dir, &expected, kernels);
         }
+    }
+    // Kernel handles: the library is stripped of .symtab and exports no kernel
+    // handles or stubs, so every kernel is mapped with neither, but still with
+    // its presence in each of the 777 code objects.
+    let map = kernel_handles(file.bytes(), "librocsparse.so.0.1").unwrap();
+    assert!(map.errors.is_empty(), "{:?}", map.errors);
+    assert_eq!(map.code_objects.len(), 777);
+    let all_kernels: BTreeSet<&String> = bundles
+        .values()
+        .flat_map(|b| b.values().flat_map(|(_, _, kernels)| kernels))
+        .collect();
+    assert_eq!(map.kernels.len(), all_kernels.len());
+    let dynsym = run_text(Command::new("llvm-readelf-19").args(["--dyn-symbols", "--wide", lib]));
+    let exported: BTreeSet<&str> = dynsym
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(7))
+        .collect();
+    for k in &map.kernels {
+        assert_eq!(
+            k.handle.is_some(),
+            exported.contains(k.kernel.as_str()),
+            "{}",
+            k.kernel
+        );
+        assert!(k.in_code_object.iter().any(|&present| present));
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
