@@ -147,15 +147,20 @@ fn wait_any(
     conds: &[Condition],
     values: &[i64],
     o: Ordering,
-) -> (usize, i64) {
+    limit: Option<Duration>,
+) -> Option<(usize, i64)> {
+    let deadline = limit.and_then(|d| std::time::Instant::now().checked_add(d));
     loop {
         for (i, s) in signals.iter().enumerate() {
             let v = s.load(o);
             if conds[i].holds(v, values[i]) {
-                return (i, v);
+                return Some((i, v));
             }
         }
-        // Sleep briefly on the first; stores to any signal end the slice soon anyway.
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return None;
+        }
+        // Sleep briefly on the first; a change to any other is seen within the slice.
         let first = &signals[0];
         let v = first.load(Relaxed);
         first.wait(
@@ -234,7 +239,7 @@ export! {
         signals: *const Handle,
         conds: *const u32,
         values: *const i64,
-        _hint: u64,
+        hint: u64,
         _state: u32,
         satisfying: *mut i64,
     ) -> u32 {
@@ -247,7 +252,10 @@ export! {
             let sigs = resolve(read_array(signals, n)?)?;
             let conds = read_array(conds, n)?.iter().map(|&c| Condition::from_raw(c)).collect::<Option<Vec<_>>>().ok_or(Status::InvalidArgument)?;
             let values = read_array(values, n)?;
-            let (i, v) = wait_any(&sigs, &conds, values, Acquire);
+            // ROCr's answer on timeout: UINT32_MAX.
+            let Some((i, v)) = wait_any(&sigs, &conds, values, Acquire, timeout(hint)) else {
+                return Ok(u32::MAX);
+            };
             if !satisfying.is_null() {
                 put(satisfying as *mut c_void, v)?;
             }
@@ -307,7 +315,7 @@ fn group_wait(
         .map(|&c| Condition::from_raw(c))
         .collect::<Option<Vec<_>>>()
         .ok_or(Status::InvalidArgument)?;
-    let (i, v) = wait_any(&sigs, &conds, read_array(values, n)?, o);
+    let (i, v) = wait_any(&sigs, &conds, read_array(values, n)?, o, None).ok_or(Status::Error)?;
     put(signal as *mut c_void, handles[i])?;
     put(value as *mut c_void, v)
 }

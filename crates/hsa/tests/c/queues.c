@@ -20,6 +20,13 @@ static uint64_t submit_barrier(hsa_queue_t *q, uint16_t type, hsa_signal_t *deps
     return id;
 }
 
+static volatile uint64_t fault_address;
+static hsa_status_t on_event(const hsa_amd_event_t *ev, void *data) {
+    CHECK(data == (void *)&fault_address);
+    if (ev->event_type == HSA_AMD_GPU_MEMORY_FAULT_EVENT) fault_address = ev->memory_fault.virtual_address;
+    return HSA_STATUS_SUCCESS;
+}
+
 static volatile hsa_status_t queue_error;
 static void on_queue_error(hsa_status_t st, hsa_queue_t *q, void *data) { (void)q; (void)data; queue_error = st; }
 
@@ -91,6 +98,20 @@ int main(void) {
     CHECK(back[0] == 0x1000u && back[1023] == 0x1000u + 1023);
     /* A copy past the end of an allocation is refused at submission. */
     CHECK_STATUS(hsa_amd_memory_async_copy(d1, e.gpu, host, e.cpu, 4097, 0, NULL, c3), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+
+    /* The destination is freed while the copy waits for its dependency: the
+     * copy must not write to it; the fault goes to the system event handler. */
+    OK(hsa_amd_register_system_event_handler(on_event, (void *)&fault_address));
+    uint32_t *doomed = NULL;
+    OK(hsa_amd_memory_pool_allocate(e.device, 4096, 0, (void **)&doomed));
+    hsa_signal_store_relaxed(go, 1);
+    hsa_signal_store_relaxed(c1, 1);
+    OK(hsa_amd_memory_async_copy(doomed, e.gpu, host, e.cpu, 4096, 1, &go, c1));
+    OK(hsa_amd_memory_pool_free(doomed));
+    hsa_signal_store_screlease(go, 0);
+    CHECK(hsa_signal_wait_scacquire(c1, HSA_SIGNAL_CONDITION_EQ, 0, UINT64_MAX, HSA_WAIT_STATE_BLOCKED) == 0);
+    for (int i = 0; i < 2000 && fault_address == 0; i++) sleep_ms(1);
+    CHECK(fault_address == (uint64_t)(uintptr_t)doomed);
 
     /* A kernel dispatch with a null kernel object goes to the error callback. */
     hsa_queue_t *qe = NULL;

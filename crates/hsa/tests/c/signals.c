@@ -86,6 +86,18 @@ int main(void) {
     OK(hsa_amd_signal_value_pointer(s, &vp));
     CHECK(vp && *vp == -3);
 
+    /* Wait on any of several signals: the satisfied one's index, or UINT32_MAX on timeout. */
+    hsa_signal_t pair[2];
+    OK(hsa_signal_create(5, 0, NULL, &pair[0]));
+    OK(hsa_signal_create(6, 0, NULL, &pair[1]));
+    hsa_signal_condition_t conds[2] = {HSA_SIGNAL_CONDITION_EQ, HSA_SIGNAL_CONDITION_LT};
+    hsa_signal_value_t vals[2] = {0, 0}, got = 99;
+    CHECK(hsa_amd_signal_wait_any(2, pair, conds, vals, freq / 50, HSA_WAIT_STATE_BLOCKED, &got) == UINT32_MAX);
+    hsa_signal_store_screlease(pair[1], -1);
+    CHECK(hsa_amd_signal_wait_any(2, pair, conds, vals, UINT64_MAX, HSA_WAIT_STATE_BLOCKED, &got) == 1 && got == -1);
+    OK(hsa_signal_destroy(pair[0]));
+    OK(hsa_signal_destroy(pair[1]));
+
     hsa_signal_t amd;
     OK(hsa_amd_signal_create(1, 1, &e.gpu, 0, &amd));
     CHECK(hsa_signal_load_relaxed(amd) == 1);
