@@ -9,7 +9,7 @@ from probe import run_batch
 
 # A dropped source field is probed as an SGPR (s20/s24) instead of being left
 # empty: some sources (carry-in, cndmask selector) only accept SGPRs.
-SCALAR_ALT = {"src2": 20, "src1": 24}
+SCALAR_ALT = {"src2": 20, "src1": 24, "src0": 28}
 REG = re.compile(r"^([vsa])(?:(\d+)|\[(\d+):(\d+)\])$")
 SRC9 = ("src0", "src1", "src2", "ssrc0", "ssrc1")
 
@@ -91,21 +91,34 @@ def words(layout, seg, op, vals):
 
 
 def variants(layout, seg, op):
+    """Probe field assignments for one opcode, most complete first.
+
+    Fields in OPTIONAL may also be probed as an SGPR (SCALAR_ALT: some sources
+    accept only SGPRs, e.g. lane selects and carry-ins) or left at zero (LLVM
+    rejects some set unused fields). The first one llvm-mc accepts is used."""
     fields = [f for f in ENC[layout][3] if f in PROBE and f not in NOPROBE.get(layout, [])]
     opt = [f for f in OPTIONAL.get(layout, []) if f in fields]
+    choices = []
+    for f in opt:
+        c = [("probe", PROBE[f])]
+        if f in SCALAR_ALT:
+            c.append(("sgpr", SCALAR_ALT[f]))
+        c.append(("zero", 0))
+        choices.append(c)
+    combos = sorted(itertools.product(*choices),
+                    key=lambda cs: (sum(k == "zero" for k, _ in cs), sum(k == "sgpr" for k, _ in cs)))
     res = []
-    for k in range(len(opt) + 1):
-        for drop in itertools.combinations(opt, k):
-            for alt in (True, False):
-                vals = {f: PROBE[f] for f in fields if f not in drop}
-                if alt:
-                    if not any(f in SCALAR_ALT for f in drop):
-                        continue
-                    vals.update({f: SCALAR_ALT[f] for f in drop if f in SCALAR_ALT})
-                if layout == "FLAT":
-                    inner = seg[1] if isinstance(seg, tuple) else seg
-                    vals["saddr"] = 0 if inner == 0 else 0x7F
-                res.append((vals, words(layout, seg, op, vals)))
+    for cs in combos:
+        vals = {f: PROBE[f] for f in fields}
+        for f, (kind, v) in zip(opt, cs):
+            if kind == "zero":
+                del vals[f]
+            else:
+                vals[f] = v
+        if layout == "FLAT":
+            inner = seg[1] if isinstance(seg, tuple) else seg
+            vals["saddr"] = 0 if inner == 0 else 0x7F
+        res.append((vals, words(layout, seg, op, vals)))
     return res
 
 

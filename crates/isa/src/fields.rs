@@ -6,67 +6,149 @@ use crate::model::{Encoding as E, Instruction};
 use crate::tables::{Field, File};
 use crate::target::info;
 
+/// Where a field's bits are: dword, low bit, width, and a left shift applied
+/// to the stored value (SMEM sbase counts pairs, resource descriptors quads).
+#[derive(Clone, Copy)]
+struct Loc {
+    dword: usize,
+    lo: u32,
+    width: u32,
+    shift: u32,
+}
+
+const fn at(dword: usize, lo: u32, width: u32) -> Option<Loc> {
+    Some(Loc {
+        dword,
+        lo,
+        width,
+        shift: 0,
+    })
+}
+
+const fn scaled(dword: usize, lo: u32, width: u32, shift: u32) -> Option<Loc> {
+    Some(Loc {
+        dword,
+        lo,
+        width,
+        shift,
+    })
+}
+
+/// The plain bit location of a field in an encoding (special forms such as
+/// SDWA sources with an SGPR bit are handled by `get`/`set`).
+fn loc(enc: E, f: Field) -> Option<Loc> {
+    match (enc, f) {
+        (E::Sop2 | E::Sop1 | E::Sopk, Field::Sdst) => at(0, 16, 7),
+        (E::Sop2 | E::Sop1 | E::Sopc, Field::Ssrc0) => at(0, 0, 8),
+        (E::Sop2 | E::Sopc, Field::Ssrc1) => at(0, 8, 8),
+        (E::Sopk | E::Sopp, Field::Simm16) => at(0, 0, 16),
+        (E::Smem, Field::Sdata) => at(0, 6, 7),
+        (E::Smem, Field::Sbase) => scaled(0, 0, 6, 1),
+        (E::Smem, Field::Soffset) => at(1, 25, 7),
+        (E::Smem, Field::Offset) => at(1, 0, 21),
+        (E::Vop2 | E::Vop1 | E::Vop2Sdwa | E::Vop1Sdwa | E::Vop2Dpp | E::Vop1Dpp, Field::Vdst) => {
+            at(0, 17, 8)
+        }
+        (E::Vop2 | E::Vop1 | E::Vopc, Field::Src0) => at(0, 0, 9),
+        (E::Vop3 | E::Vop3p, Field::Vdst) => at(0, 0, 8),
+        (E::Vop3, Field::Sdst) => at(0, 8, 7),
+        (E::Vop3 | E::Vop3p, Field::Src0) => at(1, 0, 9),
+        (E::Vop3 | E::Vop3p, Field::Src1) => at(1, 9, 9),
+        (E::Vop3 | E::Vop3p, Field::Src2) => at(1, 18, 9),
+        (E::Ds, Field::Vdst) => at(1, 24, 8),
+        (E::Ds, Field::Data1) => at(1, 16, 8),
+        (E::Ds, Field::Data0) => at(1, 8, 8),
+        (E::Ds, Field::Addr) => at(1, 0, 8),
+        (E::Flat | E::Scratch | E::Global, Field::Vdst) => at(1, 24, 8),
+        (E::Flat | E::Scratch | E::Global, Field::Saddr) => at(1, 16, 7),
+        (E::Flat | E::Scratch | E::Global, Field::Data) => at(1, 8, 8),
+        (E::Flat | E::Scratch | E::Global, Field::Addr) => at(1, 0, 8),
+        (E::Mubuf | E::Mtbuf | E::Mimg, Field::Vaddr) => at(1, 0, 8),
+        (E::Mubuf | E::Mtbuf | E::Mimg, Field::Vdata) => at(1, 8, 8),
+        (E::Mubuf | E::Mtbuf | E::Mimg, Field::Srsrc) => scaled(1, 16, 5, 2),
+        (E::Mubuf | E::Mtbuf, Field::Soffset) => at(1, 24, 8),
+        (E::Mimg, Field::Ssamp) => scaled(1, 21, 5, 2),
+        (_, Field::Literal) => at(1, 0, 32),
+        _ => None,
+    }
+}
+
+fn vsrc1_loc(enc: E) -> bool {
+    matches!(
+        enc,
+        E::Vop2 | E::Vopc | E::Vop2Sdwa | E::VopcSdwa | E::Vop2Dpp | E::VopcDpp
+    )
+}
+
 /// Raw value of a field; source fields (`Src*`, `Vsrc1`) in 9-bit source
 /// encoding (VGPR n = 256 + n), register tuples by first register number.
 pub(crate) fn get(i: &Instruction, f: Field) -> u32 {
-    let b = |d, lo, w| i.bits(d, lo, w);
-    match (i.encoding, f) {
-        (E::Sop2 | E::Sop1 | E::Sopk, Field::Sdst) => b(0, 16, 7),
-        (E::Sop2 | E::Sop1 | E::Sopc, Field::Ssrc0) => b(0, 0, 8),
-        (E::Sop2 | E::Sopc, Field::Ssrc1) => b(0, 8, 8),
-        (E::Sopk | E::Sopp, Field::Simm16) => b(0, 0, 16),
-        (E::Smem, Field::Sdata) => b(0, 6, 7),
-        (E::Smem, Field::Sbase) => b(0, 0, 6) << 1,
-        (E::Smem, Field::Soffset) => b(1, 25, 7),
-        (E::Smem, Field::Offset) => smem_offset(i),
-        (E::Vop2 | E::Vop1, Field::Vdst) => b(0, 17, 8),
-        (E::Vop2 | E::Vopc | E::Vop2Sdwa | E::VopcSdwa | E::Vop2Dpp | E::VopcDpp, Field::Vsrc1) => {
-            let n = b(0, 9, 8);
-            if i.encoding.is_sdwa() && b(1, 31, 1) != 0 {
-                n
-            } else {
-                256 + n
-            }
+    let enc = i.encoding;
+    match f {
+        // VGPR-only field (or SGPR when the SDWA s1 bit says so)
+        Field::Vsrc1 if vsrc1_loc(enc) => {
+            let sgpr = enc.is_sdwa() && i.bits(1, 31, 1) != 0;
+            i.bits(0, 9, 8) + if sgpr { 0 } else { 256 }
         }
-        (E::Vop2 | E::Vop1 | E::Vopc, Field::Src0) => b(0, 0, 9),
-        (E::Vop2Sdwa | E::Vop1Sdwa | E::VopcSdwa, Field::Src0) => {
-            let n = b(1, 0, 8);
-            if b(1, 23, 1) != 0 {
-                n
-            } else {
-                256 + n
-            }
+        Field::Src0 if enc.is_sdwa() => {
+            i.bits(1, 0, 8) + if i.bits(1, 23, 1) != 0 { 0 } else { 256 }
         }
-        (E::Vop2Dpp | E::Vop1Dpp | E::VopcDpp, Field::Src0) => 256 + b(1, 0, 8),
-        (E::Vop2Sdwa | E::Vop1Sdwa | E::Vop2Dpp | E::Vop1Dpp, Field::Vdst) => b(0, 17, 8),
-        (E::VopcSdwa, Field::Sdst) => {
-            if b(1, 15, 1) != 0 {
-                b(1, 8, 7)
-            } else {
-                106 // vcc
-            }
-        }
-        (E::Vop3 | E::Vop3p, Field::Vdst) => b(0, 0, 8),
-        (E::Vop3, Field::Sdst) => b(0, 8, 7),
-        (E::Vop3 | E::Vop3p, Field::Src0) => b(1, 0, 9),
-        (E::Vop3 | E::Vop3p, Field::Src1) => b(1, 9, 9),
-        (E::Vop3 | E::Vop3p, Field::Src2) => b(1, 18, 9),
-        (E::Ds, Field::Vdst) => b(1, 24, 8),
-        (E::Ds, Field::Data1) => b(1, 16, 8),
-        (E::Ds, Field::Data0) => b(1, 8, 8),
-        (E::Ds, Field::Addr) => b(1, 0, 8),
-        (E::Flat | E::Scratch | E::Global, Field::Vdst) => b(1, 24, 8),
-        (E::Flat | E::Scratch | E::Global, Field::Saddr) => b(1, 16, 7),
-        (E::Flat | E::Scratch | E::Global, Field::Data) => b(1, 8, 8),
-        (E::Flat | E::Scratch | E::Global, Field::Addr) => b(1, 0, 8),
-        (E::Mubuf | E::Mtbuf | E::Mimg, Field::Vaddr) => b(1, 0, 8),
-        (E::Mubuf | E::Mtbuf | E::Mimg, Field::Vdata) => b(1, 8, 8),
-        (E::Mubuf | E::Mtbuf | E::Mimg, Field::Srsrc) => b(1, 16, 5) << 2,
-        (E::Mubuf | E::Mtbuf, Field::Soffset) => b(1, 24, 8),
-        (E::Mimg, Field::Ssamp) => b(1, 21, 5) << 2,
-        (_, Field::Literal) => i.w1(),
-        _ => 0,
+        Field::Src0 if enc.is_dpp() => 256 + i.bits(1, 0, 8),
+        Field::Sdst if enc == E::VopcSdwa => match i.bits(1, 15, 1) {
+            0 => 106, // vcc
+            _ => i.bits(1, 8, 7),
+        },
+        _ => match loc(enc, f) {
+            Some(l) => i.bits(l.dword, l.lo, l.width) << l.shift,
+            None => 0,
+        },
     }
+}
+
+/// Sets a field (same value convention as `get`). Returns false if the
+/// encoding has no such field or the value does not fit.
+pub(crate) fn set(i: &mut Instruction, f: Field, v: u32) -> bool {
+    let enc = i.encoding;
+    match f {
+        Field::Vsrc1 if vsrc1_loc(enc) => {
+            if v >= 256 {
+                put(i, 0, 9, 8, v - 256)
+            } else if enc.is_sdwa() {
+                put(i, 0, 9, 8, v) && put(i, 1, 31, 1, 1)
+            } else {
+                false
+            }
+        }
+        Field::Src0 if enc.is_sdwa() => {
+            let sgpr = v < 256;
+            put(i, 1, 0, 8, v & 0xFF) && put(i, 1, 23, 1, sgpr as u32)
+        }
+        Field::Src0 if enc.is_dpp() => v >= 256 && put(i, 1, 0, 8, v - 256),
+        Field::Sdst if enc == E::VopcSdwa => {
+            v == 106 || (put(i, 1, 8, 7, v) && put(i, 1, 15, 1, 1))
+        }
+        _ => match loc(enc, f) {
+            Some(l) if v & ((1 << l.shift) - 1) == 0 => {
+                put(i, l.dword, l.lo, l.width, v >> l.shift)
+            }
+            _ => false,
+        },
+    }
+}
+
+/// Writes `v` into bits [lo, lo+width) of a dword; false if it does not fit.
+pub(crate) fn put(i: &mut Instruction, dword: usize, lo: u32, width: u32, v: u32) -> bool {
+    let mask = if width == 32 {
+        u32::MAX
+    } else {
+        (1u32 << width) - 1
+    };
+    if v & !mask != 0 {
+        return false;
+    }
+    let w = &mut i.words[dword.min(1)];
+    *w = (*w & !(mask << lo)) | (v << lo);
+    true
 }
 
 /// SMEM immediate byte offset (gfx9: 21 bits, used when `imm` is set).

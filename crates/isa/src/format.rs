@@ -5,6 +5,7 @@ use core::fmt::Write;
 use crate::fields::is_mai;
 use crate::generated::tables as gen;
 use crate::model::{Encoding as E, Instruction};
+use crate::num;
 use crate::tables::{src_name, ConstKind, Field, File, ImmKind, Slot};
 use crate::target::info;
 
@@ -117,11 +118,15 @@ fn reg_operand(
 }
 
 fn vgprs(n: u32, regs: u8, file: File, out: &mut String) {
-    let p = if file == File::A { 'a' } else { 'v' };
+    out.push(if file == File::A { 'a' } else { 'v' });
     if regs <= 1 {
-        let _ = write!(out, "{p}{n}");
+        num::dec(out, n as u64);
     } else {
-        let _ = write!(out, "{p}[{}:{}]", n, n + regs as u32 - 1);
+        out.push('[');
+        num::dec(out, n as u64);
+        out.push(':');
+        num::dec(out, (n + regs as u32 - 1) as u64);
+        out.push(']');
     }
 }
 
@@ -139,7 +144,12 @@ fn scalar(v: u8, regs: u8, ck: ConstKind, lit: u32, out: &mut String) {
         };
         if !p.is_empty() {
             let b = base / align * align;
-            let _ = write!(out, "{p}[{}:{}]", b, b + regs as u32 - 1);
+            out.push_str(p);
+            out.push('[');
+            num::dec(out, b as u64);
+            out.push(':');
+            num::dec(out, (b + regs as u32 - 1) as u64);
+            out.push(']');
             return;
         }
     }
@@ -159,7 +169,8 @@ fn literal(lit: u32, ck: ConstKind, out: &mut String) {
                 ConstKind::F16 | ConstKind::I16 => lit & 0xFFFF,
                 _ => lit,
             };
-            let _ = write!(out, "0x{v:x}");
+            out.push_str("0x");
+            num::hex(out, v as u64);
         }
     }
 }
@@ -189,15 +200,12 @@ fn inline_code_b32(v: u32) -> Option<u8> {
 fn imm(i: &Instruction, k: ImmKind, out: &mut String) {
     let v = i.imm_value();
     match k {
-        ImmKind::Hex if i.encoding == E::Sopp && v <= 64 => {
-            let _ = write!(out, "{v}");
-        }
+        ImmKind::Hex if i.encoding == E::Sopp && v <= 64 => num::dec(out, v as u64),
         ImmKind::Hex => {
-            let _ = write!(out, "0x{v:x}");
+            out.push_str("0x");
+            num::hex(out, v as u64);
         }
-        ImmKind::Dec | ImmKind::DecNonzero | ImmKind::Branch => {
-            let _ = write!(out, "{v}");
-        }
+        ImmKind::Dec | ImmKind::DecNonzero | ImmKind::Branch => num::dec(out, v as u64),
         ImmKind::Waitcnt => waitcnt(v, out),
         ImmKind::Hwreg => hwreg(i, v, out),
         ImmKind::Sendmsg => {
@@ -228,11 +236,8 @@ fn imm(i: &Instruction, k: ImmKind, out: &mut String) {
 }
 
 fn signed_hex(v: i32, out: &mut String) {
-    if v < 0 {
-        let _ = write!(out, "-0x{:x}", v.unsigned_abs());
-    } else {
-        let _ = write!(out, "0x{v:x}");
-    }
+    out.push_str(if v < 0 { "-0x" } else { "0x" });
+    num::hex(out, v.unsigned_abs() as u64);
 }
 
 fn waitcnt(v: u32, out: &mut String) {
@@ -243,7 +248,11 @@ fn waitcnt(v: u32, out: &mut String) {
     let mut sep = "";
     for (name, val, max) in [("vmcnt", vm, 63), ("expcnt", exp, 7), ("lgkmcnt", lgkm, 15)] {
         if val != max || all {
-            let _ = write!(out, "{sep}{name}({val})");
+            out.push_str(sep);
+            out.push_str(name);
+            out.push('(');
+            num::dec(out, val as u64);
+            out.push(')');
             sep = " ";
         }
     }
@@ -318,12 +327,14 @@ fn nsrc(i: &Instruction) -> usize {
 }
 
 fn bool_list(out: &mut String, name: &str, bits: [u32; 4], n: usize) {
-    let _ = write!(out, " {name}:[");
+    out.push(' ');
+    out.push_str(name);
+    out.push_str(":[");
     for (k, b) in bits.iter().take(n).enumerate() {
         if k > 0 {
             out.push(',');
         }
-        let _ = write!(out, "{b}");
+        out.push(if *b != 0 { '1' } else { '0' });
     }
     out.push(']');
 }
@@ -348,7 +359,8 @@ fn modifiers(i: &Instruction, out: &mut String) {
                     let _ = write!(out, " offset1:{o1}");
                 }
             } else if o0 | o1 != 0 {
-                let _ = write!(out, " offset:{}", o1 << 8 | o0);
+                out.push_str(" offset:");
+                num::dec(out, (o1 << 8 | o0) as u64);
             }
             if i.bits(0, 16, 1) != 0 {
                 out.push_str(" gds");

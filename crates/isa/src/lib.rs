@@ -30,13 +30,16 @@
 //! - Listing: [`listing::write_section`] takes a plain [`listing::Section`].
 
 pub mod decode;
+pub mod encode;
 mod fields;
 pub mod format;
 mod generated;
 pub mod listing;
 pub mod model;
+mod num;
 pub mod tables;
 pub mod target;
 
 pub use decode::{DecodeError, Decoder};
+pub use encode::{encode, BuildError, Builder, Modifier};
 pub use model::{Encoding, Instruction, Opcode, Operand, Target};

@@ -5,6 +5,7 @@ use core::fmt::Write;
 use crate::decode::Decoder;
 use crate::format::format;
 use crate::model::{Encoding, Instruction, Target};
+use crate::num;
 use crate::tables::{ImmKind, Slot};
 
 /// Kind of a symbol, as the ELF symbol table says.
@@ -52,14 +53,18 @@ pub fn write_section(target: Target, sec: &Section, out: &mut String) {
     let labels = labels(sec);
     let dec = Decoder::new(target);
     let mut inst = Instruction::default();
-    let mut line = String::with_capacity(128);
     let mut off = 0usize;
     let mut next_label = 0usize;
+    out.reserve(sec.bytes.len() * 20);
     while off < sec.bytes.len() {
         let addr = sec.address + off as u64;
         while next_label < labels.len() && labels[next_label].0 <= addr {
             let (a, name) = labels[next_label];
-            let _ = write!(out, "\n{a:016x} <{name}>:\n");
+            out.push('\n');
+            num::hex_lower_padded(out, a, 16);
+            out.push_str(" <");
+            out.push_str(name);
+            out.push_str(">:\n");
             next_label += 1;
         }
         // Like objdump, skip runs of 8+ zero bytes (in whole words) up to the next label.
@@ -75,33 +80,34 @@ pub fn write_section(target: Target, sec: &Section, out: &mut String) {
             off += zeros & !3;
             continue;
         }
-        let rest = &sec.bytes[off..];
-        let n = match dec.decode_into(rest, &mut inst) {
+        let n = match dec.decode_into(&sec.bytes[off..], &mut inst) {
             Ok(n) => n,
             Err(_) => break, // trailing bytes shorter than an instruction
         };
-        line.clear();
-        line.push('\t');
-        format(&inst, &mut line);
-        let width = line.len() - 1;
-        for _ in width..COMMENT_COLUMN {
-            line.push(' ');
-        }
-        let _ = write!(line, "// {addr:012X}:");
+        out.push('\t');
+        let start = out.len();
+        format(&inst, out);
+        num::pad_to(out, start, COMMENT_COLUMN);
+        out.push_str("// ");
+        num::hex_upper(out, addr, 12);
+        out.push(':');
         for w in inst.words() {
-            let _ = write!(line, " {w:08X}");
+            out.push(' ');
+            num::hex_upper(out, *w as u64, 8);
         }
         if let Some(t) = branch_target(&inst, addr) {
-            if let Some((la, name)) = labels.iter().rev().find(|(a, _)| *a <= t) {
-                if t == *la {
-                    let _ = write!(line, " <{name}>");
-                } else {
-                    let _ = write!(line, " <{name}+0x{:x}>", t - la);
+            let k = labels.partition_point(|(a, _)| *a <= t);
+            if let Some((la, name)) = k.checked_sub(1).and_then(|k| labels.get(k)) {
+                out.push_str(" <");
+                out.push_str(name);
+                if t != *la {
+                    out.push_str("+0x");
+                    num::hex(out, t - la);
                 }
+                out.push('>');
             }
         }
-        line.push('\n');
-        out.push_str(&line);
+        out.push('\n');
         off += n;
     }
 }

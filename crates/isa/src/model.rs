@@ -202,12 +202,13 @@ impl Instruction {
         self.words[1]
     }
     pub(crate) fn bits(&self, dword: usize, lo: u32, width: u32) -> u32 {
-        let w = if dword == 0 {
-            self.words[0]
+        let w = self.words[dword.min(1)];
+        let mask = if width >= 32 {
+            u32::MAX
         } else {
-            self.words[1]
+            (1u32 << width) - 1
         };
-        (w >> lo) & ((1u32 << width) - 1)
+        (w >> lo) & mask
     }
 
     /// Operand `i` (printed order) as a typed value.

@@ -207,7 +207,7 @@ impl TargetTables {
         }
     }
 
-    fn table(&self, enc: Encoding) -> &'static [u16] {
+    pub(crate) fn table(&self, enc: Encoding) -> &'static [u16] {
         use Encoding as E;
         match enc {
             E::Sop2 => self.sop2,
@@ -240,14 +240,17 @@ impl TargetTables {
 
     /// Desc id of the glc (sc0) form of `op`, where it differs (else 0).
     pub fn lookup_glc(&self, enc: Encoding, op: u32) -> u16 {
-        let t = match enc {
+        self.table_glc(enc).get(op as usize).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn table_glc(&self, enc: Encoding) -> &'static [u16] {
+        match enc {
             Encoding::Flat => self.flat_glc,
             Encoding::Scratch => self.scratch_glc,
             Encoding::Global => self.global_glc,
             Encoding::Mubuf => self.mubuf_glc,
-            _ => return 0,
-        };
-        t.get(op as usize).copied().unwrap_or(0)
+            _ => &[],
+        }
     }
 
     /// Desc id of opcode number `op` in `enc` (0 if there is none).

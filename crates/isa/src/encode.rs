@@ -1,0 +1,333 @@
+//! Encoding: `Instruction` -> bytes, and a builder that makes instructions
+//! from a mnemonic and typed operands, rejecting operands a slot cannot hold.
+//!
+//! An `Instruction` is its machine words, so `encode(decode(x)) == x` holds by
+//! construction; the builder writes fields through the same layouts the
+//! decoder reads (`fields.rs`) and checks its result by decoding it again.
+
+use crate::decode::Decoder;
+use crate::fields::{put, set};
+use crate::model::{Encoding as E, Instruction, Operand, Target};
+use crate::tables::{desc, Field, File, ImmKind, Slot, TargetTables};
+
+/// Appends the instruction's bytes (little-endian words) to `out`.
+pub fn encode_into(i: &Instruction, out: &mut Vec<u8>) {
+    for w in i.words() {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+}
+
+/// The instruction's bytes.
+pub fn encode(i: &Instruction) -> Vec<u8> {
+    let mut v = Vec::with_capacity(8);
+    encode_into(i, &mut v);
+    v
+}
+
+/// Why an instruction could not be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    #[error("no instruction `{0}` in this encoding on this target")]
+    Unknown(String),
+    #[error("expected {expected} operands, got {got}")]
+    OperandCount { expected: usize, got: usize },
+    #[error("operand {index}: {reason}")]
+    Operand { index: usize, reason: &'static str },
+    #[error("branch target out of range")]
+    BranchRange,
+    #[error("the built words decode to something else")]
+    Inconsistent,
+}
+
+/// Opcode field of each encoding: fixed bits, opcode low bit, opcode width, size.
+pub(crate) fn opcode_layout(enc: E) -> Option<(u32, u32, u32, u8)> {
+    Some(match enc {
+        E::Sop2 => (0x8000_0000, 23, 7, 4),
+        E::Sopk => (0xB000_0000, 23, 5, 4),
+        E::Sop1 => (0xBE80_0000, 8, 8, 4),
+        E::Sopc => (0xBF00_0000, 16, 7, 4),
+        E::Sopp => (0xBF80_0000, 16, 7, 4),
+        E::Smem => (0xC000_0000, 18, 8, 8),
+        E::Vop2 => (0x0000_0000, 25, 6, 4),
+        E::Vop1 => (0x7E00_0000, 9, 8, 4),
+        E::Vopc => (0x7C00_0000, 17, 8, 4),
+        E::Vop3 => (0xD000_0000, 16, 10, 8),
+        E::Vop3p => (0xD380_0000, 16, 7, 8),
+        E::Ds => (0xD800_0000, 17, 8, 8),
+        E::Flat => (0xDC00_0000, 18, 7, 8),
+        E::Scratch => (0xDC00_4000, 18, 7, 8),
+        E::Global => (0xDC00_8000, 18, 7, 8),
+        E::Mubuf => (0xE000_0000, 18, 7, 8),
+        E::Mtbuf => (0xE800_0000, 15, 4, 8),
+        E::Mimg => (0xF000_0000, 18, 7, 8),
+        E::Vop1Sdwa => (0x7E00_00F9, 9, 8, 8),
+        E::Vop2Sdwa => (0x0000_00F9, 25, 6, 8),
+        E::VopcSdwa => (0x7C00_00F9, 17, 8, 8),
+        E::Vop1Dpp => (0x7E00_00FA, 9, 8, 8),
+        E::Vop2Dpp => (0x0000_00FA, 25, 6, 8),
+        E::VopcDpp => (0x7C00_00FA, 17, 8, 8),
+        E::Exp | E::Vintrp | E::Invalid => return None,
+    })
+}
+
+/// Builds instructions for one target.
+#[derive(Clone, Copy)]
+pub struct Builder {
+    target: Target,
+}
+
+impl Builder {
+    pub fn new(target: Target) -> Builder {
+        Builder { target }
+    }
+
+    /// Builds `mnemonic` (as printed, e.g. `v_add_f32_e32`) in `enc` from
+    /// operands in printed order. Modifiers start at their defaults (SDWA
+    /// selects DWORD, DPP masks 0xf, no offset) and can be set afterwards
+    /// with [`Instruction::set_modifier`].
+    pub fn build(
+        &self,
+        enc: E,
+        mnemonic: &str,
+        ops: &[Operand],
+    ) -> Result<Instruction, BuildError> {
+        let t = TargetTables::of(self.target);
+        let (fixed, lo, _, len) =
+            opcode_layout(enc).ok_or_else(|| BuildError::Unknown(mnemonic.into()))?;
+        let find = |tab: &[u16]| {
+            tab.iter()
+                .position(|d| *d != 0 && desc(*d).mnemonic == mnemonic)
+        };
+        // Forms that exist only with glc set (atomics returning a value) are
+        // chosen when the operand count asks for them.
+        let mut choice = None;
+        for (tab, glc) in [(t.table(enc), false), (t.table_glc(enc), true)] {
+            if let Some(op) = find(tab) {
+                let d = tab[op];
+                if desc(d).slots().len() == ops.len() || choice.is_none() {
+                    choice = Some((op as u32, d, glc));
+                }
+            }
+        }
+        let (op, d, glc) = choice.ok_or_else(|| BuildError::Unknown(mnemonic.into()))?;
+        let slots = desc(d).slots();
+        if slots.len() != ops.len() {
+            return Err(BuildError::OperandCount {
+                expected: slots.len(),
+                got: ops.len(),
+            });
+        }
+        let mut i = Instruction {
+            words: [fixed | op << lo, 0],
+            len,
+            encoding: enc,
+            target: self.target,
+            desc: d,
+        };
+        match enc {
+            E::Vop1Sdwa | E::Vop2Sdwa | E::VopcSdwa => {
+                i.words[1] = 6 << 16 | 6 << 24 | if enc == E::VopcSdwa { 0 } else { 6 << 8 }
+            }
+            E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp => i.words[1] = 0xFF00_0000,
+            E::Global | E::Scratch => i.words[1] = 0x7F << 16,
+            _ => {}
+        }
+        if glc {
+            let bit = if enc == E::Mubuf { 14 } else { 16 };
+            i.words[0] |= 1 << bit;
+        }
+        let mut literal: Option<u32> = None;
+        for (index, (slot, op)) in slots.iter().zip(ops).enumerate() {
+            let bad = |reason| BuildError::Operand { index, reason };
+            match (*slot, *op) {
+                (Slot::Fixed(_), Operand::Sgpr { first, .. })
+                    if enc == E::Global || enc == E::Scratch =>
+                {
+                    if !set(&mut i, Field::Saddr, first as u32) {
+                        return Err(bad("saddr out of range"));
+                    }
+                }
+                (Slot::Fixed(_), Operand::Vgpr { first, count })
+                    if matches!(enc, E::Mubuf | E::Mtbuf) =>
+                {
+                    // vaddr: one register means offen, two mean idxen + offen
+                    let bits = if count == 2 { 3 } else { 1 };
+                    if !(set(&mut i, Field::Vaddr, first as u32) && put(&mut i, 0, 12, 2, bits)) {
+                        return Err(bad("vaddr out of range"));
+                    }
+                }
+                (Slot::Fixed(t), Operand::Fixed(text)) if Slot::fixed_text(t) == text => {}
+                (Slot::Fixed(_), _) => return Err(bad("this operand is fixed text")),
+                (Slot::Lit, Operand::Literal(v)) => literal = Some(v),
+                (Slot::Lit, _) => return Err(bad("expects a 32-bit literal")),
+                (Slot::Imm(k), Operand::Imm(v)) => {
+                    let ok = match k {
+                        ImmKind::SmemOffset => {
+                            set(&mut i, Field::Offset, v) && put(&mut i, 0, 17, 1, 1)
+                        }
+                        _ => set(&mut i, Field::Simm16, v),
+                    };
+                    if !ok {
+                        return Err(bad("immediate out of range"));
+                    }
+                }
+                (Slot::Imm(_), _) => return Err(bad("expects an immediate")),
+                (
+                    Slot::Reg {
+                        field, regs, file, ..
+                    },
+                    op,
+                ) => {
+                    let v = reg_value(enc, field, regs, file, op, &mut literal).map_err(bad)?;
+                    if !set(&mut i, field, v) {
+                        return Err(bad("value does not fit the field"));
+                    }
+                }
+            }
+        }
+        if let Some(v) = literal {
+            if i.len != 4 {
+                return Err(BuildError::Operand {
+                    index: 0,
+                    reason: "no literal in this encoding",
+                });
+            }
+            i.words[1] = v;
+            i.len = 8;
+        }
+        // The decoder is the judge: the words must decode back to this desc.
+        let bytes = encode(&i);
+        match Decoder::new(self.target).decode(&bytes) {
+            Ok(back) if back == i => Ok(i),
+            _ => Err(BuildError::Inconsistent),
+        }
+    }
+}
+
+fn is_src9(f: Field) -> bool {
+    matches!(f, Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1)
+}
+
+fn is_scalar_src(f: Field) -> bool {
+    matches!(f, Field::Ssrc0 | Field::Ssrc1)
+}
+
+/// Field value for an operand, or why the slot cannot hold it.
+fn reg_value(
+    enc: E,
+    field: Field,
+    regs: u8,
+    file: File,
+    op: Operand,
+    literal: &mut Option<u32>,
+) -> Result<u32, &'static str> {
+    let takes_scalar = file == File::S || is_scalar_src(field) || is_src9(field);
+    let count_ok = |c: u8| c == regs || (field == Field::Addr && enc == E::Global && c == 1);
+    match op {
+        Operand::Vgpr { first, count } | Operand::Agpr { first, count } => {
+            let want = if matches!(op, Operand::Agpr { .. }) {
+                File::A
+            } else {
+                File::V
+            };
+            if file == File::S || is_scalar_src(field) {
+                return Err("expects a scalar operand");
+            }
+            if file != want {
+                return Err("wrong register file (VGPR vs AGPR)");
+            }
+            if !count_ok(count) {
+                return Err("wrong register count");
+            }
+            Ok(first as u32 + if is_src9(field) { 256 } else { 0 })
+        }
+        Operand::Sgpr { first, count } | Operand::Ttmp { first, count } => {
+            if !takes_scalar {
+                return Err("expects a vector register");
+            }
+            if count != regs {
+                return Err("wrong register count");
+            }
+            let base = if matches!(op, Operand::Ttmp { .. }) {
+                112
+            } else {
+                0
+            };
+            let v = base + first as u32;
+            if (matches!(op, Operand::Sgpr { .. }) && v > 101) || (base == 112 && first > 11) {
+                return Err("register out of range");
+            }
+            Ok(v)
+        }
+        Operand::Special { code, .. } if takes_scalar => Ok(code as u32),
+        Operand::Inline(c) if is_src9(field) || is_scalar_src(field) => match c {
+            128..=208 | 240..=248 => Ok(c as u32),
+            _ => Err("not an inline constant"),
+        },
+        Operand::Literal(v) if is_src9(field) || is_scalar_src(field) => {
+            if literal.is_some_and(|l| l != v) {
+                return Err("only one literal value per instruction");
+            }
+            *literal = Some(v);
+            Ok(255)
+        }
+        _ => Err("operand kind not accepted here"),
+    }
+}
+
+/// Modifiers settable after building.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Modifier {
+    /// Memory offset (DS offset, FLAT/MUBUF offset) in bytes.
+    Offset(i32),
+    /// Cache policy bit 0/1/2 (glc/slc/scc; sc0/nt/sc1 on gfx942).
+    Cpol(u8, bool),
+    Clamp(bool),
+    /// Output modifier: 0 none, 1 mul:2, 2 mul:4, 3 div:2.
+    Omod(u8),
+}
+
+impl Instruction {
+    /// Sets a modifier; `false` if this encoding has no such modifier or the value does not fit.
+    pub fn set_modifier(&mut self, m: Modifier) -> bool {
+        match (self.encoding, m) {
+            (E::Ds, Modifier::Offset(o)) => {
+                (0..=0xFFFF).contains(&o) && put(self, 0, 0, 16, o as u32)
+            }
+            (E::Flat, Modifier::Offset(o)) => {
+                (0..0x1000).contains(&o) && put(self, 0, 0, 12, o as u32)
+            }
+            (E::Global | E::Scratch, Modifier::Offset(o)) => {
+                (-4096..4096).contains(&o) && put(self, 0, 0, 13, (o as u32) & 0x1FFF)
+            }
+            (E::Mubuf | E::Mtbuf, Modifier::Offset(o)) => {
+                (0..0x1000).contains(&o) && put(self, 0, 0, 12, o as u32)
+            }
+            (E::Flat | E::Global | E::Scratch, Modifier::Cpol(k, on)) if k < 3 => {
+                put(self, 0, [16, 17, 25][k as usize], 1, on as u32)
+            }
+            (E::Mubuf, Modifier::Cpol(k, on)) if k < 3 => {
+                put(self, 0, [14, 17, 15][k as usize], 1, on as u32)
+            }
+            (E::Vop3 | E::Vop3p, Modifier::Clamp(on)) => put(self, 0, 15, 1, on as u32),
+            (E::Vop3, Modifier::Omod(v)) => put(self, 1, 27, 2, v as u32),
+            _ => false,
+        }
+    }
+
+    /// Re-aims a branch at `target` when the instruction sits at `addr`.
+    pub fn set_branch_target(&mut self, addr: u64, target: u64) -> Result<(), BuildError> {
+        if !self.slots().contains(&Slot::Imm(ImmKind::Branch)) {
+            return Err(BuildError::Operand {
+                index: 0,
+                reason: "not a branch",
+            });
+        }
+        let delta = (target as i64 - addr as i64 - 4) / 4;
+        if (target as i64 - addr as i64) % 4 != 0 || !(-32768..=32767).contains(&delta) {
+            return Err(BuildError::BranchRange);
+        }
+        put(self, 0, 0, 16, delta as i16 as u16 as u32);
+        Ok(())
+    }
+}
