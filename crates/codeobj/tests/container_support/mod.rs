@@ -50,9 +50,21 @@ pub fn run_text(cmd: &mut Command) -> String {
     String::from_utf8(run(cmd)).expect("tool output is UTF-8")
 }
 
-/// A fresh scratch directory under /tmp for one test.
+/// A fresh scratch directory under /tmp for one test, named after the test and
+/// this process. Directories that earlier, finished runs left behind are removed.
 pub fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("inlay-container-{test}-{}", std::process::id()));
+    let tmp = std::env::temp_dir();
+    let prefix = format!("inlay-container-{test}-");
+    for old in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+        let name = old.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix(&prefix)
+            .and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            let _ = std::fs::remove_dir_all(old.path());
+        }
+    }
+    let dir = tmp.join(format!("{prefix}{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir
