@@ -9,7 +9,8 @@ use crate::state::{self, rt};
 use inlay_runtime::Status;
 use std::ffi::{c_char, c_void};
 
-/// Text for every status of hsa.h and hsa_ext_amd.h (NUL-terminated).
+/// Text for every status of hsa.h, hsa_ext_amd.h, hsa_ext_finalize.h and
+/// hsa_ext_image.h (NUL-terminated), starting with the status name.
 fn status_text(s: u32) -> Option<&'static str> {
     Some(match s {
         0x0 => "HSA_STATUS_SUCCESS: The function has been executed successfully.\0",
@@ -52,6 +53,17 @@ fn status_text(s: u32) -> Option<&'static str> {
         42 => "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION: An agent tried to execute an illegal instruction.\0",
         43 => "HSA_STATUS_ERROR_MEMORY_FAULT: An agent accessed memory it may not access.\0",
         44 => "HSA_STATUS_CU_MASK_REDUCED: The CU mask was applied, reduced to the compute units present.\0",
+        0x2000 => "HSA_EXT_STATUS_ERROR_INVALID_PROGRAM: The HSAIL program is invalid.\0",
+        0x2001 => "HSA_EXT_STATUS_ERROR_INVALID_MODULE: The HSAIL module is invalid.\0",
+        0x2002 => "HSA_EXT_STATUS_ERROR_INCOMPATIBLE_MODULE: The module does not fit the program's profile or machine model.\0",
+        0x2003 => "HSA_EXT_STATUS_ERROR_MODULE_ALREADY_INCLUDED: The module is already part of the program.\0",
+        0x2004 => "HSA_EXT_STATUS_ERROR_SYMBOL_MISMATCH: A symbol is declared differently in two modules.\0",
+        0x2005 => "HSA_EXT_STATUS_ERROR_FINALIZATION_FAILED: Finalization failed.\0",
+        0x2006 => "HSA_EXT_STATUS_ERROR_DIRECTIVE_MISMATCH: A control directive disagrees with the finalizer's.\0",
+        0x3000 => "HSA_EXT_STATUS_ERROR_IMAGE_FORMAT_UNSUPPORTED: The image format is not supported.\0",
+        0x3001 => "HSA_EXT_STATUS_ERROR_IMAGE_SIZE_UNSUPPORTED: The image size is not supported.\0",
+        0x3002 => "HSA_EXT_STATUS_ERROR_IMAGE_PITCH_UNSUPPORTED: The image pitch is not supported.\0",
+        0x3003 => "HSA_EXT_STATUS_ERROR_SAMPLER_DESCRIPTOR_UNSUPPORTED: The sampler descriptor is not supported.\0",
         _ => return None,
     })
 }
