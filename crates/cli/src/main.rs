@@ -1,7 +1,9 @@
 //! `inlay`: inspect, disassemble, run and instrument AMD GPU code.
 
 mod demangle;
+mod disasm;
 mod inspect;
+mod run;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -38,8 +40,26 @@ enum Command {
         #[arg(long, conflicts_with = "json")]
         list: bool,
     },
-    /// Inspect a built-in example code object (a gfx90a vector add).
+    /// Disassemble: byte for byte what `llvm-objdump-19 -d` prints for a code object, and the
+    /// same for every code object inside a bundle, fat binary or host library.
+    Disasm {
+        /// A code object, offload bundle, compressed bundle, or host executable/library.
+        file: PathBuf,
+        /// Only this kernel and the device functions it calls.
+        #[arg(long)]
+        kernel: Option<String>,
+    },
+    /// Inspect and disassemble a built-in example code object (a gfx90a vector add).
     Demo,
+    /// Run a program against Inlay's HSA runtime (drop-in libhsa-runtime64.so.1) and its
+    /// virtual GPU. Build the runtime first: `cargo build --release` builds it with inlay.
+    Run {
+        /// The program and its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
+    /// Print the shell lines that make programs started from this shell use Inlay's runtime.
+    Env,
 }
 
 fn main() -> ExitCode {
@@ -60,7 +80,25 @@ fn main() -> ExitCode {
                 .map_err(|e| e.to_string())
                 .and_then(|f| inspect::inspect(f.bytes(), &file.display().to_string(), &opts))
         }
+        Command::Disasm { file, kernel } => {
+            let opts = disasm::Options {
+                kernel: kernel.as_deref(),
+            };
+            MappedFile::open(&file)
+                .map_err(|e| e.to_string())
+                .and_then(|f| disasm::disasm(f.bytes(), &file.display().to_string(), &opts))
+        }
         Command::Demo => demo(),
+        Command::Run { command } => {
+            return match run::run(&command) {
+                Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+                Err(e) => {
+                    eprintln!("inlay: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        Command::Env => run::env_lines(),
     };
     match result {
         Ok(text) => {
@@ -88,5 +126,12 @@ fn demo() -> Result<String, String> {
         kernel: None,
         list: false,
     };
-    inspect::inspect(DEMO_CODE_OBJECT, DEMO_NAME, &opts)
+    let mut text = inspect::inspect(DEMO_CODE_OBJECT, DEMO_NAME, &opts)?;
+    let listing = disasm::disasm(
+        DEMO_CODE_OBJECT,
+        DEMO_NAME,
+        &disasm::Options { kernel: None },
+    )?;
+    text.push_str(&listing);
+    Ok(text)
 }

@@ -1,0 +1,250 @@
+//! `inlay disasm`: the listing `llvm-objdump-19 -d` prints, for a code object or for
+//! every code object inside a bundle, compressed bundle, fat binary or host library.
+
+use std::collections::BTreeSet;
+
+use inlay_codeobj::container::{walk, EntryKind};
+use inlay_codeobj::elf::SHF_EXECINSTR;
+use inlay_codeobj::symbols::{Symbol, SymbolKind, SymbolTable};
+use inlay_codeobj::CodeObject;
+use inlay_isa::listing::{self, write_file_header, write_section};
+use inlay_isa::{Decoder, Instruction, Target};
+
+pub struct Options<'a> {
+    /// Only this kernel and the device functions it calls (directly, transitively).
+    pub kernel: Option<&'a str>,
+}
+
+/// Disassembles everything in `data` (the file called `name`).
+pub fn disasm(data: &[u8], name: &str, opts: &Options) -> Result<String, String> {
+    let mut out = String::new();
+    let mut problems = Vec::new();
+    let mut listed = 0;
+    for entry in walk(data, name) {
+        let entry = entry.map_err(|e| e.to_string())?;
+        if entry.kind != EntryKind::CodeObject {
+            continue;
+        }
+        // A plain code object is headed by its file name, exactly as objdump does;
+        // code objects inside containers by their location.
+        let label = if entry.offset == Some(0) && entry.bytes.len() == data.len() {
+            name.to_string()
+        } else {
+            entry.location.clone()
+        };
+        let co = match CodeObject::parse(&entry.bytes) {
+            Ok(co) => co,
+            Err(e) => {
+                problems.push(e.within(entry.location.clone()).to_string());
+                continue;
+            }
+        };
+        let Some(target) = Target::from_name(co.target.processor.name()) else {
+            problems.push(format!(
+                "{}: target {} is not supported (gfx908, gfx90a, gfx942)",
+                label, co.target
+            ));
+            continue;
+        };
+        if let Some(kernel) = opts.kernel {
+            if co.kernel(kernel).is_none() {
+                continue;
+            }
+        }
+        write_code_object(&co, target, &label, opts, &mut out);
+        listed += 1;
+    }
+    if listed == 0 {
+        let why = match opts.kernel {
+            Some(k) => format!("{name}: no code object defines kernel {k}"),
+            None => format!("{name}: no gfx908, gfx90a or gfx942 code object found"),
+        };
+        problems.push(why);
+    }
+    if !problems.is_empty() && listed == 0 {
+        return Err(problems.join("\n"));
+    }
+    for p in problems {
+        eprintln!("inlay: {p}");
+    }
+    Ok(out)
+}
+
+/// The symbols objdump labels code with: `.symtab`, or `.dynsym` when stripped.
+fn label_symbols<'d>(co: &'d CodeObject<'d>) -> Vec<&'d Symbol<'d>> {
+    let has_symtab = co
+        .symbols
+        .all()
+        .iter()
+        .any(|s| s.table == SymbolTable::Symtab);
+    let table = if has_symtab {
+        SymbolTable::Symtab
+    } else {
+        SymbolTable::Dynsym
+    };
+    co.symbols
+        .all()
+        .iter()
+        .filter(|s| s.table == table)
+        .collect()
+}
+
+fn write_code_object(
+    co: &CodeObject,
+    target: Target,
+    label: &str,
+    opts: &Options,
+    out: &mut String,
+) {
+    write_file_header(label, out);
+    let symbols = label_symbols(co);
+    let wanted = opts
+        .kernel
+        .map(|k| reachable_functions(co, target, &symbols, k));
+    for section in co.sections.iter().filter(|s| s.flags & SHF_EXECINSTR != 0) {
+        let in_section: Vec<listing::Symbol> = symbols
+            .iter()
+            .filter(|s| usize::from(s.shndx) == section.index)
+            .map(|s| listing::Symbol {
+                address: s.value,
+                name: s.name,
+                size: s.size,
+                kind: match s.elf_type {
+                    0 => listing::SymbolKind::NoType,
+                    1 => listing::SymbolKind::Object,
+                    2 => listing::SymbolKind::Function,
+                    3 => listing::SymbolKind::Section,
+                    _ => listing::SymbolKind::Other,
+                },
+            })
+            .collect();
+        let bytes = co.section_data(section);
+        match &wanted {
+            None => write_section(
+                target,
+                &listing::Section {
+                    file_name: label,
+                    section_name: section.name,
+                    bytes,
+                    address: section.addr,
+                    symbols: &in_section,
+                },
+                out,
+            ),
+            Some(functions) => {
+                // Only the chosen functions, each listed as objdump lists a symbol
+                // selected with --disassemble-symbols.
+                out.push_str(&format!("\nDisassembly of section {}:\n", section.name));
+                for f in in_section.iter().filter(|s| functions.contains(s.name)) {
+                    let start = (f.address - section.addr) as usize;
+                    let Some(body) = bytes.get(start..start + f.size as usize) else {
+                        continue;
+                    };
+                    let mut one = String::new();
+                    write_section(
+                        target,
+                        &listing::Section {
+                            file_name: label,
+                            section_name: section.name,
+                            bytes: body,
+                            address: f.address,
+                            symbols: std::slice::from_ref(f),
+                        },
+                        &mut one,
+                    );
+                    // Drop the section heading write_section adds for each piece.
+                    let heading = format!("\nDisassembly of section {}:\n", section.name);
+                    out.push_str(one.strip_prefix(&heading).unwrap_or(&one));
+                }
+            }
+        }
+    }
+}
+
+/// The kernel's entry function and every function it reaches through direct calls.
+///
+/// A direct call computes its target PC-relatively: `s_getpc_b64 s[a:a+1]`, then
+/// `s_add_u32 sa, sa, lo` and `s_addc_u32 sa+1, sa+1, hi` (lo/hi filled by REL32
+/// relocations at link time), then `s_swappc_b64`. The target is the address after
+/// `s_getpc_b64` plus the 64-bit offset; functions containing it are followed.
+fn reachable_functions<'d>(
+    co: &'d CodeObject<'d>,
+    target: Target,
+    symbols: &[&'d Symbol<'d>],
+    kernel: &str,
+) -> BTreeSet<&'d str> {
+    let functions: Vec<&Symbol> = symbols
+        .iter()
+        .copied()
+        .filter(|s| matches!(s.kind, SymbolKind::Kernel | SymbolKind::DeviceFunction) && s.size > 0)
+        .collect();
+    let containing = |addr: u64| {
+        functions
+            .iter()
+            .find(|f| addr >= f.value && addr < f.value + f.size)
+    };
+    let mut found = BTreeSet::new();
+    let entry = co.kernel(kernel).and_then(|k| k.entry_address);
+    let mut work: Vec<&Symbol> = entry.and_then(containing).into_iter().copied().collect();
+    let decoder = Decoder::new(target);
+    while let Some(f) = work.pop() {
+        if !found.insert(f.name) {
+            continue;
+        }
+        for call in call_targets(co, &decoder, f) {
+            if let Some(g) = containing(call) {
+                work.push(g);
+            }
+        }
+    }
+    found
+}
+
+/// Targets of the PC-relative address computations in function `f`.
+fn call_targets(co: &CodeObject, decoder: &Decoder, f: &Symbol) -> Vec<u64> {
+    let Some(section) = co.sections.iter().find(|s| s.index == usize::from(f.shndx)) else {
+        return Vec::new();
+    };
+    let bytes = co.section_data(section);
+    let start = f.value.saturating_sub(section.addr) as usize;
+    let Some(body) = bytes.get(start..start.saturating_add(f.size as usize)) else {
+        return Vec::new();
+    };
+    let mut targets = Vec::new();
+    let mut pc_base: Option<(u64, u16)> = None; // (address after s_getpc, first SGPR)
+    let mut lo: Option<u32> = None;
+    let mut inst = Instruction::default();
+    let mut off = 0;
+    while off < body.len() {
+        let Ok(n) = decoder.decode_into(&body[off..], &mut inst) else {
+            break;
+        };
+        let addr = f.value + off as u64;
+        let ops: Vec<inlay_isa::Operand> = inst.operands().collect();
+        let sgpr = |i: usize| match ops.get(i) {
+            Some(inlay_isa::Operand::Sgpr { first, .. }) => Some(*first),
+            _ => None,
+        };
+        let literal = |i: usize| match ops.get(i) {
+            Some(inlay_isa::Operand::Literal(v)) => Some(*v),
+            _ => None,
+        };
+        match inst.mnemonic() {
+            "s_getpc_b64" => {
+                pc_base = sgpr(0).map(|r| (addr + n as u64, r));
+                lo = None;
+            }
+            "s_add_u32" if pc_base.is_some_and(|(_, r)| sgpr(0) == Some(r)) => lo = literal(2),
+            "s_addc_u32" if pc_base.is_some_and(|(_, r)| sgpr(0) == Some(r + 1)) => {
+                if let (Some((base, _)), Some(lo), Some(hi)) = (pc_base, lo, literal(2)) {
+                    let offset = (u64::from(hi) << 32 | u64::from(lo)) as i64;
+                    targets.push(base.wrapping_add_signed(offset));
+                }
+                pc_base = None;
+            }
+            _ => {}
+        }
+        off += n;
+    }
+    targets
+}
