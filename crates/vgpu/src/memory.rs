@@ -134,12 +134,6 @@ pub struct Memory {
     table: RwLock<Table>,
 }
 
-// The blocks are owned by the table and only handed out as addresses.
-// SAFETY: Layouts and integers only; the raw memory is reached through addresses.
-unsafe impl Send for Memory {}
-// SAFETY: All table access goes through the RwLock.
-unsafe impl Sync for Memory {}
-
 impl Memory {
     pub fn new() -> Self {
         Self::default()
