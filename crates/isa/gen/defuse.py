@@ -138,6 +138,7 @@ def main():
         f.write("/// `name:bits:role` with role r, w, rw, R (written when returning) or ?\n")
         f.write("/// (no pseudocode)).\n")
         f.write("pub type SpecOp = (&'static str, &'static str, &'static str, &'static str);\n\n")
+        f.write("#[rustfmt::skip]\n")
         f.write(f"pub static SPEC: [SpecOp; {len(rows)}] = [\n")
         for enc, name, imp, fl, hp in rows:
             f.write(f'    ("{enc}", "{name}", "{imp}", "{fl}"),\n')

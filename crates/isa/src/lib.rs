@@ -33,6 +33,7 @@ pub mod decode;
 pub mod encode;
 mod fields;
 pub mod format;
+pub mod info;
 mod generated;
 pub mod listing;
 pub mod model;
@@ -41,5 +42,6 @@ pub mod tables;
 pub mod target;
 
 pub use decode::{DecodeError, Decoder};
+pub use info::{info, Access, InstructionInfo, RegFile, Register, UsedRegister};
 pub use encode::{encode, BuildError, Builder, Modifier};
 pub use model::{Encoding, Instruction, Opcode, Operand, Target};

@@ -9,6 +9,7 @@
 /// (no pseudocode)).
 pub type SpecOp = (&'static str, &'static str, &'static str, &'static str);
 
+#[rustfmt::skip]
 pub static SPEC: [SpecOp; 1568] = [
     ("DS", "ds_add_f32", "", "addr:32:r data0:32:r"),
     ("DS", "ds_add_f64", "", "addr:32:r data0:64:r"),

@@ -1,0 +1,574 @@
+//! Register def/use: which registers an instruction reads and writes, with
+//! widths, implicit ones included (EXEC, VCC, SCC, M0, PC, FLAT_SCRATCH,
+//! hardware registers).
+//!
+//! Modelled on iced-x86's `InstructionInfo`: [`info`] returns a small value
+//! holding [`UsedRegister`]s in a fixed-capacity inline array (no allocation).
+//! Explicit registers come from the operand slots in printed order (the same
+//! registers the formatter prints); implicit ones follow, from rules below.
+//!
+//! Conventions:
+//! - A VALU/VMEM write of a VGPR writes the lanes EXEC enables; it is still a
+//!   [`Access::Write`] (EXEC-aware liveness is the caller's job). Writes that
+//!   keep part of the old value (one lane of `v_writelane`, SDWA with
+//!   `dst_unused:UNUSED_PRESERVE`, `s_bitset*`, tied accumulators such as
+//!   `v_mac`/`v_fmac`) are [`Access::ReadWrite`].
+//! - `s_movreld`/`v_movreld` write the register *M0 past* their destination;
+//!   it is reported as a write of the named destination (plus an M0 read).
+//! - The tests check all of this against AMD's specification
+//!   (`gen/defuse.py` -> `generated/defuse.rs`) and against the formatter.
+
+use crate::model::{Encoding as E, Instruction};
+use crate::tables::{Field, File, ImmKind, Slot};
+use crate::target::info as target_info;
+
+/// AMD's machine-readable description of every CDNA opcode (register roles
+/// and widths), kept as an independent oracle for tests. See `gen/defuse.py`.
+pub use crate::generated::defuse::{SpecOp, SPEC};
+
+/// Register files (scalar special registers each have their own file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RegFile {
+    Sgpr,
+    Vgpr,
+    Agpr,
+    Ttmp,
+    /// VCC: index 0 = vcc_lo, 1 = vcc_hi.
+    Vcc,
+    /// EXEC: index 0 = exec_lo, 1 = exec_hi.
+    Exec,
+    M0,
+    Scc,
+    /// FLAT_SCRATCH: index 0 = lo, 1 = hi.
+    FlatScratch,
+    /// XNACK_MASK: index 0 = lo, 1 = hi.
+    XnackMask,
+    /// The program counter (count 2: it is 64 bits).
+    Pc,
+    /// A hardware register of `s_getreg`/`s_setreg`, by its id (1 = MODE).
+    HwReg,
+}
+
+/// `count` consecutive 32-bit registers of one file starting at `first`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Register {
+    pub file: RegFile,
+    pub first: u16,
+    pub count: u8,
+}
+
+impl Register {
+    pub const fn new(file: RegFile, first: u16, count: u8) -> Register {
+        Register { file, first, count }
+    }
+}
+
+/// How an instruction accesses a register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    Read,
+    Write,
+    ReadWrite,
+    /// Read only on some path (none at present; kept for symmetry with iced).
+    CondRead,
+    /// Written only if a condition holds (`s_cmov`, `s_cmovk`).
+    CondWrite,
+    /// Read, and written only if a condition holds (PC of conditional branches).
+    ReadCondWrite,
+}
+
+impl Access {
+    pub fn reads(self) -> bool {
+        !matches!(self, Access::Write | Access::CondWrite)
+    }
+    pub fn writes(self) -> bool {
+        !matches!(self, Access::Read | Access::CondRead)
+    }
+    fn merge(self, other: Access) -> Access {
+        let r = self.reads() || other.reads();
+        let w = self.writes() || other.writes();
+        let cond_w = !matches!(self, Access::Write | Access::ReadWrite)
+            && !matches!(other, Access::Write | Access::ReadWrite);
+        match (r, w, cond_w) {
+            (true, false, _) => Access::Read,
+            (false, true, false) => Access::Write,
+            (false, true, true) => Access::CondWrite,
+            (true, true, false) => Access::ReadWrite,
+            _ => Access::ReadCondWrite,
+        }
+    }
+}
+
+/// One register an instruction uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct UsedRegister {
+    pub register: Register,
+    pub access: Access,
+    /// Not printed as an operand (EXEC of VALU instructions, SCC, ...).
+    pub implicit: bool,
+}
+
+const CAPACITY: usize = 16;
+
+/// Registers used by one instruction: explicit ones in printed order, then
+/// implicit ones.
+#[derive(Clone, Copy, Debug)]
+pub struct InstructionInfo {
+    regs: [UsedRegister; CAPACITY],
+    len: u8,
+}
+
+impl InstructionInfo {
+    pub fn used_registers(&self) -> &[UsedRegister] {
+        &self.regs[..self.len as usize]
+    }
+
+    fn push(&mut self, register: Register, access: Access, implicit: bool) {
+        if register.count == 0 {
+            return;
+        }
+        // Implicit registers are listed once; repeated mentions merge.
+        if implicit {
+            if let Some(u) = self.regs[..self.len as usize]
+                .iter_mut()
+                .find(|u| u.implicit && u.register == register)
+            {
+                u.access = u.access.merge(access);
+                return;
+            }
+        }
+        if let Some(slot) = self.regs.get_mut(self.len as usize) {
+            *slot = UsedRegister {
+                register,
+                access,
+                implicit,
+            };
+            self.len += 1;
+        }
+    }
+
+    fn implicit(&mut self, file: RegFile, first: u16, count: u8, access: Access) {
+        self.push(Register::new(file, first, count), access, true);
+    }
+}
+
+/// Def/use of `i`. Invalid instructions use no registers.
+pub fn info(i: &Instruction) -> InstructionInfo {
+    let blank = UsedRegister {
+        register: Register::new(RegFile::Sgpr, 0, 0),
+        access: Access::Read,
+        implicit: false,
+    };
+    let mut out = InstructionInfo {
+        regs: [blank; CAPACITY],
+        len: 0,
+    };
+    if !i.is_valid() {
+        return out;
+    }
+    let name = i.opcode().map(|o| o.name()).unwrap_or("");
+    let dst = dst_access(i, name);
+    let mut seen_source = false;
+    for (n, slot) in i.slots().iter().enumerate() {
+        match *slot {
+            Slot::Reg {
+                field, regs, file, ..
+            } => {
+                let is_dst = is_dst_field(i, field);
+                let access = if is_dst { dst } else { Access::Read };
+                seen_source |= !is_dst;
+                if let Some(r) = reg_operand(i, field, regs, file) {
+                    out.push(r, access, false);
+                }
+            }
+            Slot::Fixed(t) => {
+                // `vcc` before any source is the carry/compare output, after
+                // them the carry-in or select mask.
+                let access = if seen_source {
+                    Access::Read
+                } else {
+                    Access::Write
+                };
+                if let Some(r) = fixed_operand(i, n, Slot::fixed_text(t)) {
+                    out.push(r, access, false);
+                }
+            }
+            Slot::Imm(ImmKind::SmemOffset) => {
+                if let Some(r) = smem_soffset(i) {
+                    out.push(r, Access::Read, false);
+                }
+            }
+            Slot::Imm(ImmKind::Hwreg) => {
+                let v = i.imm_value();
+                let (id, off, size) = (v & 0x3F, (v >> 6) & 0x1F, ((v >> 11) & 0x1F) + 1);
+                let access = if !name.starts_with("s_setreg") {
+                    Access::Read
+                } else if off == 0 && size == 32 {
+                    Access::Write
+                } else {
+                    Access::ReadWrite
+                };
+                out.push(Register::new(RegFile::HwReg, id as u16, 1), access, false);
+            }
+            // Other immediates and literals name no register.
+            _ => {}
+        }
+    }
+    implicit(i, name, &mut out);
+    out
+}
+
+/// Whether a register field is the instruction's destination.
+fn is_dst_field(i: &Instruction, f: Field) -> bool {
+    match f {
+        Field::Vdst | Field::Sdst => true,
+        Field::Sdata => i.encoding == E::Smem,
+        Field::Vdata => matches!(i.encoding, E::Mubuf | E::Mtbuf | E::Mimg),
+        _ => false,
+    }
+}
+
+/// Access of the destination fields, by what the opcode does with them.
+fn dst_access(i: &Instruction, name: &str) -> Access {
+    let starts = |p: &[&str]| p.iter().any(|x| name.starts_with(x));
+    let glc = match i.encoding {
+        E::Smem => i.bits(0, 16, 1) != 0,
+        E::Mubuf => i.bits(0, 14, 1) != 0,
+        E::Mimg => i.bits(0, 13, 1) != 0,
+        _ => false,
+    };
+    match i.encoding {
+        // Data registers of scalar and buffer memory instructions.
+        E::Smem | E::Mubuf | E::Mtbuf | E::Mimg => {
+            if name.contains("atomic") {
+                // The data goes in, and with glc the old value comes back.
+                if glc {
+                    Access::ReadWrite
+                } else {
+                    Access::Read
+                }
+            } else if name.contains("store")
+                || name.starts_with("s_dcache")
+                // `lds` buffer loads go to LDS, not to vdata
+                || (i.encoding == E::Mubuf && i.bits(0, 16, 1) != 0)
+            {
+                Access::Read
+            } else {
+                Access::Write
+            }
+        }
+        _ if starts(&["s_cmpk_", "s_setreg_b32"]) => Access::Read,
+        _ if starts(&["s_cmov_", "s_cmovk_"]) => Access::CondWrite,
+        _ if starts(&[
+            "s_addk_",
+            "s_mulk_",
+            "s_bitset",
+            "v_mac_",
+            "v_fmac_",
+            "v_pk_fmac_",
+            "v_dot2c_",
+            "v_dot4c_",
+            "v_dot8c_",
+            "v_writelane_",
+        ]) =>
+        {
+            Access::ReadWrite
+        }
+        // SDWA writing part of a dword and keeping the rest.
+        E::Vop1Sdwa | E::Vop2Sdwa if i.bits(1, 8, 3) < 6 && i.bits(1, 11, 2) == 2 => {
+            Access::ReadWrite
+        }
+        _ => Access::Write,
+    }
+}
+
+/// The register(s) a register slot names, as the formatter prints them.
+fn reg_operand(i: &Instruction, field: Field, regs: u8, file: File) -> Option<Register> {
+    let v = i.field(field);
+    let file = i.effective_file(field, file);
+    let mut regs = regs;
+    if field == Field::Addr && i.encoding.is_flat() && i.bits(1, 16, 7) != 0x7F {
+        match i.encoding {
+            E::Global => regs = 1,
+            E::Scratch => return None, // printed `off`: the address is saddr
+            _ => {}
+        }
+    }
+    let src9 = matches!(
+        field,
+        Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1
+    );
+    if src9 {
+        return if v >= 256 {
+            Some(vector(v - 256, regs, file))
+        } else {
+            scalar(v, regs)
+        };
+    }
+    match file {
+        File::S => scalar(v, regs),
+        _ => Some(vector(v, regs, file)),
+    }
+}
+
+fn vector(n: u32, regs: u8, file: File) -> Register {
+    let f = if file == File::A {
+        RegFile::Agpr
+    } else {
+        RegFile::Vgpr
+    };
+    Register::new(f, n as u16, regs)
+}
+
+/// A scalar operand code (SGPR, TTMP, VCC, EXEC, M0, ...); None for constants.
+fn scalar(v: u32, regs: u8) -> Option<Register> {
+    let v = v as u16;
+    let pair = |file, base: u16| {
+        Some(Register::new(
+            file,
+            v - base,
+            regs.min(2 - (v - base) as u8),
+        ))
+    };
+    match v {
+        // Tuples wider than a pair are aligned, as the hardware and LLVM do.
+        0..=101 | 112..=123 => {
+            let (file, base) = if v < 102 {
+                (RegFile::Sgpr, 0)
+            } else {
+                (RegFile::Ttmp, 112)
+            };
+            let n = v - base;
+            let first = if regs > 2 {
+                let a = regs.min(4) as u16;
+                n / a * a
+            } else {
+                n
+            };
+            Some(Register::new(file, first, regs))
+        }
+        102..=103 => pair(RegFile::FlatScratch, 102),
+        104..=105 => pair(RegFile::XnackMask, 104),
+        106..=107 => pair(RegFile::Vcc, 106),
+        124 => Some(Register::new(RegFile::M0, 0, 1)),
+        126..=127 => pair(RegFile::Exec, 126),
+        251 => Some(Register::new(RegFile::Vcc, 0, 2)), // vccz
+        252 => Some(Register::new(RegFile::Exec, 0, 2)), // execz
+        253 => Some(Register::new(RegFile::Scc, 0, 1)),
+        254 => Some(Register::new(RegFile::M0, 0, 1)), // lds_direct addresses by M0
+        _ => None,
+    }
+}
+
+/// Printed fixed operands that name registers (`vcc`, or the `off` slots
+/// that hold saddr / vaddr when those are in use).
+fn fixed_operand(i: &Instruction, n: usize, text: &str) -> Option<Register> {
+    if i.encoding == E::VopcSdwa && n == 0 && i.bits(1, 15, 1) != 0 {
+        return scalar(i.bits(1, 8, 7), 2);
+    }
+    match text {
+        "vcc" => Some(Register::new(RegFile::Vcc, 0, 2)),
+        "off" => {
+            let saddr = i.bits(1, 16, 7);
+            match i.encoding {
+                E::Global | E::Scratch if saddr != 0x7F && n > 0 => {
+                    let regs = if i.encoding == E::Global { 2 } else { 1 };
+                    scalar(saddr, regs)
+                }
+                E::Scratch
+                    if n == 1 && target_info(i.target).scratch_sve && i.bits(0, 13, 1) != 0 =>
+                {
+                    Some(Register::new(RegFile::Vgpr, i.bits(1, 0, 8) as u16, 1))
+                }
+                E::Mubuf | E::Mtbuf => {
+                    let regs = i.bits(0, 12, 1) + i.bits(0, 13, 1);
+                    (regs > 0)
+                        .then(|| Register::new(RegFile::Vgpr, i.bits(1, 0, 8) as u16, regs as u8))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The register SMEM reads its offset from, if any.
+fn smem_soffset(i: &Instruction) -> Option<Register> {
+    let (imm, soe) = (i.bits(0, 17, 1) != 0, i.bits(0, 14, 1) != 0);
+    match (imm, soe) {
+        (_, true) => scalar(i.bits(1, 25, 7), 1),
+        (true, false) => None,
+        (false, false) => scalar(i.bits(1, 0, 7), 1),
+    }
+}
+
+/// Registers an instruction uses without naming them.
+fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
+    use Access::*;
+    use RegFile::*;
+    let starts = |p: &str| name.starts_with(p);
+    let any = |ps: &[&str]| ps.iter().any(|p| name.starts_with(p));
+    let enc = i.encoding;
+    let vector_alu = matches!(
+        enc,
+        E::Vop1
+            | E::Vop2
+            | E::Vopc
+            | E::Vop3
+            | E::Vop3p
+            | E::Vop1Sdwa
+            | E::Vop2Sdwa
+            | E::VopcSdwa
+            | E::Vop1Dpp
+            | E::Vop2Dpp
+            | E::VopcDpp
+            | E::Vintrp
+    );
+    let vector_mem = matches!(
+        enc,
+        E::Ds | E::Flat | E::Global | E::Scratch | E::Mubuf | E::Mtbuf | E::Mimg
+    );
+
+    // EXEC: every vector instruction runs under it, except the lane accessors
+    // that name their lane.
+    if (vector_alu || vector_mem) && !any(&["v_readlane_", "v_writelane_", "v_nop"]) {
+        out.implicit(Exec, 0, 2, Read);
+    }
+    if starts("v_cmpx_") {
+        out.implicit(Exec, 0, 2, Write);
+    }
+    // VOPC without a printed destination writes VCC (DPP forms).
+    let prints_vcc = i
+        .slots()
+        .iter()
+        .any(|s| matches!(s, Slot::Fixed(t) if Slot::fixed_text(*t) == "vcc"));
+    if matches!(enc, E::Vopc | E::VopcDpp) && !prints_vcc {
+        out.implicit(Vcc, 0, 2, Write);
+    }
+    if starts("v_div_fmas_") {
+        out.implicit(Vcc, 0, 2, Read);
+    }
+    if enc == E::Vop2Dpp && !prints_vcc {
+        if any(&["v_cndmask_", "v_addc_", "v_subb_", "v_subbrev_"]) {
+            out.implicit(Vcc, 0, 2, Read);
+        }
+        if any(&[
+            "v_add_co_",
+            "v_sub_co_",
+            "v_subrev_co_",
+            "v_addc_",
+            "v_subb_",
+            "v_subbrev_",
+        ]) {
+            out.implicit(Vcc, 0, 2, Write);
+        }
+    }
+
+    // Scalar ALU: SCC, EXEC, PC.
+    match enc {
+        E::Sop2 | E::Sop1 | E::Sopc | E::Sopk => {
+            if scc_written(enc, name) {
+                out.implicit(Scc, 0, 1, Write);
+            }
+            if any(&["s_addc_", "s_subb_", "s_cselect_", "s_cmov_", "s_cmovk_"]) {
+                out.implicit(Scc, 0, 1, Read);
+            }
+            if name.contains("saveexec") || name.contains("wrexec") {
+                out.implicit(Exec, 0, 2, ReadWrite);
+            }
+            match name {
+                "s_getpc_b64" => out.implicit(Pc, 0, 2, Read),
+                "s_setpc_b64" | "s_rfe_b64" => out.implicit(Pc, 0, 2, Write),
+                "s_swappc_b64" | "s_call_b64" => out.implicit(Pc, 0, 2, ReadWrite),
+                _ => {}
+            }
+        }
+        E::Sopp => {
+            if i.slots().contains(&Slot::Imm(ImmKind::Branch)) {
+                let pc = if starts("s_cbranch_") {
+                    ReadCondWrite
+                } else {
+                    ReadWrite
+                };
+                out.implicit(Pc, 0, 2, pc);
+            }
+            match name {
+                "s_cbranch_scc0" | "s_cbranch_scc1" => out.implicit(Scc, 0, 1, Read),
+                "s_cbranch_vccz" | "s_cbranch_vccnz" => out.implicit(Vcc, 0, 2, Read),
+                "s_cbranch_execz" | "s_cbranch_execnz" => out.implicit(Exec, 0, 2, Read),
+                _ => {}
+            }
+        }
+        _ => {}
+    }
+
+    // M0: relative addressing, messages, interpolation, LDS/GDS extras.
+    let m0_read = any(&[
+        "s_movrel",
+        "v_movrel",
+        "s_sendmsg",
+        "s_ttracedata",
+        "v_interp_",
+        "ds_gws_",
+        "ds_ordered_count",
+        "global_load_lds_",
+    ]) || (enc == E::Ds && name.contains("addtid"))
+        || (enc == E::Mubuf && i.bits(0, 16, 1) != 0);
+    if m0_read {
+        out.implicit(M0, 0, 1, Read);
+    }
+    // s_set_gpr_idx_* set bit fields of M0 (and MODE).
+    if any(&["s_set_gpr_idx_on", "s_set_gpr_idx_idx"]) {
+        out.implicit(M0, 0, 1, ReadWrite);
+    }
+    // Scratch (and flat, which may hit the scratch aperture) use FLAT_SCRATCH.
+    if matches!(enc, E::Scratch | E::Flat) {
+        out.implicit(FlatScratch, 0, 2, Read);
+    }
+}
+
+/// SALU instructions that set SCC from their result.
+fn scc_written(enc: E, name: &str) -> bool {
+    let any = |ps: &[&str]| ps.iter().any(|p| name.starts_with(p));
+    match enc {
+        E::Sopc => !any(&["s_setvskip", "s_set_gpr_idx_on"]),
+        E::Sopk => any(&["s_cmpk_", "s_addk_"]),
+        E::Sop2 => any(&[
+            "s_add_",
+            "s_sub_",
+            "s_addc_",
+            "s_subb_",
+            "s_min_",
+            "s_max_",
+            "s_and_",
+            "s_or_",
+            "s_xor_",
+            "s_andn2_",
+            "s_orn2_",
+            "s_nand_",
+            "s_nor_",
+            "s_xnor_",
+            "s_lshl_",
+            "s_lshr_",
+            "s_ashr_",
+            "s_bfe_",
+            "s_absdiff_",
+            "s_lshl1_",
+            "s_lshl2_",
+            "s_lshl3_",
+            "s_lshl4_",
+        ]),
+        E::Sop1 => {
+            any(&[
+                "s_not_",
+                "s_wqm_",
+                "s_bcnt0_",
+                "s_bcnt1_",
+                "s_quadmask_",
+                "s_abs_",
+            ]) || name.contains("saveexec")
+                || name.contains("wrexec")
+        }
+        _ => false,
+    }
+}
