@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 
 use container_support::*;
 use inlay_codeobj::container::handles::{kernel_handles, HostSymbol};
+use inlay_codeobj::container::host::fatbin_wrappers;
 use inlay_codeobj::container::{walk, Entry, EntryKind};
 
 const TOOLS: &[&str] = &[
@@ -124,6 +125,8 @@ fn built() -> Option<&'static Built> {
                 }
             });
             clang(&["kernels.o", "-o", "app"]);
+            // lld leaves pointer fields 0 and relies on dynamic relocations.
+            clang(&["-fuse-ld=lld", "kernels.o", "-o", "app_lld"]);
             clang(&["kernels.o", "second.o", "-o", "app_two_tus"]);
             clang(
                 &[
@@ -140,6 +143,7 @@ fn built() -> Option<&'static Built> {
             Some(Built {
                 hosts: vec![
                     host("app", 1, false),
+                    host("app_lld", 1, false),
                     host("app_two_tus", 2, false),
                     host("app_rdc", 1, false),
                     host("libkernels.so", 1, false),
@@ -257,8 +261,8 @@ fn hex_after_at(part: &str) -> u64 {
 /// The walk of a host file agrees with llvm-readelf + clang-offload-bundler:
 /// each container (bundle or CCOB) of .hip_fatbin, cut out of the file from
 /// its start to the next one's, lists and unbundles to what we found in it.
-/// Returns the entries and the number of containers.
-fn check_fatbin(dir: &Path, file: &Path) -> (Vec<Entry<'static>>, usize) {
+/// Returns the entries and the containers' file offsets.
+fn check_fatbin(dir: &Path, file: &Path) -> (Vec<Entry<'static>>, Vec<u64>) {
     // Tests run in parallel: each call extracts into a directory of its own.
     static CALLS: AtomicUsize = AtomicUsize::new(0);
     let dir = &dir.join(format!("check{}", CALLS.fetch_add(1, Ordering::Relaxed)));
@@ -318,7 +322,6 @@ fn check_fatbin(dir: &Path, file: &Path) -> (Vec<Entry<'static>>, usize) {
             assert_eq!(entry.bytes.as_ref(), expected.as_slice(), "{name} {id}");
         }
     }
-    let count = containers.len();
     let owned = entries
         .into_iter()
         .map(|e| Entry {
@@ -326,16 +329,24 @@ fn check_fatbin(dir: &Path, file: &Path) -> (Vec<Entry<'static>>, usize) {
             ..e
         })
         .collect();
-    (owned, count)
+    (owned, starts)
 }
 
 #[test]
 fn fat_binaries_match_clang_offload_bundler() {
     let Some(b) = built() else { return };
     for host in &b.hosts {
-        let (entries, containers) = check_fatbin(&b.dir, &host.path);
+        let (entries, starts) = check_fatbin(&b.dir, &host.path);
         let what = host.path.display();
-        assert_eq!(containers, host.containers, "{what}");
+        assert_eq!(starts.len(), host.containers, "{what}");
+        // Each wrapper in .hipFatBinSegment points at one container.
+        let data = std::fs::read(&host.path).unwrap();
+        let wrappers = fatbin_wrappers(&data).unwrap();
+        let pointed: Vec<u64> = wrappers.iter().map(|w| w.fatbin_offset.unwrap()).collect();
+        let mut sorted = pointed.clone();
+        sorted.sort();
+        assert_eq!(sorted, starts, "{what}: {wrappers:?}");
+        assert!(wrappers.iter().all(|w| w.version == 1));
         let targets: BTreeSet<&str> = entries
             .iter()
             .filter(|e| e.kind == EntryKind::CodeObject)
@@ -535,6 +546,7 @@ fn damaged_host_binaries_do_not_panic() {
     for len in (0..data.len()).step_by(97) {
         let _ = walk(&data[..len], "cut").count();
         let _ = kernel_handles(&data[..len], "cut");
+        let _ = fatbin_wrappers(&data[..len]);
     }
     // The ELF header and the section header table (at e_shoff) are what we read.
     let shoff = u64::from_le_bytes(data[0x28..0x30].try_into().unwrap()) as usize;
@@ -544,5 +556,6 @@ fn damaged_host_binaries_do_not_panic() {
         bad[i] ^= 0xa5;
         let _ = walk(&bad, "bad").count();
         let _ = kernel_handles(&bad, "bad");
+        let _ = fatbin_wrappers(&bad);
     }
 }

@@ -10,6 +10,7 @@ use std::process::Command;
 
 use container_support::*;
 use inlay_codeobj::container::handles::kernel_handles;
+use inlay_codeobj::container::host::fatbin_wrappers;
 use inlay_codeobj::container::list::list;
 use inlay_codeobj::container::EntryKind;
 use inlay_codeobj::file::MappedFile;
@@ -77,6 +78,12 @@ fn librocsparse_fat_binary() {
     );
 
     let file = MappedFile::open(lib).unwrap();
+    let ours: BTreeSet<u64> = fatbin_wrappers(file.bytes())
+        .unwrap()
+        .iter()
+        .map(|w| w.fatbin_offset.unwrap())
+        .collect();
+    assert_eq!(ours, expected_starts);
     let mut bundles: BTreeMap<u64, BundleEntries> = BTreeMap::new();
     let mut code_objects = 0;
     for item in list(file.bytes(), "librocsparse.so.0.1") {
