@@ -41,7 +41,7 @@ pub struct Kernel<'data> {
     pub decoded: DecodedDescriptor,
     /// Address of the first instruction: descriptor address plus entry offset. For
     /// relocatable objects the entry offset is filled by an R_AMDGPU_REL64 relocation,
-    /// which is applied here.
+    /// which is applied here, giving the entry's offset inside its section.
     pub entry_address: Option<u64>,
     /// The function symbol at the entry address, if any.
     pub entry_symbol: Option<&'data str>,
@@ -151,22 +151,27 @@ impl<'data> CodeObject<'data> {
                         && r.offset == kd.value + 16
                         && r.r_type == reloc::RelocType::REL64
                 });
-                if let Some(r) = reloc.and_then(|r| Some((r, self.symbols.get(r.symbol?)?))) {
-                    let (r, sym) = r;
-                    if sym.section == kd.section || sym.is_defined() {
-                        entry_address =
-                            Some(sym.value.wrapping_add(r.addend as u64).wrapping_sub(16));
-                        entry_offset = 0;
-                    }
+                if let Some((r, Some(value))) = reloc.map(|r| (r, r.symbol_value)) {
+                    // Offset inside the target symbol's section (normally .text).
+                    entry_address = Some(value.wrapping_add(r.addend as u64).wrapping_sub(16));
+                    entry_offset = 0;
                 }
             }
             let entry_address = entry_address.or_else(|| kd.value.checked_add_signed(entry_offset));
+            // Normally the entry is the function named like the kernel; otherwise look
+            // for any function at that address.
             let entry_symbol = entry_address.and_then(|a| {
-                self.symbols
-                    .of_kind(SymbolKind::Kernel)
-                    .chain(self.symbols.of_kind(SymbolKind::DeviceFunction))
-                    .find(|s| s.value == a && (s.name == name || !self.is_relocatable()))
-                    .map(|s| s.name)
+                let named = self
+                    .symbols
+                    .get(name)
+                    .filter(|s| s.value == a && s.kind == SymbolKind::Kernel);
+                named.map(|s| s.name).or_else(|| {
+                    self.symbols
+                        .of_kind(SymbolKind::Kernel)
+                        .chain(self.symbols.of_kind(SymbolKind::DeviceFunction))
+                        .find(|s| s.value == a && !self.is_relocatable())
+                        .map(|s| s.name)
+                })
             });
             let wave32 = descriptor.kernel_code_properties & (1 << 10) != 0;
             kernels.push(Kernel {

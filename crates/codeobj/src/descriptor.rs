@@ -148,6 +148,7 @@ pub struct Rsrc1 {
     pub float_round_mode_16_64: u32,
     pub float_denorm_mode_32: u32,
     pub float_denorm_mode_16_64: u32,
+    #[serde(rename = "priv")]
     pub priv_: bool,
     pub enable_dx10_clamp: bool,
     pub debug_mode: bool,

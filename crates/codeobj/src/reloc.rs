@@ -89,6 +89,8 @@ pub struct Relocation<'data> {
     pub symbol_index: u32,
     /// The symbol's name (a section symbol's is its section's name, as LLVM prints it).
     pub symbol: Option<&'data str>,
+    /// The symbol's value, if it is defined here (section offset in relocatable objects).
+    pub symbol_value: Option<u64>,
     pub addend: i64,
     /// True if the addend comes from the entry (RELA), false if it is implicit (REL).
     pub explicit_addend: bool,
@@ -149,6 +151,7 @@ pub fn parse<'d>(
                 0
             };
             let symbol_index = (info >> 32) as u32;
+            let mut symbol_value = None;
             let symbol = if symbol_index == 0 {
                 None
             } else {
@@ -162,6 +165,7 @@ pub fn parse<'d>(
                         ),
                     )
                 })?;
+                symbol_value = s.is_defined().then_some(s.value);
                 // Section symbols have no name of their own; like LLVM, name them by their section.
                 if s.elf_type == crate::symbols::STT_SECTION && s.name.is_empty() {
                     s.section.or(Some(s.name))
@@ -176,6 +180,7 @@ pub fn parse<'d>(
                 r_type: RelocType(info as u32),
                 symbol_index,
                 symbol,
+                symbol_value,
                 addend,
                 explicit_addend: explicit,
             });

@@ -20,9 +20,47 @@ fn readelf_json(path: &std::path::Path, args: &[&str]) -> Option<Value> {
     Some(v[0].clone())
 }
 
+/// Code objects written by our writer with edits: they must read back as LLVM reads them too.
+fn edited() -> Vec<(String, Vec<u8>)> {
+    use inlay_codeobj::symbols::{Binding, Visibility, STT_FUNC};
+    use inlay_codeobj::write::{Builder, NewSymbol};
+    let mut out = Vec::new();
+    for link in [false, true] {
+        let Some(bytes) = support::build(support::SAMPLE, "gfx90a", 5, link) else {
+            continue;
+        };
+        let co = CodeObject::parse(&bytes).unwrap();
+        let mut text = co.section_data(co.section(".text").unwrap()).to_vec();
+        text.resize(text.len() + 0x1004, 0);
+        let mut md = co.metadata.clone().unwrap();
+        md.unknown
+            .push(("inlay.pad".into(), rmpv::Value::from("p".repeat(3000))));
+        let mut b = Builder::new(&co);
+        b.set_section_data(".text", text).unwrap();
+        b.set_metadata(md).unwrap();
+        for (name, binding) in [
+            ("new_local", Binding::Local),
+            ("new_global", Binding::Global),
+        ] {
+            let s = NewSymbol {
+                name: name.into(),
+                section: ".text".into(),
+                offset: 0x10,
+                size: 4,
+                elf_type: STT_FUNC,
+                binding,
+                visibility: Visibility::Default,
+            };
+            b.add_symbol(s).unwrap();
+        }
+        out.push((format!("edited-{link}"), b.write().unwrap()));
+    }
+    out
+}
+
 #[test]
 fn header_symbols_and_relocations_match_llvm_readelf() {
-    for (name, bytes) in support::corpus() {
+    for (name, bytes) in support::corpus().into_iter().chain(edited()) {
         let co = CodeObject::parse(&bytes).unwrap();
         let path = support::temp_file("oracle-input", &bytes);
         let Some(j) = readelf_json(
@@ -171,7 +209,7 @@ fn yaml_pairs(yaml: &str) -> HashMap<String, Vec<String>> {
 
 #[test]
 fn metadata_matches_llvm_readelf_notes() {
-    for (name, bytes) in support::corpus() {
+    for (name, bytes) in support::corpus().into_iter().chain(edited()) {
         let co = CodeObject::parse(&bytes).unwrap();
         let path = support::temp_file("oracle-notes", &bytes);
         let Some(j) = readelf_json(&path, &["--notes"]) else {
@@ -257,7 +295,7 @@ fn kernel_descriptors_match_llvm_objdump() {
     let Some(objdump) = support::tool("llvm-objdump-19") else {
         return;
     };
-    for (name, bytes) in support::corpus() {
+    for (name, bytes) in support::corpus().into_iter().chain(edited()) {
         let co = CodeObject::parse(&bytes).unwrap();
         if co.is_relocatable() {
             continue; // descriptor entry offsets are relocations there; the .hsaco covers the fields

@@ -260,3 +260,49 @@ fn changed_metadata_and_descriptor_are_read_back() {
         );
     }
 }
+
+/// ld.lld-19 links a relocatable object we edited into a code object that reads back right.
+#[test]
+fn edited_relocatable_objects_link_with_lld() {
+    let Some(bytes) = support::build(support::SAMPLE, "gfx90a", 5, false) else {
+        return;
+    };
+    let Some(lld) = support::tool("ld.lld-19") else {
+        return;
+    };
+    let co = CodeObject::parse(&bytes).unwrap();
+    let mut b = Builder::new(&co);
+    let mut text = co.section_data(co.section(".text").unwrap()).to_vec();
+    text.extend(std::iter::repeat_n(0xbf80_0000u32.to_le_bytes(), 0x400).flatten());
+    b.set_section_data(".text", text).unwrap();
+    b.add_symbol(NewSymbol {
+        name: "tail_probe".into(),
+        section: ".text".into(),
+        offset: co.section(".text").unwrap().size,
+        size: 0x1000,
+        elf_type: STT_FUNC,
+        binding: Binding::Global,
+        visibility: Visibility::Protected,
+    })
+    .unwrap();
+    let obj = support::temp_file("lld-in.o", &b.write().unwrap());
+    let linked = obj.with_extension("hsaco");
+    let status = std::process::Command::new(lld)
+        .arg("-shared")
+        .arg(&obj)
+        .arg("-o")
+        .arg(&linked)
+        .status()
+        .unwrap();
+    assert!(status.success(), "ld.lld-19 rejected our object");
+    let out = std::fs::read(&linked).unwrap();
+    let linked = CodeObject::parse(&out).unwrap();
+    assert_eq!(linked.kernels.len(), 3);
+    for k in &linked.kernels {
+        assert_eq!(k.entry_symbol, Some(k.name));
+    }
+    let probe = linked.symbols.get("tail_probe").unwrap();
+    assert_eq!(probe.kind, SymbolKind::DeviceFunction);
+    let text = linked.section(".text").unwrap();
+    assert_eq!(probe.value + probe.size, text.addr + text.size);
+}
