@@ -1,0 +1,377 @@
+//! The device: memory, loading, and dispatch of a grid of workgroups over
+//! host threads, with native statistics and fault reports.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use inlay_isa::Opcode;
+use rayon::prelude::*;
+
+use crate::fault::{FaultKind, FaultReport};
+use crate::kernarg::{fill_hidden, Hidden};
+use crate::memory::{Fault, MemKind, Memory};
+use crate::program::{LoadError, Program};
+use crate::workgroup::{Launch, WaveFault};
+
+/// LDS per workgroup on gfx90a.
+pub const MAX_LDS: u32 = 64 * 1024;
+/// Default watchdog: instructions one wave may execute in a dispatch.
+pub const DEFAULT_BUDGET: u64 = 1 << 30;
+
+/// Native counts of one dispatch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Wave instructions executed.
+    pub instructions: u64,
+    /// By opcode name (as inlay-isa names it, without encoding suffix).
+    pub per_opcode: BTreeMap<&'static str, u64>,
+    /// By instruction offset in the code object.
+    pub per_pc: BTreeMap<u64, u64>,
+    pub workgroups: u64,
+    pub waves: u64,
+    /// Wall time of the dispatch (not part of equality-relevant counts).
+    pub wall: Duration,
+}
+
+impl Stats {
+    /// Wave instructions per second of wall time, in millions.
+    pub fn mips(&self) -> f64 {
+        self.instructions as f64 / self.wall.as_secs_f64().max(1e-9) / 1e6
+    }
+}
+
+pub struct Device {
+    mem: Memory,
+    pool: rayon::ThreadPool,
+    budget: u64,
+    next_dispatch_id: AtomicU64,
+}
+
+impl Default for Device {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Device {
+    /// A device running workgroups on all host cores.
+    pub fn new() -> Device {
+        Self::with_threads(0)
+    }
+
+    /// A device running workgroups on `threads` host threads (0: all cores).
+    pub fn with_threads(threads: usize) -> Device {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .or_else(|_| rayon::ThreadPoolBuilder::new().num_threads(1).build());
+        let pool = match pool {
+            Ok(p) => p,
+            // A pool of one thread only fails if the OS refuses threads at all.
+            Err(e) => panic!("cannot start a worker thread: {e}"),
+        };
+        Device {
+            mem: Memory::new(),
+            pool,
+            budget: DEFAULT_BUDGET,
+            next_dispatch_id: AtomicU64::new(1),
+        }
+    }
+
+    /// Sets the watchdog: instructions one wave may execute per dispatch.
+    pub fn set_watchdog(&mut self, budget: u64) {
+        self.budget = budget;
+    }
+
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    pub fn memory(&self) -> &Memory {
+        &self.mem
+    }
+
+    /// Allocates zeroed device memory.
+    pub fn alloc(&self, size: u64) -> Result<u64, Fault> {
+        self.mem.alloc(size, 256, MemKind::Device, 0)
+    }
+
+    pub fn free(&self, addr: u64) -> Result<(), Fault> {
+        self.mem.free(addr).map(|_| ())
+    }
+
+    /// Copies host bytes to device memory.
+    pub fn write(&self, addr: u64, data: &[u8]) -> Result<(), Fault> {
+        self.mem.write_bytes(addr, data)
+    }
+
+    /// Copies device memory to host bytes.
+    pub fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), Fault> {
+        self.mem.read_bytes(addr, out)
+    }
+
+    /// Allocates and fills a buffer of 32-bit words.
+    pub fn upload_u32(&self, data: &[u32]) -> Result<u64, Fault> {
+        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.upload(&bytes)
+    }
+
+    /// Allocates and fills a buffer.
+    pub fn upload(&self, bytes: &[u8]) -> Result<u64, Fault> {
+        let a = self.alloc(bytes.len().max(1) as u64)?;
+        self.write(a, bytes)?;
+        Ok(a)
+    }
+
+    /// Reads `n` 32-bit words.
+    pub fn download_u32(&self, addr: u64, n: usize) -> Result<Vec<u32>, Fault> {
+        let mut b = vec![0u8; n * 4];
+        self.read(addr, &mut b)?;
+        Ok(b.chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+
+    /// Reads `n` 64-bit words.
+    pub fn download_u64(&self, addr: u64, n: usize) -> Result<Vec<u64>, Fault> {
+        let mut b = vec![0u8; n * 8];
+        self.read(addr, &mut b)?;
+        Ok(b.chunks_exact(8)
+            .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect())
+    }
+
+    /// Loads a code object into device memory and predecodes it.
+    pub fn load(&self, code_object: &[u8]) -> Result<Program, LoadError> {
+        Program::load(&self.mem, code_object)
+    }
+
+    /// Frees a program's device memory.
+    pub fn unload(&self, program: Program) -> Result<(), Fault> {
+        self.free(program.base)
+    }
+
+    /// Runs `kernel` over `grid` work-items in workgroups of `wg` work-items.
+    /// `args` are the explicit kernel arguments; hidden ones are filled in.
+    pub fn dispatch(
+        &self,
+        program: &Program,
+        kernel: &str,
+        grid: [u32; 3],
+        wg: [u32; 3],
+        args: &[u8],
+    ) -> Result<Stats, Box<FaultReport>> {
+        let refuse = |why: String| {
+            Box::new(FaultReport {
+                kernel: kernel.to_string(),
+                workgroup: [0; 3],
+                wave: 0,
+                pc: 0,
+                pc_offset: 0,
+                instruction: String::new(),
+                address: None,
+                kind: FaultKind::Launch(why),
+            })
+        };
+        let k = program
+            .kernel(kernel)
+            .ok_or_else(|| refuse(format!("no kernel named {kernel}")))?;
+        if grid.contains(&0) || wg.contains(&0) {
+            return Err(refuse("empty grid or workgroup".into()));
+        }
+        let wg_items = wg[0] as u64 * wg[1] as u64 * wg[2] as u64;
+        if wg_items > 1024 || wg[0] > 1024 || wg[1] > 1024 || wg[2] > 1024 {
+            return Err(refuse(format!(
+                "workgroup of {wg_items} work-items (max 1024)"
+            )));
+        }
+        let lds_size = k.descriptor.group_segment_fixed_size;
+        if lds_size > MAX_LDS {
+            return Err(refuse(format!("{lds_size} bytes of LDS (max {MAX_LDS})")));
+        }
+        let priv_size = k.descriptor.private_segment_fixed_size;
+        if priv_size > 1 << 20 {
+            return Err(refuse(format!("{priv_size} bytes of scratch per lane")));
+        }
+        if k.decoded.vgpr_count > 512 {
+            return Err(refuse(format!("{} VGPRs", k.decoded.vgpr_count)));
+        }
+
+        let setup = self
+            .setup(k, grid, wg, args)
+            .map_err(|f| refuse(format!("device memory: {f}")))?;
+        let launch = Launch {
+            program,
+            mem: &self.mem,
+            kernel: k,
+            grid,
+            wg_size: wg,
+            dispatch_ptr: setup.packet,
+            queue_ptr: setup.queue,
+            kernarg_ptr: setup.kernarg,
+            dispatch_id: self.next_dispatch_id.fetch_add(1, Ordering::Relaxed),
+            lds_size,
+            priv_size,
+            budget: self.budget,
+        };
+        let result = self.run(&launch);
+        for a in [setup.packet, setup.queue, setup.kernarg] {
+            let _ = self.mem.free(a);
+        }
+        result
+    }
+
+    fn setup(
+        &self,
+        k: &crate::program::KernelInfo,
+        grid: [u32; 3],
+        wg: [u32; 3],
+        args: &[u8],
+    ) -> Result<Setup, Fault> {
+        let queue = self.mem.alloc(256, 64, MemKind::Runtime, 0)?;
+        let size = (k.kernarg_size as usize).max(args.len()).max(8);
+        let mut kernarg = vec![0u8; size];
+        kernarg[..args.len()].copy_from_slice(args);
+        let hidden = Hidden {
+            grid,
+            wg_size: wg,
+            queue_ptr: queue,
+        };
+        fill_hidden(&k.args, &hidden, &mut kernarg);
+        let ka = self.mem.alloc(size as u64, 64, MemKind::Kernarg, 0)?;
+        self.mem.write_bytes(ka, &kernarg)?;
+        // hsa_kernel_dispatch_packet_t, so the dispatch pointer is real.
+        let mut p = [0u8; 64];
+        let dims = if grid[2] > 1 {
+            3u16
+        } else if grid[1] > 1 {
+            2
+        } else {
+            1
+        };
+        p[0..2].copy_from_slice(&2u16.to_le_bytes()); // HSA_PACKET_TYPE_KERNEL_DISPATCH
+        p[2..4].copy_from_slice(&dims.to_le_bytes());
+        for d in 0..3 {
+            p[4 + 2 * d..6 + 2 * d].copy_from_slice(&(wg[d] as u16).to_le_bytes());
+            p[12 + 4 * d..16 + 4 * d].copy_from_slice(&grid[d].to_le_bytes());
+        }
+        p[24..28].copy_from_slice(&k.descriptor.private_segment_fixed_size.to_le_bytes());
+        p[28..32].copy_from_slice(&k.descriptor.group_segment_fixed_size.to_le_bytes());
+        p[32..40].copy_from_slice(&k.descriptor_addr.to_le_bytes());
+        p[40..48].copy_from_slice(&ka.to_le_bytes());
+        let packet = self.mem.alloc(64, 64, MemKind::Runtime, 0)?;
+        self.mem.write_bytes(packet, &p)?;
+        Ok(Setup {
+            packet,
+            queue,
+            kernarg: ka,
+        })
+    }
+
+    fn run(&self, launch: &Launch<'_>) -> Result<Stats, Box<FaultReport>> {
+        let start = Instant::now();
+        let counts = [
+            launch.grid[0].div_ceil(launch.wg_size[0]),
+            launch.grid[1].div_ceil(launch.wg_size[1]),
+            launch.grid[2].div_ceil(launch.wg_size[2]),
+        ];
+        let total = counts[0] as u64 * counts[1] as u64 * counts[2] as u64;
+        let n_insts = launch.program.insts.len();
+        let abort = AtomicBool::new(false);
+        // The fault of the lowest-numbered workgroup that faulted wins.
+        let first_fault: Mutex<Option<(u64, [u32; 3], WaveFault)>> = Mutex::new(None);
+        let per_pc = self.pool.install(|| {
+            (0..total)
+                .into_par_iter()
+                .fold(
+                    || (vec![0u64; n_insts], Vec::new()),
+                    |(mut pcs, mut lds), n| {
+                        if abort.load(Ordering::Relaxed) {
+                            return (pcs, lds);
+                        }
+                        let wg = [
+                            (n % counts[0] as u64) as u32,
+                            (n / counts[0] as u64 % counts[1] as u64) as u32,
+                            (n / (counts[0] as u64 * counts[1] as u64)) as u32,
+                        ];
+                        if let Err(f) = launch.run(wg, &mut lds, &mut pcs) {
+                            abort.store(true, Ordering::Relaxed);
+                            let mut slot = first_fault.lock().unwrap_or_else(|e| e.into_inner());
+                            if slot.as_ref().is_none_or(|(m, _, _)| n < *m) {
+                                *slot = Some((n, wg, f));
+                            }
+                        }
+                        (pcs, lds)
+                    },
+                )
+                .map(|(pcs, _)| pcs)
+                .reduce(
+                    || vec![0u64; n_insts],
+                    |mut a, b| {
+                        a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                        a
+                    },
+                )
+        });
+        let fault = first_fault.into_inner().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, wg, f)) = fault {
+            return Err(Box::new(self.report(launch, wg, f)));
+        }
+        let mut stats = Stats {
+            workgroups: total,
+            wall: start.elapsed(),
+            ..Stats::default()
+        };
+        stats.waves = (0..total)
+            .map(|n| {
+                let wg = [
+                    (n % counts[0] as u64) as u32,
+                    (n / counts[0] as u64 % counts[1] as u64) as u32,
+                    (n / (counts[0] as u64 * counts[1] as u64)) as u32,
+                ];
+                let s = launch.actual_size(wg);
+                (s[0] * s[1] * s[2]).div_ceil(64) as u64
+            })
+            .sum();
+        for (idx, &c) in per_pc.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            let inst = &launch.program.insts[idx];
+            stats.instructions += c;
+            stats.per_pc.insert(inst.addr, c);
+            *stats
+                .per_opcode
+                .entry(Opcode(inst.opcode).name())
+                .or_insert(0) += c;
+        }
+        Ok(stats)
+    }
+
+    fn report(&self, launch: &Launch<'_>, wg: [u32; 3], f: WaveFault) -> FaultReport {
+        let p = launch.program;
+        let (pc_offset, instruction) =
+            match (p.insts.get(f.inst as usize), p.decoded.get(f.inst as usize)) {
+                (Some(i), Some(d)) => (i.addr, inlay_isa::format::to_string(d)),
+                _ => (0, String::from("<no instruction>")),
+            };
+        FaultReport {
+            kernel: launch.kernel.name.clone(),
+            workgroup: wg,
+            wave: f.wave,
+            pc: p.base + pc_offset,
+            pc_offset,
+            instruction,
+            address: f.exc.addr,
+            kind: f.exc.kind,
+        }
+    }
+}
+
+struct Setup {
+    packet: u64,
+    queue: u64,
+    kernarg: u64,
+}

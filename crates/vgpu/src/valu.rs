@@ -1,0 +1,668 @@
+//! Vector ALU: per-lane operations under EXEC, VOPC compares, carries,
+//! cross-lane moves (DPP, readlane/writelane, mbcnt), AGPR moves and MFMA.
+
+use crate::fault::{Exception, FaultKind};
+use crate::inst::{Inst, Op, Src, Ty};
+use crate::wave::{
+    bfe32, compare_f64, compare_i32, compare_i64, compare_u32, compare_u64, lanes, Wave,
+};
+
+const SIGN32: u32 = 0x8000_0000;
+const SIGN64: u64 = 1 << 63;
+
+fn f32b(x: u32) -> f32 {
+    f32::from_bits(x)
+}
+fn f64b(x: u64) -> f64 {
+    f64::from_bits(x)
+}
+
+/// x · 2^e without intermediate overflow (each step scales exactly).
+pub fn ldexp(mut x: f64, e: i32) -> f64 {
+    let mut e = e.clamp(-2300, 2300);
+    while e > 1000 {
+        x *= f64::from_bits(((1000 + 1023) as u64) << 52);
+        e -= 1000;
+    }
+    while e < -1000 {
+        x *= f64::from_bits(((1023 - 1000) as u64) << 52);
+        e += 1000;
+    }
+    x * f64::from_bits(((e + 1023) as u64) << 52)
+}
+
+/// `v_cmp_class`: which of the ten classes the value is in, as mask bits.
+fn class_bit_f64(x: f64) -> u32 {
+    let neg = x.is_sign_negative();
+    let b = if x.is_nan() {
+        // Bit 51 set: quiet NaN.
+        if x.to_bits() >> 51 & 1 != 0 {
+            1
+        } else {
+            0
+        }
+    } else if x.is_infinite() {
+        if neg {
+            2
+        } else {
+            9
+        }
+    } else if x == 0.0 {
+        if neg {
+            5
+        } else {
+            6
+        }
+    } else if x.is_subnormal() {
+        if neg {
+            4
+        } else {
+            7
+        }
+    } else if neg {
+        3
+    } else {
+        8
+    };
+    1 << b
+}
+
+fn class_bit_f32(x: f32) -> u32 {
+    if x.is_nan() {
+        return if x.to_bits() >> 22 & 1 != 0 { 2 } else { 1 };
+    }
+    class_bit_f64(x as f64)
+}
+
+impl Wave {
+    /// Src0 seen through DPP: per-lane values and the lanes that may be written.
+    fn dpp_src0(&self, i: &Inst) -> ([u32; 64], u64) {
+        let Src::V(n) = i.src[0] else {
+            return ([0; 64], 0);
+        };
+        let src = self.v[n as usize];
+        let ctrl = i.dpp & 0x1ff;
+        let bound_zero = i.dpp >> 9 & 1 != 0;
+        let bank_mask = i.dpp >> 12 & 0xf;
+        let row_mask = i.dpp >> 16 & 0xf;
+        let exec = self.exec();
+        let mut vals = [0u32; 64];
+        let mut write = 0u64;
+        for (l, val) in vals.iter_mut().enumerate() {
+            let (row, col) = (l / 16, l % 16);
+            if row_mask >> row & 1 == 0 || bank_mask >> (col / 4) & 1 == 0 {
+                continue;
+            }
+            let from: Option<usize> = match ctrl {
+                0x000..=0x0ff => Some(l & !3 | (ctrl as usize >> ((l & 3) * 2) & 3)),
+                0x101..=0x10f => {
+                    let k = (ctrl & 0xf) as usize;
+                    (col + k < 16).then_some(l + k)
+                }
+                0x111..=0x11f => {
+                    let k = (ctrl & 0xf) as usize;
+                    (col >= k).then(|| l - k)
+                }
+                0x121..=0x12f => {
+                    let k = (ctrl & 0xf) as usize;
+                    Some(row * 16 + (col + 16 - k) % 16)
+                }
+                0x130 => (l < 63).then_some(l + 1),
+                0x134 => Some((l + 1) % 64),
+                0x138 => (l > 0).then(|| l - 1),
+                0x13c => Some((l + 63) % 64),
+                0x140 => Some(row * 16 + 15 - col),
+                0x141 => Some(row * 16 + (col & 8) + 7 - (col & 7)),
+                0x142 => (row > 0).then(|| row * 16 - 1),
+                0x143 => (l >= 32).then_some(31),
+                _ => None,
+            };
+            match from {
+                Some(f) if exec >> f & 1 != 0 => {
+                    *val = src[f];
+                    write |= 1 << l;
+                }
+                _ if bound_zero => {
+                    *val = 0;
+                    write |= 1 << l;
+                }
+                _ => {}
+            }
+        }
+        (vals, write)
+    }
+
+    fn fin32(&self, x: u32, i: &Inst, k: u32) -> u32 {
+        let mut x = x;
+        if i.abs >> k & 1 != 0 {
+            x &= !SIGN32;
+        }
+        if i.neg >> k & 1 != 0 {
+            x ^= SIGN32;
+        }
+        x
+    }
+    fn fin64(&self, x: u64, i: &Inst, k: u32) -> u64 {
+        let mut x = x;
+        if i.abs >> k & 1 != 0 {
+            x &= !SIGN64;
+        }
+        if i.neg >> k & 1 != 0 {
+            x ^= SIGN64;
+        }
+        x
+    }
+    fn fout32(r: f32, i: &Inst) -> u32 {
+        let r = match i.omod {
+            1 => r * 2.0,
+            2 => r * 4.0,
+            3 => r * 0.5,
+            _ => r,
+        };
+        let r = if i.clamp {
+            if r.is_nan() {
+                0.0
+            } else {
+                r.clamp(0.0, 1.0)
+            }
+        } else {
+            r
+        };
+        r.to_bits()
+    }
+    fn fout64(r: f64, i: &Inst) -> u64 {
+        let r = match i.omod {
+            1 => r * 2.0,
+            2 => r * 4.0,
+            3 => r * 0.5,
+            _ => r,
+        };
+        let r = if i.clamp {
+            if r.is_nan() {
+                0.0
+            } else {
+                r.clamp(0.0, 1.0)
+            }
+        } else {
+            r
+        };
+        r.to_bits()
+    }
+
+    /// 32-bit in, 32-bit out, lane by lane (DPP-aware).
+    fn map32(&mut self, i: &Inst, f: impl Fn(u32, u32, u32) -> u32) {
+        let dst = i.dst as usize;
+        if i.dpp != 0 {
+            let (vals, write) = self.dpp_src0(i);
+            for l in lanes(self.exec() & write) {
+                let r = f(vals[l], self.rd(i.src[1], l), self.rd(i.src[2], l));
+                self.v[dst][l] = r;
+            }
+            return;
+        }
+        for l in lanes(self.exec()) {
+            let r = f(
+                self.rd(i.src[0], l),
+                self.rd(i.src[1], l),
+                self.rd(i.src[2], l),
+            );
+            self.v[dst][l] = r;
+        }
+    }
+
+    /// f32 operation with input/output modifiers.
+    fn mapf32(&mut self, i: &Inst, f: impl Fn(f32, f32, f32) -> f32) {
+        let dst = i.dst as usize;
+        let (vals, write) = if i.dpp != 0 {
+            let (v, w) = self.dpp_src0(i);
+            (Some(v), w)
+        } else {
+            (None, u64::MAX)
+        };
+        for l in lanes(self.exec() & write) {
+            let x = match &vals {
+                Some(v) => v[l],
+                None => self.rd(i.src[0], l),
+            };
+            let x = self.fin32(x, i, 0);
+            let y = self.fin32(self.rd(i.src[1], l), i, 1);
+            let z = self.fin32(self.rd(i.src[2], l), i, 2);
+            self.v[dst][l] = Self::fout32(f(f32b(x), f32b(y), f32b(z)), i);
+        }
+    }
+
+    /// f64 operation with modifiers.
+    fn mapf64(&mut self, i: &Inst, f: impl Fn(f64, f64, f64) -> f64) {
+        let exec = self.exec();
+        let mut out = [0u64; 64];
+        for l in lanes(exec) {
+            let x = self.fin64(self.rd64(i.src[0], l, true), i, 0);
+            let y = self.fin64(self.rd64(i.src[1], l, true), i, 1);
+            let z = self.fin64(self.rd64(i.src[2], l, true), i, 2);
+            out[l] = Self::fout64(f(f64b(x), f64b(y), f64b(z)), i);
+        }
+        self.write64(i.dst, exec, &out);
+    }
+
+    /// General lane-wise form: compute every active lane first, then write
+    /// (so destinations may overlap sources).
+    fn lanewise(&mut self, i: &Inst, wide: bool, f: impl Fn(&Wave, usize) -> u64) {
+        let exec = self.exec();
+        let mut out = [0u64; 64];
+        for l in lanes(exec) {
+            out[l] = f(self, l);
+        }
+        if wide {
+            self.write64(i.dst, exec, &out);
+        } else {
+            let d = i.dst as usize;
+            for l in lanes(exec) {
+                self.v[d][l] = out[l] as u32;
+            }
+        }
+    }
+
+    fn write64(&mut self, dst: u16, exec: u64, out: &[u64; 64]) {
+        let d = dst as usize;
+        for l in lanes(exec) {
+            self.v[d][l] = out[l] as u32;
+            self.v[d + 1][l] = (out[l] >> 32) as u32;
+        }
+    }
+
+    /// Add/sub with carry: `f(x, y, carry_in) -> (result, carry_out)`.
+    fn carry_op(&mut self, i: &Inst, cin: bool, f: impl Fn(u32, u32, u32) -> (u32, bool)) {
+        let exec = self.exec();
+        let mask = if cin {
+            self.rd64(i.src[2], 0, false)
+        } else {
+            0
+        };
+        let mut cout = 0u64;
+        let d = i.dst as usize;
+        if i.dpp != 0 {
+            let (vals, write) = self.dpp_src0(i);
+            for l in lanes(exec & write) {
+                let (r, c) = f(vals[l], self.rd(i.src[1], l), (mask >> l & 1) as u32);
+                self.v[d][l] = r;
+                cout |= (c as u64) << l;
+            }
+        } else {
+            for l in lanes(exec) {
+                let (r, c) = f(
+                    self.rd(i.src[0], l),
+                    self.rd(i.src[1], l),
+                    (mask >> l & 1) as u32,
+                );
+                self.v[d][l] = r;
+                cout |= (c as u64) << l;
+            }
+        }
+        self.sw64(i.sdst as u16, cout);
+    }
+
+    fn compare(&mut self, i: &Inst) {
+        let exec = self.exec();
+        let mut m = 0u64;
+        for l in lanes(exec) {
+            let r = match i.ty {
+                Ty::F32 => {
+                    let x = f32b(self.fin32(self.rd(i.src[0], l), i, 0));
+                    let y = f32b(self.fin32(self.rd(i.src[1], l), i, 1));
+                    compare_f64(i.cond, x as f64, y as f64)
+                }
+                Ty::F64 => {
+                    let x = f64b(self.fin64(self.rd64(i.src[0], l, true), i, 0));
+                    let y = f64b(self.fin64(self.rd64(i.src[1], l, true), i, 1));
+                    compare_f64(i.cond, x, y)
+                }
+                Ty::U32 => compare_u32(i.cond, self.rd(i.src[0], l), self.rd(i.src[1], l)),
+                Ty::I32 => compare_i32(
+                    i.cond,
+                    self.rd(i.src[0], l) as i32,
+                    self.rd(i.src[1], l) as i32,
+                ),
+                Ty::U16 => compare_u32(
+                    i.cond,
+                    self.rd(i.src[0], l) & 0xffff,
+                    self.rd(i.src[1], l) & 0xffff,
+                ),
+                Ty::I16 => compare_i32(
+                    i.cond,
+                    self.rd(i.src[0], l) as i16 as i32,
+                    self.rd(i.src[1], l) as i16 as i32,
+                ),
+                Ty::U64 => compare_u64(
+                    i.cond,
+                    self.rd64(i.src[0], l, false),
+                    self.rd64(i.src[1], l, false),
+                ),
+                Ty::I64 => compare_i64(
+                    i.cond,
+                    self.rd64(i.src[0], l, false) as i64,
+                    self.rd64(i.src[1], l, false) as i64,
+                ),
+            };
+            m |= (r as u64) << l;
+        }
+        self.sw64(i.sdst as u16, m);
+        if i.op == Op::VCmpx {
+            self.set_exec(m);
+        }
+    }
+
+    fn compare_class(&mut self, i: &Inst) {
+        let exec = self.exec();
+        let mut m = 0u64;
+        for l in lanes(exec) {
+            let mask = self.rd(i.src[1], l);
+            let bit = match i.ty {
+                Ty::F64 => class_bit_f64(f64b(self.fin64(self.rd64(i.src[0], l, true), i, 0))),
+                _ => class_bit_f32(f32b(self.fin32(self.rd(i.src[0], l), i, 0))),
+            };
+            m |= ((mask & bit != 0) as u64) << l;
+        }
+        self.sw64(i.sdst as u16, m);
+        if i.ret {
+            self.set_exec(m);
+        }
+    }
+
+    /// v_mfma_f32_32x32x2f32: one 32×32 block, K = 2. Lane l holds A[l%32][l/32]
+    /// and B[l/32][l%32]; result register r of lane l is
+    /// C[8(r/4) + 4(l/32) + r%4][l%32].
+    fn mfma_32x32x2f32(&mut self, i: &Inst) {
+        let a_of = |w: &Wave, l: usize| f32b(w.rd(i.src[0], l));
+        let b_of = |w: &Wave, l: usize| f32b(w.rd(i.src[1], l));
+        let (Src::V(_) | Src::A(_), Src::V(_) | Src::A(_)) = (i.src[0], i.src[1]) else {
+            return;
+        };
+        let mut out = [[0u32; 64]; 16];
+        for (r, reg) in out.iter_mut().enumerate() {
+            for (l, o) in reg.iter_mut().enumerate() {
+                let row = 8 * (r / 4) + 4 * (l / 32) + r % 4;
+                let col = l % 32;
+                let c = match i.src[2] {
+                    Src::V(n) => self.v[n as usize + r][l],
+                    Src::A(n) => self.a[n as usize + r][l],
+                    s => self.rd(s, l),
+                };
+                let mut acc = f32b(c);
+                for k in 0..2 {
+                    acc = a_of(self, row + 32 * k).mul_add(b_of(self, col + 32 * k), acc);
+                }
+                *o = acc.to_bits();
+            }
+        }
+        let d = i.dst as usize;
+        for (r, reg) in out.iter().enumerate() {
+            if i.acc {
+                self.a[d + r] = *reg;
+            } else {
+                self.v[d + r] = *reg;
+            }
+        }
+    }
+
+    pub(crate) fn valu(&mut self, i: &Inst) -> Result<(), Exception> {
+        use Op::*;
+        match i.op {
+            VMovB32 => self.map32(i, |x, _, _| x),
+            VCndmaskB32 => {
+                let m = self.rd64(i.src[2], 0, false);
+                let d = i.dst as usize;
+                for l in lanes(self.exec()) {
+                    self.v[d][l] = if m >> l & 1 != 0 {
+                        self.rd(i.src[1], l)
+                    } else {
+                        self.rd(i.src[0], l)
+                    };
+                }
+            }
+            VAddF32 => self.mapf32(i, |x, y, _| x + y),
+            VSubF32 => self.mapf32(i, |x, y, _| x - y),
+            VSubrevF32 => self.mapf32(i, |x, y, _| y - x),
+            VMulF32 => self.mapf32(i, |x, y, _| x * y),
+            VMinF32 => self.mapf32(i, |x, y, _| x.min(y)),
+            VMaxF32 => self.mapf32(i, |x, y, _| x.max(y)),
+            VMin3F32 => self.mapf32(i, |x, y, z| x.min(y).min(z)),
+            VMax3F32 => self.mapf32(i, |x, y, z| x.max(y).max(z)),
+            VFmaF32 | VFmacF32 => self.mapf32(i, |x, y, z| x.mul_add(y, z)),
+            VMacF32 => self.mapf32(i, |x, y, z| x * y + z),
+            VLdexpF32 => {
+                let d = i.dst as usize;
+                for l in lanes(self.exec()) {
+                    let x = f32b(self.fin32(self.rd(i.src[0], l), i, 0));
+                    let e = self.rd(i.src[1], l) as i32;
+                    self.v[d][l] = (ldexp(x as f64, e) as f32).to_bits();
+                }
+            }
+            VMulI32I24 => self.map32(i, |x, y, _| {
+                ((x << 8) as i32 >> 8).wrapping_mul((y << 8) as i32 >> 8) as u32
+            }),
+            VMulU32U24 => self.map32(i, |x, y, _| (x & 0xff_ffff).wrapping_mul(y & 0xff_ffff)),
+            VMadU32U24 => self.map32(i, |x, y, z| {
+                (x & 0xff_ffff).wrapping_mul(y & 0xff_ffff).wrapping_add(z)
+            }),
+            VMinI32 => self.map32(i, |x, y, _| (x as i32).min(y as i32) as u32),
+            VMaxI32 => self.map32(i, |x, y, _| (x as i32).max(y as i32) as u32),
+            VMinU32 => self.map32(i, |x, y, _| x.min(y)),
+            VMaxU32 => self.map32(i, |x, y, _| x.max(y)),
+            VMin3I32 => self.map32(i, |x, y, z| (x as i32).min(y as i32).min(z as i32) as u32),
+            VMax3I32 => self.map32(i, |x, y, z| (x as i32).max(y as i32).max(z as i32) as u32),
+            VMin3U32 => self.map32(i, |x, y, z| x.min(y).min(z)),
+            VMax3U32 => self.map32(i, |x, y, z| x.max(y).max(z)),
+            VLshrrevB32 => self.map32(i, |x, y, _| y >> (x & 31)),
+            VAshrrevI32 => self.map32(i, |x, y, _| ((y as i32) >> (x & 31)) as u32),
+            VLshlrevB32 => self.map32(i, |x, y, _| y << (x & 31)),
+            VAndB32 => self.map32(i, |x, y, _| x & y),
+            VOrB32 => self.map32(i, |x, y, _| x | y),
+            VXorB32 => self.map32(i, |x, y, _| x ^ y),
+            VNotB32 => self.map32(i, |x, _, _| !x),
+            VBfrevB32 => self.map32(i, |x, _, _| x.reverse_bits()),
+            VFfbhU32 => self.map32(
+                i,
+                |x, _, _| {
+                    if x == 0 {
+                        u32::MAX
+                    } else {
+                        x.leading_zeros()
+                    }
+                },
+            ),
+            VFfblB32 => self.map32(
+                i,
+                |x, _, _| {
+                    if x == 0 {
+                        u32::MAX
+                    } else {
+                        x.trailing_zeros()
+                    }
+                },
+            ),
+            VAddU32 => self.map32(i, |x, y, _| x.wrapping_add(y)),
+            VSubU32 => self.map32(i, |x, y, _| x.wrapping_sub(y)),
+            VSubrevU32 => self.map32(i, |x, y, _| y.wrapping_sub(x)),
+            VAddCoU32 => self.carry_op(i, false, |x, y, _| x.overflowing_add(y)),
+            VSubCoU32 => self.carry_op(i, false, |x, y, _| x.overflowing_sub(y)),
+            VSubrevCoU32 => self.carry_op(i, false, |x, y, _| y.overflowing_sub(x)),
+            VAddcCoU32 => self.carry_op(i, true, |x, y, c| {
+                let r = x as u64 + y as u64 + c as u64;
+                (r as u32, r >> 32 != 0)
+            }),
+            VSubbCoU32 => self.carry_op(i, true, |x, y, c| {
+                (
+                    x.wrapping_sub(y).wrapping_sub(c),
+                    (y as u64 + c as u64) > x as u64,
+                )
+            }),
+            VSubbrevCoU32 => self.carry_op(i, true, |x, y, c| {
+                (
+                    y.wrapping_sub(x).wrapping_sub(c),
+                    (x as u64 + c as u64) > y as u64,
+                )
+            }),
+            VMulLoU32 => self.map32(i, |x, y, _| x.wrapping_mul(y)),
+            VMulHiU32 => self.map32(i, |x, y, _| ((x as u64 * y as u64) >> 32) as u32),
+            VMulHiI32 => self.map32(i, |x, y, _| {
+                ((x as i32 as i64 * y as i32 as i64) >> 32) as u32
+            }),
+            VAdd3U32 => self.map32(i, |x, y, z| x.wrapping_add(y).wrapping_add(z)),
+            VLshlAddU32 => self.map32(i, |x, y, z| (x << (y & 31)).wrapping_add(z)),
+            VAddLshlU32 => self.map32(i, |x, y, z| x.wrapping_add(y) << (z & 31)),
+            VLshlOrB32 => self.map32(i, |x, y, z| (x << (y & 31)) | z),
+            VAndOrB32 => self.map32(i, |x, y, z| (x & y) | z),
+            VOr3B32 => self.map32(i, |x, y, z| x | y | z),
+            VXadU32 => self.map32(i, |x, y, z| (x ^ y).wrapping_add(z)),
+            VBfeU32 => self.map32(i, |x, y, z| bfe32(x, y & 31, z & 31, false)),
+            VBfeI32 => self.map32(i, |x, y, z| bfe32(x, y & 31, z & 31, true)),
+            VBfiB32 => self.map32(i, |x, y, z| (x & y) | (!x & z)),
+            VAlignbitB32 => self.map32(i, |x, y, z| {
+                ((((x as u64) << 32) | y as u64) >> (z & 31)) as u32
+            }),
+            VBcntU32B32 => self.map32(i, |x, y, _| x.count_ones().wrapping_add(y)),
+            VMbcntLoU32B32 => {
+                let d = i.dst as usize;
+                for l in lanes(self.exec()) {
+                    let m = self.rd(i.src[0], l) as u64 & ((1u64 << l.min(32)) - 1);
+                    self.v[d][l] = m.count_ones().wrapping_add(self.rd(i.src[1], l));
+                }
+            }
+            VMbcntHiU32B32 => {
+                let d = i.dst as usize;
+                for l in lanes(self.exec()) {
+                    let below = if l >= 32 { (1u64 << (l - 32)) - 1 } else { 0 };
+                    let m = self.rd(i.src[0], l) as u64 & below;
+                    self.v[d][l] = m.count_ones().wrapping_add(self.rd(i.src[1], l));
+                }
+            }
+            VCvtF32I32 => self.map32(i, |x, _, _| (x as i32 as f32).to_bits()),
+            VCvtF32U32 => self.map32(i, |x, _, _| (x as f32).to_bits()),
+            VCvtU32F32 => {
+                let d = i.dst as usize;
+                for l in lanes(self.exec()) {
+                    let x = f32b(self.fin32(self.rd(i.src[0], l), i, 0));
+                    self.v[d][l] = x as u32;
+                }
+            }
+            VCvtI32F32 => {
+                let d = i.dst as usize;
+                for l in lanes(self.exec()) {
+                    let x = f32b(self.fin32(self.rd(i.src[0], l), i, 0));
+                    self.v[d][l] = x as i32 as u32;
+                }
+            }
+            VRcpF32 | VRcpIflagF32 => self.mapf32(i, |x, _, _| 1.0 / x),
+            VRsqF32 => self.mapf32(i, |x, _, _| 1.0 / x.sqrt()),
+            VSqrtF32 => self.mapf32(i, |x, _, _| x.sqrt()),
+            VFractF32 => self.mapf32(i, |x, _, _| {
+                if x.is_infinite() {
+                    f32::NAN
+                } else {
+                    (x - x.floor()).min(f32::from_bits(0x3f7f_ffff))
+                }
+            }),
+            VTruncF32 => self.mapf32(i, |x, _, _| x.trunc()),
+            VFloorF32 => self.mapf32(i, |x, _, _| x.floor()),
+            VCeilF32 => self.mapf32(i, |x, _, _| x.ceil()),
+            VRndneF32 => self.mapf32(i, |x, _, _| x.round_ties_even()),
+            VExpF32 => self.mapf32(i, |x, _, _| x.exp2()),
+            VLogF32 => self.mapf32(i, |x, _, _| x.log2()),
+            VCvtF64F32 => self.lanewise(i, true, |w, l| {
+                (f32b(w.fin32(w.rd(i.src[0], l), i, 0)) as f64).to_bits()
+            }),
+            VCvtF64I32 => {
+                self.lanewise(i, true, |w, l| (w.rd(i.src[0], l) as i32 as f64).to_bits())
+            }
+            VCvtF64U32 => self.lanewise(i, true, |w, l| (w.rd(i.src[0], l) as f64).to_bits()),
+            VCvtF32F64 => self.lanewise(i, false, |w, l| {
+                (f64b(w.fin64(w.rd64(i.src[0], l, true), i, 0)) as f32).to_bits() as u64
+            }),
+            VCvtI32F64 => self.lanewise(i, false, |w, l| {
+                f64b(w.fin64(w.rd64(i.src[0], l, true), i, 0)) as i32 as u32 as u64
+            }),
+            VCvtU32F64 => self.lanewise(i, false, |w, l| {
+                f64b(w.fin64(w.rd64(i.src[0], l, true), i, 0)) as u32 as u64
+            }),
+            VAddF64 => self.mapf64(i, |x, y, _| x + y),
+            VMulF64 => self.mapf64(i, |x, y, _| x * y),
+            VMinF64 => self.mapf64(i, |x, y, _| x.min(y)),
+            VMaxF64 => self.mapf64(i, |x, y, _| x.max(y)),
+            VFmaF64 | VFmacF64 => self.mapf64(i, |x, y, z| x.mul_add(y, z)),
+            VRcpF64 => self.mapf64(i, |x, _, _| 1.0 / x),
+            VRsqF64 => self.mapf64(i, |x, _, _| 1.0 / x.sqrt()),
+            VSqrtF64 => self.mapf64(i, |x, _, _| x.sqrt()),
+            VLdexpF64 => self.lanewise(i, true, |w, l| {
+                let x = f64b(w.fin64(w.rd64(i.src[0], l, true), i, 0));
+                ldexp(x, w.rd(i.src[1], l) as i32).to_bits()
+            }),
+            VLshlrevB64 => self.lanewise(i, true, |w, l| {
+                w.rd64(i.src[1], l, false) << (w.rd(i.src[0], l) & 63)
+            }),
+            VLshrrevB64 => self.lanewise(i, true, |w, l| {
+                w.rd64(i.src[1], l, false) >> (w.rd(i.src[0], l) & 63)
+            }),
+            VAshrrevI64 => self.lanewise(i, true, |w, l| {
+                ((w.rd64(i.src[1], l, false) as i64) >> (w.rd(i.src[0], l) & 63)) as u64
+            }),
+            VMadU64U32 | VMadI64I32 => {
+                let exec = self.exec();
+                let mut out = [0u64; 64];
+                let mut cout = 0u64;
+                for l in lanes(exec) {
+                    let (x, y) = (self.rd(i.src[0], l), self.rd(i.src[1], l));
+                    let z = self.rd64(i.src[2], l, false);
+                    let (r, c) = if i.op == VMadU64U32 {
+                        let p = x as u128 * y as u128 + z as u128;
+                        (p as u64, p >> 64 != 0)
+                    } else {
+                        let p = x as i32 as i128 * y as i32 as i128 + z as i64 as i128;
+                        (p as u64, p < i64::MIN as i128 || p > i64::MAX as i128)
+                    };
+                    out[l] = r;
+                    cout |= (c as u64) << l;
+                }
+                self.write64(i.dst, exec, &out);
+                self.sw64(i.sdst as u16, cout);
+            }
+            VCmp | VCmpx => self.compare(i),
+            VCmpClass => self.compare_class(i),
+            VReadlaneB32 => {
+                let lane = (self.s32(i.src[1]) & 63) as usize;
+                let v = self.rd(i.src[0], lane);
+                self.sw32(i.dst, v);
+            }
+            VReadfirstlaneB32 => {
+                let e = self.exec();
+                let lane = if e == 0 {
+                    0
+                } else {
+                    e.trailing_zeros() as usize
+                };
+                let v = self.rd(i.src[0], lane);
+                self.sw32(i.dst, v);
+            }
+            VWritelaneB32 => {
+                let lane = (self.s32(i.src[1]) & 63) as usize;
+                let v = self.s32(i.src[0]);
+                self.v[i.dst as usize][lane] = v;
+            }
+            VAccvgprWriteB32 => {
+                let d = i.dst as usize;
+                for l in lanes(self.exec()) {
+                    self.a[d][l] = self.rd(i.src[0], l);
+                }
+            }
+            VAccvgprReadB32 => self.map32(i, |x, _, _| x),
+            VAccvgprMovB32 => {
+                let d = i.dst as usize;
+                for l in lanes(self.exec()) {
+                    self.a[d][l] = self.rd(i.src[0], l);
+                }
+            }
+            VMfmaF32_32x32x2f32 => self.mfma_32x32x2f32(i),
+            _ => return Err(Exception::new(FaultKind::Unimplemented)),
+        }
+        Ok(())
+    }
+}

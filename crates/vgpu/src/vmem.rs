@@ -1,0 +1,446 @@
+//! Memory instructions: SMEM, GLOBAL/FLAT/SCRATCH, MUBUF and DS (LDS and
+//! the cross-lane DS permutes). Addresses are formed per lane; each access is
+//! checked (device memory through the allocation table, LDS and scratch
+//! against their sizes) before it is made.
+
+use crate::access::{atomic32, atomic64, load, rmw32, store};
+use crate::fault::{Exception, FaultKind};
+use crate::inst::{Atomic, Inst, Op, Src, Width};
+use crate::wave::{lanes, Env, Wave, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI};
+
+/// Where one lane's access goes.
+#[derive(Clone, Copy)]
+enum Place {
+    Global(u64),
+    Lds(u64),
+    Private(u64),
+}
+
+fn extend(w: Width, raw: u32) -> u32 {
+    match w {
+        Width::U8 => raw & 0xff,
+        Width::I8 => raw as u8 as i8 as i32 as u32,
+        Width::U16 => raw & 0xffff,
+        Width::I16 => raw as u16 as i16 as i32 as u32,
+        _ => raw,
+    }
+}
+
+impl Wave {
+    pub(crate) fn smem_load(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
+        let base = self.s64(i.src[0]);
+        let soff = if i.imm2 < 0xff {
+            self.s[i.imm2 as usize] as u64
+        } else {
+            0
+        };
+        let addr = base.wrapping_add(i.imm as i64 as u64).wrapping_add(soff) & !3;
+        let n = i.dpp as usize;
+        let mut buf = [0u8; 64];
+        let out = &mut buf[..n * 4];
+        load(env.mem, addr, out).map_err(|e| Exception {
+            addr: Some(addr),
+            ..e
+        })?;
+        for k in 0..n {
+            let w =
+                u32::from_le_bytes([out[4 * k], out[4 * k + 1], out[4 * k + 2], out[4 * k + 3]]);
+            self.sw32(i.dst + k as u16, w);
+        }
+        Ok(())
+    }
+
+    fn data_reg(&self, i: &Inst, reg: u16, lane: usize) -> u32 {
+        if i.acc {
+            self.a[reg as usize][lane]
+        } else {
+            self.v[reg as usize][lane]
+        }
+    }
+
+    fn set_data_reg(&mut self, i: &Inst, reg: u16, lane: usize, v: u32) {
+        if i.acc {
+            self.a[reg as usize][lane] = v;
+        } else {
+            self.v[reg as usize][lane] = v;
+        }
+    }
+
+    fn vreg(s: Src) -> u16 {
+        match s {
+            Src::V(n) | Src::A(n) => n,
+            _ => 0,
+        }
+    }
+
+    /// Address of one lane's access.
+    fn place(&self, i: &Inst, l: usize) -> Place {
+        let off = i.imm as i64 as u64;
+        match i.op {
+            Op::GlobalLoad | Op::GlobalStore | Op::GlobalAtomic => {
+                let a = match i.src[2] {
+                    Src::S(_) => self.s64(i.src[2]).wrapping_add(self.rd(i.src[0], l) as u64),
+                    _ => self.rd64(i.src[0], l, false),
+                };
+                Place::Global(a.wrapping_add(off))
+            }
+            Op::FlatLoad | Op::FlatStore | Op::FlatAtomic => {
+                let a = self.rd64(i.src[0], l, false).wrapping_add(off);
+                match (a >> 32) as u32 {
+                    SHARED_APERTURE_HI => Place::Lds(a & 0xffff_ffff),
+                    PRIVATE_APERTURE_HI => Place::Private(a & 0xffff_ffff),
+                    _ => Place::Global(a),
+                }
+            }
+            Op::ScratchLoad | Op::ScratchStore => {
+                // flat_scratch holds the wave's base (0 here: each wave owns its memory).
+                let mut a = self.s64(Src::S(crate::wave::FLAT_SCRATCH as u8));
+                // gfx90a: either an SGPR or a VGPR offset, never both.
+                a = match i.src[2] {
+                    Src::S(_) => a.wrapping_add(self.s32(i.src[2]) as u64),
+                    _ => a.wrapping_add(self.rd(i.src[0], l) as u64),
+                };
+                Place::Private(a.wrapping_add(off) & 0xffff_ffff)
+            }
+            _ => {
+                // MUBUF: V# in s[src1..+4].
+                let Src::S(r) = i.src[1] else {
+                    return Place::Global(0);
+                };
+                let r = r as usize;
+                let base = self.s[r] as u64 | ((self.s[r + 1] & 0xffff) as u64) << 32;
+                let stride = (self.s[r + 1] >> 16 & 0x3fff) as u64;
+                let add_tid = self.s[r + 3] >> 23 & 1 != 0;
+                let mut a = base
+                    .wrapping_add(self.s32(i.src[2]) as u64)
+                    .wrapping_add(off);
+                let mut vaddr = Self::vreg(i.src[0]);
+                if i.idxen {
+                    a = a.wrapping_add(self.v[vaddr as usize][l] as u64 * stride);
+                    vaddr += 1;
+                }
+                if i.offen {
+                    a = a.wrapping_add(self.v[vaddr as usize][l] as u64);
+                }
+                if add_tid {
+                    // Swizzled private buffer: the address is the lane's own offset.
+                    Place::Private(a & 0xffff_ffff)
+                } else {
+                    Place::Global(a)
+                }
+            }
+        }
+    }
+
+    fn read_place(
+        &self,
+        p: Place,
+        out: &mut [u8],
+        lane: usize,
+        env: &Env<'_>,
+    ) -> Result<(), Exception> {
+        match p {
+            Place::Global(a) => load(env.mem, a, out),
+            Place::Lds(a) => {
+                let src = lds_range(env.lds.len(), a, out.len())?;
+                out.copy_from_slice(&env.lds[src]);
+                Ok(())
+            }
+            Place::Private(a) => {
+                let r = self.private_range(a, out.len(), lane)?;
+                out.copy_from_slice(&self.scratch[r]);
+                Ok(())
+            }
+        }
+    }
+
+    fn write_place(
+        &mut self,
+        p: Place,
+        data: &[u8],
+        lane: usize,
+        env: &mut Env<'_>,
+    ) -> Result<(), Exception> {
+        match p {
+            Place::Global(a) => store(env.mem, a, data),
+            Place::Lds(a) => {
+                let dst = lds_range(env.lds.len(), a, data.len())?;
+                env.lds[dst].copy_from_slice(data);
+                Ok(())
+            }
+            Place::Private(a) => {
+                let r = self.private_range(a, data.len(), lane)?;
+                self.scratch[r].copy_from_slice(data);
+                Ok(())
+            }
+        }
+    }
+
+    fn private_range(
+        &self,
+        off: u64,
+        len: usize,
+        lane: usize,
+    ) -> Result<std::ops::Range<usize>, Exception> {
+        let size = self.priv_size as u64;
+        if off.checked_add(len as u64).is_none_or(|e| e > size) {
+            return Err(Exception::at(
+                FaultKind::Scratch {
+                    offset: off,
+                    len: len as u64,
+                    size,
+                },
+                off,
+            ));
+        }
+        let start = lane * self.priv_size as usize + off as usize;
+        Ok(start..start + len)
+    }
+
+    pub(crate) fn vmem(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
+        match i.op {
+            Op::GlobalLoad | Op::FlatLoad | Op::ScratchLoad | Op::BufLoad => self.vload(i, env),
+            Op::GlobalStore | Op::FlatStore | Op::ScratchStore | Op::BufStore => {
+                self.vstore(i, env)
+            }
+            Op::GlobalAtomic | Op::FlatAtomic => self.vatomic(i, env),
+            Op::DsBpermuteB32 | Op::DsPermuteB32 => self.ds_permute(i),
+            Op::DsSwizzleB32 => self.ds_swizzle(i),
+            _ => self.ds(i, env),
+        }
+    }
+
+    fn vload(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
+        let n = i.width.bytes();
+        let dw = i.width.dwords();
+        let mut buf = [0u8; 16];
+        for l in lanes(self.exec()) {
+            let p = self.place(i, l);
+            self.read_place(p, &mut buf[..n], l, env)?;
+            for k in 0..dw {
+                let mut b = [0u8; 4];
+                let hi = (4 * k + 4).min(n);
+                b[..hi - 4 * k].copy_from_slice(&buf[4 * k..hi]);
+                let v = extend(i.width, u32::from_le_bytes(b));
+                self.set_data_reg(i, i.dst + k as u16, l, v);
+            }
+        }
+        Ok(())
+    }
+
+    fn vstore(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
+        let n = i.width.bytes();
+        let data = match i.op {
+            Op::BufStore => i.dst,
+            _ => Self::vreg(i.src[1]),
+        };
+        let mut buf = [0u8; 16];
+        for l in lanes(self.exec()) {
+            let p = self.place(i, l);
+            for k in 0..i.width.dwords() {
+                let v = self.data_reg(i, data + k as u16, l).to_le_bytes();
+                let hi = (4 * k + 4).min(n);
+                buf[4 * k..hi].copy_from_slice(&v[..hi - 4 * k]);
+            }
+            self.write_place(p, &buf[..n], l, env)?;
+        }
+        Ok(())
+    }
+
+    fn vatomic(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
+        let data = Self::vreg(i.src[1]);
+        for l in lanes(self.exec()) {
+            let p = self.place(i, l);
+            let Place::Global(a) = p else {
+                // Atomics on LDS / private through flat: done non-atomically
+                // (only this workgroup's thread touches them).
+                let v = self.data_reg(i, data, l);
+                let cmp = self.data_reg(i, data + 1, l);
+                let mut b = [0u8; 4];
+                self.read_place(p, &mut b, l, env)?;
+                let old = u32::from_le_bytes(b);
+                let (v, cmp) = if i.atomic == Atomic::CmpSwap {
+                    (v, cmp)
+                } else {
+                    (v, 0)
+                };
+                self.write_place(p, &rmw32(i.atomic, old, v, cmp).to_le_bytes(), l, env)?;
+                if i.ret {
+                    self.set_data_reg(i, i.dst, l, old);
+                }
+                continue;
+            };
+            if i.wide {
+                let v =
+                    self.data_reg(i, data, l) as u64 | (self.data_reg(i, data + 1, l) as u64) << 32;
+                let c = self.data_reg(i, data + 2, l) as u64
+                    | (self.data_reg(i, data + 3, l) as u64) << 32;
+                let (v, c) = if i.atomic == Atomic::CmpSwap {
+                    (v, c)
+                } else {
+                    (v, 0)
+                };
+                let old = atomic64(env.mem, a, i.atomic, v, c)?;
+                if i.ret {
+                    self.set_data_reg(i, i.dst, l, old as u32);
+                    self.set_data_reg(i, i.dst + 1, l, (old >> 32) as u32);
+                }
+            } else {
+                let v = self.data_reg(i, data, l);
+                let c = if i.atomic == Atomic::CmpSwap {
+                    self.data_reg(i, data + 1, l)
+                } else {
+                    0
+                };
+                let old = atomic32(env.mem, a, i.atomic, v, c)?;
+                if i.ret {
+                    self.set_data_reg(i, i.dst, l, old);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn ds(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
+        let addr = Self::vreg(i.src[0]) as usize;
+        let d0 = Self::vreg(i.src[1]);
+        let d1 = Self::vreg(i.src[2]);
+        let n = i.width.bytes();
+        let dw = i.width.dwords() as u16;
+        let lds_len = env.lds.len();
+        for l in lanes(self.exec()) {
+            let base = self.v[addr][l] as u64;
+            match i.op {
+                Op::DsRead | Op::DsWrite | Op::DsAtomic => {
+                    let off = (i.imm as u64 | (i.imm2 as u64) << 8) + base;
+                    let len = if i.op == Op::DsAtomic { 4 } else { n };
+                    let r = lds_range(lds_len, off, len)?;
+                    match i.op {
+                        Op::DsRead => {
+                            let mut b = [0u8; 16];
+                            b[..r.len()].copy_from_slice(&env.lds[r.clone()]);
+                            for k in 0..dw {
+                                let k4 = 4 * k as usize;
+                                let v =
+                                    u32::from_le_bytes([b[k4], b[k4 + 1], b[k4 + 2], b[k4 + 3]]);
+                                self.set_data_reg(i, i.dst + k, l, extend(i.width, v));
+                            }
+                        }
+                        Op::DsWrite => {
+                            let mut b = [0u8; 16];
+                            for k in 0..dw {
+                                let k4 = 4 * k as usize;
+                                b[k4..k4 + 4]
+                                    .copy_from_slice(&self.data_reg(i, d0 + k, l).to_le_bytes());
+                            }
+                            let len = r.len();
+                            env.lds[r].copy_from_slice(&b[..len]);
+                        }
+                        _ => {
+                            let s = &mut env.lds[r];
+                            let old = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+                            let v = self.data_reg(i, d0, l);
+                            let c = self.data_reg(i, d1, l);
+                            let new = rmw32(i.atomic, old, v, c);
+                            s.copy_from_slice(&new.to_le_bytes());
+                            if i.ret {
+                                self.set_data_reg(i, i.dst, l, old);
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    // Two-address forms: offsets in elements (×64 for st64).
+                    let scale = n as u64 * if i.wide { 64 } else { 1 };
+                    for (k, o) in [i.imm as u64, i.imm2 as u64].into_iter().enumerate() {
+                        let r = lds_range(lds_len, base + o * scale, n)?;
+                        let k = k as u16;
+                        if i.op == Op::DsRead2 {
+                            for w in 0..dw {
+                                let s = r.start + 4 * w as usize;
+                                let v = u32::from_le_bytes([
+                                    env.lds[s],
+                                    env.lds[s + 1],
+                                    env.lds[s + 2],
+                                    env.lds[s + 3],
+                                ]);
+                                self.set_data_reg(i, i.dst + k * dw + w, l, v);
+                            }
+                        } else {
+                            let src = if k == 0 { d0 } else { d1 };
+                            for w in 0..dw {
+                                let s = r.start + 4 * w as usize;
+                                let v = self.data_reg(i, src + w, l).to_le_bytes();
+                                env.lds[s..s + 4].copy_from_slice(&v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// ds_bpermute (pull from lane addr/4) and ds_permute (push to lane addr/4).
+    fn ds_permute(&mut self, i: &Inst) -> Result<(), Exception> {
+        let addr = Self::vreg(i.src[0]) as usize;
+        let data = Self::vreg(i.src[1]) as usize;
+        let exec = self.exec();
+        let off = i.imm as u32 | i.imm2 << 8;
+        let src = self.v[data];
+        let mut out = [0u32; 64];
+        for l in lanes(exec) {
+            let other = ((self.v[addr][l].wrapping_add(off) >> 2) & 63) as usize;
+            if i.op == Op::DsBpermuteB32 {
+                out[l] = if exec >> other & 1 != 0 {
+                    src[other]
+                } else {
+                    0
+                };
+            } else {
+                out[other] = src[l];
+            }
+        }
+        let d = i.dst as usize;
+        for l in lanes(exec) {
+            self.v[d][l] = out[l];
+        }
+        Ok(())
+    }
+
+    fn ds_swizzle(&mut self, i: &Inst) -> Result<(), Exception> {
+        let data = Self::vreg(i.src[1]) as usize;
+        let exec = self.exec();
+        let off = i.imm as u32 | i.imm2 << 8;
+        let src = self.v[data];
+        let mut out = [0u32; 64];
+        for l in lanes(exec) {
+            let from = if off & 0x8000 != 0 {
+                l & !3 | (off as usize >> ((l & 3) * 2) & 3)
+            } else {
+                let (and, or, xor) = (off & 0x1f, off >> 5 & 0x1f, off >> 10 & 0x1f);
+                l & !31 | ((((l as u32 & 31) & and) | or) ^ xor) as usize
+            };
+            out[l] = if exec >> from & 1 != 0 { src[from] } else { 0 };
+        }
+        let d = i.dst as usize;
+        for l in lanes(exec) {
+            self.v[d][l] = out[l];
+        }
+        Ok(())
+    }
+}
+
+fn lds_range(size: usize, off: u64, len: usize) -> Result<std::ops::Range<usize>, Exception> {
+    if off.checked_add(len as u64).is_none_or(|e| e > size as u64) {
+        return Err(Exception::at(
+            FaultKind::Lds {
+                offset: off,
+                len: len as u64,
+                size: size as u64,
+            },
+            off,
+        ));
+    }
+    Ok(off as usize..off as usize + len)
+}

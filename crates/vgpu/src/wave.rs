@@ -1,0 +1,534 @@
+//! One wave of 64 lanes: register state, operand access, and the step
+//! function that executes one predecoded instruction (SALU and control flow
+//! here; vector ALU in `valu`, memory in `vmem`).
+
+use crate::fault::{Exception, FaultKind};
+use crate::inst::{Cond, Inst, Op, Src, Ty, F32_CONSTS, F64_CONSTS};
+use crate::memory::Memory;
+use crate::program::Program;
+
+/// Scalar register codes.
+pub const VCC: usize = 106;
+pub const M0: usize = 124;
+pub const EXEC: usize = 126;
+pub const FLAT_SCRATCH: usize = 102;
+
+/// High halves of the flat apertures: a flat address whose high 32 bits are
+/// these goes to LDS / the lane's private memory.
+pub const SHARED_APERTURE_HI: u32 = 0x1000_0000;
+pub const PRIVATE_APERTURE_HI: u32 = 0x2000_0000;
+
+/// Room for the scalar file (codes 0..=127) plus the widest tuple past it.
+const SGPRS: usize = 128 + 16;
+/// Room for 256 registers plus the widest tuple past the last one.
+const VGPRS: usize = 256 + 16;
+
+/// What the wave does after an instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Next,
+    Jump(u32),
+    Barrier,
+    End,
+}
+
+/// Shared context of a workgroup's execution.
+pub struct Env<'a> {
+    pub program: &'a Program,
+    pub mem: &'a Memory,
+    pub lds: &'a mut [u8],
+}
+
+pub struct Wave {
+    pub s: [u32; SGPRS],
+    pub scc: bool,
+    pub v: Vec<[u32; 64]>,
+    pub a: Vec<[u32; 64]>,
+    /// Index of the next instruction.
+    pub pc: u32,
+    /// Private memory, `priv_size` bytes per lane, lane after lane.
+    pub scratch: Vec<u8>,
+    pub priv_size: u32,
+    pub done: bool,
+    pub executed: u64,
+}
+
+/// Iterates the set bits of a mask (active lanes).
+#[inline]
+pub fn lanes(mut m: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if m == 0 {
+            return None;
+        }
+        let l = m.trailing_zeros() as usize;
+        m &= m - 1;
+        Some(l)
+    })
+}
+
+impl Wave {
+    pub fn new(priv_size: u32) -> Wave {
+        Wave {
+            s: [0; SGPRS],
+            scc: false,
+            v: vec![[0; 64]; VGPRS],
+            a: vec![[0; 64]; VGPRS],
+            pc: 0,
+            scratch: vec![0; priv_size as usize * 64],
+            priv_size,
+            done: false,
+            executed: 0,
+        }
+    }
+
+    #[inline]
+    pub fn exec(&self) -> u64 {
+        self.s[EXEC] as u64 | (self.s[EXEC + 1] as u64) << 32
+    }
+    #[inline]
+    pub fn set_exec(&mut self, v: u64) {
+        self.s[EXEC] = v as u32;
+        self.s[EXEC + 1] = (v >> 32) as u32;
+    }
+    #[inline]
+    pub fn vcc(&self) -> u64 {
+        self.sreg64(VCC)
+    }
+    #[inline]
+    pub fn sreg64(&self, c: usize) -> u64 {
+        self.s[c] as u64 | (self.s[c + 1] as u64) << 32
+    }
+
+    /// Writes a scalar register by code; codes outside the file are dropped.
+    #[inline]
+    pub fn sw32(&mut self, code: u16, v: u32) {
+        if let Some(r) = self.s.get_mut(code as usize) {
+            *r = v;
+        }
+    }
+    #[inline]
+    pub fn sw64(&mut self, code: u16, v: u64) {
+        self.sw32(code, v as u32);
+        self.sw32(code + 1, (v >> 32) as u32);
+    }
+
+    fn aperture(code: u8) -> u32 {
+        match code {
+            235 => SHARED_APERTURE_HI,
+            236 => SHARED_APERTURE_HI + 1,
+            237 => PRIVATE_APERTURE_HI,
+            238 => PRIVATE_APERTURE_HI + 1,
+            _ => 0,
+        }
+    }
+
+    /// A 32-bit source value for `lane` (scalar sources ignore the lane).
+    #[inline]
+    pub fn rd(&self, s: Src, lane: usize) -> u32 {
+        match s {
+            Src::V(n) => self.v[n as usize][lane],
+            Src::S(c) => self.s[c as usize],
+            Src::A(n) => self.a[n as usize][lane],
+            Src::Int(i) => i as u32,
+            Src::F(k) => F32_CONSTS[k as usize],
+            Src::Lit(x) => x,
+            Src::Scc => self.scc as u32,
+            Src::Vccz => (self.vcc() == 0) as u32,
+            Src::Execz => (self.exec() == 0) as u32,
+            Src::Aperture(c) => Self::aperture(c),
+            Src::None => 0,
+        }
+    }
+
+    /// A 64-bit source value; `float` selects f64 inline constants and
+    /// places a 32-bit literal in the high half.
+    #[inline]
+    pub fn rd64(&self, s: Src, lane: usize, float: bool) -> u64 {
+        match s {
+            Src::V(n) => {
+                self.v[n as usize][lane] as u64 | (self.v[n as usize + 1][lane] as u64) << 32
+            }
+            Src::A(n) => {
+                self.a[n as usize][lane] as u64 | (self.a[n as usize + 1][lane] as u64) << 32
+            }
+            Src::S(c) => self.sreg64(c as usize),
+            Src::Int(i) => i as i64 as u64,
+            Src::F(k) => F64_CONSTS[k as usize],
+            Src::Lit(x) if float => (x as u64) << 32,
+            Src::Lit(x) => x as u64,
+            _ => self.rd(s, lane) as u64,
+        }
+    }
+
+    #[inline]
+    pub fn s32(&self, s: Src) -> u32 {
+        self.rd(s, 0)
+    }
+    #[inline]
+    pub fn s64(&self, s: Src) -> u64 {
+        self.rd64(s, 0, false)
+    }
+
+    /// Executes one instruction.
+    pub fn step(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<Flow, Exception> {
+        use Op::*;
+        let a = i.src[0];
+        let b = i.src[1];
+        let d = i.dst;
+        match i.op {
+            // ---- SOP2 ----
+            SAddU32 => {
+                let r = self.s32(a) as u64 + self.s32(b) as u64;
+                self.scc = r >> 32 != 0;
+                self.sw32(d, r as u32);
+            }
+            SSubU32 => {
+                let (x, y) = (self.s32(a), self.s32(b));
+                self.scc = y > x;
+                self.sw32(d, x.wrapping_sub(y));
+            }
+            SAddcU32 => {
+                let r = self.s32(a) as u64 + self.s32(b) as u64 + self.scc as u64;
+                self.scc = r >> 32 != 0;
+                self.sw32(d, r as u32);
+            }
+            SSubbU32 => {
+                let (x, y, c) = (self.s32(a) as u64, self.s32(b) as u64, self.scc as u64);
+                self.scc = y + c > x;
+                self.sw32(d, x.wrapping_sub(y).wrapping_sub(c) as u32);
+            }
+            SAddI32 => {
+                let (r, o) = (self.s32(a) as i32).overflowing_add(self.s32(b) as i32);
+                self.scc = o;
+                self.sw32(d, r as u32);
+            }
+            SSubI32 => {
+                let (r, o) = (self.s32(a) as i32).overflowing_sub(self.s32(b) as i32);
+                self.scc = o;
+                self.sw32(d, r as u32);
+            }
+            SMinI32 | SMaxI32 => {
+                let (x, y) = (self.s32(a) as i32, self.s32(b) as i32);
+                let pick_x = if i.op == SMinI32 { x < y } else { x > y };
+                self.scc = pick_x;
+                self.sw32(d, if pick_x { x } else { y } as u32);
+            }
+            SMinU32 | SMaxU32 => {
+                let (x, y) = (self.s32(a), self.s32(b));
+                let pick_x = if i.op == SMinU32 { x < y } else { x > y };
+                self.scc = pick_x;
+                self.sw32(d, if pick_x { x } else { y });
+            }
+            SCselectB32 => {
+                let r = if self.scc { self.s32(a) } else { self.s32(b) };
+                self.sw32(d, r);
+            }
+            SCselectB64 => {
+                let r = if self.scc { self.s64(a) } else { self.s64(b) };
+                self.sw64(d, r);
+            }
+            SAndB32 | SOrB32 | SXorB32 | SAndn2B32 | SOrn2B32 => {
+                let (x, y) = (self.s32(a), self.s32(b));
+                let r = match i.op {
+                    SAndB32 => x & y,
+                    SOrB32 => x | y,
+                    SXorB32 => x ^ y,
+                    SAndn2B32 => x & !y,
+                    _ => x | !y,
+                };
+                self.scc = r != 0;
+                self.sw32(d, r);
+            }
+            SAndB64 | SOrB64 | SXorB64 | SAndn2B64 | SOrn2B64 | SNandB64 | SNorB64 => {
+                let (x, y) = (self.s64(a), self.s64(b));
+                let r = match i.op {
+                    SAndB64 => x & y,
+                    SOrB64 => x | y,
+                    SXorB64 => x ^ y,
+                    SAndn2B64 => x & !y,
+                    SOrn2B64 => x | !y,
+                    SNandB64 => !(x & y),
+                    _ => !(x | y),
+                };
+                self.scc = r != 0;
+                self.sw64(d, r);
+            }
+            SLshlB32 | SLshrB32 | SAshrI32 => {
+                let (x, n) = (self.s32(a), self.s32(b) & 31);
+                let r = match i.op {
+                    SLshlB32 => x << n,
+                    SLshrB32 => x >> n,
+                    _ => ((x as i32) >> n) as u32,
+                };
+                self.scc = r != 0;
+                self.sw32(d, r);
+            }
+            SLshlB64 | SLshrB64 | SAshrI64 => {
+                let (x, n) = (self.s64(a), self.s32(b) & 63);
+                let r = match i.op {
+                    SLshlB64 => x << n,
+                    SLshrB64 => x >> n,
+                    _ => ((x as i64) >> n) as u64,
+                };
+                self.scc = r != 0;
+                self.sw64(d, r);
+            }
+            SLshl1AddU32 | SLshl2AddU32 | SLshl3AddU32 | SLshl4AddU32 => {
+                let n = match i.op {
+                    SLshl1AddU32 => 1,
+                    SLshl2AddU32 => 2,
+                    SLshl3AddU32 => 3,
+                    _ => 4,
+                };
+                let r = ((self.s32(a) as u64) << n) + self.s32(b) as u64;
+                self.scc = r >> 32 != 0;
+                self.sw32(d, r as u32);
+            }
+            SBfmB32 => {
+                let (w, o) = (self.s32(a) & 31, self.s32(b) & 31);
+                self.sw32(d, ((1u32 << w).wrapping_sub(1)) << o);
+            }
+            SMulI32 => {
+                let r = self.s32(a).wrapping_mul(self.s32(b));
+                self.sw32(d, r);
+            }
+            SMulHiU32 => {
+                let r = (self.s32(a) as u64 * self.s32(b) as u64) >> 32;
+                self.sw32(d, r as u32);
+            }
+            SMulHiI32 => {
+                let r = (self.s32(a) as i32 as i64 * self.s32(b) as i32 as i64) >> 32;
+                self.sw32(d, r as u32);
+            }
+            SBfeU32 | SBfeI32 => {
+                let (x, c) = (self.s32(a), self.s32(b));
+                let (off, w) = (c & 31, (c >> 16) & 0x7f);
+                let r = bfe32(x, off, w, i.op == SBfeI32);
+                self.scc = r != 0;
+                self.sw32(d, r);
+            }
+            SBfeU64 | SBfeI64 => {
+                let (x, c) = (self.s64(a), self.s32(b));
+                let (off, w) = (c & 63, (c >> 16) & 0x7f);
+                let r = bfe64(x, off, w, i.op == SBfeI64);
+                self.scc = r != 0;
+                self.sw64(d, r);
+            }
+            SPackLlB32B16 => {
+                let r = (self.s32(a) & 0xffff) | self.s32(b) << 16;
+                self.sw32(d, r);
+            }
+            // ---- SOPK ----
+            SMovkI32 => self.sw32(d, i.imm as u32),
+            SAddkI32 => {
+                let (r, o) = (self.s32(Src::S(d as u8)) as i32).overflowing_add(i.imm);
+                self.scc = o;
+                self.sw32(d, r as u32);
+            }
+            SMulkI32 => {
+                let r = (self.s32(Src::S(d as u8)) as i32).wrapping_mul(i.imm);
+                self.sw32(d, r as u32);
+            }
+            SCmp => {
+                self.scc = match i.ty {
+                    Ty::U64 | Ty::I64 => compare_u64(i.cond, self.s64(a), self.s64(b)),
+                    Ty::I32 => compare_i32(i.cond, self.s32(a) as i32, self.s32(b) as i32),
+                    _ => compare_u32(i.cond, self.s32(a), self.s32(b)),
+                };
+            }
+            // ---- SOP1 ----
+            SMovB32 => self.sw32(d, self.s32(a)),
+            SMovB64 => self.sw64(d, self.s64(a)),
+            SCmovB32 => {
+                if self.scc {
+                    self.sw32(d, self.s32(a))
+                }
+            }
+            SCmovB64 => {
+                if self.scc {
+                    self.sw64(d, self.s64(a))
+                }
+            }
+            SNotB32 => {
+                let r = !self.s32(a);
+                self.scc = r != 0;
+                self.sw32(d, r);
+            }
+            SNotB64 => {
+                let r = !self.s64(a);
+                self.scc = r != 0;
+                self.sw64(d, r);
+            }
+            SBrevB32 => self.sw32(d, self.s32(a).reverse_bits()),
+            SBcnt1I32B32 => {
+                let r = self.s32(a).count_ones();
+                self.scc = r != 0;
+                self.sw32(d, r);
+            }
+            SBcnt1I32B64 => {
+                let r = self.s64(a).count_ones();
+                self.scc = r != 0;
+                self.sw32(d, r);
+            }
+            SFf1I32B32 => {
+                let x = self.s32(a);
+                self.sw32(d, if x == 0 { u32::MAX } else { x.trailing_zeros() });
+            }
+            SFf1I32B64 => {
+                let x = self.s64(a);
+                self.sw32(d, if x == 0 { u32::MAX } else { x.trailing_zeros() });
+            }
+            SFlbitI32B32 => {
+                let x = self.s32(a);
+                self.sw32(d, if x == 0 { u32::MAX } else { x.leading_zeros() });
+            }
+            SSextI32I8 => self.sw32(d, self.s32(a) as i8 as i32 as u32),
+            SSextI32I16 => self.sw32(d, self.s32(a) as i16 as i32 as u32),
+            SAbsI32 => {
+                let r = (self.s32(a) as i32).wrapping_abs() as u32;
+                self.scc = r != 0;
+                self.sw32(d, r);
+            }
+            SAndSaveexecB64 | SOrSaveexecB64 | SXorSaveexecB64 | SAndn2SaveexecB64 => {
+                let (x, e) = (self.s64(a), self.exec());
+                self.sw64(d, e);
+                let r = match i.op {
+                    SAndSaveexecB64 => x & e,
+                    SOrSaveexecB64 => x | e,
+                    SXorSaveexecB64 => x ^ e,
+                    _ => x & !e,
+                };
+                self.set_exec(r);
+                self.scc = r != 0;
+            }
+            SGetpcB64 => self.sw64(d, env.program.base + i.addr + i.len as u64),
+            SSetpcB64 | SSwappcB64 => {
+                let target = self.s64(a);
+                if i.op == SSwappcB64 {
+                    self.sw64(d, env.program.base + i.addr + i.len as u64);
+                }
+                return env
+                    .program
+                    .index_of_addr(target)
+                    .map(Flow::Jump)
+                    .ok_or(Exception::at(FaultKind::BadJump { target }, target));
+            }
+            // ---- SOPP ----
+            SNop | SWaitcnt | SSleep | SSetprio | SIcacheInv | SDcacheWb => {}
+            SEndpgm => return Ok(Flow::End),
+            SBarrier => return Ok(Flow::Barrier),
+            STrap => return Err(Exception::new(FaultKind::Trap((i.imm & 0xff) as u16))),
+            SBranch | SCbranchScc0 | SCbranchScc1 | SCbranchVccz | SCbranchVccnz
+            | SCbranchExecz | SCbranchExecnz => {
+                let taken = match i.op {
+                    SBranch => true,
+                    SCbranchScc0 => !self.scc,
+                    SCbranchScc1 => self.scc,
+                    SCbranchVccz => self.vcc() == 0,
+                    SCbranchVccnz => self.vcc() != 0,
+                    SCbranchExecz => self.exec() == 0,
+                    _ => self.exec() != 0,
+                };
+                if taken {
+                    if i.target == u32::MAX {
+                        let target =
+                            (env.program.base + i.addr + 4).wrapping_add((i.imm as i64 * 4) as u64);
+                        return Err(Exception::at(FaultKind::BadJump { target }, target));
+                    }
+                    return Ok(Flow::Jump(i.target));
+                }
+            }
+            SLoad => self.smem_load(i, env)?,
+            Unimplemented => return Err(Exception::new(FaultKind::Unimplemented)),
+            GlobalLoad | GlobalStore | GlobalAtomic | FlatLoad | FlatStore | FlatAtomic
+            | ScratchLoad | ScratchStore | BufLoad | BufStore | DsRead | DsRead2 | DsWrite
+            | DsWrite2 | DsAtomic | DsBpermuteB32 | DsPermuteB32 | DsSwizzleB32 => {
+                self.vmem(i, env)?
+            }
+            _ => self.valu(i)?,
+        }
+        Ok(Flow::Next)
+    }
+}
+
+pub fn bfe32(x: u32, off: u32, w: u32, signed: bool) -> u32 {
+    if w == 0 {
+        return 0;
+    }
+    let w = w.min(32);
+    let v = (x as u64) >> off;
+    if signed {
+        let sh = 64 - w;
+        (((v << sh) as i64) >> sh) as u32
+    } else {
+        (v & ((1u64 << w) - 1)) as u32
+    }
+}
+
+pub fn bfe64(x: u64, off: u32, w: u32, signed: bool) -> u64 {
+    if w == 0 {
+        return 0;
+    }
+    let w = w.min(64);
+    let v = (x as u128) >> off;
+    if signed {
+        let sh = 128 - w;
+        (((v << sh) as i128) >> sh) as u64
+    } else {
+        (v & ((1u128 << w) - 1)) as u64
+    }
+}
+
+pub fn compare_u32(c: Cond, x: u32, y: u32) -> bool {
+    compare_ord(c, x.cmp(&y))
+}
+pub fn compare_i32(c: Cond, x: i32, y: i32) -> bool {
+    compare_ord(c, x.cmp(&y))
+}
+pub fn compare_u64(c: Cond, x: u64, y: u64) -> bool {
+    compare_ord(c, x.cmp(&y))
+}
+pub fn compare_i64(c: Cond, x: i64, y: i64) -> bool {
+    compare_ord(c, x.cmp(&y))
+}
+
+fn compare_ord(c: Cond, o: std::cmp::Ordering) -> bool {
+    use std::cmp::Ordering::*;
+    match c {
+        Cond::F => false,
+        Cond::T => true,
+        Cond::Lt => o == Less,
+        Cond::Eq => o == Equal,
+        Cond::Le => o != Greater,
+        Cond::Gt => o == Greater,
+        Cond::Ne => o != Equal,
+        Cond::Ge => o != Less,
+        _ => false,
+    }
+}
+
+/// Float compare with IEEE unordered semantics.
+pub fn compare_f64(c: Cond, x: f64, y: f64) -> bool {
+    use std::cmp::Ordering::*;
+    let unord = x.is_nan() || y.is_nan();
+    let o = x.partial_cmp(&y);
+    match c {
+        Cond::F => false,
+        Cond::T => true,
+        Cond::Lt => x < y,
+        Cond::Eq => x == y,
+        Cond::Le => x <= y,
+        Cond::Gt => x > y,
+        Cond::Ne => !unord && x != y,
+        Cond::Ge => x >= y,
+        Cond::O => !unord,
+        Cond::U => unord,
+        // The negated forms are true when unordered.
+        Cond::Nge => !matches!(o, Some(Greater | Equal)),
+        Cond::Nlg => !matches!(o, Some(Less | Greater)),
+        Cond::Ngt => o != Some(Greater),
+        Cond::Nle => !matches!(o, Some(Less | Equal)),
+        Cond::Neq => o != Some(Equal),
+        Cond::Nlt => o != Some(Less),
+    }
+}

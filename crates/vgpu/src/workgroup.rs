@@ -1,0 +1,198 @@
+//! One workgroup: its waves with their initial registers, its LDS, and the
+//! cooperative scheduler that runs the waves on one host thread and releases
+//! `s_barrier` when every wave still running has reached it.
+
+use crate::fault::{Exception, FaultKind};
+use crate::memory::Memory;
+use crate::program::{KernelInfo, Program};
+use crate::wave::{Env, Flow, Wave};
+
+/// What every wave of a dispatch starts from.
+pub struct Launch<'a> {
+    pub program: &'a Program,
+    pub mem: &'a Memory,
+    pub kernel: &'a KernelInfo,
+    pub grid: [u32; 3],
+    pub wg_size: [u32; 3],
+    pub dispatch_ptr: u64,
+    pub queue_ptr: u64,
+    pub kernarg_ptr: u64,
+    pub dispatch_id: u64,
+    pub lds_size: u32,
+    pub priv_size: u32,
+    /// Instructions one wave may execute before the watchdog ends the dispatch.
+    pub budget: u64,
+}
+
+/// A fault inside a workgroup: which wave, which instruction.
+pub struct WaveFault {
+    pub wave: u32,
+    pub inst: u32,
+    pub exc: Exception,
+}
+
+impl Launch<'_> {
+    /// Work-items of workgroup `wg` in each dimension (the last may be partial).
+    pub fn actual_size(&self, wg: [u32; 3]) -> [u32; 3] {
+        let mut s = [0; 3];
+        for d in 0..3 {
+            s[d] = self.wg_size[d].min(self.grid[d] - wg[d] * self.wg_size[d]);
+        }
+        s
+    }
+
+    /// Initial state of wave `w` of workgroup `wg` (AMDGPUUsage, GFX9 order of
+    /// user SGPRs, then system SGPRs from `user_sgpr_count`).
+    fn make_wave(&self, wg: [u32; 3], w: u32, size: [u32; 3]) -> Wave {
+        let mut wave = Wave::new(self.priv_size);
+        let p = &self.kernel.decoded.properties;
+        let r2 = &self.kernel.decoded.rsrc2;
+        let mut s: Vec<u32> = Vec::with_capacity(16);
+        if p.enable_sgpr_private_segment_buffer {
+            // A V# with add_tid_enable: MUBUF accesses through it are the lane's
+            // own private memory at offset base + soffset + ... (base 0).
+            s.extend_from_slice(&[0, 0, u32::MAX, 1 << 23 | 0x0002_7000]);
+        }
+        if p.enable_sgpr_dispatch_ptr {
+            s.extend_from_slice(&[self.dispatch_ptr as u32, (self.dispatch_ptr >> 32) as u32]);
+        }
+        if p.enable_sgpr_queue_ptr {
+            s.extend_from_slice(&[self.queue_ptr as u32, (self.queue_ptr >> 32) as u32]);
+        }
+        if p.enable_sgpr_kernarg_segment_ptr {
+            s.extend_from_slice(&[self.kernarg_ptr as u32, (self.kernarg_ptr >> 32) as u32]);
+        }
+        if p.enable_sgpr_dispatch_id {
+            s.extend_from_slice(&[self.dispatch_id as u32, (self.dispatch_id >> 32) as u32]);
+        }
+        if p.enable_sgpr_flat_scratch_init {
+            // Scratch base of the queue: 0, each wave owns its private memory.
+            s.extend_from_slice(&[0, 0]);
+        }
+        if p.enable_sgpr_private_segment_size {
+            s.push(self.priv_size);
+        }
+        for (k, v) in s.iter().enumerate() {
+            wave.s[k] = *v;
+        }
+        let mut k = r2.user_sgpr_count as usize;
+        let mut push = |wave: &mut Wave, v: u32| {
+            if k < 102 {
+                wave.s[k] = v;
+            }
+            k += 1;
+        };
+        if r2.enable_sgpr_workgroup_id_x {
+            push(&mut wave, wg[0]);
+        }
+        if r2.enable_sgpr_workgroup_id_y {
+            push(&mut wave, wg[1]);
+        }
+        if r2.enable_sgpr_workgroup_id_z {
+            push(&mut wave, wg[2]);
+        }
+        if r2.enable_sgpr_workgroup_info {
+            push(&mut wave, 0);
+        }
+        if r2.enable_private_segment {
+            push(&mut wave, 0); // private segment wave byte offset
+        }
+        // Work-item IDs, packed into v0 on gfx90a: x | y << 10 | z << 20.
+        let n = size[0] * size[1] * size[2];
+        let mut exec = 0u64;
+        for l in 0..64u32 {
+            let id = w * 64 + l;
+            if id >= n {
+                break;
+            }
+            let (x, y, z) = (
+                id % size[0],
+                id / size[0] % size[1],
+                id / (size[0] * size[1]),
+            );
+            wave.v[0][l as usize] = x | y << 10 | z << 20;
+            exec |= 1 << l;
+        }
+        wave.set_exec(exec);
+        wave.pc = self.kernel.entry;
+        wave
+    }
+
+    /// Runs workgroup `wg`, adding executed instructions to `per_pc`.
+    pub fn run(
+        &self,
+        wg: [u32; 3],
+        lds: &mut Vec<u8>,
+        per_pc: &mut [u64],
+    ) -> Result<(), WaveFault> {
+        let size = self.actual_size(wg);
+        let n_items = size[0] * size[1] * size[2];
+        let n_waves = n_items.div_ceil(64);
+        let mut waves: Vec<Wave> = (0..n_waves).map(|w| self.make_wave(wg, w, size)).collect();
+        lds.clear();
+        lds.resize(self.lds_size as usize, 0);
+        let mut env = Env {
+            program: self.program,
+            mem: self.mem,
+            lds: lds.as_mut_slice(),
+        };
+        // Each pass runs every live wave up to its next barrier or its end;
+        // after a pass all live waves wait at the barrier, which releases them.
+        // (A wave that ended no longer counts, as on hardware.)
+        loop {
+            for (w, wave) in waves.iter_mut().enumerate() {
+                if wave.done {
+                    continue;
+                }
+                match self.run_wave(wave, &mut env, per_pc) {
+                    Ok(Flow::Barrier) => {}
+                    Ok(_) => wave.done = true,
+                    Err(exc) => {
+                        return Err(WaveFault {
+                            wave: w as u32,
+                            inst: wave.pc,
+                            exc,
+                        })
+                    }
+                }
+            }
+            if waves.iter().all(|w| w.done) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Runs one wave until it ends, reaches a barrier or faults; on a fault
+    /// `wave.pc` is left at the faulting instruction.
+    fn run_wave(
+        &self,
+        wave: &mut Wave,
+        env: &mut Env<'_>,
+        per_pc: &mut [u64],
+    ) -> Result<Flow, Exception> {
+        let insts = &self.program.insts;
+        loop {
+            let pc = wave.pc as usize;
+            let Some(inst) = insts.get(pc) else {
+                let target = self.program.base + insts.last().map_or(0, |i| i.addr + i.len as u64);
+                return Err(Exception::at(FaultKind::BadJump { target }, target));
+            };
+            wave.executed += 1;
+            if wave.executed > self.budget {
+                return Err(Exception::new(FaultKind::Watchdog {
+                    budget: self.budget,
+                }));
+            }
+            per_pc[pc] += 1;
+            match wave.step(inst, env)? {
+                Flow::Next => wave.pc += 1,
+                Flow::Jump(t) => wave.pc = t,
+                Flow::Barrier => {
+                    wave.pc += 1;
+                    return Ok(Flow::Barrier);
+                }
+                Flow::End => return Ok(Flow::End),
+            }
+        }
+    }
+}
