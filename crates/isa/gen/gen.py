@@ -75,6 +75,8 @@ def slot_code(layout, mn, slot, fixed_texts):
         if t not in fixed_texts:
             fixed_texts.append(t)
         return "Slot::fixed(%d)" % fixed_texts.index(t)
+    if slot.get("imm"):
+        return "Slot::field_imm(Field::%s)" % camel(f)
     file = {"v": "V", "s": "S", "a": "A"}[slot["file"]]
     ck = const_kind(slot["consts"]) if "consts" in slot else "B32"
     return "Slot::reg(Field::%s, %d, File::%s, ConstKind::%s)" % (camel(f), slot["regs"], file, ck)

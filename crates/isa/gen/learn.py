@@ -143,6 +143,10 @@ def parse_operand(layout, vals, text):
         if layout == "MIMG" and start == 0 and pre == "s":
             return {"field": "ssamp", "regs": count, "file": pre}
         return {"fixed": text}
+    if text.isdigit():
+        for f, v in vals.items():
+            if v == int(text) and f not in ("src0", "src1", "src2", "simm16", "offset"):
+                return {"field": f, "imm": True}  # a field printed as a number (s_atc_probe)
     return {"fixed": text}
 
 

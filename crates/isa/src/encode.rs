@@ -125,8 +125,17 @@ impl Builder {
             desc: d,
         };
         match enc {
-            E::Vop1Sdwa | E::Vop2Sdwa | E::VopcSdwa => {
-                i.words[1] = 6 << 16 | 6 << 24 | if enc == E::VopcSdwa { 0 } else { 6 << 8 }
+            // SDWA: all selects DWORD (VOP1 has no src1_sel, VOPC no dst_sel).
+            E::Vop1Sdwa => i.words[1] = 6 << 8 | 6 << 16,
+            E::Vop2Sdwa => i.words[1] = 6 << 8 | 6 << 16 | 6 << 24,
+            E::VopcSdwa => i.words[1] = 6 << 16 | 6 << 24,
+            // VOP3P: op_sel_hi defaults to all ones where the opcode says so.
+            E::Vop3p
+                if desc(d).flags & crate::format::F_OPSEL_HI_ONES != 0
+                    && !crate::fields::is_mai_name(mnemonic) =>
+            {
+                i.words[0] |= 1 << 14;
+                i.words[1] |= 3 << 27;
             }
             E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp => i.words[1] = 0xFF00_0000,
             E::Global | E::Scratch => i.words[1] = 0x7F << 16,
@@ -171,7 +180,12 @@ impl Builder {
                         return Err(bad("immediate out of range"));
                     }
                 }
-                (Slot::Imm(_), _) => return Err(bad("expects an immediate")),
+                (Slot::FieldImm(f), Operand::Imm(v)) => {
+                    if !set(&mut i, f, v) {
+                        return Err(bad("immediate out of range"));
+                    }
+                }
+                (Slot::Imm(_) | Slot::FieldImm(_), _) => return Err(bad("expects an immediate")),
                 (
                     Slot::Reg {
                         field, regs, file, ..

@@ -158,7 +158,11 @@ pub(crate) fn smem_offset(i: &Instruction) -> u32 {
 
 /// True for MAI (`v_mfma*`) instructions, whose register files come from acc bits.
 pub(crate) fn is_mai(i: &Instruction) -> bool {
-    i.encoding == E::Vop3p && i.mnemonic().starts_with("v_mfma")
+    i.encoding == E::Vop3p && is_mai_name(i.mnemonic())
+}
+
+pub(crate) fn is_mai_name(m: &str) -> bool {
+    m.starts_with("v_mfma") || m.starts_with("v_smfmac")
 }
 
 /// Register file of a field once `acc` bits are applied.

@@ -39,6 +39,7 @@ fn operand(i: &Instruction, n: usize, slot: Slot, out: &mut String) {
         Slot::Fixed(t) => fixed_operand(i, n, Slot::fixed_text(t), out),
         Slot::Lit => literal(i.w1(), ConstKind::B32, out),
         Slot::Imm(k) => imm(i, k, out),
+        Slot::FieldImm(f) => num::dec(out, i.field(f) as u64),
         Slot::Reg {
             field,
             regs,

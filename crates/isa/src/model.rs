@@ -218,6 +218,7 @@ impl Instruction {
             Slot::Fixed(t) => Operand::Fixed(Slot::fixed_text(t)),
             Slot::Lit => Operand::Literal(self.w1()),
             Slot::Imm(_) => Operand::Imm(self.imm_value()),
+            Slot::FieldImm(f) => Operand::Imm(self.field(f)),
             Slot::Reg {
                 field, regs, file, ..
             } => {

@@ -90,6 +90,8 @@ pub enum Slot {
     Imm(ImmKind),
     /// A 32-bit literal that follows the instruction (madmk/madak, setreg_imm32).
     Lit,
+    /// A field printed as a decimal number (`s_atc_probe`'s sdata).
+    FieldImm(Field),
     /// Fixed text such as `vcc` or `off` (index into `FIXED_TEXT`).
     Fixed(u8),
 }
@@ -108,6 +110,9 @@ impl Slot {
     }
     pub(crate) const fn lit() -> Slot {
         Slot::Lit
+    }
+    pub(crate) const fn field_imm(f: Field) -> Slot {
+        Slot::FieldImm(f)
     }
     pub(crate) const fn fixed(i: u8) -> Slot {
         Slot::Fixed(i)
