@@ -2,6 +2,7 @@
 
 mod demangle;
 mod disasm;
+mod extract;
 mod inspect;
 mod run;
 
@@ -49,6 +50,16 @@ enum Command {
         #[arg(long)]
         kernel: Option<String>,
     },
+    /// Write the code objects inside a bundle, compressed bundle or host binary to files.
+    Extract {
+        file: PathBuf,
+        /// Only code objects for this processor (`gfx90a`) or target ID (`gfx90a:xnack-`).
+        #[arg(long)]
+        target: Option<String>,
+        /// Directory to write `NNNN-<target id>.hsaco` files to.
+        #[arg(short, long, default_value = ".")]
+        output: PathBuf,
+    },
     /// Inspect and disassemble a built-in example code object (a gfx90a vector add).
     Demo,
     /// Run a program against Inlay's HSA runtime (drop-in libhsa-runtime64.so.1) and its
@@ -88,6 +99,20 @@ fn main() -> ExitCode {
                 .map_err(|e| e.to_string())
                 .and_then(|f| disasm::disasm(f.bytes(), &file.display().to_string(), &opts))
         }
+        Command::Extract {
+            file,
+            target,
+            output,
+        } => MappedFile::open(&file)
+            .map_err(|e| e.to_string())
+            .and_then(|f| {
+                extract::extract(
+                    f.bytes(),
+                    &file.display().to_string(),
+                    target.as_deref(),
+                    &output,
+                )
+            }),
         Command::Demo => demo(),
         Command::Run { command } => {
             return match run::run(&command) {

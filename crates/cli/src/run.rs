@@ -17,7 +17,8 @@ const SONAME: &str = "libhsa-runtime64.so.1";
 /// The built drop-in library: next to the `inlay` binary (or one level up,
 /// for binaries run from target/<profile>/deps).
 fn built_library() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot locate the inlay binary: {e}"))?;
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot locate the inlay binary: {e}"))?;
     let dir = exe.parent().ok_or("the inlay binary has no directory")?;
     let candidates = [dir.join(BUILT_NAME), dir.join("..").join(BUILT_NAME)];
     candidates.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
@@ -31,17 +32,23 @@ fn built_library() -> Result<PathBuf, String> {
 /// A directory whose `libhsa-runtime64.so.1` is a symlink to the built library.
 pub fn library_dir() -> Result<PathBuf, String> {
     let lib = built_library()?;
-    let lib = lib.canonicalize().map_err(|e| format!("{}: {e}", lib.display()))?;
+    let lib = lib
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", lib.display()))?;
     let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
-    let dir = std::env::temp_dir().join(format!("inlay-{user}")).join("lib");
+    let dir = std::env::temp_dir()
+        .join(format!("inlay-{user}"))
+        .join("lib");
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let link = dir.join(SONAME);
     if std::fs::read_link(&link).ok().as_deref() != Some(lib.as_path()) {
         // Make the new link beside it and rename over, so a concurrent run never sees none.
         let tmp = dir.join(format!(".{SONAME}.{}", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(&lib, &tmp).map_err(|e| format!("cannot link {}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &link).map_err(|e| format!("cannot place {}: {e}", link.display()))?;
+        std::os::unix::fs::symlink(&lib, &tmp)
+            .map_err(|e| format!("cannot link {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, &link)
+            .map_err(|e| format!("cannot place {}: {e}", link.display()))?;
     }
     Ok(dir)
 }
@@ -59,7 +66,9 @@ fn library_path(dir: &Path) -> OsString {
 /// Runs `command` against the drop-in runtime and returns its exit code
 /// (128 + signal number if a signal ended it, as shells report).
 pub fn run(command: &[OsString]) -> Result<i32, String> {
-    let (program, args) = command.split_first().ok_or("usage: inlay run -- COMMAND [ARGS...]")?;
+    let (program, args) = command
+        .split_first()
+        .ok_or("usage: inlay run -- COMMAND [ARGS...]")?;
     let dir = library_dir()?;
     let status = Command::new(program)
         .args(args)

@@ -26,6 +26,11 @@ impl MappedFile {
         // cost of mapping instead of reading gigabytes into memory.
         let map = unsafe { Mmap::map(&file) }
             .map_err(|e| Error::new(format!("cannot map {}: {e}", path.display())))?;
+        // Parsers jump between headers, symbol tables and notes scattered over the
+        // file; the kernel's default read-ahead would page in far more than they touch.
+        // Only a hint: if it fails, reading is merely slower, never wrong.
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Random);
         Ok(MappedFile { path, map })
     }
 
