@@ -28,6 +28,7 @@ import sys
 IMPLICIT = [("SCC", "scc"), ("VCC", "vcc"), ("VCCZ", "vcc"), ("EXEC", "exec"),
             ("EXECZ", "exec"), ("M0", "m0"), ("PC", "pc")]
 DST_FIELDS = ("vdst", "sdst", "sdata", "vdata")
+SRC_TOKENS = {"src0": ["S0", "SRC0"], "src1": ["S1"], "src2": ["S2"]}
 
 
 def strip_comments(code):
@@ -57,30 +58,69 @@ def selectors(code, i):
     return idx, i
 
 
+def depth_at(code, pos):
+    """Nesting depth of if/for blocks at pos (0 = straight-line code)."""
+    text = code[:pos]
+    opens = len(re.findall(r"\bthen\b|\bdo\b", text))
+    closes = len(re.findall(r"\bendif\b|\bendfor\b", text))
+    return opens - closes
+
+
+def in_tuple_lhs(code, pos):
+    """Whether pos is inside `{ ... }` that is assigned to (`{ D1, D0 } = x`)."""
+    lb = code.rfind("{", 0, pos)
+    if lb < 0 or code.rfind("}", lb, pos) >= 0:
+        return False
+    rb = code.find("}", pos)
+    return rb >= 0 and re.match(r"\s*=(?!=)", code[rb + 1:]) is not None
+
+
 def accesses(code, token):
-    """(read, write, partial) for an identifier in pseudocode."""
+    """(read, write, partial) for an identifier in pseudocode, in statement
+    order: a read after an unconditional whole write sees the new value and
+    is not a read of the register's old contents."""
     r = w = partial = False
+    overwritten = None  # end of the statement that overwrote the register
     for m in re.finditer(r"\b%s\b" % token, code):
-        # `VGPR[lane][VDST] = x` writes the register VDST names (one lane).
         before = code[:m.start()]
-        if re.search(r"[VS]GPR\[[^\]]*\]\[$|[VS]GPR\[$", before):
-            idx, end = selectors(code, m.end())
-            rest = code[end:].lstrip()
-            if re.match(r"\]\s*=(?!=)", rest):
-                w = partial = True
-                continue
+        if re.search(r"declare\s+$", before):
+            continue
+        fresh = overwritten is None or m.start() < overwritten
         idx, end = selectors(code, m.end())
+        # `VGPR[lane][VDST] = x` writes the register VDST names; one chosen
+        # lane, or a bit slice of it, keeps the rest of the old value.
+        g = re.search(r"[VS]GPR\[([^\]]*)\]\[$", before)
+        if g:
+            rest = code[end:]
+            close = re.match(r"\s*\]((?:\[[^\]]*\])*)(?:\.\w+)*\s*=(?!=)", rest)
+            if close:
+                w = True
+                if g.group(1).strip() == "lane" or ":" in close.group(1):
+                    partial = True
+                continue
+        if in_tuple_lhs(code, m.start()):
+            w = True
+            continue
         op = re.match(r"\s*(==|[+\-|&^*]=|=)?", code[end:]).group(1)
         if op is None or op == "==":
-            r = True
+            r = r or fresh
             continue
         w = True
         if op != "=":
-            r = True  # compound assignment reads too
-        # Indexed by a single bit other than the lane: a partial write.
+            r = r or fresh  # compound assignment reads too
+            continue
+        # Indexed by a single bit other than the lane, or a bit range of a
+        # 32-bit special register: a partial write.
         top = [re.sub(r"\[[^\[\]]*\]", "", i) for i in idx]
-        if any(":" not in i and i.strip() != "laneId" for i in top):
+        # (bit by bit in a loop over the whole register is a whole write).
+        in_loop = re.search(r"\bfor\b[^\n]*\bdo\b", before) and not re.search(r"\bendfor\b", before)
+        if any(":" not in i and i.strip() != "laneId" for i in top) and not in_loop:
             partial = True
+        elif token == "M0" and any(":" in i and i.replace(" ", "") != "31:0" for i in top):
+            partial = True
+        elif not top and depth_at(code, m.start()) == 0 and overwritten is None:
+            ends = [e for e in (code.find(";", m.end()), code.find("\n", m.end())) if e >= 0]
+            overwritten = min(ends) if ends else len(code)
     return r, w, partial
 
 
@@ -109,7 +149,8 @@ def main():
         imp = {}
         if code:
             for tok, name in IMPLICIT:
-                r, w, _ = accesses(code, tok)
+                r, w, partial = accesses(code, tok)
+                r = r or partial  # the bits not written keep their value
                 cur = imp.get(name, "")
                 imp[name] = ("r" if r or "r" in cur else "") + ("w" if w or "w" in cur else "")
         if enc == "VOPC" and code and accesses(code, "D0")[1]:
@@ -122,6 +163,8 @@ def main():
                 rl = "?"
             elif f in DST_FIELDS:
                 rl = field_role(enc, f, code, fields)
+            elif f in SRC_TOKENS:
+                rl = role(code, SRC_TOKENS[f]) or "r"  # v_swap writes its source
             else:
                 rl = "r"
             fs.append(f"{f}:{bits}:{rl}")
@@ -153,6 +196,9 @@ def field_role(enc, f, code, fields):
         if "RETURN_DATA" in code:
             rl = "w"
         return rl or "w"
+    if f == "sdst" and enc == "VOP3SD":
+        # The carry / scale-flag output; a VCC read is the carry-in (src2).
+        return "w" if accesses(code, "D1")[1] or accesses(code, "VCC")[1] else ""
     if f in ("vdst", "sdst"):
         rl = role(code, ["D0", "VDST", "DST", "D"])
         if rl == "" and f == "sdst":

@@ -104,8 +104,15 @@ impl Access {
 pub struct UsedRegister {
     pub register: Register,
     pub access: Access,
-    /// Not printed as an operand (EXEC of VALU instructions, SCC, ...).
-    pub implicit: bool,
+    /// Index of the printed operand (slot) it comes from; `None` for implicit
+    /// registers (EXEC of vector instructions, SCC, ...).
+    pub operand: Option<u8>,
+}
+
+impl UsedRegister {
+    pub fn is_implicit(&self) -> bool {
+        self.operand.is_none()
+    }
 }
 
 const CAPACITY: usize = 16;
@@ -123,15 +130,15 @@ impl InstructionInfo {
         &self.regs[..self.len as usize]
     }
 
-    fn push(&mut self, register: Register, access: Access, implicit: bool) {
+    fn push(&mut self, register: Register, access: Access, operand: Option<u8>) {
         if register.count == 0 {
             return;
         }
         // Implicit registers are listed once; repeated mentions merge.
-        if implicit {
+        if operand.is_none() {
             if let Some(u) = self.regs[..self.len as usize]
                 .iter_mut()
-                .find(|u| u.implicit && u.register == register)
+                .find(|u| u.is_implicit() && u.register == register)
             {
                 u.access = u.access.merge(access);
                 return;
@@ -141,14 +148,14 @@ impl InstructionInfo {
             *slot = UsedRegister {
                 register,
                 access,
-                implicit,
+                operand,
             };
             self.len += 1;
         }
     }
 
     fn implicit(&mut self, file: RegFile, first: u16, count: u8, access: Access) {
-        self.push(Register::new(file, first, count), access, true);
+        self.push(Register::new(file, first, count), access, None);
     }
 }
 
@@ -157,7 +164,7 @@ pub fn info(i: &Instruction) -> InstructionInfo {
     let blank = UsedRegister {
         register: Register::new(RegFile::Sgpr, 0, 0),
         access: Access::Read,
-        implicit: false,
+        operand: None,
     };
     let mut out = InstructionInfo {
         regs: [blank; CAPACITY],
@@ -175,10 +182,16 @@ pub fn info(i: &Instruction) -> InstructionInfo {
                 field, regs, file, ..
             } => {
                 let is_dst = is_dst_field(i, field);
-                let access = if is_dst { dst } else { Access::Read };
+                let access = if is_dst {
+                    dst
+                } else if field == Field::Src0 && name.starts_with("v_swap_") {
+                    Access::ReadWrite // the two registers trade values
+                } else {
+                    Access::Read
+                };
                 seen_source |= !is_dst;
                 if let Some(r) = reg_operand(i, field, regs, file) {
-                    out.push(r, access, false);
+                    out.push(r, access, Some(n as u8));
                 }
             }
             Slot::Fixed(t) => {
@@ -190,12 +203,12 @@ pub fn info(i: &Instruction) -> InstructionInfo {
                     Access::Write
                 };
                 if let Some(r) = fixed_operand(i, n, Slot::fixed_text(t)) {
-                    out.push(r, access, false);
+                    out.push(r, access, Some(n as u8));
                 }
             }
             Slot::Imm(ImmKind::SmemOffset) => {
                 if let Some(r) = smem_soffset(i) {
-                    out.push(r, Access::Read, false);
+                    out.push(r, Access::Read, Some(n as u8));
                 }
             }
             Slot::Imm(ImmKind::Hwreg) => {
@@ -208,7 +221,11 @@ pub fn info(i: &Instruction) -> InstructionInfo {
                 } else {
                     Access::ReadWrite
                 };
-                out.push(Register::new(RegFile::HwReg, id as u16, 1), access, false);
+                out.push(
+                    Register::new(RegFile::HwReg, id as u16, 1),
+                    access,
+                    Some(n as u8),
+                );
             }
             // Other immediates and literals name no register.
             _ => {}
@@ -257,7 +274,7 @@ fn dst_access(i: &Instruction, name: &str) -> Access {
                 Access::Write
             }
         }
-        _ if starts(&["s_cmpk_", "s_setreg_b32"]) => Access::Read,
+        _ if starts(&["s_cmpk_", "s_setreg_b32", "s_cbranch_i_fork"]) => Access::Read,
         _ if starts(&["s_cmov_", "s_cmovk_"]) => Access::CondWrite,
         _ if starts(&[
             "s_addk_",
@@ -270,6 +287,18 @@ fn dst_access(i: &Instruction, name: &str) -> Access {
             "v_dot4c_",
             "v_dot8c_",
             "v_writelane_",
+            "v_swap_",
+            "v_smfmac_",
+            // 8/16-bit results that keep the rest of the register
+            "v_cvt_pk_fp8_",
+            "v_cvt_pk_bf8_",
+            "v_cvt_sr_fp8_",
+            "v_cvt_sr_bf8_",
+            "v_mad_legacy_f16",
+            "v_mad_legacy_u16",
+            "v_mad_legacy_i16",
+            "v_fma_legacy_f16",
+            "v_div_fixup_legacy_f16",
         ]) =>
         {
             Access::ReadWrite
@@ -480,6 +509,16 @@ fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
                 "s_getpc_b64" => out.implicit(Pc, 0, 2, Read),
                 "s_setpc_b64" | "s_rfe_b64" => out.implicit(Pc, 0, 2, Write),
                 "s_swappc_b64" | "s_call_b64" => out.implicit(Pc, 0, 2, ReadWrite),
+                // Fork/join keep a stack of (PC, EXEC) in SGPRs addressed by
+                // MODE.CSP; those SGPRs are not reported.
+                "s_cbranch_g_fork" | "s_cbranch_i_fork" => {
+                    out.implicit(Exec, 0, 2, ReadWrite);
+                    out.implicit(Pc, 0, 2, ReadCondWrite);
+                }
+                "s_cbranch_join" => {
+                    out.implicit(Exec, 0, 2, CondWrite);
+                    out.implicit(Pc, 0, 2, ReadCondWrite);
+                }
                 _ => {}
             }
         }
@@ -493,6 +532,10 @@ fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
                 out.implicit(Pc, 0, 2, pc);
             }
             match name {
+                "s_trap" => {
+                    out.implicit(Pc, 0, 2, ReadWrite);
+                    out.implicit(Ttmp, 0, 2, Write); // the return address
+                }
                 "s_cbranch_scc0" | "s_cbranch_scc1" => out.implicit(Scc, 0, 1, Read),
                 "s_cbranch_vccz" | "s_cbranch_vccnz" => out.implicit(Vcc, 0, 2, Read),
                 "s_cbranch_execz" | "s_cbranch_execnz" => out.implicit(Exec, 0, 2, Read),
@@ -518,7 +561,11 @@ fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
         out.implicit(M0, 0, 1, Read);
     }
     // s_set_gpr_idx_* set bit fields of M0 (and MODE).
-    if any(&["s_set_gpr_idx_on", "s_set_gpr_idx_idx"]) {
+    if any(&[
+        "s_set_gpr_idx_on",
+        "s_set_gpr_idx_idx",
+        "s_set_gpr_idx_mode",
+    ]) {
         out.implicit(M0, 0, 1, ReadWrite);
     }
     // Scratch (and flat, which may hit the scratch aperture) use FLAT_SCRATCH.

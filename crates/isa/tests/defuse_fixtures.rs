@@ -146,7 +146,7 @@ fn explicit_registers_match_printed_operands_on_fixtures() {
             let mut ours: Vec<Register> = info(&i)
                 .used_registers()
                 .iter()
-                .filter(|u| !u.implicit)
+                .filter(|u| !u.is_implicit())
                 .map(|u| u.register)
                 .collect();
             printed.sort();
@@ -173,7 +173,7 @@ fn uses(i: &inlay_isa::Instruction) -> Vec<(RegFile, u16, u8, Access, bool)> {
         .iter()
         .map(|u| {
             let r = u.register;
-            (r.file, r.first, r.count, u.access, u.implicit)
+            (r.file, r.first, r.count, u.access, u.is_implicit())
         })
         .collect()
 }
