@@ -361,8 +361,8 @@ fn wave_ops() {
                 &Args::new().ptr(din).ptr(dout),
             );
             let got = dev.download_u32(dout, n).unwrap();
-            for g in 0..n {
-                assert_eq!(got[g] as i32, want(g), "v{v} {k} lane {g}");
+            for (g, x) in got.iter().enumerate() {
+                assert_eq!(*x as i32, want(g), "v{v} {k} lane {g}");
             }
         }
     }

@@ -1,0 +1,194 @@
+//! A faulting kernel ends its dispatch with a report naming the kernel,
+//! workgroup, wave, PC, instruction and address — and the device then runs
+//! the next dispatch correctly.
+
+mod common;
+
+use common::*;
+use inlay_codeobj::CodeObject;
+use inlay_vgpu::kernarg::Args;
+use inlay_vgpu::{Device, Fault, FaultKind, Program};
+
+/// A vector_add dispatch that must succeed (after a fault).
+fn vector_add_ok(dev: &Device, p: &Program) {
+    let n = 300usize;
+    let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let b: Vec<f32> = (0..n).map(|i| 0.5 * i as f32).collect();
+    let (da, db) = (upload_f32(dev, &a), upload_f32(dev, &b));
+    let dc = upload_f32(dev, &vec![0.0; n]);
+    let args = Args::new().ptr(da).ptr(db).ptr(dc).u32(n as u32);
+    dev.dispatch(
+        p,
+        "vector_add",
+        [n as u32, 1, 1],
+        [64, 1, 1],
+        args.as_bytes(),
+    )
+    .unwrap_or_else(|f| panic!("{f}"));
+    let c = download_f32(dev, dc, n);
+    for i in 0..n {
+        assert_eq!(c[i], 1.5 * i as f32);
+    }
+}
+
+/// vector_add with its first instruction words replaced by `words`.
+fn patched_vector_add(words: &[u32]) -> Vec<u8> {
+    let mut bytes = fixture(5, "vector_add");
+    let co = CodeObject::parse(&bytes).expect("parse");
+    let text = co.section(".text").expect(".text");
+    let entry = co
+        .kernel("vector_add")
+        .and_then(|k| k.entry_address)
+        .expect("entry");
+    let off = (entry - text.addr + text.offset) as usize;
+    drop(co);
+    for (k, w) in words.iter().enumerate() {
+        bytes[off + 4 * k..off + 4 * k + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    bytes
+}
+
+#[test]
+fn out_of_bounds_store_then_next_dispatch_runs() {
+    let dev = Device::new();
+    let p = load(&dev, 5, "vector_add");
+    let n = 1000usize;
+    let da = upload_f32(&dev, &vec![1.0; n]);
+    let db = upload_f32(&dev, &vec![2.0; n]);
+    // c holds 500 floats: work-item 500 stores 4 bytes past its end.
+    let dc = upload_f32(&dev, &vec![0.0; 500]);
+    let args = Args::new().ptr(da).ptr(db).ptr(dc).u32(n as u32);
+    let f = dev
+        .dispatch(
+            &p,
+            "vector_add",
+            [n as u32, 1, 1],
+            [256, 1, 1],
+            args.as_bytes(),
+        )
+        .expect_err("must fault");
+    assert_eq!(f.kernel, "vector_add");
+    assert_eq!(f.instruction, "global_store_dword v[0:1], v2, off");
+    assert_eq!(f.pc_offset, 0x198c);
+    assert_eq!(f.pc, p.base + 0x198c);
+    // Some work-item at or past 500 stores outside `c` (which one depends on
+    // what the host allocator placed after it); the report must agree with
+    // the address it names.
+    let addr = f.address.expect("address");
+    assert!(addr >= dc + 2000 && addr < dc + 4000, "{f}");
+    let item = (addr - dc) / 4;
+    assert_eq!(f.workgroup, [(item / 256) as u32, 0, 0]);
+    assert_eq!(f.wave, (item % 256 / 64) as u32);
+    assert!(matches!(
+        f.kind,
+        FaultKind::Memory(Fault::Unmapped { len: 4, .. } | Fault::OutOfBounds { len: 4, .. })
+    ));
+    vector_add_ok(&dev, &p);
+}
+
+#[test]
+fn store_to_freed_buffer() {
+    let dev = Device::new();
+    let p = load(&dev, 5, "vector_add");
+    let da = upload_f32(&dev, &[1.0; 64]);
+    let dc = upload_f32(&dev, &[0.0; 64]);
+    dev.free(dc).expect("free");
+    let args = Args::new().ptr(da).ptr(da).ptr(dc).u32(64);
+    let f = dev
+        .dispatch(&p, "vector_add", [64, 1, 1], [64, 1, 1], args.as_bytes())
+        .expect_err("must fault");
+    assert_eq!(f.instruction, "global_store_dword v[0:1], v2, off");
+    assert_eq!((f.workgroup, f.wave, f.address), ([0, 0, 0], 0, Some(dc)));
+    assert_eq!(
+        f.kind,
+        FaultKind::Memory(Fault::UseAfterFree {
+            addr: dc,
+            len: 4,
+            base: dc
+        })
+    );
+    vector_add_ok(&dev, &p);
+}
+
+#[test]
+fn unallocated_pointer_then_next_dispatch_runs() {
+    let dev = Device::new();
+    let p = load(&dev, 4, "vector_add");
+    let db = upload_f32(&dev, &[0.0; 64]);
+    let bogus = 0x40u64; // never allocated
+    let args = Args::new().ptr(bogus).ptr(db).ptr(db).u32(64);
+    let f = dev
+        .dispatch(&p, "vector_add", [64, 1, 1], [64, 1, 1], args.as_bytes())
+        .expect_err("must fault");
+    assert_eq!(f.instruction, "global_load_dword v6, v[4:5], off");
+    assert_eq!((f.workgroup, f.wave), ([0, 0, 0], 0));
+    // Lane 0 reads a[0] first.
+    assert_eq!(f.address, Some(bogus));
+    assert_eq!(
+        f.kind,
+        FaultKind::Memory(Fault::Unmapped {
+            addr: bogus,
+            len: 4
+        })
+    );
+    vector_add_ok(&dev, &p);
+}
+
+#[test]
+fn endless_loop_hits_the_watchdog() {
+    let mut dev = Device::new();
+    dev.set_watchdog(100_000);
+    // s_nop 0; s_branch -2 (back to the nop), forever.
+    let p = dev
+        .load(&patched_vector_add(&[0xbf80_0000, 0xbf82_fffe]))
+        .expect("load");
+    let f = dev
+        .dispatch(&p, "vector_add", [128, 1, 1], [64, 1, 1], &[0; 32])
+        .expect_err("must fault");
+    assert_eq!(f.kind, FaultKind::Watchdog { budget: 100_000 });
+    // The budget runs out on an instruction of the loop.
+    assert!(f.instruction == "s_nop 0" || f.instruction.starts_with("s_branch"));
+    let good = load(&dev, 4, "vector_add");
+    vector_add_ok(&dev, &good);
+}
+
+#[test]
+fn s_trap_ends_the_dispatch() {
+    let dev = Device::new();
+    // s_trap 2
+    let p = dev.load(&patched_vector_add(&[0xbf92_0002])).expect("load");
+    let f = dev
+        .dispatch(&p, "vector_add", [64, 1, 1], [64, 1, 1], &[0; 32])
+        .expect_err("must fault");
+    assert_eq!(f.kind, FaultKind::Trap(2));
+    assert_eq!(f.instruction, "s_trap 2");
+    assert_eq!(f.pc, p.base + 0x1900);
+    let good = load(&dev, 5, "vector_add");
+    vector_add_ok(&dev, &good);
+}
+
+#[test]
+fn undecodable_word_faults_only_when_run() {
+    let dev = Device::new();
+    let p = dev.load(&patched_vector_add(&[0xffff_ffff])).expect("load");
+    assert!(p.unimplemented_count() >= 1);
+    let f = dev
+        .dispatch(&p, "vector_add", [64, 1, 1], [64, 1, 1], &[0; 32])
+        .expect_err("must fault");
+    assert_eq!(f.kind, FaultKind::Unimplemented);
+    assert_eq!(f.pc_offset, 0x1900);
+}
+
+#[test]
+fn refused_launches() {
+    let dev = Device::new();
+    let p = load(&dev, 5, "vector_add");
+    let no = dev
+        .dispatch(&p, "nope", [64, 1, 1], [64, 1, 1], &[])
+        .expect_err("no kernel");
+    assert!(matches!(no.kind, FaultKind::Launch(_)));
+    let big = dev
+        .dispatch(&p, "vector_add", [64, 1, 1], [2048, 1, 1], &[])
+        .expect_err("too big");
+    assert!(matches!(big.kind, FaultKind::Launch(_)));
+}
