@@ -8,6 +8,7 @@
 //! headers, section headers, symbols, dynamic entries, dynamic relocations,
 //! kernel descriptors' entry offsets) is then moved through one address map.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::code_object::CodeObject;
@@ -15,7 +16,7 @@ use crate::descriptor::KernelDescriptor;
 use crate::elf::{self, Section, DYN_SIZE, PHDR_SIZE, SHDR_SIZE, SYM_SIZE};
 use crate::metadata::{Metadata, AMDGPU_NOTE_NAME, NT_AMDGPU_METADATA};
 use crate::reloc::RelocType;
-use crate::symbols::{Binding, Visibility};
+use crate::symbols::{Binding, SymbolTable, Visibility};
 use crate::{Error, Result};
 
 /// A symbol to add to `.symtab`.
@@ -50,6 +51,8 @@ pub struct Builder<'a, 'data> {
     added_symbols: Vec<NewSymbol>,
     descriptors: HashMap<String, KernelDescriptor>,
     metadata: Option<Metadata>,
+    /// Existing symbols given a new (offset in section, size).
+    moved: HashMap<String, (u64, u64)>,
 }
 
 /// DT_* tags whose value is an address.
@@ -90,6 +93,8 @@ struct Layout {
     placed: Vec<Placed>,
     /// True for shared objects/executables, whose allocated sections have addresses.
     addressed: bool,
+    /// The unit every move is rounded to (largest PT_LOAD alignment).
+    page: u64,
 }
 
 impl Layout {
@@ -160,6 +165,7 @@ impl<'a, 'data> Builder<'a, 'data> {
             added_symbols: Vec::new(),
             descriptors: HashMap::new(),
             metadata: None,
+            moved: HashMap::new(),
         }
     }
 
@@ -214,6 +220,32 @@ impl<'a, 'data> Builder<'a, 'data> {
         Ok(self)
     }
 
+    /// Moves every entry of symbol `name` (both tables) to `offset` inside its
+    /// section and gives it `size`: for code that was laid out again in a replaced
+    /// `.text`. A moved kernel function takes its descriptor's entry offset along.
+    pub fn move_symbol(&mut self, name: &str, offset: u64, size: u64) -> Result<&mut Self> {
+        match self.co.symbols.get(name) {
+            Some(s) if s.is_defined() && s.section.is_some() => {
+                self.moved.insert(name.to_string(), (offset, size));
+                Ok(self)
+            }
+            _ => Err(Error::new(format!(
+                "no symbol named '{name}' defined in a section"
+            ))),
+        }
+    }
+
+    /// Where a symbol moved by [`Builder::move_symbol`] lands in the output.
+    fn moved_value(&self, layout: &Layout, shndx: u16, name: &str) -> Option<(u64, u64)> {
+        let &(offset, size) = self.moved.get(name)?;
+        let base = if layout.addressed {
+            layout.placed.get(usize::from(shndx))?.new_addr
+        } else {
+            0
+        };
+        Some((base.wrapping_add(offset), size))
+    }
+
     /// Replaces kernel `name`'s descriptor. Its entry offset is read relative to
     /// the input's layout and moved with the code.
     pub fn set_kernel_descriptor(&mut self, name: &str, kd: KernelDescriptor) -> Result<&mut Self> {
@@ -249,13 +281,29 @@ impl<'a, 'data> Builder<'a, 'data> {
         let symtab_index = sections.iter().position(|s| s.sh_type == elf::SHT_SYMTAB);
         let symtab_strtab = symtab_index.map(|i| sections[i].link as usize);
         let shstrndx = usize::from(co.header.e_shstrndx);
+        self.check_ranges()?;
+        // Headers stay where they are, so they must come before all section data.
+        let first_data = sections
+            .iter()
+            .skip(1)
+            .filter(|s| s.file_size() > 0)
+            .map(|s| s.offset)
+            .min();
+        let phdrs_end = co.header.e_phoff + (co.segments.len() * PHDR_SIZE) as u64;
+        if !co.segments.is_empty() && first_data.is_some_and(|f| phdrs_end > f) {
+            return Err(Error::at(
+                co.header.e_phoff,
+                "program headers after section data are not supported by the writer",
+            ));
+        }
 
         // Phase 1: every section's contents, with sizes final (addresses patched later).
-        let mut contents: Vec<Vec<u8>> = sections
+        // Borrowed until something changes them, so untouched sections are copied once.
+        let mut contents: Vec<Cow<'data, [u8]>> = sections
             .iter()
             .map(|s| match self.replaced.get(&s.index) {
-                Some(d) => d.clone(),
-                None => co.section_data(s).to_vec(),
+                Some(d) => Cow::Owned(d.clone()),
+                None => Cow::Borrowed(co.section_data(s)),
             })
             .collect();
         if let Some(md) = &self.metadata {
@@ -266,7 +314,8 @@ impl<'a, 'data> Builder<'a, 'data> {
         if let Some(st) = symtab_strtab {
             let strtab = contents
                 .get_mut(st)
-                .ok_or_else(|| Error::new(".symtab sh_link is not a section"))?;
+                .ok_or_else(|| Error::new(".symtab sh_link is not a section"))?
+                .to_mut();
             for s in &self.added_symbols {
                 symbol_names.push(strtab.len() as u32);
                 strtab.extend_from_slice(s.name.as_bytes());
@@ -278,7 +327,8 @@ impl<'a, 'data> Builder<'a, 'data> {
             let shstrtab = contents
                 .get_mut(shstrndx)
                 .filter(|_| shstrndx != 0)
-                .ok_or_else(|| Error::new("no section name string table to name added sections"))?;
+                .ok_or_else(|| Error::new("no section name string table to name added sections"))?
+                .to_mut();
             for s in &self.added_sections {
                 section_names.push(shstrtab.len() as u32);
                 shstrtab.extend_from_slice(s.name.as_bytes());
@@ -301,7 +351,7 @@ impl<'a, 'data> Builder<'a, 'data> {
         };
         if let Some(i) = symtab_index {
             let len = contents[i].len() + SYM_SIZE * self.added_symbols.len();
-            contents[i].resize(len, 0);
+            contents[i].to_mut().resize(len, 0);
         }
 
         // Phase 2: layout.
@@ -341,9 +391,24 @@ impl<'a, 'data> Builder<'a, 'data> {
             match s.sh_type {
                 elf::SHT_SYMTAB | elf::SHT_DYNSYM => {
                     let old = co.section_data(s);
-                    let out = &mut contents[i];
+                    let out = contents[i].to_mut();
                     let count = old.len() / SYM_SIZE;
                     let is_symtab = Some(i) == symtab_index;
+                    let table = if is_symtab {
+                        SymbolTable::Symtab
+                    } else {
+                        SymbolTable::Dynsym
+                    };
+                    let moved: HashMap<usize, (u64, u64)> = if self.moved.is_empty() {
+                        HashMap::new()
+                    } else {
+                        co.symbols
+                            .in_table(table)
+                            .filter_map(|sym| {
+                                Some((sym.index, self.moved_value(&layout, sym.shndx, sym.name)?))
+                            })
+                            .collect()
+                    };
                     for k in 0..count {
                         let dst = if is_symtab {
                             renumber(k as u32) as usize
@@ -359,6 +424,10 @@ impl<'a, 'data> Builder<'a, 'data> {
                             let new = value.wrapping_sub(p.old_addr).wrapping_add(p.new_addr);
                             put_u64(out, dst * SYM_SIZE + 8, new);
                         }
+                        if let Some(&(value, size)) = moved.get(&k) {
+                            put_u64(out, dst * SYM_SIZE + 8, value);
+                            put_u64(out, dst * SYM_SIZE + 16, size);
+                        }
                     }
                     if is_symtab {
                         let mut write_new =
@@ -367,7 +436,7 @@ impl<'a, 'data> Builder<'a, 'data> {
                                 let value = if is_rel {
                                     sym.offset
                                 } else {
-                                    placed[shndx].new_addr + sym.offset
+                                    placed[shndx].new_addr.wrapping_add(sym.offset)
                                 };
                                 let at = slot * SYM_SIZE;
                                 put_u32(out, at, *name);
@@ -394,7 +463,7 @@ impl<'a, 'data> Builder<'a, 'data> {
                         elf::REL_SIZE
                     };
                     let renumbered = Some(s.link as usize) == symtab_index;
-                    let out = &mut contents[i];
+                    let out = contents[i].to_mut();
                     for at in (0..out.len() / entsize).map(|k| k * entsize) {
                         let r_offset =
                             u64::from_le_bytes(out[at..at + 8].try_into().unwrap_or_default());
@@ -419,7 +488,7 @@ impl<'a, 'data> Builder<'a, 'data> {
                     }
                 }
                 elf::SHT_DYNAMIC => {
-                    let out = &mut contents[i];
+                    let out = contents[i].to_mut();
                     for at in (0..out.len() / DYN_SIZE).map(|k| k * DYN_SIZE) {
                         let tag =
                             u64::from_le_bytes(out[at..at + 8].try_into().unwrap_or_default());
@@ -437,7 +506,23 @@ impl<'a, 'data> Builder<'a, 'data> {
         self.patch_descriptors(&layout, &mut contents)?;
 
         // Phase 4: assemble. Old bytes between sections (padding, headers) come along.
-        let mut out = vec![0u8; (shoff + (shnum * SHDR_SIZE) as u64) as usize];
+        let out_len = shoff + (shnum * SHDR_SIZE) as u64;
+        // Growth moves data by at most one page per section beyond the bytes added;
+        // anything larger means the input's layout was not what it claimed.
+        let new_bytes: u64 = contents.iter().map(|c| c.len() as u64).sum::<u64>()
+            + self
+                .added_sections
+                .iter()
+                .map(|s| s.data.len() as u64 + s.addralign.min(1 << 16))
+                .sum::<u64>();
+        let limit = input.len() as u64 + new_bytes + (shnum as u64 + 2) * layout.page;
+        if out_len > limit {
+            return Err(Error::new(format!(
+                "output would be {out_len} bytes for a {}-byte input; overlapping or oversized sections?",
+                input.len()
+            )));
+        }
+        let mut out = vec![0u8; out_len as usize];
         let mut by_offset: Vec<usize> =
             (1..sections.len()).filter(|&i| !placed[i].nobits).collect();
         by_offset.sort_by_key(|&i| (placed[i].old_off, i));
@@ -462,8 +547,10 @@ impl<'a, 'data> Builder<'a, 'data> {
             let room = (out.len() as u64).saturating_sub(p.new_off) as usize;
             let n_old = old.len().min(room);
             out[p.new_off as usize..p.new_off as usize + n_old].copy_from_slice(&old[..n_old]);
-            let data = &contents[i];
-            out[p.new_off as usize..p.new_off as usize + data.len()].copy_from_slice(data);
+            // Unchanged contents came along with the old bytes just copied.
+            if let Cow::Owned(data) = &contents[i] {
+                out[p.new_off as usize..p.new_off as usize + data.len()].copy_from_slice(data);
+            }
         }
         for (s, &off) in self.added_sections.iter().zip(&added_offsets) {
             out[off as usize..off as usize + s.data.len()].copy_from_slice(&s.data);
@@ -487,13 +574,13 @@ impl<'a, 'data> Builder<'a, 'data> {
             let (memsz, filesz) = if seg.memsz == 0 {
                 (0, 0)
             } else {
-                let mem_end = layout.addr_end(seg.vaddr + seg.memsz);
+                let mem_end = layout.addr_end(seg.vaddr.wrapping_add(seg.memsz));
                 let file_end = if seg.filesz == 0 {
                     vaddr
                 } else {
-                    layout.addr_end(seg.vaddr + seg.filesz)
+                    layout.addr_end(seg.vaddr.wrapping_add(seg.filesz))
                 };
-                (mem_end - vaddr, file_end - vaddr)
+                (mem_end.wrapping_sub(vaddr), file_end.wrapping_sub(vaddr))
             };
             put_u64(
                 &mut out,
@@ -545,9 +632,36 @@ impl<'a, 'data> Builder<'a, 'data> {
         Ok(out)
     }
 
+    /// Addresses and sizes the layout does arithmetic on must fit far below 2^64.
+    fn check_ranges(&self) -> Result<()> {
+        const LIMIT: u64 = 1 << 48;
+        let co = self.co;
+        for s in co.sections.iter().skip(1) {
+            let at = co.header.e_shoff + (s.index * SHDR_SIZE) as u64;
+            if s.addr.checked_add(s.size).is_none_or(|end| end > LIMIT) || s.addralign > LIMIT {
+                return Err(Error::at(
+                    at + 16,
+                    format!(
+                        "section {}: address range or alignment too large to lay out",
+                        s.name
+                    ),
+                ));
+            }
+        }
+        for (k, p) in co.segments.iter().enumerate() {
+            if p.vaddr.checked_add(p.memsz).is_none_or(|end| end > LIMIT) {
+                return Err(Error::at(
+                    co.header.e_phoff + (k * PHDR_SIZE) as u64 + 16,
+                    "segment address range too large",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Places every section: unchanged sections stay put until one grows past the
     /// next; from there on, everything moves by whole pages.
-    fn layout(&self, contents: &[Vec<u8>]) -> Result<Layout> {
+    fn layout(&self, contents: &[Cow<'data, [u8]>]) -> Result<Layout> {
         let co = self.co;
         let addressed = !co.is_relocatable();
         let page = co
@@ -616,12 +730,16 @@ impl<'a, 'data> Builder<'a, 'data> {
                 file_end = file_end.max(p.new_off + p.new_size);
             }
         }
-        Ok(Layout { placed, addressed })
+        Ok(Layout {
+            placed,
+            addressed,
+            page,
+        })
     }
 
     /// Writes each kernel descriptor (edited or original) with its entry offset
     /// moved along with the code.
-    fn patch_descriptors(&self, layout: &Layout, contents: &mut [Vec<u8>]) -> Result<()> {
+    fn patch_descriptors(&self, layout: &Layout, contents: &mut [Cow<'data, [u8]>]) -> Result<()> {
         let co = self.co;
         for k in &co.kernels {
             let Some(sym) = co.symbols.get(&format!("{}.kd", k.name)) else {
@@ -645,11 +763,15 @@ impl<'a, 'data> Builder<'a, 'data> {
                 let old_entry = k
                     .descriptor_address
                     .wrapping_add_signed(kd.kernel_code_entry_byte_offset);
-                let new_entry = layout.addr(old_entry);
+                let moved = k.entry_symbol.and_then(|e| {
+                    let sym = co.symbols.get(e)?;
+                    self.moved_value(layout, sym.shndx, e)
+                });
+                let new_entry = moved.map_or_else(|| layout.addr(old_entry), |(v, _)| v);
                 let new_kd = layout.addr(k.descriptor_address);
                 kd.kernel_code_entry_byte_offset = new_entry.wrapping_sub(new_kd) as i64;
             }
-            let data = &mut contents[shndx];
+            let data = contents[shndx].to_mut();
             let at = usize::try_from(within).unwrap_or(usize::MAX);
             let dst = data.get_mut(at..at.saturating_add(64)).ok_or_else(|| {
                 Error::new(format!(
@@ -663,7 +785,11 @@ impl<'a, 'data> Builder<'a, 'data> {
     }
 
     /// Re-encodes the note section holding the metadata note with the new document.
-    fn rebuild_metadata_note(&self, md: &Metadata, contents: &mut [Vec<u8>]) -> Result<()> {
+    fn rebuild_metadata_note(
+        &self,
+        md: &Metadata,
+        contents: &mut [Cow<'data, [u8]>],
+    ) -> Result<()> {
         let co = self.co;
         let note = co
             .notes
@@ -701,7 +827,7 @@ impl<'a, 'data> Builder<'a, 'data> {
             out.extend_from_slice(desc);
             out.resize(align_up(out.len() as u64, align) as usize, 0);
         }
-        contents[sec.index] = out;
+        contents[sec.index] = Cow::Owned(out);
         Ok(())
     }
 }

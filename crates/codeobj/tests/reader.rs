@@ -270,10 +270,10 @@ fn corrupted_bytes_never_panic() {
         seed
     };
     for (_, bytes) in corpus.iter().take(6) {
-        for _ in 0..300 {
+        for _ in 0..support::fuzz_iterations() {
             let mut b = bytes.clone();
             for _ in 0..1 + next() % 4 {
-                let at = (next() % b.len() as u64) as usize;
+                let at = support::corruption_offset(&b, next());
                 b[at] = next() as u8;
             }
             if let Ok(co) = CodeObject::parse(&b) {

@@ -145,3 +145,27 @@ pub fn corpus() -> Vec<(String, Vec<u8>)> {
     }
     all
 }
+
+/// Corrupted variants per input in the no-panic tests (INLAY_FUZZ_ITERS overrides).
+pub fn fuzz_iterations() -> usize {
+    std::env::var("INLAY_FUZZ_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+}
+
+/// A byte to corrupt: anywhere, or (as often) in the headers and tables that
+/// validation guards (ELF header, program headers, section header table).
+pub fn corruption_offset(bytes: &[u8], random: u64) -> usize {
+    let len = bytes.len() as u64;
+    let shoff = bytes
+        .get(40..48)
+        .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+    let at = match random % 3 {
+        0 => (random >> 8) % len,
+        1 => (random >> 8) % 64.min(len).max(1) + if random & 0x80 != 0 { 64 } else { 0 },
+        _ if shoff < len => shoff + (random >> 8) % (len - shoff),
+        _ => (random >> 8) % len,
+    };
+    at.min(len - 1) as usize
+}
