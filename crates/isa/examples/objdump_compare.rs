@@ -3,7 +3,8 @@
 //!     cargo run --release -p inlay-isa --example objdump_compare -- FILE...
 //!
 //! Prints per-file mismatch counts, the most common mismatching mnemonics and
-//! a few examples, and the time each side took.
+//! a few examples, and the time each side took. With BY_ADDRESS=1 set, lines
+//! are paired by address (for listings that lose step, e.g. random words).
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -29,7 +30,15 @@ fn main() {
             continue;
         };
         t_ours += t1.elapsed();
-        let (n, ex) = support::diff_lines(&ours, &theirs, usize::MAX);
+        let (n, ex) = if std::env::var("BY_ADDRESS").is_ok() {
+            let d = support::diff_by_address(&ours, &theirs);
+            (
+                d.len(),
+                d.into_iter().map(|(a, x, y)| (a as usize, x, y)).collect(),
+            )
+        } else {
+            support::diff_lines(&ours, &theirs, usize::MAX)
+        };
         lines += theirs.lines().count();
         bad += n;
         for (_, a, b) in ex {

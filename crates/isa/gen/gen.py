@@ -176,7 +176,8 @@ def main():
                 if b not in opcodes:
                     opcodes.append(b)
                 flags = sum(FLAG_BITS[f] for f in d.get("flags", []))
-                key = (mn, opcodes.index(b), slot_ix[codes], len(codes), flags)
+                zero = sum(1 << FIELDS.index(f) for f in d.get("zero", []))
+                key = (mn, opcodes.index(b), slot_ix[codes], len(codes), flags, zero)
                 if key not in desc_ix:
                     desc_ix[key] = len(descs) + 1
                     descs.append(key)
@@ -195,8 +196,8 @@ def main():
         w.append("    %s,\n" % s)
     w.append("];\n")
     w.append("pub static DESCS: [Desc; %d] = [\n    Desc::INVALID,\n" % (len(descs) + 1))
-    for mn, op, s0, sn, fl in descs:
-        w.append('    Desc::new("%s", %d, %d, %d, %d),\n' % (mn, op, s0, sn, fl))
+    for mn, op, s0, sn, fl, zero in descs:
+        w.append('    Desc::new("%s", %d, %d, %d, %d, %d),\n' % (mn, op, s0, sn, fl, zero))
     w.append("];\n")
     for t in TARGETS:
         for table, _, _ in table_encodings():

@@ -173,7 +173,11 @@ def learn(target):
             if mn == "s_nop" and table != "SOPP":
                 continue
             slots = [parse_operand(layout, vals, o) for o in operands]
-            ops[op] = {"mn": mn, "slots": slots, "mods": mods, "lit": lit, "vals": vals, "text": text}
+            # fields the probe had to leave at zero: LLVM rejects them set
+            zero = [f for f in OPTIONAL.get(layout, []) if f in PROBE and f not in vals
+                    and f not in NOPROBE.get(layout, [])]
+            ops[op] = {"mn": mn, "slots": slots, "mods": mods, "lit": lit, "vals": vals, "text": text,
+                       "zero": zero}
         result[table] = ops
     return result
 

@@ -1,7 +1,7 @@
 //! Decoding: bytes -> [`Instruction`], into a caller-owned value, no allocation.
 
 use crate::model::{Encoding as E, Instruction, Target};
-use crate::tables::{Field, Slot, TargetTables};
+use crate::tables::{src_name, Field, File, Slot, TargetTables};
 
 /// Why bytes could not be decoded at all. (Unknown encodings are not errors:
 /// they decode to an instruction with `Encoding::Invalid` and their word.)
@@ -72,6 +72,13 @@ impl Decoder {
                 needed: 8,
                 have: bytes.len(),
             })?;
+        }
+        if !scalar_operands_valid(out, len) || !zero_fields_clear(out) {
+            // LLVM rejects the whole instruction when an operand names no register.
+            out.desc = 0;
+            out.encoding = E::Invalid;
+            out.words[1] = 0;
+            return Ok(4);
         }
         out.len = len as u8;
         Ok(len)
@@ -150,3 +157,89 @@ fn needs_literal(i: &Instruction) -> bool {
         _ => false,
     })
 }
+
+/// Every scalar operand names something (an SGPR, special register,
+/// constant, or a literal where the encoding can carry one).
+fn scalar_operands_valid(i: &Instruction, len: usize) -> bool {
+    i.slots().iter().all(|s| match *s {
+        Slot::Reg {
+            field,
+            regs,
+            file,
+            ck,
+        } => {
+            let v = i.field(field);
+            let src = matches!(
+                field,
+                Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1
+            );
+            let scalar =
+                file == File::S || matches!(field, Field::Ssrc0 | Field::Ssrc1) || (src && v < 256);
+            if !scalar {
+                return true;
+            }
+            // fields that name registers only (no constants)
+            let dest = matches!(
+                field,
+                Field::Vdst
+                    | Field::Sdst
+                    | Field::Sdata
+                    | Field::Sbase
+                    | Field::Srsrc
+                    | Field::Ssamp
+                    | Field::Saddr
+            );
+            match v {
+                // destinations and bases name registers, never constants
+                128.. if dest => false,
+                255 => {
+                    len == 8
+                        && matches!(
+                            i.encoding,
+                            E::Sop2 | E::Sop1 | E::Sopc | E::Sopk | E::Vop1 | E::Vop2 | E::Vopc
+                        )
+                }
+                0..=101 | 108..=123 if regs > 2 => true,
+                _ => v < 256 && !src_name(ck, regs.min(2), v as u8).is_empty(),
+            }
+        }
+        _ => true,
+    })
+}
+
+/// Fields this opcode leaves unused are zero (LLVM rejects them otherwise).
+fn zero_fields_clear(i: &Instruction) -> bool {
+    let mask = i.desc().zero_fields;
+    mask == 0
+        || ALL_FIELDS
+            .iter()
+            .enumerate()
+            .all(|(k, f)| mask & (1 << k) == 0 || i.field(*f) == 0)
+}
+
+/// Fields in the generator's order (`FIELDS` in gen/gen.py).
+const ALL_FIELDS: [Field; 23] = [
+    Field::Vdst,
+    Field::Sdst,
+    Field::Src0,
+    Field::Src1,
+    Field::Src2,
+    Field::Vsrc1,
+    Field::Ssrc0,
+    Field::Ssrc1,
+    Field::Simm16,
+    Field::Sdata,
+    Field::Sbase,
+    Field::Offset,
+    Field::Soffset,
+    Field::Addr,
+    Field::Data,
+    Field::Data0,
+    Field::Data1,
+    Field::Saddr,
+    Field::Vdata,
+    Field::Vaddr,
+    Field::Srsrc,
+    Field::Ssamp,
+    Field::Literal,
+];

@@ -263,12 +263,12 @@ fn reg_value(
                 return Err("wrong register count");
             }
             let base = if matches!(op, Operand::Ttmp { .. }) {
-                112
+                108
             } else {
                 0
             };
             let v = base + first as u32;
-            if (matches!(op, Operand::Sgpr { .. }) && v > 101) || (base == 112 && first > 11) {
+            if (matches!(op, Operand::Sgpr { .. }) && v > 101) || (base == 108 && first > 15) {
                 return Err("register out of range");
             }
             Ok(v)

@@ -55,13 +55,16 @@ fn fixed_operand(i: &Instruction, n: usize, text: &str, out: &mut String) {
         return scalar(i.bits(1, 8, 7) as u8, 2, ConstKind::B32, 0, out);
     }
     if text == "off" {
+        let last = n + 1 == i.slots().len();
         let saddr = i.field(Field::Saddr);
         match i.encoding {
-            E::Global | E::Scratch if saddr != 0x7F && n > 0 => {
+            // the saddr position: an SGPR base unless 0x7f
+            E::Global | E::Scratch if last && saddr != 0x7F => {
                 let regs = if i.encoding == E::Global { 2 } else { 1 };
                 return scalar(saddr as u8, regs, ConstKind::B32, 0, out);
             }
-            E::Scratch if n == 1 && info(i.target).scratch_sve && i.bits(0, 13, 1) != 0 => {
+            // gfx940 scratch: a VGPR address only when SVE (bit 13) is set
+            E::Scratch if !last && info(i.target).scratch_sve && i.bits(0, 13, 1) != 0 => {
                 return vgprs(i.field(Field::Addr), 1, File::V, out);
             }
             E::Mubuf | E::Mtbuf => {
@@ -140,7 +143,7 @@ fn scalar(v: u8, regs: u8, ck: ConstKind, lit: u32, out: &mut String) {
         let align = regs.min(4) as u32;
         let (p, base) = match v {
             0..=101 => ("s", v as u32),
-            112..=123 => ("ttmp", v as u32 - 112),
+            108..=123 => ("ttmp", v as u32 - 108),
             _ => ("", 0),
         };
         if !p.is_empty() {
@@ -363,7 +366,7 @@ fn modifiers(i: &Instruction, out: &mut String) {
                 out.push_str(" offset:");
                 num::dec(out, (o1 << 8 | o0) as u64);
             }
-            if i.bits(0, 16, 1) != 0 {
+            if t.ds_gds && i.bits(0, 16, 1) != 0 {
                 out.push_str(" gds");
             }
         }
@@ -387,11 +390,11 @@ fn modifiers(i: &Instruction, out: &mut String) {
             if i.encoding == E::Mtbuf {
                 mtbuf_format(i, out);
             }
-            if i.bits(0, 12, 1) != 0 {
-                out.push_str(" offen");
-            }
             if i.bits(0, 13, 1) != 0 {
                 out.push_str(" idxen");
+            }
+            if i.bits(0, 12, 1) != 0 {
+                out.push_str(" offen");
             }
             let off = i.bits(0, 0, 12);
             if off != 0 {
@@ -400,7 +403,7 @@ fn modifiers(i: &Instruction, out: &mut String) {
             let scc = if i.encoding == E::Mubuf {
                 i.bits(0, 15, 1)
             } else {
-                0
+                i.bits(1, 21, 1)
             };
             let slc = if i.encoding == E::Mubuf {
                 i.bits(0, 17, 1)

@@ -95,7 +95,8 @@ pub fn write_section(target: Target, sec: &Section, out: &mut String) {
             out.push(' ');
             num::hex_upper(out, *w as u64, 8);
         }
-        if let Some(t) = branch_target(&inst, addr) {
+        let end = sec.address + sec.bytes.len() as u64;
+        if let Some(t) = branch_target(&inst, addr).filter(|t| (sec.address..end).contains(t)) {
             let k = labels.partition_point(|(a, _)| *a <= t);
             if let Some((la, name)) = k.checked_sub(1).and_then(|k| labels.get(k)) {
                 out.push_str(" <");

@@ -284,8 +284,8 @@ pub(crate) fn scalar_operand(v: u8, regs: u8, lit: u32) -> Operand {
             first: v as u16,
             count: regs,
         },
-        112..=123 => Operand::Ttmp {
-            first: (v - 112) as u16,
+        108..=123 => Operand::Ttmp {
+            first: (v - 108) as u16,
             count: regs,
         },
         128..=208 | 240..=248 => Operand::Inline(v),

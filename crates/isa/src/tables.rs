@@ -133,6 +133,9 @@ pub struct Desc {
     slot_len: u8,
     /// Modifiers the instruction has (learned: `format::F_*`).
     pub(crate) flags: u8,
+    /// Fields (bit = `Field as u32`) that must be zero: LLVM rejects the
+    /// instruction otherwise (learned: the probe had to leave them empty).
+    pub(crate) zero_fields: u32,
 }
 
 impl Desc {
@@ -142,6 +145,7 @@ impl Desc {
         slot_start: 0,
         slot_len: 0,
         flags: 0,
+        zero_fields: 0,
     };
     pub(crate) const fn new(
         mnemonic: &'static str,
@@ -149,6 +153,7 @@ impl Desc {
         slot_start: u16,
         slot_len: u8,
         flags: u8,
+        zero_fields: u32,
     ) -> Desc {
         Desc {
             mnemonic,
@@ -156,6 +161,7 @@ impl Desc {
             slot_start,
             slot_len,
             flags,
+            zero_fields,
         }
     }
     /// Operands in printed order.

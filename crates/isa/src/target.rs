@@ -13,6 +13,8 @@ pub struct TargetInfo {
     pub cpol: [&'static str; 3],
     /// Scratch instructions use a VGPR address only when bit 13 (SVE) is set.
     pub scratch_sve: bool,
+    /// DS instructions have a `gds` bit.
+    pub ds_gds: bool,
 }
 
 static GFX908: TargetInfo = TargetInfo {
@@ -20,18 +22,21 @@ static GFX908: TargetInfo = TargetInfo {
     acc_cd_bit: false,
     cpol: ["glc", "slc", ""],
     scratch_sve: false,
+    ds_gds: true,
 };
 static GFX90A: TargetInfo = TargetInfo {
     acc_memory: true,
     acc_cd_bit: true,
     cpol: ["glc", "slc", "scc"],
     scratch_sve: false,
+    ds_gds: false,
 };
 static GFX942: TargetInfo = TargetInfo {
     acc_memory: true,
     acc_cd_bit: true,
     cpol: ["sc0", "nt", "sc1"],
     scratch_sve: true,
+    ds_gds: false,
 };
 
 pub fn info(t: Target) -> &'static TargetInfo {

@@ -139,3 +139,29 @@ pub fn mnemonics(data: &[u8]) -> std::collections::HashSet<&'static str> {
     }
     set
 }
+
+/// Instruction lines keyed by their `// ADDRESS:` comment, for comparing
+/// listings that lose step (different instruction sizes): (address, ours, theirs).
+pub fn diff_by_address(ours: &str, theirs: &str) -> Vec<(u64, String, String)> {
+    fn index(s: &str) -> std::collections::BTreeMap<u64, &str> {
+        s.lines()
+            .filter_map(|l| {
+                let a = l.split("// ").nth(1)?.split(':').next()?;
+                Some((u64::from_str_radix(a, 16).ok()?, l))
+            })
+            .collect()
+    }
+    let (a, b) = (index(ours), index(theirs));
+    let mut keys: Vec<u64> = a.keys().chain(b.keys()).copied().collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|k| {
+            let (x, y) = (
+                a.get(&k).copied().unwrap_or("<none>"),
+                b.get(&k).copied().unwrap_or("<none>"),
+            );
+            (x != y).then(|| (k, x.to_string(), y.to_string()))
+        })
+        .collect()
+}
