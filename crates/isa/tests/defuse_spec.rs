@@ -47,12 +47,37 @@ const ENCODINGS: [(E, u32, u32, u32, &[&str]); 23] = [
     (E::VopcDpp, 0x7C00_00FA, 17, 8, &["VOPC"]),
 ];
 
-/// Name key: lower case, AMD's `_e32`/`_e64` dropped, underscores ignored
-/// (LLVM writes `v_mfma_f32_32x32x8f16`, AMD `v_mfma_f32_32x32x8_f16`).
+/// Name key: AMD's `_e32`/`_e64` dropped, underscores ignored (LLVM writes
+/// `v_mfma_f32_32x32x8f16`, AMD `v_mfma_f32_32x32x8_f16`), MFMA block counts
+/// (`_2b`) dropped (LLVM's gfx908/gfx90a names omit them), and the newer
+/// bf16 MFMAs (LLVM `..._1k` on gfx90a, `_bf16` in AMD's spelling) kept
+/// apart from gfx908's older bf16 ones of the same shape.
 fn key(name: &str) -> String {
     let n = name.trim_end_matches("_e32").trim_end_matches("_e64");
-    n.replace('_', "")
+    let new_bf16 = n.starts_with("v_mfma") && (n.ends_with("_1k") || n.contains("_bf16"));
+    let parts: Vec<&str> = n
+        .split('_')
+        .filter(|p| {
+            let block = p.len() > 1 && p.ends_with('b') && p[..p.len() - 1].parse::<u32>().is_ok();
+            !(n.starts_with("v_mfma") && (block || *p == "1k"))
+        })
+        .collect();
+    parts.concat() + if new_bf16 { "#1k" } else { "" }
 }
+
+/// Opcodes AMD's specification names differently or lists under a sibling:
+/// (LLVM base name, specification name, whether widths are comparable).
+/// The f32 forms of mac/madak/madmk/mad are gone from CDNA4; their f16
+/// siblings have the same operand roles.
+const ALIASES: [(&str, &str, bool); 7] = [
+    ("v_accvgpr_read_b32", "v_accvgpr_read", true),
+    ("v_accvgpr_write_b32", "v_accvgpr_write", true),
+    ("v_mul_legacy_f32", "v_mul_legacy_f32", true),
+    ("v_mac_f32", "v_mac_f16", false),
+    ("v_madak_f32", "v_madak_f16", false),
+    ("v_madmk_f32", "v_madmk_f16", false),
+    ("v_mad_f32", "v_mad_f16", false),
+];
 
 struct Spec {
     implicit: HashMap<&'static str, &'static str>,
@@ -142,7 +167,7 @@ fn role_ok(role: &str, a: Access, glc: bool) -> bool {
 }
 
 /// Differences between info() and the specification for one instruction.
-fn compare(i: &Instruction, enc: E, spec: &Spec, glc: bool) -> Vec<String> {
+fn compare(i: &Instruction, enc: E, spec: &Spec, glc: bool, widths: bool) -> Vec<String> {
     let mut errs = Vec::new();
     let inf = info(i);
     let used = inf.used_registers();
@@ -159,6 +184,9 @@ fn compare(i: &Instruction, enc: E, spec: &Spec, glc: bool) -> Vec<String> {
         if name == "data0" && !spec.fields.contains_key("data0") {
             name = "data";
         }
+        if name == "vsrc1" && !spec.fields.contains_key("vsrc1") {
+            name = "src1"; // an e32 form compared with its VOP3 entry
+        }
         if name == "vdst" && !spec.fields.contains_key("vdst") {
             name = "sdst"; // VOP3 compares write an SGPR pair through vdst
         }
@@ -167,7 +195,7 @@ fn compare(i: &Instruction, enc: E, spec: &Spec, glc: bool) -> Vec<String> {
             continue;
         };
         let regs = bits.div_ceil(32);
-        let skip_width = name == "vaddr" || (enc == E::Global && name == "addr");
+        let skip_width = !widths || name == "vaddr" || (enc == E::Global && name == "addr");
         if !skip_width && u.register.count as u32 != regs {
             errs.push(format!(
                 "{name}: {} registers, specification {bits} bits",
@@ -261,14 +289,23 @@ fn info_matches_amd_specification() {
                     let i = instance(target, enc, fixed, lo, op, glc);
                     assert!(i.is_valid(), "{target:?} {enc:?} {op}");
                     let name = i.opcode().unwrap().name();
-                    let spec = classes.iter().find_map(|c| index.get(&(*c, key(name))));
+                    let alias = ALIASES.iter().find(|a| a.0 == name);
+                    let (spec_name, widths) = alias.map_or((name, true), |a| (a.1, a.2));
+                    let spec = classes
+                        .iter()
+                        .chain(if alias.is_some() {
+                            &["VOP3", "VOP3P"][..]
+                        } else {
+                            &[]
+                        })
+                        .find_map(|c| index.get(&(*c, key(spec_name))));
                     let Some(spec) = spec else {
                         missing.push(format!("{enc:?}:{}", i.mnemonic()));
                         continue;
                     };
                     checked += 1;
                     no_pcode += usize::from(!spec.has_pcode);
-                    for e in compare(&i, enc, spec, glc) {
+                    for e in compare(&i, enc, spec, glc, widths) {
                         if KNOWN.iter().any(|(n, f)| *n == name && e.starts_with(f)) {
                             continue;
                         }
