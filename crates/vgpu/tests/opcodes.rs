@@ -1,0 +1,337 @@
+//! Per-opcode tests: tiny kernels assembled with llvm-mc-19 at test time,
+//! patched into a fixture's kernel body, run on one wave of 64 lanes; the
+//! expected per-lane results are hand-computed from the ISA's semantics.
+//!
+//! Harness: v0 holds the lane id; the body leaves a 64-bit result in v[1:2]
+//! (both start at 0), which is stored to out[lane]. gfx90a wants VGPR
+//! tuples even-aligned, so bodies compute pairs in v[6:7] / v[8:9] and copy.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use inlay_codeobj::CodeObject;
+use inlay_vgpu::kernarg::Args;
+use inlay_vgpu::Device;
+
+const LLVM_MC: &str = "llvm-mc-19";
+
+/// Assembles `src` for gfx90a; None if llvm-mc-19 is missing (and allowed to be).
+fn assemble(src: &str) -> Option<Vec<u8>> {
+    let dir = std::env::temp_dir().join(format!("inlay-vgpu-opcodes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let path = dir.join(format!("t{:x}.s", src.len() ^ src.as_ptr() as usize));
+    std::fs::write(&path, src).expect("write asm");
+    let out = Command::new(LLVM_MC)
+        .args([
+            "-triple=amdgcn-amd-amdhsa",
+            "-mcpu=gfx90a",
+            "--show-encoding",
+        ])
+        .arg(&path)
+        .output();
+    let _ = std::fs::remove_file(&path);
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            if std::env::var("INLAY_REQUIRE_ORACLES").as_deref() == Ok("1") {
+                panic!("{LLVM_MC} is required (INLAY_REQUIRE_ORACLES=1): {e}");
+            }
+            eprintln!("note: skipping, {LLVM_MC} not found: {e}");
+            return None;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "{LLVM_MC} failed on:\n{src}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut bytes = Vec::new();
+    for line in text.lines() {
+        let Some(enc) = line.split("encoding: [").nth(1) else {
+            continue;
+        };
+        for b in enc.trim_end_matches(']').split(',') {
+            let b = b.trim().trim_start_matches("0x");
+            bytes.push(u8::from_str_radix(b, 16).expect("hex byte"));
+        }
+    }
+    Some(bytes)
+}
+
+/// Runs `body` on one wave; returns v[1:2] of each lane.
+fn run_body(dev: &Device, body: &str) -> Option<Vec<u64>> {
+    let src = format!(
+        "s_load_dwordx2 s[40:41], s[4:5], 0x0\n\
+         v_mov_b32 v1, 0\n\
+         v_mov_b32 v2, 0\n\
+         s_waitcnt lgkmcnt(0)\n\
+         {body}\n\
+         v_mov_b32 v12, v1\n\
+         v_mov_b32 v13, v2\n\
+         v_lshlrev_b32 v10, 3, v0\n\
+         global_store_dwordx2 v10, v[12:13], s[40:41]\n\
+         s_endpgm\n"
+    );
+    let code = assemble(&src)?;
+    let mut bytes = fixture(5, "vector_add");
+    let co = CodeObject::parse(&bytes).expect("parse");
+    let text = co.section(".text").expect(".text");
+    let entry = co
+        .kernel("vector_add")
+        .and_then(|k| k.entry_address)
+        .expect("entry");
+    let off = (entry - text.addr + text.offset) as usize;
+    let room = (text.offset + text.size) as usize - off;
+    assert!(code.len() <= room, "test program too long");
+    drop(co);
+    bytes[off..off + code.len()].copy_from_slice(&code);
+    let p = dev.load(&bytes).expect("load");
+    let out = dev.upload(&[0u8; 64 * 8]).expect("alloc");
+    let args = Args::new().ptr(out);
+    dev.dispatch(&p, "vector_add", [64, 1, 1], [64, 1, 1], args.as_bytes())
+        .unwrap_or_else(|f| panic!("{body}\n{f}"));
+    Some(dev.download_u64(out, 64).expect("read"))
+}
+
+fn check(dev: &Device, body: &str, want: impl Fn(u64) -> u64) {
+    let Some(got) = run_body(dev, body) else {
+        return;
+    };
+    for (l, g) in got.iter().enumerate() {
+        let w = want(l as u64);
+        assert_eq!(*g, w, "lane {l}: got {g:#x}, want {w:#x} for\n{body}");
+    }
+}
+
+fn f32b(x: f32) -> u64 {
+    x.to_bits() as u64
+}
+
+#[test]
+fn salu() {
+    let dev = Device::new();
+    // Carry out of s_add_u32 lands in SCC.
+    check(&dev, "s_mov_b32 s10, 0xffffffff\ns_add_u32 s11, s10, 2\ns_cselect_b32 s12, 1, 0\nv_mov_b32 v1, s11\nv_mov_b32 v2, s12", |_| 1 | 1 << 32);
+    // Borrow of s_sub_u32.
+    check(
+        &dev,
+        "s_sub_u32 s11, 1, 2\ns_cselect_b32 s12, 1, 0\nv_mov_b32 v1, s11\nv_mov_b32 v2, s12",
+        |_| 0xffff_ffff | 1 << 32,
+    );
+    // s_bfe_i64: width 4 at offset 12 of 0xf000 is 0b1111, sign-extended.
+    check(&dev, "s_mov_b64 s[10:11], 0xf000\ns_bfe_i64 s[12:13], s[10:11], 0x4000c\nv_mov_b32 v1, s12\nv_mov_b32 v2, s13", |_| u64::MAX);
+    check(
+        &dev,
+        "s_mov_b32 s10, 0x12345678\ns_bfe_u32 s11, s10, 0x80008\nv_mov_b32 v1, s11",
+        |_| 0x56,
+    );
+    check(
+        &dev,
+        "s_lshl_b64 s[10:11], 1, 40\nv_mov_b32 v1, s10\nv_mov_b32 v2, s11",
+        |_| 1 << 40,
+    );
+    check(
+        &dev,
+        "s_ashr_i32 s10, 0x80000000, 4\nv_mov_b32 v1, s10",
+        |_| 0xf800_0000,
+    );
+    check(
+        &dev,
+        "s_bcnt1_i32_b64 s10, -1\ns_ff1_i32_b32 s11, 0x100\nv_mov_b32 v1, s10\nv_mov_b32 v2, s11",
+        |_| 64 | 8 << 32,
+    );
+    check(
+        &dev,
+        "s_flbit_i32_b32 s10, 0x100\ns_brev_b32 s11, 1\nv_mov_b32 v1, s10\nv_mov_b32 v2, s11",
+        |_| 23 | 0x8000_0000 << 32,
+    );
+    check(
+        &dev,
+        "s_mul_hi_u32 s10, -1, -1\ns_mul_i32 s11, -3, 7\nv_mov_b32 v1, s10\nv_mov_b32 v2, s11",
+        |_| 0xffff_fffe | ((-21i32) as u32 as u64) << 32,
+    );
+    check(
+        &dev,
+        "s_min_i32 s10, -5, 3\ns_max_u32 s11, -5, 3\nv_mov_b32 v1, s10\nv_mov_b32 v2, s11",
+        |_| 0xffff_fffb | 0xffff_fffb << 32,
+    );
+    // s_cmp + conditional branch: taken skips the first move.
+    check(
+        &dev,
+        "s_cmp_lt_i32 -1, 1\ns_cbranch_scc1 1\nv_mov_b32 v1, 5\nv_add_u32 v1, v1, 3",
+        |_| 3,
+    );
+    check(
+        &dev,
+        "s_cmp_lt_u32 -1, 1\ns_cbranch_scc1 1\nv_mov_b32 v1, 5\nv_add_u32 v1, v1, 3",
+        |_| 8,
+    );
+    // s_getpc / s_setpc: jump over an 8-byte v_mov with a literal.
+    check(&dev, "s_getpc_b64 s[10:11]\ns_add_u32 s10, s10, 20\ns_addc_u32 s11, s11, 0\ns_setpc_b64 s[10:11]\nv_mov_b32 v1, 99\nv_mov_b32 v1, 7", |_| 7);
+}
+
+#[test]
+fn valu_integer() {
+    let dev = Device::new();
+    // Carry chain: lane 0 has no carry, every other lane wraps.
+    check(
+        &dev,
+        "v_add_co_u32 v1, vcc, -1, v0\nv_addc_co_u32 v2, vcc, 0, 0, vcc",
+        |l| {
+            if l == 0 {
+                0xffff_ffff
+            } else {
+                (l - 1) | 1 << 32
+            }
+        },
+    );
+    check(
+        &dev,
+        "s_mov_b32 s10, 0x80000001\nv_mul_hi_u32 v1, v0, s10\nv_mul_lo_u32 v2, v0, s10",
+        |l| {
+            let p = l * 0x8000_0001;
+            (p >> 32) | (p & 0xffff_ffff) << 32
+        },
+    );
+    // l·(2^32 − 1) + l = l·2^32.
+    check(&dev, "s_mov_b32 s10, -1\nv_mov_b32 v8, v0\nv_mov_b32 v9, 0\nv_mad_u64_u32 v[6:7], s[20:21], v0, s10, v[8:9]\nv_mov_b32 v1, v6\nv_mov_b32 v2, v7", |l| l << 32);
+    check(
+        &dev,
+        "v_lshl_add_u32 v1, v0, 3, 7\nv_bfe_u32 v2, v0, 1, 3",
+        |l| (8 * l + 7) | ((l >> 1) & 7) << 32,
+    );
+    check(
+        &dev,
+        "s_mov_b32 s10, 5\nv_alignbit_b32 v1, s10, v0, 4",
+        |l| 0x5000_0000 | l >> 4,
+    );
+    check(&dev, "v_mov_b32 v8, v0\nv_mov_b32 v9, 0\nv_lshlrev_b64 v[6:7], 33, v[8:9]\nv_mov_b32 v1, v6\nv_mov_b32 v2, v7", |l| l << 33);
+    check(
+        &dev,
+        "v_sub_co_u32 v1, vcc, v0, 1\nv_cndmask_b32 v2, 0, 1, vcc",
+        |l| (l.wrapping_sub(1) & 0xffff_ffff) | ((l == 0) as u64) << 32,
+    );
+    check(
+        &dev,
+        "v_mbcnt_lo_u32_b32 v1, -1, 0\nv_mbcnt_hi_u32_b32 v1, -1, v1",
+        |l| l,
+    );
+    // mbcnt over a sparse mask: lanes below l with bit set in 0xaaaa...
+    check(
+        &dev,
+        "s_mov_b32 s10, 0xaaaaaaaa\nv_mbcnt_lo_u32_b32 v1, s10, 0\nv_mbcnt_hi_u32_b32 v1, s10, v1",
+        |l| l / 2,
+    );
+    check(
+        &dev,
+        "v_xor_b32 v1, 0x55, v0\ns_movk_i32 s10, 0x100\nv_or3_b32 v2, v0, s10, 1",
+        |l| (l ^ 0x55) | (l | 0x101) << 32,
+    );
+}
+
+#[test]
+fn valu_float() {
+    let dev = Device::new();
+    check(&dev, "v_cvt_f32_u32 v1, v0\nv_mul_f32 v1, 0.5, v1", |l| {
+        f32b(l as f32 * 0.5)
+    });
+    check(
+        &dev,
+        "v_cvt_f32_u32 v1, v0\nv_fma_f32 v1, v1, v1, -1.0",
+        |l| f32b((l * l) as f32 - 1.0),
+    );
+    // Output modifier mul:2 and input modifiers.
+    check(
+        &dev,
+        "v_cvt_f32_u32 v1, v0\nv_add_f32_e64 v1, v1, v1 mul:2",
+        |l| f32b(4.0 * l as f32),
+    );
+    check(
+        &dev,
+        "v_cvt_f32_u32 v1, v0\nv_sub_f32_e64 v1, -v1, |v1|",
+        |l| f32b(-2.0 * l as f32),
+    );
+    check(&dev, "v_cvt_f64_u32 v[6:7], v0\nv_add_f64 v[6:7], v[6:7], 0.5\nv_mov_b32 v1, v6\nv_mov_b32 v2, v7", |l| (l as f64 + 0.5).to_bits());
+    check(&dev, "v_cvt_f64_u32 v[6:7], v0\nv_ldexp_f64 v[6:7], v[6:7], 3\nv_mov_b32 v1, v6\nv_mov_b32 v2, v7", |l| (8.0 * l as f64).to_bits());
+    check(&dev, "v_rcp_f32 v1, 4.0\nv_sqrt_f32 v2, 4.0", |_| {
+        f32b(0.25) | f32b(2.0) << 32
+    });
+    check(&dev, "v_cvt_f64_i32 v[6:7], -5\nv_mul_f64 v[6:7], v[6:7], 0.5\nv_cvt_i32_f64 v1, v[6:7]\nv_mov_b32 v2, 0", |_| (-2i32) as u32 as u64);
+    check(
+        &dev,
+        "v_cvt_f32_u32 v1, v0\nv_cvt_u32_f32 v2, -1.0\nv_max_f32 v1, 2.0, v1",
+        |l| f32b((l as f32).max(2.0)),
+    );
+    // v_cmp_class: only lane 0 holds +0.0 (mask bit 6).
+    check(&dev, "v_cvt_f64_u32 v[8:9], v0\ns_mov_b32 s10, 0x40\nv_cmp_class_f64_e64 s[20:21], v[8:9], s10\nv_cndmask_b32 v1, 0, 1, s[20:21]", |l| (l == 0) as u64);
+    check(
+        &dev,
+        "v_cvt_f32_u32 v3, v0\nv_cmp_lt_f32 vcc, 10.0, v3\nv_cndmask_b32 v1, 0, 1, vcc",
+        |l| (l > 10) as u64,
+    );
+}
+
+#[test]
+fn cross_lane() {
+    let dev = Device::new();
+    check(
+        &dev,
+        "v_readlane_b32 s10, v0, 37\nv_mov_b32 v1, s10",
+        |_| 37,
+    );
+    check(
+        &dev,
+        "s_mov_b64 exec, 0xf0\nv_readfirstlane_b32 s10, v0\ns_mov_b64 exec, -1\nv_mov_b32 v1, s10",
+        |_| 4,
+    );
+    check(
+        &dev,
+        "v_mov_b32 v1, v0\ns_mov_b32 s10, 77\nv_writelane_b32 v1, s10, 5",
+        |l| if l == 5 { 77 } else { l },
+    );
+    // v_cmpx writes EXEC: only lanes below 10 get the move.
+    check(
+        &dev,
+        "v_cmpx_gt_u32 vcc, 10, v0\nv_mov_b32 v1, 5\ns_mov_b64 exec, -1",
+        |l| if l < 10 { 5 } else { 0 },
+    );
+    // DPP row_shr:1 without bound_ctrl: the first lane of each row keeps its old value.
+    check(
+        &dev,
+        "v_mov_b32 v1, 1000\nv_mov_b32_dpp v1, v0 row_shr:1 row_mask:0xf bank_mask:0xf",
+        |l| if l % 16 == 0 { 1000 } else { l - 1 },
+    );
+    // With bound_ctrl the out-of-row source reads as 0.
+    check(&dev, "v_mov_b32 v1, 1000\nv_mov_b32_dpp v1, v0 wave_shr:1 row_mask:0xf bank_mask:0xf bound_ctrl:1", |l| l.saturating_sub(1));
+    // row_bcast:15 into rows 1 and 3 only (row_mask 0xa).
+    check(
+        &dev,
+        "v_mov_b32 v1, 1000\nv_mov_b32_dpp v1, v0 row_bcast:15 row_mask:0xa bank_mask:0xf",
+        |l| match l / 16 {
+            1 => 15,
+            3 => 47,
+            _ => 1000,
+        },
+    );
+    check(
+        &dev,
+        "v_mov_b32 v1, 0\nv_add_u32_dpp v1, v0, v0 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf",
+        |l| (l ^ 1) + l,
+    );
+    check(
+        &dev,
+        "v_mov_b32 v1, 0\nv_mov_b32_dpp v1, v0 row_mirror row_mask:0xf bank_mask:0xf",
+        |l| l / 16 * 16 + 15 - l % 16,
+    );
+    // ds_bpermute pulls from lane addr/4: rotate by one.
+    check(&dev, "v_add_u32 v3, 1, v0\nv_and_b32 v3, 63, v3\nv_lshlrev_b32 v3, 2, v3\nds_bpermute_b32 v1, v3, v0\ns_waitcnt lgkmcnt(0)", |l| (l + 1) % 64);
+    // ds_swizzle bitmask mode: and 0x1f, or 0, xor 1 swaps neighbours.
+    check(
+        &dev,
+        "ds_swizzle_b32 v1, v0 offset:swizzle(BITMASK_PERM,\"ppppi\")\ns_waitcnt lgkmcnt(0)",
+        |l| l ^ 1,
+    );
+}
