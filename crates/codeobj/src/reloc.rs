@@ -136,10 +136,7 @@ pub fn parse<'d>(
         } else {
             None
         };
-        let table_syms: Vec<_> = match table {
-            Some(t) => symbols.in_table(t).collect(),
-            None => Vec::new(),
-        };
+        let table_syms = table.map_or(&[][..], |t| symbols.in_table(t));
         let bytes = elf::slice(data, sec.offset, sec.size, "relocation section")?;
         for (i, e) in bytes.chunks_exact(entsize).enumerate() {
             let at = sec.offset + (i * entsize) as u64;

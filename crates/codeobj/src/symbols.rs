@@ -133,6 +133,9 @@ pub struct Symbols<'data> {
     /// One entry per distinct name, for each kind (indexes into `all`).
     #[serde(skip)]
     by_kind: HashMap<SymbolKind, Vec<usize>>,
+    /// Where each table's symbols are in `all` (each table is contiguous).
+    #[serde(skip)]
+    tables: Vec<(SymbolTable, std::ops::Range<usize>)>,
 }
 
 /// One raw entry before classification.
@@ -222,6 +225,7 @@ impl<'data> Symbols<'data> {
         }
         let mut symbols = Symbols::default();
         for (table, offset, raws) in tables {
+            let start = symbols.all.len();
             for (index, r) in raws.into_iter().enumerate().skip(1) {
                 let elf_type = r.info & 0xf;
                 let kind = if r.shndx == SHN_UNDEF {
@@ -266,6 +270,7 @@ impl<'data> Symbols<'data> {
                     section,
                 });
             }
+            symbols.tables.push((table, start..symbols.all.len()));
         }
         Ok(symbols)
     }
@@ -308,8 +313,12 @@ impl<'data> Symbols<'data> {
             .map(move |&i| &self.all[i])
     }
 
-    /// Symbols of one table, in index order (index 0 omitted).
-    pub fn in_table(&self, table: SymbolTable) -> impl Iterator<Item = &Symbol<'data>> + '_ {
-        self.all.iter().filter(move |s| s.table == table)
+    /// Symbols of one table, in index order (index 0 omitted): symbol `n` is element `n - 1`.
+    pub fn in_table(&self, table: SymbolTable) -> &[Symbol<'data>] {
+        self.tables
+            .iter()
+            .find(|(t, _)| *t == table)
+            .and_then(|(_, r)| self.all.get(r.clone()))
+            .unwrap_or(&[])
     }
 }

@@ -404,6 +404,7 @@ impl<'a, 'data> Builder<'a, 'data> {
                     } else {
                         co.symbols
                             .in_table(table)
+                            .iter()
                             .filter_map(|sym| {
                                 Some((sym.index, self.moved_value(&layout, sym.shndx, sym.name)?))
                             })

@@ -100,6 +100,17 @@ fn header_symbols_and_relocations_match_llvm_readelf() {
                 );
             }
         }
+        if co.target.generic_version > 0 {
+            let v = format!("EF_AMDGPU_GENERIC_VERSION_V{}", co.target.generic_version);
+            assert!(flag_names.contains(&v), "{name}: {v} not in {flag_names:?}");
+        } else {
+            assert!(
+                !flag_names
+                    .iter()
+                    .any(|f| f.starts_with("EF_AMDGPU_GENERIC_VERSION")),
+                "{name}"
+            );
+        }
         assert_eq!(
             j["ElfHeader"]["Ident"]["ABIVersion"].as_u64(),
             Some(u64::from(co.header.abi_version))
@@ -114,7 +125,7 @@ fn header_symbols_and_relocations_match_llvm_readelf() {
                 .as_array()
                 .map(|a| a.iter().skip(1).map(|s| &s["Symbol"]).collect())
                 .unwrap_or_default();
-            let ours: Vec<_> = co.symbols.in_table(table).collect();
+            let ours: Vec<_> = co.symbols.in_table(table).iter().collect();
             assert_eq!(ours.len(), theirs.len(), "{name}: {key} count");
             for (o, t) in ours.iter().zip(theirs) {
                 let what = format!("{name}: {key} {}", o.name);

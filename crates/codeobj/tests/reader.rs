@@ -111,6 +111,7 @@ fn symbols_are_classified() {
             assert!(co
                 .symbols
                 .in_table(SymbolTable::Dynsym)
+                .iter()
                 .any(|s| s.name == "add.kd"));
         }
     }

@@ -103,6 +103,7 @@ fn first_bundles_of_rocsparse_parse_and_round_trip() {
         let ours: Vec<(String, u64, u64)> = co
             .symbols
             .in_table(table)
+            .iter()
             .map(|s| (s.name.to_string(), s.value, s.size))
             .collect();
         assert_eq!(ours, theirs, "{key}");
