@@ -31,7 +31,10 @@ fn vector_add_counts_match_the_listing() {
     assert_eq!(s.per_pc.values().sum::<u64>(), s.instructions);
 }
 
-fn counts(s: &Stats) -> (u64, u64, u64, Vec<(&'static str, u64)>, Vec<(u64, u64)>) {
+/// Everything in `Stats` except wall time.
+type Counts = (u64, u64, u64, Vec<(&'static str, u64)>, Vec<(u64, u64)>);
+
+fn counts(s: &Stats) -> Counts {
     (
         s.instructions,
         s.workgroups,

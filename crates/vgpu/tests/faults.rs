@@ -26,8 +26,8 @@ fn vector_add_ok(dev: &Device, p: &Program) {
     )
     .unwrap_or_else(|f| panic!("{f}"));
     let c = download_f32(dev, dc, n);
-    for i in 0..n {
-        assert_eq!(c[i], 1.5 * i as f32);
+    for (i, x) in c.iter().enumerate() {
+        assert_eq!(*x, 1.5 * i as f32);
     }
 }
 
