@@ -28,18 +28,30 @@ pub fn target_of(data: &[u8]) -> Option<Target> {
 
 /// inlay's listing of every executable section, like `llvm-objdump -d`.
 pub fn inlay_listing(data: &[u8], file_name: &str) -> Option<String> {
-    let target = target_of(data)?;
-    let f = object::File::parse(data).ok()?;
     let mut out = String::new();
-    write_file_header(file_name, &mut out);
-    for sec in f.sections() {
+    with_sections(data, |target, sections| {
+        write_file_header(file_name, &mut out);
+        for s in sections {
+            let s = Section { file_name, ..*s };
+            write_section(target, &s, &mut out);
+        }
+    })?;
+    Some(out)
+}
+
+/// Calls `f` with the target and every executable section (name, bytes,
+/// address, symbols) of an ELF code object.
+pub fn with_sections(data: &[u8], f: impl FnOnce(Target, &[Section])) -> Option<()> {
+    let target = target_of(data)?;
+    let file = object::File::parse(data).ok()?;
+    let mut syms_per: Vec<Vec<Symbol>> = Vec::new();
+    let mut secs = Vec::new();
+    for sec in file.sections() {
         let exec = matches!(sec.flags(), SectionFlags::Elf { sh_flags } if sh_flags & 4 != 0);
         if !exec {
             continue;
         }
-        let bytes = sec.data().ok()?;
-        let name = sec.name().ok()?;
-        let syms: Vec<Symbol> = f
+        let syms: Vec<Symbol> = file
             .symbols()
             .filter(|s| s.section_index() == Some(sec.index()))
             .filter_map(|s| {
@@ -58,16 +70,22 @@ pub fn inlay_listing(data: &[u8], file_name: &str) -> Option<String> {
                 })
             })
             .collect();
-        let s = Section {
-            file_name,
+        syms_per.push(syms);
+        secs.push((sec.name().ok()?, sec.data().ok()?, sec.address()));
+    }
+    let sections: Vec<Section> = secs
+        .iter()
+        .zip(&syms_per)
+        .map(|((name, bytes, addr), syms)| Section {
+            file_name: "",
             section_name: name,
             bytes,
-            address: sec.address(),
-            symbols: &syms,
-        };
-        write_section(target, &s, &mut out);
-    }
-    Some(out)
+            address: *addr,
+            symbols: syms,
+        })
+        .collect();
+    f(target, &sections);
+    Some(())
 }
 
 /// `llvm-objdump-19 -d` output, run in `dir` on `name` so the header matches.
