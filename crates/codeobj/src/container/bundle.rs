@@ -66,6 +66,32 @@ impl<'a> BundleId<'a> {
     }
 }
 
+/// Entries' bytes lie after the table and never overlap one another, as the bundler
+/// writes them. Besides rejecting nonsense, this bounds the work of walking nested
+/// bundles: an entry that covered its own bundle (or a sibling's bytes) would let a
+/// few hundred bytes expand into exponentially many nested entries.
+fn check_layout(entries: &[BundleEntry], table_end: u64) -> Result<()> {
+    let mut ranges: Vec<(u64, u64, &str)> = entries
+        .iter()
+        .filter(|e| e.size > 0)
+        .map(|e| (e.offset, e.offset + e.size, e.id))
+        .collect();
+    ranges.sort_unstable();
+    let mut previous_end = table_end;
+    let mut previous = "the entry table";
+    for (start, end, id) in ranges {
+        if start < previous_end {
+            return Err(Error::at(
+                start,
+                format!("entry {id} at offset {start:#x} overlaps {previous} (which ends at {previous_end:#x})"),
+            ));
+        }
+        previous_end = end;
+        previous = id;
+    }
+    Ok(())
+}
+
 impl<'data> Bundle<'data> {
     /// Parses the bundle that starts at `data[0]`. `data` may extend past the
     /// bundle (a fat binary section holds several); entries must lie within it.
@@ -109,6 +135,7 @@ impl<'data> Bundle<'data> {
             }
             entries.push(BundleEntry { id, offset, size });
         }
+        check_layout(&entries, pos)?;
         let end = entries
             .iter()
             .map(|e| e.offset + e.size)
