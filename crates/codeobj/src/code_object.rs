@@ -116,6 +116,22 @@ impl<'data> CodeObject<'data> {
         (within < sec.size).then_some(sec.offset + within)
     }
 
+    /// The bytes of a defined symbol (`value..value + size` in its section), e.g. a
+    /// function's code; `None` if they are not in the file.
+    pub fn symbol_data(&self, s: &Symbol<'data>) -> Option<&'data [u8]> {
+        let offset = self.symbol_file_offset(s)?;
+        let sec = self.sections.get(usize::from(s.shndx))?;
+        // Stay inside the symbol's section even if st_size says otherwise.
+        let end = offset.checked_add(s.size)?;
+        (end <= sec.offset + sec.size)
+            .then(|| elf::slice(self.data, offset, s.size, "symbol").ok())?
+    }
+
+    /// The allocated section containing address `addr` (shared objects).
+    pub fn section_at(&self, addr: u64) -> Option<&Section<'data>> {
+        self.sections.iter().find(|s| s.contains_addr(addr))
+    }
+
     /// The kernel called `name`.
     pub fn kernel(&self, name: &str) -> Option<&Kernel<'data>> {
         self.kernels.iter().find(|k| k.name == name)

@@ -124,7 +124,9 @@ impl Symbol<'_> {
 }
 
 /// Both symbol tables with name and per-kind indexes built once at parse time.
+/// Serializes as the list of all symbols.
 #[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
 pub struct Symbols<'data> {
     /// Every symbol of both tables, tables in section order (index 0 skipped).
     all: Vec<Symbol<'data>>,

@@ -70,8 +70,7 @@ fn growing_text_keeps_kernels_pointing_at_their_code() {
                 let entry = new.symbols.get(k.name).unwrap();
                 assert_eq!(k.entry_address, Some(entry.value));
                 let code = |c: &CodeObject, s: &inlay_codeobj::symbols::Symbol| {
-                    let off = c.symbol_file_offset(s).unwrap() as usize;
-                    c.data()[off..off + s.size as usize].to_vec()
+                    c.symbol_data(s).unwrap().to_vec()
                 };
                 assert_eq!(
                     code(&new, entry),
