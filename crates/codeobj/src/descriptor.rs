@@ -107,7 +107,7 @@ fn bit(v: u32, b: u32) -> bool {
 pub fn vgpr_count(rsrc1: u32, family: Family, wave32: bool) -> u32 {
     let granule = match family {
         Family::Gfx90a | Family::Gfx94x => 8,
-        Family::Gfx10 | Family::Gfx11 | Family::Gfx12 if wave32 => 8,
+        Family::Gfx10 | Family::Gfx11 | Family::Gfx12 | Family::Gfx13 if wave32 => 8,
         _ => 4,
     };
     (bits(rsrc1, 0, 6) + 1) * granule
@@ -117,7 +117,7 @@ pub fn vgpr_count(rsrc1: u32, family: Family, wave32: bool) -> u32 {
 /// always allocate all SGPRs and the field is 0, so `None`).
 pub fn sgpr_count(rsrc1: u32, family: Family) -> Option<u32> {
     match family {
-        Family::Gfx10 | Family::Gfx11 | Family::Gfx12 => None,
+        Family::Gfx10 | Family::Gfx11 | Family::Gfx12 | Family::Gfx13 => None,
         _ => Some((bits(rsrc1, 6, 4) + 1) * 8),
     }
 }
@@ -258,7 +258,7 @@ impl Rsrc3 {
                 accum_offset: bits(v, 0, 6),
                 tg_split: bit(v, 16),
             },
-            Family::Gfx10 | Family::Gfx11 | Family::Gfx12 => Rsrc3::Gfx10Plus {
+            Family::Gfx10 | Family::Gfx11 | Family::Gfx12 | Family::Gfx13 => Rsrc3::Gfx10Plus {
                 shared_vgpr_count: bits(v, 0, 4),
                 inst_pref_size: if family == Family::Gfx10 {
                     0

@@ -41,7 +41,9 @@ const fn m(value: u8, name: &'static str, features: u8) -> Mach {
 }
 
 /// Every AMDGCN processor of LLVM's AMDGPUUsage table (values as in LLVM's ELF.h;
-/// gfx950, gfx1153 and gfx9-4-generic are LLVM 20 additions).
+/// gfx950, gfx1153 and gfx9-4-generic are LLVM 20 additions; gfx117x, gfx125x,
+/// gfx12-5-generic and gfx1310 are newer still, and their feature support is not
+/// yet checked against an LLVM we can run, so none is assumed).
 const MACHS: &[Mach] = &[
     m(0x20, "gfx600", 0),
     m(0x21, "gfx601", 0),
@@ -90,12 +92,19 @@ const MACHS: &[Mach] = &[
     m(0x58, "gfx1153", 0),
     m(0x48, "gfx1200", 0),
     m(0x4e, "gfx1201", 0),
+    m(0x5d, "gfx1170", 0),
+    m(0x5e, "gfx1171", 0),
+    m(0x5c, "gfx1172", 0),
+    m(0x49, "gfx1250", 0),
+    m(0x5a, "gfx1251", 0),
+    m(0x50, "gfx1310", 0),
     m(0x51, "gfx9-generic", XNACK),
     m(0x5f, "gfx9-4-generic", XNACK | SRAMECC),
     m(0x52, "gfx10-1-generic", XNACK),
     m(0x53, "gfx10-3-generic", 0),
     m(0x54, "gfx11-generic", 0),
     m(0x59, "gfx12-generic", 0),
+    m(0x5b, "gfx12-5-generic", 0),
 ];
 
 /// A processor known to this crate.
@@ -109,6 +118,11 @@ impl Processor {
             .iter()
             .find(|m| u32::from(m.value) == value)
             .map(|m| Processor(m.value))
+    }
+
+    /// Every processor this crate knows.
+    pub fn all() -> impl Iterator<Item = Processor> {
+        MACHS.iter().map(|m| Processor(m.value))
     }
 
     /// The processor named `name` (`gfx90a`, `gfx9-generic`, ...).
@@ -156,6 +170,7 @@ impl Processor {
         match name {
             "gfx90a" => Family::Gfx90a,
             "gfx940" | "gfx941" | "gfx942" | "gfx950" | "gfx9-4-generic" => Family::Gfx94x,
+            _ if name.starts_with("gfx13") => Family::Gfx13,
             _ if name.starts_with("gfx12") => Family::Gfx12,
             _ if name.starts_with("gfx11") => Family::Gfx11,
             _ if name.starts_with("gfx10") => Family::Gfx10,
@@ -188,6 +203,7 @@ pub enum Family {
     Gfx10,
     Gfx11,
     Gfx12,
+    Gfx13,
 }
 
 /// State of one target feature (xnack or sramecc).

@@ -493,3 +493,65 @@ fn kernel_descriptors_match_llvm_objdump() {
         }
     }
 }
+
+/// Every processor clang-19 accepts: our e_flags decoding prints the target
+/// string LLVM wrote into the metadata, with each feature setting LLVM can express.
+#[test]
+fn every_processor_llvm_knows_decodes_like_llvm() {
+    use inlay_codeobj::target::{Processor, TargetId};
+    let Some(clang) = support::tool("clang-19") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("inlay-codeobj-procs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("k.cl");
+    std::fs::write(&src, "__kernel void k(__global int *p) { p[0] = 1; }").unwrap();
+    let mut compiled = 0;
+    for p in Processor::all() {
+        let mut variants = vec![p.name().to_string()];
+        if p.supports_xnack() {
+            variants.push(format!("{}:xnack+", p.name()));
+        }
+        if p.supports_sramecc() {
+            variants.push(format!("{}:sramecc-:xnack-", p.name()));
+        }
+        for cpu in variants {
+            let out = dir.join("k.o");
+            let cov = if p.is_generic() { "6" } else { "5" };
+            let status = std::process::Command::new(&clang)
+                .args(["-target", "amdgcn-amd-amdhsa", &format!("-mcpu={cpu}")])
+                .args([
+                    &format!("-mcode-object-version={cov}"),
+                    "-nogpulib",
+                    "-O1",
+                    "-x",
+                    "cl",
+                    "-c",
+                ])
+                .arg(&src)
+                .arg("-o")
+                .arg(&out)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            if !status.success() {
+                continue; // a processor newer than LLVM 19
+            }
+            compiled += 1;
+            let bytes = std::fs::read(&out).unwrap();
+            let co = CodeObject::parse(&bytes).unwrap_or_else(|e| panic!("{cpu}: {e}"));
+            let llvm = co.metadata.as_ref().unwrap().target.clone().unwrap();
+            assert_eq!(co.target.to_string(), llvm, "{cpu}");
+            assert_eq!(co.target.processor, p, "{cpu}");
+            let parsed: TargetId = llvm.parse().unwrap();
+            assert!(
+                parsed.compatible_with(&co.target) && co.target.compatible_with(&parsed),
+                "{cpu}"
+            );
+        }
+    }
+    assert!(
+        compiled >= 60,
+        "only {compiled} processor variants compiled with clang-19"
+    );
+}
