@@ -81,6 +81,8 @@ def accesses(code, token):
     is not a read of the register's old contents."""
     r = w = partial = False
     overwritten = None  # end of the statement that overwrote the register
+    whole = False  # written without a bit range
+    bits = set()  # bits of the first dword written through ranges like [15 : 0]
     for m in re.finditer(r"\b%s\b" % token, code):
         before = code[:m.start()]
         if re.search(r"declare\s+$", before):
@@ -114,13 +116,24 @@ def accesses(code, token):
         top = [re.sub(r"\[[^\[\]]*\]", "", i) for i in idx]
         # (bit by bit in a loop over the whole register is a whole write).
         in_loop = re.search(r"\bfor\b[^\n]*\bdo\b", before) and not re.search(r"\bendfor\b", before)
-        if any(":" not in i and i.strip() != "laneId" for i in top) and not in_loop:
+        # (an element of a register declared as an array is a whole dword).
+        array = re.search(r"declare %s\s*:[^\n]*\[\d+\]" % token, code)
+        if any(":" not in i and i.strip() != "laneId" for i in top) and not in_loop and not array:
             partial = True
         elif token == "M0" and any(":" in i and i.replace(" ", "") != "31:0" for i in top):
             partial = True
-        elif not top and depth_at(code, m.start()) == 0 and overwritten is None:
+        rng = [re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", i) for i in top]
+        if len(rng) == 1 and rng[0]:
+            hi, lo = int(rng[0].group(1)), int(rng[0].group(2))
+            bits.update(range(lo, hi + 1) if hi < 32 else range(32))
+        elif not top:
+            whole = True
+        if not top and depth_at(code, m.start()) == 0 and overwritten is None:
             ends = [e for e in (code.find(";", m.end()), code.find("\n", m.end())) if e >= 0]
             overwritten = min(ends) if ends else len(code)
+    # Only part of the register written (8/16-bit results): the rest is kept.
+    if bits and not whole and bits != set(range(32)):
+        partial = True
     return r, w, partial
 
 
@@ -192,10 +205,7 @@ def main():
 def field_role(enc, f, code, fields):
     """Role of a destination-like field from the pseudocode names it goes by."""
     if f == "vdst" and enc in ("FLAT", "GLOBAL", "SCRATCH", "DS"):
-        rl = role(code, ["VDATA", "VDST"])
-        if "RETURN_DATA" in code:
-            rl = "w"
-        return rl or "w"
+        return role(code, ["VDATA", "VDST", "RETURN_DATA"]) or "w"
     if f == "sdst" and enc == "VOP3SD":
         # The carry / scale-flag output; a VCC read is the carry-in (src2).
         return "w" if accesses(code, "D1")[1] or accesses(code, "VCC")[1] else ""

@@ -270,6 +270,8 @@ fn dst_access(i: &Instruction, name: &str) -> Access {
                 || (i.encoding == E::Mubuf && i.bits(0, 16, 1) != 0)
             {
                 Access::Read
+            } else if name.contains("_d16") && !name.contains("format_d16_xy") {
+                Access::ReadWrite // a 16-bit load keeps the other half
             } else {
                 Access::Write
             }
@@ -307,6 +309,12 @@ fn dst_access(i: &Instruction, name: &str) -> Access {
         E::Vop1Sdwa | E::Vop2Sdwa if i.bits(1, 8, 3) < 6 && i.bits(1, 11, 2) == 2 => {
             Access::ReadWrite
         }
+        // Lanes whose DPP source is invalid or masked keep the old value;
+        // like LLVM we count the old value as an input whatever the controls.
+        E::Vop1Dpp | E::Vop2Dpp => Access::ReadWrite,
+        // 8/16-bit loads into half a register keep the other half.
+        E::Ds | E::Flat | E::Global | E::Scratch if name.contains("_d16") => Access::ReadWrite,
+        _ if starts(&["v_fma_mixlo_", "v_fma_mixhi_"]) => Access::ReadWrite,
         _ => Access::Write,
     }
 }

@@ -14,7 +14,10 @@
 //! their def/use is covered by the same rules and by defuse_fixtures.rs.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::process::{Command, Stdio};
 
+use inlay_isa::format::to_string;
 use inlay_isa::info::SPEC;
 use inlay_isa::tables::{Field, Slot, TargetTables};
 use inlay_isa::{info, Access, Decoder, Encoding as E, Instruction, RegFile, Target};
@@ -202,7 +205,10 @@ fn compare(i: &Instruction, enc: E, spec: &Spec, glc: bool, widths: bool) -> Vec
                 u.register.count
             ));
         }
-        if !role_ok(role, u.access, glc) {
+        // DPP lanes with an invalid or masked source keep the old value,
+        // whatever the operation (see tied_destinations_match_llvm).
+        let dpp_keeps_old = enc.is_dpp() && role == "w" && u.access == Access::ReadWrite;
+        if !role_ok(role, u.access, glc) && !dpp_keeps_old {
             errs.push(format!("{name}: {:?}, specification {role}", u.access));
         }
     }
@@ -327,6 +333,153 @@ fn info_matches_amd_specification() {
     }
     failures.sort();
     failures.dedup();
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Every instance of every desc of a target (glc forms too).
+fn all_instances(target: Target) -> Vec<Instruction> {
+    let tables = TargetTables::of(target);
+    let mut v = Vec::new();
+    for (enc, fixed, lo, width, _) in ENCODINGS {
+        for op in 0..1u32 << width {
+            for glc in [false, true] {
+                let d = if glc {
+                    tables.lookup_glc(enc, op)
+                } else {
+                    tables.lookup(enc, op)
+                };
+                if d != 0 {
+                    v.push(instance(target, enc, fixed, lo, op, glc));
+                }
+            }
+        }
+    }
+    v
+}
+
+fn have_llvm_mc() -> bool {
+    let ok = Command::new("llvm-mc-19")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        if std::env::var("INLAY_REQUIRE_ORACLES").as_deref() == Ok("1") {
+            panic!("oracle llvm-mc-19 is required (INLAY_REQUIRE_ORACLES=1) but missing");
+        }
+        eprintln!("note: llvm-mc-19 not found; skipping oracle test");
+    }
+    ok
+}
+
+/// Register operands of each labelled instruction in `llvm-mc --show-inst`
+/// output (NoRegister, printed as Reg:0, left out).
+fn mc_register_counts(target: Target, lines: &[String]) -> HashMap<usize, usize> {
+    let mut src = String::new();
+    for (n, l) in lines.iter().enumerate() {
+        src.push_str(&format!("i{n}:\n{l}\n"));
+    }
+    let mut child = Command::new("llvm-mc-19")
+        .args([
+            "-triple=amdgcn-amd-amdhsa",
+            &format!("-mcpu={}", target.name()),
+            "--show-inst",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("llvm-mc-19 runs");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(src.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut counts = HashMap::new();
+    let mut cur = None;
+    for l in text.lines() {
+        if let Some(n) = l.strip_suffix(':').and_then(|x| x.strip_prefix('i')) {
+            cur = n.parse::<usize>().ok();
+            continue;
+        }
+        if let (Some(n), Some(pos)) = (cur, l.find("<MCOperand Reg:")) {
+            let num = l[pos + 15..].trim_end_matches('>').trim_end_matches('>');
+            if num != "0" {
+                *counts.entry(n).or_insert(0) += 1;
+            }
+        } else if let (Some(n), true) = (cur, l.contains("<MCInst")) {
+            counts.entry(n).or_insert(0);
+        }
+    }
+    counts
+}
+
+/// Oracle: LLVM's own operand lists. Where `llvm-mc --show-inst` lists more
+/// register operands than the instruction prints, the extra ones are inputs
+/// tied to the destination (accumulators, the kept half of d16 loads, the
+/// old value of `v_writelane`, buffer atomics' returned data...): info()
+/// must then report the destination as read too.
+#[test]
+fn tied_destinations_match_llvm() {
+    if !have_llvm_mc() {
+        return;
+    }
+    let mut failures = Vec::new();
+    for target in [Target::Gfx908, Target::Gfx90a, Target::Gfx942] {
+        let insts = all_instances(target);
+        let lines: Vec<String> = insts.iter().map(to_string).collect();
+        let counts = mc_register_counts(target, &lines);
+        let (mut tied, mut assembled) = (0, 0);
+        for (n, i) in insts.iter().enumerate() {
+            let Some(&mc) = counts.get(&n) else {
+                continue; // llvm-mc does not take this text (e.g. zero registers out of range)
+            };
+            assembled += 1;
+            let inf = info(i);
+            // LLVM models printed `vcc` of VOP2/VOPC as implicit, not operands
+            // (VOPC SDWA has a real sdst operand).
+            let printed = inf
+                .used_registers()
+                .iter()
+                .filter(|u| {
+                    let fixed = matches!(
+                        u.operand.and_then(|k| i.slots().get(k as usize)),
+                        Some(Slot::Fixed(_))
+                    );
+                    let implicit_vcc =
+                        fixed && u.register.file == RegFile::Vcc && i.encoding() != E::VopcSdwa;
+                    !u.is_implicit() && !implicit_vcc
+                })
+                .count();
+            if mc <= printed {
+                continue;
+            }
+            tied += 1;
+            let dst = inf
+                .used_registers()
+                .iter()
+                .find(|u| !u.is_implicit() && u.access.writes());
+            match dst {
+                Some(u) if u.access.reads() => {}
+                other => failures.push(format!(
+                    "{}: {}: llvm-mc lists {mc} registers, {printed} printed, destination {:?}",
+                    target.name(),
+                    lines[n],
+                    other.map(|u| u.access)
+                )),
+            }
+        }
+        eprintln!(
+            "{}: {assembled} of {} instances assembled, {tied} with tied inputs",
+            target.name(),
+            insts.len()
+        );
+        assert!(assembled * 10 > insts.len() * 9, "llvm-mc took too few");
+    }
     assert!(
         failures.is_empty(),
         "{} differences:\n{}",
