@@ -132,6 +132,16 @@ impl<'data> CodeObject<'data> {
         self.sections.iter().find(|s| s.contains_addr(addr))
     }
 
+    /// File offset of a symbol's table entry (for errors about it).
+    fn symbol_entry_offset(&self, s: &Symbol<'data>) -> u64 {
+        let sh_type = match s.table {
+            crate::symbols::SymbolTable::Symtab => elf::SHT_SYMTAB,
+            crate::symbols::SymbolTable::Dynsym => elf::SHT_DYNSYM,
+        };
+        let table = self.sections.iter().find(|sec| sec.sh_type == sh_type);
+        table.map_or(0, |t| t.offset + (s.index * elf::SYM_SIZE) as u64)
+    }
+
     /// The kernel called `name`.
     pub fn kernel(&self, name: &str) -> Option<&Kernel<'data>> {
         self.kernels.iter().find(|k| k.name == name)
@@ -143,7 +153,7 @@ impl<'data> CodeObject<'data> {
             let name = kd.name.strip_suffix(".kd").unwrap_or(kd.name);
             let offset = self.symbol_file_offset(kd).ok_or_else(|| {
                 Error::at(
-                    0,
+                    self.symbol_entry_offset(kd),
                     format!(
                         "kernel descriptor {}: value {:#x} is not inside its section",
                         kd.name, kd.value

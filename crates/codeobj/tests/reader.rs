@@ -283,3 +283,24 @@ fn corrupted_bytes_never_panic() {
         }
     }
 }
+
+/// A descriptor symbol pointing past its section is an error at that symbol's entry.
+#[test]
+fn descriptor_outside_its_section_is_an_error_at_the_symbol() {
+    let Some(bytes) = support::build(support::SAMPLE, "gfx90a", 5, true) else {
+        return;
+    };
+    let co = CodeObject::parse(&bytes).unwrap();
+    let kd = co.symbols.get("add.kd").unwrap();
+    let table = co
+        .sections
+        .iter()
+        .find(|s| s.sh_type == inlay_codeobj::elf::SHT_DYNSYM)
+        .unwrap();
+    let entry = table.offset + kd.index as u64 * 24;
+    let mut b = bytes.clone();
+    b[entry as usize + 8..entry as usize + 16].copy_from_slice(&0x7fff_0000u64.to_le_bytes());
+    let err = CodeObject::parse(&b).unwrap_err();
+    assert_eq!(err.offset, Some(entry), "{err}");
+    assert!(err.what.contains("add.kd"), "{err}");
+}
