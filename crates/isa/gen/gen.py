@@ -45,6 +45,8 @@ def const_kind(consts):
 
 
 def imm_kind(mn, text):
+    if "gpr_idx" in mn:
+        return "GprIdx"
     if text.startswith("hwreg("):
         return "Hwreg"
     if text.startswith("sendmsg("):
@@ -68,6 +70,8 @@ def slot_code(layout, mn, slot, fixed_texts):
             if mn == "s_setreg_imm32_b32" and not t.startswith("hwreg"):
                 return "Slot::lit()"
             return "Slot::imm(ImmKind::%s)" % imm_kind(mn, t)
+        if layout == "SOPC" and "gpr_idx" in mn:
+            return "Slot::imm(ImmKind::GprIdx)"
         if layout == "SMEM" and t.startswith("0x"):
             return "Slot::imm(ImmKind::SmemOffset)"
         if layout == "VOP2" and t.startswith("0x"):
@@ -132,6 +136,16 @@ def sweep_hwreg(target, learned):
         m = re.search(r"hwreg\(([A-Z_0-9]+)\)", r[0]) if r else None
         names.append(m.group(1) if m and not m.group(1).isdigit() else "")
     return names
+
+
+def sweep_sendmsg(target):
+    """How s_sendmsg prints each 10-bit immediate ("" = the numeric form)."""
+    out = run_batch(target, [[0xBF900000 | v] for v in range(1024)])
+    res = []
+    for r in out:
+        t = r[0].split(" ", 1)[1] if r else ""
+        res.append("" if re.match(r"sendmsg\(\d+, \d+, \d+\)$", t) else t)
+    return res
 
 
 def rust_str_array(name, items):
@@ -215,6 +229,9 @@ def main():
         w.append(rust_str_array(lab, arr))
     for t in TARGETS:
         w.append(rust_str_array("HWREG_" + t.upper(), sweep_hwreg(t, learned[t])))
+    msgs = [sweep_sendmsg(t) for t in TARGETS]
+    assert all(m == msgs[0] for m in msgs), "sendmsg names differ per target: make the table per target"
+    w.append(rust_str_array("SENDMSG", msgs[0]))
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w") as f:
         f.write("".join(w))

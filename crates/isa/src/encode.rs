@@ -171,6 +171,7 @@ impl Builder {
                 (Slot::Lit, _) => return Err(bad("expects a 32-bit literal")),
                 (Slot::Imm(k), Operand::Imm(v)) => {
                     let ok = match k {
+                        ImmKind::GprIdx if enc == E::Sopc => set(&mut i, Field::Ssrc1, v),
                         ImmKind::SmemOffset => {
                             set(&mut i, Field::Offset, v) && put(&mut i, 0, 17, 1, 1)
                         }

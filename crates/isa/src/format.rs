@@ -90,6 +90,9 @@ fn reg_operand(
     let v = i.field(field);
     let file = i.effective_file(field, file);
     let mut regs = regs;
+    if i.encoding == E::Mimg && field == Field::Vdata {
+        regs = mimg_vdata_regs(i, info(i.target).acc_memory);
+    }
     // With an SGPR base, global addresses are a 32-bit VGPR offset; scratch has no VGPR.
     if field == Field::Addr && i.bits(1, 16, 7) != 0x7F {
         match i.encoding {
@@ -212,14 +215,34 @@ fn imm(i: &Instruction, k: ImmKind, out: &mut String) {
         ImmKind::Dec | ImmKind::DecNonzero | ImmKind::Branch => num::dec(out, v as u64),
         ImmKind::Waitcnt => waitcnt(v, out),
         ImmKind::Hwreg => hwreg(i, v, out),
-        ImmKind::Sendmsg => {
-            let _ = write!(
-                out,
-                "sendmsg({}, {}, {})",
-                v & 0xF,
-                (v >> 4) & 7,
-                (v >> 8) & 3
-            );
+        ImmKind::Sendmsg => match gen::SENDMSG.get(v as usize) {
+            Some(t) if !t.is_empty() => out.push_str(t),
+            Some(_) => {
+                out.push_str("sendmsg(");
+                num::dec(out, (v & 0xF) as u64);
+                out.push_str(", ");
+                num::dec(out, ((v >> 4) & 7) as u64);
+                out.push_str(", ");
+                num::dec(out, ((v >> 8) & 3) as u64);
+                out.push(')');
+            }
+            None => num::dec(out, v as u64),
+        },
+        ImmKind::GprIdx if v <= 15 => {
+            out.push_str("gpr_idx(");
+            let mut sep = "";
+            for (k, name) in ["SRC0", "SRC1", "SRC2", "DST"].iter().enumerate() {
+                if v & (1 << k) != 0 {
+                    out.push_str(sep);
+                    out.push_str(name);
+                    sep = ",";
+                }
+            }
+            out.push(')');
+        }
+        ImmKind::GprIdx => {
+            out.push_str("0x");
+            num::hex(out, v as u64);
         }
         ImmKind::SmemOffset => {
             let v = ((v << 11) as i32) >> 11; // 21-bit signed
@@ -467,6 +490,7 @@ fn modifiers(i: &Instruction, out: &mut String) {
                 out.push_str(" clamp");
             }
         }
+        E::Mimg => mimg(i, t.acc_memory, out),
         E::Vop1Sdwa | E::Vop2Sdwa | E::VopcSdwa => sdwa(i, out),
         E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp => dpp(i, out),
         _ => {}
@@ -603,4 +627,41 @@ fn dpp(i: &Instruction, out: &mut String) {
     if i.bits(1, 19, 1) != 0 {
         out.push_str(" bound_ctrl:1");
     }
+}
+
+/// MIMG modifiers; on targets with acc memory bit 16 selects AGPRs instead of tfe.
+fn mimg(i: &Instruction, acc_memory: bool, out: &mut String) {
+    let dmask = i.bits(0, 8, 4);
+    if dmask != 0 {
+        out.push_str(" dmask:0x");
+        num::hex(out, dmask as u64);
+    }
+    let flags = [
+        (i.bits(0, 12, 1), " unorm"),
+        (i.bits(0, 13, 1), " glc"),
+        (i.bits(0, 25, 1), " slc"),
+        (i.bits(0, 15, 1), " a16"),
+        (i.bits(0, 16, 1) & !acc_memory as u32, " tfe"),
+        (i.bits(0, 17, 1), " lwe"),
+        (i.bits(0, 14, 1), " da"),
+        (i.bits(1, 31, 1), " d16"),
+    ];
+    for (b, name) in flags {
+        if b != 0 {
+            out.push_str(name);
+        }
+    }
+}
+
+/// Registers an MIMG vdata operand spans: one per dmask bit, halved by
+/// d16, plus one for tfe.
+pub(crate) fn mimg_vdata_regs(i: &Instruction, acc_memory: bool) -> u8 {
+    let mut n = i.bits(0, 8, 4).count_ones().max(1);
+    if i.bits(1, 31, 1) != 0 {
+        n = n.div_ceil(2);
+    }
+    if !acc_memory && i.bits(0, 16, 1) != 0 {
+        n += 1;
+    }
+    n as u8
 }

@@ -243,6 +243,7 @@ impl Instruction {
     pub(crate) fn imm_value(&self) -> u32 {
         match self.encoding {
             Encoding::Smem => crate::fields::smem_offset(self),
+            Encoding::Sopc => (self.w0() >> 8) & 0xFF,
             _ => self.w0() & 0xFFFF,
         }
     }

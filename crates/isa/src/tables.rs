@@ -72,6 +72,8 @@ pub enum ImmKind {
     Waitcnt,
     Sendmsg,
     Hwreg,
+    /// `gpr_idx(SRC0,...)` mode of s_set_gpr_idx_on/mode.
+    GprIdx,
     /// SMEM byte offset (or soffset register).
     SmemOffset,
 }

@@ -58,7 +58,8 @@ fn operands_for(slots: &[Slot]) -> Option<Vec<Operand>> {
                 ImmKind::Branch => 4,
                 ImmKind::Waitcnt => 0,
                 ImmKind::Hwreg => 1 | 31 << 11,
-                ImmKind::Sendmsg => return None,
+                ImmKind::Sendmsg => 1,
+                ImmKind::GprIdx => 3,
                 ImmKind::SmemOffset => 0x10,
             }),
             Slot::Reg {
