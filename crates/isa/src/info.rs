@@ -61,6 +61,13 @@ impl Register {
     pub const fn new(file: RegFile, first: u16, count: u8) -> Register {
         Register { file, first, count }
     }
+    /// Whether the two name at least one common 32-bit register.
+    pub fn overlaps(&self, other: &Register) -> bool {
+        let end = |r: &Register| r.first as u32 + r.count as u32;
+        self.file == other.file
+            && (self.first as u32) < end(other)
+            && (other.first as u32) < end(self)
+    }
 }
 
 /// How an instruction accesses a register.
@@ -115,7 +122,9 @@ impl UsedRegister {
     }
 }
 
-const CAPACITY: usize = 16;
+/// Most registers one instruction uses (explicit ones are at most 6, implicit
+/// ones at most 4); tests check no instruction comes near it.
+pub const CAPACITY: usize = 16;
 
 /// Registers used by one instruction: explicit ones in printed order, then
 /// implicit ones.
@@ -128,6 +137,20 @@ pub struct InstructionInfo {
 impl InstructionInfo {
     pub fn used_registers(&self) -> &[UsedRegister] {
         &self.regs[..self.len as usize]
+    }
+
+    /// Whether the instruction may read any part of `r` (before writing).
+    pub fn reads(&self, r: &Register) -> bool {
+        self.used_registers()
+            .iter()
+            .any(|u| u.access.reads() && u.register.overlaps(r))
+    }
+
+    /// Whether the instruction may write any part of `r`.
+    pub fn writes(&self, r: &Register) -> bool {
+        self.used_registers()
+            .iter()
+            .any(|u| u.access.writes() && u.register.overlaps(r))
     }
 
     fn push(&mut self, register: Register, access: Access, operand: Option<u8>) {

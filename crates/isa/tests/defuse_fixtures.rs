@@ -249,3 +249,66 @@ fn hand_checked_instructions() {
         [(Pc, 0, 2, ReadCondWrite, true), (Vcc, 0, 2, Read, true)]
     );
 }
+
+/// Untrusted words never make info() panic, and no instruction comes near
+/// the inline capacity (so nothing is ever dropped).
+#[test]
+fn random_words_never_panic_or_overflow() {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
+    };
+    // Real encoding prefixes, so most words decode to something.
+    const PREFIXES: [u32; 12] = [
+        0x0000_0000,
+        0x7E00_0000,
+        0x7C00_0000,
+        0x8000_0000,
+        0xBE80_0000,
+        0xBF80_0000,
+        0xC000_0000,
+        0xD000_0000,
+        0xD380_0000,
+        0xD800_0000,
+        0xDC00_0000,
+        0xE000_0000,
+    ];
+    let mut most = 0;
+    for target in [Target::Gfx908, Target::Gfx90a, Target::Gfx942] {
+        let dec = Decoder::new(target);
+        for k in 0..100_000 {
+            let p = PREFIXES[k % PREFIXES.len()];
+            let w0 = p | (next() & !(p | (p >> 1) | (p >> 2)));
+            let mut bytes = [0u8; 8];
+            bytes[..4].copy_from_slice(&w0.to_le_bytes());
+            bytes[4..].copy_from_slice(&next().to_le_bytes());
+            if let Ok(i) = dec.decode(&bytes) {
+                most = most.max(info(&i).used_registers().len());
+            }
+        }
+    }
+    assert!(most > 4, "random words should reach real instructions");
+    assert!(
+        most + 4 < inlay_isa::info::CAPACITY,
+        "{most} registers used"
+    );
+}
+
+#[test]
+fn overlap_queries() {
+    let t = Target::Gfx90a;
+    // s_load_dwordx4 s[4:7], s[0:1], 0x10
+    let i = build(t, &[0x00, 0x01, 0x0a, 0xc0, 0x10, 0x00, 0x00, 0x00]);
+    let inf = info(&i);
+    assert!(inf.writes(&Register::new(RegFile::Sgpr, 6, 1)));
+    assert!(!inf.writes(&Register::new(RegFile::Sgpr, 8, 2)));
+    assert!(inf.reads(&Register::new(RegFile::Sgpr, 1, 4)));
+    assert!(!inf.reads(&Register::new(RegFile::Vgpr, 0, 1)));
+    assert!(
+        !inf.reads(&Register::new(RegFile::Exec, 0, 2)),
+        "SMEM ignores EXEC"
+    );
+}
