@@ -7,6 +7,12 @@
 //! its page offsets unchanged; everything that holds an address (program
 //! headers, section headers, symbols, dynamic entries, dynamic relocations,
 //! kernel descriptors' entry offsets) is then moved through one address map.
+//!
+//! What the writer cannot see is an address computed by code: a PC-relative
+//! reference from `.text` to data after it, resolved when the shared object was
+//! linked, is off by the move. [`Builder::write_with_map`] returns the map so
+//! that whoever rewrites the code can patch those; editing relocatable objects
+//! and linking them afterwards avoids the problem altogether.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -88,8 +94,10 @@ struct Placed {
     nobits: bool,
 }
 
-/// The new layout and the address map derived from it.
-struct Layout {
+/// The new layout and the address map derived from it: where every section
+/// of the input went.
+#[derive(Debug, Clone)]
+pub struct AddressMap {
     placed: Vec<Placed>,
     /// True for shared objects/executables, whose allocated sections have addresses.
     addressed: bool,
@@ -97,9 +105,10 @@ struct Layout {
     page: u64,
 }
 
-impl Layout {
-    /// New address of an address inside (or just after) an allocated section.
-    fn addr(&self, a: u64) -> u64 {
+impl AddressMap {
+    /// The output address of input address `a` (inside or just after an allocated
+    /// section; identity for relocatable objects and for the headers).
+    pub fn addr(&self, a: u64) -> u64 {
         if !self.addressed {
             return a;
         }
@@ -120,7 +129,7 @@ impl Layout {
     }
 
     /// New address of the end of a range that ends at `e` (a section's end maps to its new end).
-    fn addr_end(&self, e: u64) -> u64 {
+    pub fn addr_end(&self, e: u64) -> u64 {
         if !self.addressed || e == 0 {
             return e;
         }
@@ -236,7 +245,7 @@ impl<'a, 'data> Builder<'a, 'data> {
     }
 
     /// Where a symbol moved by [`Builder::move_symbol`] lands in the output.
-    fn moved_value(&self, layout: &Layout, shndx: u16, name: &str) -> Option<(u64, u64)> {
+    fn moved_value(&self, layout: &AddressMap, shndx: u16, name: &str) -> Option<(u64, u64)> {
         let &(offset, size) = self.moved.get(name)?;
         let base = if layout.addressed {
             layout.placed.get(usize::from(shndx))?.new_addr
@@ -274,6 +283,11 @@ impl<'a, 'data> Builder<'a, 'data> {
 
     /// Builds the output file.
     pub fn write(&self) -> Result<Vec<u8>> {
+        self.write_with_map().map(|(bytes, _)| bytes)
+    }
+
+    /// Builds the output file and says where every input address went.
+    pub fn write_with_map(&self) -> Result<(Vec<u8>, AddressMap)> {
         let co = self.co;
         let input = co.data();
         let sections = &co.sections;
@@ -630,7 +644,7 @@ impl<'a, 'data> Builder<'a, 'data> {
             put_u64(&mut out, at + 32, s.data.len() as u64);
             put_u64(&mut out, at + 48, s.addralign);
         }
-        Ok(out)
+        Ok((out, layout))
     }
 
     /// Addresses and sizes the layout does arithmetic on must fit far below 2^64.
@@ -662,7 +676,7 @@ impl<'a, 'data> Builder<'a, 'data> {
 
     /// Places every section: unchanged sections stay put until one grows past the
     /// next; from there on, everything moves by whole pages.
-    fn layout(&self, contents: &[Cow<'data, [u8]>]) -> Result<Layout> {
+    fn layout(&self, contents: &[Cow<'data, [u8]>]) -> Result<AddressMap> {
         let co = self.co;
         let addressed = !co.is_relocatable();
         let page = co
@@ -731,7 +745,7 @@ impl<'a, 'data> Builder<'a, 'data> {
                 file_end = file_end.max(p.new_off + p.new_size);
             }
         }
-        Ok(Layout {
+        Ok(AddressMap {
             placed,
             addressed,
             page,
@@ -740,7 +754,11 @@ impl<'a, 'data> Builder<'a, 'data> {
 
     /// Writes each kernel descriptor (edited or original) with its entry offset
     /// moved along with the code.
-    fn patch_descriptors(&self, layout: &Layout, contents: &mut [Cow<'data, [u8]>]) -> Result<()> {
+    fn patch_descriptors(
+        &self,
+        layout: &AddressMap,
+        contents: &mut [Cow<'data, [u8]>],
+    ) -> Result<()> {
         let co = self.co;
         for k in &co.kernels {
             let Some(sym) = co.symbols.get(&format!("{}.kd", k.name)) else {

@@ -390,3 +390,39 @@ fn writer_survives_corrupted_inputs() {
         }
     }
 }
+
+/// The address map says where code and data went when .text grew.
+#[test]
+fn address_map_reports_moves() {
+    let Some(bytes) = support::build(support::SAMPLE, "gfx90a", 5, true) else {
+        return;
+    };
+    let co = CodeObject::parse(&bytes).unwrap();
+    let mut text = co.section_data(co.section(".text").unwrap()).to_vec();
+    text.resize(text.len() + 0x2000, 0);
+    let mut b = Builder::new(&co);
+    b.set_section_data(".text", text).unwrap();
+    let (out, map) = b.write_with_map().unwrap();
+    let new = CodeObject::parse(&out).unwrap();
+    for s in co
+        .symbols
+        .all()
+        .iter()
+        .filter(|s| s.is_defined() && s.section.is_some())
+    {
+        assert_eq!(
+            map.addr(s.value),
+            new.symbols.get(s.name).unwrap().value,
+            "{}",
+            s.name
+        );
+    }
+    let gvar = co.symbols.get("gvar").unwrap().value;
+    assert_eq!(
+        map.addr(gvar) - gvar,
+        0x2000,
+        "data after .text moves by whole pages"
+    );
+    let add = co.symbols.get("add").unwrap().value;
+    assert_eq!(map.addr(add), add, "code before the growth stays");
+}
