@@ -44,8 +44,10 @@ enum Command {
     /// Disassemble: byte for byte what `llvm-objdump-19 -d` prints for a code object, and the
     /// same for every code object inside a bundle, fat binary or host library.
     Disasm {
-        /// A code object, offload bundle, compressed bundle, or host executable/library.
-        file: PathBuf,
+        /// Code objects, offload bundles, compressed bundles, or host executables/libraries;
+        /// listed one after another, as llvm-objdump does with several files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// Only this kernel and the device functions it calls.
         #[arg(long)]
         kernel: Option<String>,
@@ -91,13 +93,28 @@ fn main() -> ExitCode {
                 .map_err(|e| e.to_string())
                 .and_then(|f| inspect::inspect(f.bytes(), &file.display().to_string(), &opts))
         }
-        Command::Disasm { file, kernel } => {
-            let opts = disasm::Options {
-                kernel: kernel.as_deref(),
-            };
-            MappedFile::open(&file)
-                .map_err(|e| e.to_string())
-                .and_then(|f| disasm::disasm(f.bytes(), &file.display().to_string(), &opts))
+        Command::Disasm { files, kernel } => {
+            let opts = disasm::Options { kernel: kernel.as_deref() };
+            let mut stdout = std::io::stdout().lock();
+            for file in &files {
+                let listing = MappedFile::open(file)
+                    .map_err(|e| e.to_string())
+                    .and_then(|f| disasm::disasm(f.bytes(), &file.display().to_string(), &opts));
+                match listing {
+                    // A closed pipe (e.g. `| head`) ends the listing quietly.
+                    Ok(text) => {
+                        if stdout.write_all(text.as_bytes()).is_err() {
+                            return ExitCode::SUCCESS;
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("inlay: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            let _ = stdout.flush();
+            return ExitCode::SUCCESS;
         }
         Command::Extract {
             file,
