@@ -127,3 +127,47 @@ pub fn atomic64(mem: &Memory, addr: u64, op: Atomic, v: u64, cmp: u64) -> Result
     });
     Ok(r.unwrap_or_else(|x| x))
 }
+
+/// A byte range checked once to lie inside one live allocation, so that many
+/// accesses inside it (the lanes of one instruction) need no further lookups.
+#[derive(Clone, Copy, Debug)]
+pub struct Span {
+    lo: u64,
+    hi: u64,
+}
+
+impl Span {
+    /// Checks `[lo, hi)` against the allocation table.
+    pub fn check(mem: &Memory, lo: u64, hi: u64) -> Option<Span> {
+        let len = hi.checked_sub(lo)?;
+        mem.check(lo, len).ok()?;
+        Some(Span { lo, hi })
+    }
+
+    fn covers(&self, addr: u64, len: usize) -> bool {
+        addr >= self.lo && addr.checked_add(len as u64).is_some_and(|e| e <= self.hi)
+    }
+
+    /// Reads `out.len()` bytes at `addr`; false if outside the span.
+    #[inline]
+    pub fn read(&self, addr: u64, out: &mut [u8]) -> bool {
+        if !self.covers(addr, out.len()) {
+            return false;
+        }
+        // SAFETY: the range lies inside the span, which was checked to be
+        // inside one live allocation; `out` is a distinct Rust buffer.
+        unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, out.as_mut_ptr(), out.len()) };
+        true
+    }
+
+    /// Writes `data` at `addr`; false if outside the span.
+    #[inline]
+    pub fn write(&self, addr: u64, data: &[u8]) -> bool {
+        if !self.covers(addr, data.len()) {
+            return false;
+        }
+        // SAFETY: as in `read`, for the destination.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) };
+        true
+    }
+}

@@ -286,27 +286,27 @@ impl Device {
             (0..total)
                 .into_par_iter()
                 .fold(
-                    || (vec![0u64; n_insts], Vec::new()),
-                    |(mut pcs, mut lds), n| {
+                    || (vec![0u64; n_insts], Vec::new(), Vec::new()),
+                    |(mut pcs, mut lds, mut waves), n| {
                         if abort.load(Ordering::Relaxed) {
-                            return (pcs, lds);
+                            return (pcs, lds, waves);
                         }
                         let wg = [
                             (n % counts[0] as u64) as u32,
                             (n / counts[0] as u64 % counts[1] as u64) as u32,
                             (n / (counts[0] as u64 * counts[1] as u64)) as u32,
                         ];
-                        if let Err(f) = launch.run(wg, &mut lds, &mut pcs) {
+                        if let Err(f) = launch.run(wg, &mut lds, &mut waves, &mut pcs) {
                             abort.store(true, Ordering::Relaxed);
                             let mut slot = first_fault.lock().unwrap_or_else(|e| e.into_inner());
                             if slot.as_ref().is_none_or(|(m, _, _)| n < *m) {
                                 *slot = Some((n, wg, f));
                             }
                         }
-                        (pcs, lds)
+                        (pcs, lds, waves)
                     },
                 )
-                .map(|(pcs, _)| pcs)
+                .map(|(pcs, _, _)| pcs)
                 .reduce(
                     || vec![0u64; n_insts],
                     |mut a, b| {

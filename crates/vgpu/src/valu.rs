@@ -4,7 +4,7 @@
 use crate::fault::{Exception, FaultKind};
 use crate::inst::{Inst, Op, Src, Ty};
 use crate::wave::{
-    bfe32, compare_f64, compare_i32, compare_i64, compare_u32, compare_u64, lanes, Wave,
+    bfe32, compare_f64, compare_i32, compare_i64, compare_u32, compare_u64, lanes, Wave, EXEC,
 };
 
 const SIGN32: u32 = 0x8000_0000;
@@ -191,43 +191,49 @@ impl Wave {
 
     /// 32-bit in, 32-bit out, lane by lane (DPP-aware).
     fn map32(&mut self, i: &Inst, f: impl Fn(u32, u32, u32) -> u32) {
-        let dst = i.dst as usize;
+        let (x, write) = self.src0_col(i);
+        let (y, z) = (self.col(i.src[1]), self.col(i.src[2]));
+        let d = &mut self.v[i.dst as usize];
+        let exec = (self.s[EXEC] as u64 | (self.s[EXEC + 1] as u64) << 32) & write;
+        for l in lanes(exec) {
+            d[l] = f(x[l], y[l], z[l]);
+        }
+    }
+
+    /// Src0 in every lane (through DPP if the instruction has it) and the
+    /// lanes that may be written.
+    fn src0_col(&self, i: &Inst) -> ([u32; 64], u64) {
         if i.dpp != 0 {
-            let (vals, write) = self.dpp_src0(i);
-            for l in lanes(self.exec() & write) {
-                let r = f(vals[l], self.rd(i.src[1], l), self.rd(i.src[2], l));
-                self.v[dst][l] = r;
-            }
-            return;
+            self.dpp_src0(i)
+        } else {
+            (self.col(i.src[0]), u64::MAX)
         }
-        for l in lanes(self.exec()) {
-            let r = f(
-                self.rd(i.src[0], l),
-                self.rd(i.src[1], l),
-                self.rd(i.src[2], l),
-            );
-            self.v[dst][l] = r;
+    }
+
+    /// Applies VOP3/DPP abs and neg of source `k` to a whole column of f32s.
+    fn fcol32(&self, mut c: [u32; 64], i: &Inst, k: u32) -> [u32; 64] {
+        if (i.abs | i.neg) >> k & 1 != 0 {
+            c.iter_mut().for_each(|x| *x = self.fin32(*x, i, k));
         }
+        c
     }
 
     /// f32 operation with input/output modifiers.
     fn mapf32(&mut self, i: &Inst, f: impl Fn(f32, f32, f32) -> f32) {
-        let dst = i.dst as usize;
-        let (vals, write) = if i.dpp != 0 {
-            let (v, w) = self.dpp_src0(i);
-            (Some(v), w)
-        } else {
-            (None, u64::MAX)
-        };
-        for l in lanes(self.exec() & write) {
-            let x = match &vals {
-                Some(v) => v[l],
-                None => self.rd(i.src[0], l),
+        let (x, write) = self.src0_col(i);
+        let x = self.fcol32(x, i, 0);
+        let y = self.fcol32(self.col(i.src[1]), i, 1);
+        let z = self.fcol32(self.col(i.src[2]), i, 2);
+        let exec = self.exec() & write;
+        let plain = !i.clamp && i.omod == 0;
+        let d = &mut self.v[i.dst as usize];
+        for l in lanes(exec) {
+            let r = f(f32b(x[l]), f32b(y[l]), f32b(z[l]));
+            d[l] = if plain {
+                r.to_bits()
+            } else {
+                Self::fout32(r, i)
             };
-            let x = self.fin32(x, i, 0);
-            let y = self.fin32(self.rd(i.src[1], l), i, 1);
-            let z = self.fin32(self.rd(i.src[2], l), i, 2);
-            self.v[dst][l] = Self::fout32(f(f32b(x), f32b(y), f32b(z)), i);
         }
     }
 
@@ -235,11 +241,14 @@ impl Wave {
     fn mapf64(&mut self, i: &Inst, f: impl Fn(f64, f64, f64) -> f64) {
         let exec = self.exec();
         let mut out = [0u64; 64];
+        let x = self.col64(i.src[0], true);
+        let y = self.col64(i.src[1], true);
+        let z = self.col64(i.src[2], true);
         for l in lanes(exec) {
-            let x = self.fin64(self.rd64(i.src[0], l, true), i, 0);
-            let y = self.fin64(self.rd64(i.src[1], l, true), i, 1);
-            let z = self.fin64(self.rd64(i.src[2], l, true), i, 2);
-            out[l] = Self::fout64(f(f64b(x), f64b(y), f64b(z)), i);
+            let a = self.fin64(x[l], i, 0);
+            let b = self.fin64(y[l], i, 1);
+            let c = self.fin64(z[l], i, 2);
+            out[l] = Self::fout64(f(f64b(a), f64b(b), f64b(c)), i);
         }
         self.write64(i.dst, exec, &out);
     }
@@ -272,31 +281,20 @@ impl Wave {
 
     /// Add/sub with carry: `f(x, y, carry_in) -> (result, carry_out)`.
     fn carry_op(&mut self, i: &Inst, cin: bool, f: impl Fn(u32, u32, u32) -> (u32, bool)) {
-        let exec = self.exec();
         let mask = if cin {
             self.rd64(i.src[2], 0, false)
         } else {
             0
         };
+        let (x, write) = self.src0_col(i);
+        let y = self.col(i.src[1]);
+        let exec = self.exec() & write;
         let mut cout = 0u64;
-        let d = i.dst as usize;
-        if i.dpp != 0 {
-            let (vals, write) = self.dpp_src0(i);
-            for l in lanes(exec & write) {
-                let (r, c) = f(vals[l], self.rd(i.src[1], l), (mask >> l & 1) as u32);
-                self.v[d][l] = r;
-                cout |= (c as u64) << l;
-            }
-        } else {
-            for l in lanes(exec) {
-                let (r, c) = f(
-                    self.rd(i.src[0], l),
-                    self.rd(i.src[1], l),
-                    (mask >> l & 1) as u32,
-                );
-                self.v[d][l] = r;
-                cout |= (c as u64) << l;
-            }
+        let d = &mut self.v[i.dst as usize];
+        for l in lanes(exec) {
+            let (r, c) = f(x[l], y[l], (mask >> l & 1) as u32);
+            d[l] = r;
+            cout |= (c as u64) << l;
         }
         self.sw64(i.sdst as u16, cout);
     }
@@ -304,46 +302,41 @@ impl Wave {
     fn compare(&mut self, i: &Inst) {
         let exec = self.exec();
         let mut m = 0u64;
-        for l in lanes(exec) {
-            let r = match i.ty {
-                Ty::F32 => {
-                    let x = f32b(self.fin32(self.rd(i.src[0], l), i, 0));
-                    let y = f32b(self.fin32(self.rd(i.src[1], l), i, 1));
-                    compare_f64(i.cond, x as f64, y as f64)
+        match i.ty {
+            Ty::F64 | Ty::U64 | Ty::I64 => {
+                let float = i.ty == Ty::F64;
+                let (x, y) = (self.col64(i.src[0], float), self.col64(i.src[1], float));
+                for l in lanes(exec) {
+                    let r = match i.ty {
+                        Ty::F64 => compare_f64(
+                            i.cond,
+                            f64b(self.fin64(x[l], i, 0)),
+                            f64b(self.fin64(y[l], i, 1)),
+                        ),
+                        Ty::U64 => compare_u64(i.cond, x[l], y[l]),
+                        _ => compare_i64(i.cond, x[l] as i64, y[l] as i64),
+                    };
+                    m |= (r as u64) << l;
                 }
-                Ty::F64 => {
-                    let x = f64b(self.fin64(self.rd64(i.src[0], l, true), i, 0));
-                    let y = f64b(self.fin64(self.rd64(i.src[1], l, true), i, 1));
-                    compare_f64(i.cond, x, y)
+            }
+            _ => {
+                let (x, y) = (self.col(i.src[0]), self.col(i.src[1]));
+                for l in lanes(exec) {
+                    let (a, b) = (x[l], y[l]);
+                    let r = match i.ty {
+                        Ty::F32 => compare_f64(
+                            i.cond,
+                            f32b(self.fin32(a, i, 0)) as f64,
+                            f32b(self.fin32(b, i, 1)) as f64,
+                        ),
+                        Ty::U32 => compare_u32(i.cond, a, b),
+                        Ty::I32 => compare_i32(i.cond, a as i32, b as i32),
+                        Ty::U16 => compare_u32(i.cond, a & 0xffff, b & 0xffff),
+                        _ => compare_i32(i.cond, a as i16 as i32, b as i16 as i32),
+                    };
+                    m |= (r as u64) << l;
                 }
-                Ty::U32 => compare_u32(i.cond, self.rd(i.src[0], l), self.rd(i.src[1], l)),
-                Ty::I32 => compare_i32(
-                    i.cond,
-                    self.rd(i.src[0], l) as i32,
-                    self.rd(i.src[1], l) as i32,
-                ),
-                Ty::U16 => compare_u32(
-                    i.cond,
-                    self.rd(i.src[0], l) & 0xffff,
-                    self.rd(i.src[1], l) & 0xffff,
-                ),
-                Ty::I16 => compare_i32(
-                    i.cond,
-                    self.rd(i.src[0], l) as i16 as i32,
-                    self.rd(i.src[1], l) as i16 as i32,
-                ),
-                Ty::U64 => compare_u64(
-                    i.cond,
-                    self.rd64(i.src[0], l, false),
-                    self.rd64(i.src[1], l, false),
-                ),
-                Ty::I64 => compare_i64(
-                    i.cond,
-                    self.rd64(i.src[0], l, false) as i64,
-                    self.rd64(i.src[1], l, false) as i64,
-                ),
-            };
-            m |= (r as u64) << l;
+            }
         }
         self.sw64(i.sdst as u16, m);
         if i.op == Op::VCmpx {
@@ -410,13 +403,12 @@ impl Wave {
             VMovB32 => self.map32(i, |x, _, _| x),
             VCndmaskB32 => {
                 let m = self.rd64(i.src[2], 0, false);
-                let d = i.dst as usize;
-                for l in lanes(self.exec()) {
-                    self.v[d][l] = if m >> l & 1 != 0 {
-                        self.rd(i.src[1], l)
-                    } else {
-                        self.rd(i.src[0], l)
-                    };
+                let (x, write) = self.src0_col(i);
+                let y = self.col(i.src[1]);
+                let exec = self.exec() & write;
+                let d = &mut self.v[i.dst as usize];
+                for l in lanes(exec) {
+                    d[l] = if m >> l & 1 != 0 { y[l] } else { x[l] };
                 }
             }
             VAddF32 => self.mapf32(i, |x, y, _| x + y),

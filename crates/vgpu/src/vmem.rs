@@ -3,7 +3,7 @@
 //! checked (device memory through the allocation table, LDS and scratch
 //! against their sizes) before it is made.
 
-use crate::access::{atomic32, atomic64, load, rmw32, store};
+use crate::access::{atomic32, atomic64, load, rmw32, store, Span};
 use crate::fault::{Exception, FaultKind};
 use crate::inst::{Atomic, Inst, Op, Src, Width};
 use crate::wave::{lanes, Env, Wave, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI};
@@ -210,13 +210,43 @@ impl Wave {
         }
     }
 
+    /// Addresses of every active lane, and a span covering all of them when
+    /// they all go to device memory inside one allocation (one table lookup
+    /// for the whole instruction instead of one per lane).
+    fn places(&self, i: &Inst, n: usize, env: &Env<'_>) -> ([Place; 64], Option<Span>) {
+        let mut places = [Place::Global(0); 64];
+        let (mut lo, mut hi, mut all_global) = (u64::MAX, 0u64, true);
+        for l in lanes(self.exec()) {
+            let p = self.place(i, l);
+            places[l] = p;
+            match p {
+                Place::Global(a) => {
+                    lo = lo.min(a);
+                    hi = hi.max(a.saturating_add(n as u64));
+                }
+                _ => all_global = false,
+            }
+        }
+        let span = (all_global && lo < hi)
+            .then(|| Span::check(env.mem, lo, hi))
+            .flatten();
+        (places, span)
+    }
+
     fn vload(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
         let n = i.width.bytes();
         let dw = i.width.dwords();
         let mut buf = [0u8; 16];
+        let (places, span) = self.places(i, n, env);
         for l in lanes(self.exec()) {
-            let p = self.place(i, l);
-            self.read_place(p, &mut buf[..n], l, env)?;
+            let p = places[l];
+            let fast = match (span, p) {
+                (Some(s), Place::Global(a)) => s.read(a, &mut buf[..n]),
+                _ => false,
+            };
+            if !fast {
+                self.read_place(p, &mut buf[..n], l, env)?;
+            }
             for k in 0..dw {
                 let mut b = [0u8; 4];
                 let hi = (4 * k + 4).min(n);
@@ -235,14 +265,21 @@ impl Wave {
             _ => Self::vreg(i.src[1]),
         };
         let mut buf = [0u8; 16];
+        let (places, span) = self.places(i, n, env);
         for l in lanes(self.exec()) {
-            let p = self.place(i, l);
+            let p = places[l];
             for k in 0..i.width.dwords() {
                 let v = self.data_reg(i, data + k as u16, l).to_le_bytes();
                 let hi = (4 * k + 4).min(n);
                 buf[4 * k..hi].copy_from_slice(&v[..hi - 4 * k]);
             }
-            self.write_place(p, &buf[..n], l, env)?;
+            let fast = match (span, p) {
+                (Some(s), Place::Global(a)) => s.write(a, &buf[..n]),
+                _ => false,
+            };
+            if !fast {
+                self.write_place(p, &buf[..n], l, env)?;
+            }
         }
         Ok(())
     }

@@ -81,6 +81,24 @@ impl Wave {
         }
     }
 
+    /// Makes a used wave look new for a kernel that allocates `vgprs`
+    /// registers (VGPRs + AGPRs) and `priv_size` bytes of scratch per lane.
+    /// Only the kernel's registers are cleared: reusing the big register
+    /// files instead of allocating them per wave is what keeps dispatch fast.
+    pub fn reset(&mut self, vgprs: u32, priv_size: u32) {
+        self.s = [0; SGPRS];
+        self.scc = false;
+        let n = (vgprs as usize + 8).min(VGPRS);
+        self.v[..n].iter_mut().for_each(|r| *r = [0; 64]);
+        self.a[..n].iter_mut().for_each(|r| *r = [0; 64]);
+        self.scratch.clear();
+        self.scratch.resize(priv_size as usize * 64, 0);
+        self.priv_size = priv_size;
+        self.pc = 0;
+        self.done = false;
+        self.executed = 0;
+    }
+
     #[inline]
     pub fn exec(&self) -> u64 {
         self.s[EXEC] as u64 | (self.s[EXEC + 1] as u64) << 32
@@ -158,6 +176,38 @@ impl Wave {
             Src::Lit(x) => x as u64,
             _ => self.rd(s, lane) as u64,
         }
+    }
+
+    /// A source's value in every lane, fetched once per instruction so the
+    /// lane loops index plain arrays.
+    #[inline]
+    pub fn col(&self, s: Src) -> [u32; 64] {
+        match s {
+            Src::V(n) => self.v[n as usize],
+            Src::A(n) => self.a[n as usize],
+            _ => [self.rd(s, 0); 64],
+        }
+    }
+
+    /// 64-bit form of [`Wave::col`].
+    #[inline]
+    pub fn col64(&self, s: Src, float: bool) -> [u64; 64] {
+        let mut out = [0u64; 64];
+        match s {
+            Src::V(n) | Src::A(n) => {
+                let file = if matches!(s, Src::V(_)) {
+                    &self.v
+                } else {
+                    &self.a
+                };
+                let (lo, hi) = (&file[n as usize], &file[n as usize + 1]);
+                for l in 0..64 {
+                    out[l] = lo[l] as u64 | (hi[l] as u64) << 32;
+                }
+            }
+            _ => out = [self.rd64(s, 0, float); 64],
+        }
+        out
     }
 
     #[inline]

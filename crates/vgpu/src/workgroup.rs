@@ -43,8 +43,8 @@ impl Launch<'_> {
 
     /// Initial state of wave `w` of workgroup `wg` (AMDGPUUsage, GFX9 order of
     /// user SGPRs, then system SGPRs from `user_sgpr_count`).
-    fn make_wave(&self, wg: [u32; 3], w: u32, size: [u32; 3]) -> Wave {
-        let mut wave = Wave::new(self.priv_size);
+    fn init_wave(&self, wave: &mut Wave, wg: [u32; 3], w: u32, size: [u32; 3]) {
+        wave.reset(self.kernel.vgpr_count, self.priv_size);
         let p = &self.kernel.decoded.properties;
         let r2 = &self.kernel.decoded.rsrc2;
         let mut s: Vec<u32> = Vec::with_capacity(16);
@@ -72,30 +72,25 @@ impl Launch<'_> {
         if p.enable_sgpr_private_segment_size {
             s.push(self.priv_size);
         }
-        for (k, v) in s.iter().enumerate() {
-            wave.s[k] = *v;
-        }
-        let mut k = r2.user_sgpr_count as usize;
-        let mut push = |wave: &mut Wave, v: u32| {
-            if k < 102 {
-                wave.s[k] = v;
-            }
-            k += 1;
-        };
+        // System SGPRs follow the user SGPRs the descriptor counts.
+        s.resize((r2.user_sgpr_count as usize).max(s.len()), 0);
         if r2.enable_sgpr_workgroup_id_x {
-            push(&mut wave, wg[0]);
+            s.push(wg[0]);
         }
         if r2.enable_sgpr_workgroup_id_y {
-            push(&mut wave, wg[1]);
+            s.push(wg[1]);
         }
         if r2.enable_sgpr_workgroup_id_z {
-            push(&mut wave, wg[2]);
+            s.push(wg[2]);
         }
         if r2.enable_sgpr_workgroup_info {
-            push(&mut wave, 0);
+            s.push(0);
         }
         if r2.enable_private_segment {
-            push(&mut wave, 0); // private segment wave byte offset
+            s.push(0); // private segment wave byte offset
+        }
+        for (k, v) in s.iter().take(102).enumerate() {
+            wave.s[k] = *v;
         }
         // Work-item IDs, packed into v0 on gfx90a: x | y << 10 | z << 20.
         let n = size[0] * size[1] * size[2];
@@ -115,20 +110,27 @@ impl Launch<'_> {
         }
         wave.set_exec(exec);
         wave.pc = self.kernel.entry;
-        wave
     }
 
     /// Runs workgroup `wg`, adding executed instructions to `per_pc`.
+    /// `waves` is the calling thread's pool of wave states, reused across workgroups.
     pub fn run(
         &self,
         wg: [u32; 3],
         lds: &mut Vec<u8>,
+        waves: &mut Vec<Wave>,
         per_pc: &mut [u64],
     ) -> Result<(), WaveFault> {
         let size = self.actual_size(wg);
         let n_items = size[0] * size[1] * size[2];
-        let n_waves = n_items.div_ceil(64);
-        let mut waves: Vec<Wave> = (0..n_waves).map(|w| self.make_wave(wg, w, size)).collect();
+        let n_waves = n_items.div_ceil(64) as usize;
+        while waves.len() < n_waves {
+            waves.push(Wave::new(self.priv_size));
+        }
+        let waves = &mut waves[..n_waves];
+        for (w, wave) in waves.iter_mut().enumerate() {
+            self.init_wave(wave, wg, w as u32, size);
+        }
         lds.clear();
         lds.resize(self.lds_size as usize, 0);
         let mut env = Env {

@@ -1,0 +1,95 @@
+//! Active MIPS of the virtual GPU: wave instructions per second of dispatch
+//! wall time, on 1 thread and on 2, for vector_add, matmul and reduce_sum.
+//!
+//! `cargo run --release -p inlay-vgpu --example mips`
+
+use inlay_vgpu::kernarg::Args;
+use inlay_vgpu::{Device, Program, Stats};
+
+fn fixture(name: &str) -> Vec<u8> {
+    let p = format!(
+        "{}/../../fixtures/gfx90a/v5/{name}.hsaco",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+}
+
+fn load(dev: &Device, name: &str) -> Program {
+    dev.load(&fixture(name))
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn buffer(dev: &Device, words: usize, f: impl Fn(usize) -> u32) -> u64 {
+    let v: Vec<u32> = (0..words).map(f).collect();
+    dev.upload_u32(&v).expect("upload")
+}
+
+fn vector_add(dev: &Device) -> Stats {
+    let p = load(dev, "vector_add");
+    let n = 1 << 22;
+    let a = buffer(dev, n, |i| (i as f32).to_bits());
+    let b = buffer(dev, n, |i| (2.0 * i as f32).to_bits());
+    let c = buffer(dev, n, |_| 0);
+    let args = Args::new().ptr(a).ptr(b).ptr(c).u32(n as u32);
+    dev.dispatch(
+        &p,
+        "vector_add",
+        [n as u32, 1, 1],
+        [256, 1, 1],
+        args.as_bytes(),
+    )
+    .unwrap_or_else(|f| panic!("{f}"))
+}
+
+fn matmul(dev: &Device) -> Stats {
+    let p = load(dev, "matmul");
+    let s = 256u32;
+    let n = (s * s) as usize;
+    let a = buffer(dev, n, |i| ((i % 7) as f32).to_bits());
+    let b = buffer(dev, n, |i| ((i % 5) as f32).to_bits());
+    let c = buffer(dev, n, |_| 0);
+    let args = Args::new().ptr(a).ptr(b).ptr(c).u32(s).u32(s).u32(s);
+    dev.dispatch(&p, "matmul_tiled", [s, s, 1], [16, 16, 1], args.as_bytes())
+        .unwrap_or_else(|f| panic!("{f}"))
+}
+
+fn reduce(dev: &Device) -> Stats {
+    let p = load(dev, "reduce_sum");
+    let n = 1 << 22;
+    let input = buffer(dev, n, |i| i as u32);
+    let out = buffer(dev, n / 256, |_| 0);
+    let args = Args::new().ptr(input).ptr(out).u32(n as u32);
+    dev.dispatch(
+        &p,
+        "_Z10reduce_sumIjEvPKT_PS0_j",
+        [n as u32, 1, 1],
+        [256, 1, 1],
+        args.as_bytes(),
+    )
+    .unwrap_or_else(|f| panic!("{f}"))
+}
+
+fn main() {
+    println!(
+        "{:<12} {:>7} {:>14} {:>10} {:>8}",
+        "kernel", "threads", "wave insts", "wall ms", "MIPS"
+    );
+    for threads in [1, 2] {
+        let dev = Device::with_threads(threads);
+        for (name, run) in [
+            ("vector_add", vector_add as fn(&Device) -> Stats),
+            ("matmul", matmul),
+            ("reduce_sum", reduce),
+        ] {
+            let s = run(&dev);
+            println!(
+                "{:<12} {:>7} {:>14} {:>10.1} {:>8.2}",
+                name,
+                threads,
+                s.instructions,
+                s.wall.as_secs_f64() * 1e3,
+                s.mips()
+            );
+        }
+    }
+}
