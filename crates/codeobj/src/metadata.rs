@@ -7,7 +7,7 @@ use serde::{Serialize, Serializer};
 use crate::elf::{self, Section, Segment};
 use crate::{Error, Result};
 
-use rmpv::Value;
+use rmpv::{Value, ValueRef};
 
 /// Note type of the metadata note.
 pub const NT_AMDGPU_METADATA: u32 = 32;
@@ -157,51 +157,160 @@ pub struct KernelArg {
     pub unknown: Vec<(String, Value)>,
 }
 
+/// A decoded msgpack value the typed view can be read from: owned
+/// ([`rmpv::Value`]) or borrowing the note's bytes ([`rmpv::ValueRef`], which
+/// avoids an allocation per string when parsing).
+trait Doc: Sized {
+    fn map(&self) -> Option<&[(Self, Self)]>;
+    fn array(&self) -> Option<&[Self]>;
+    fn str(&self) -> Option<&str>;
+    fn u64(&self) -> Option<u64>;
+    fn bool(&self) -> Option<bool>;
+    fn kind(&self) -> &'static str;
+    fn owned(&self) -> Value;
+}
+
+impl Doc for Value {
+    fn map(&self) -> Option<&[(Self, Self)]> {
+        self.as_map().map(Vec::as_slice)
+    }
+    fn array(&self) -> Option<&[Self]> {
+        self.as_array().map(Vec::as_slice)
+    }
+    fn str(&self) -> Option<&str> {
+        self.as_str()
+    }
+    fn u64(&self) -> Option<u64> {
+        self.as_u64()
+    }
+    fn bool(&self) -> Option<bool> {
+        self.as_bool()
+    }
+    fn kind(&self) -> &'static str {
+        kind(self)
+    }
+    fn owned(&self) -> Value {
+        self.clone()
+    }
+}
+
+impl Doc for ValueRef<'_> {
+    fn map(&self) -> Option<&[(Self, Self)]> {
+        match self {
+            ValueRef::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+    fn array(&self) -> Option<&[Self]> {
+        match self {
+            ValueRef::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+    fn str(&self) -> Option<&str> {
+        match self {
+            ValueRef::String(s) => s.as_str(),
+            _ => None,
+        }
+    }
+    fn u64(&self) -> Option<u64> {
+        self.as_u64()
+    }
+    fn bool(&self) -> Option<bool> {
+        match self {
+            ValueRef::Boolean(b) => Some(*b),
+            _ => None,
+        }
+    }
+    fn kind(&self) -> &'static str {
+        match self {
+            ValueRef::Integer(i) if i.is_u64() => "an unsigned integer",
+            ValueRef::Integer(_) => "a negative integer",
+            ValueRef::Nil => "nil",
+            ValueRef::Boolean(_) => "a boolean",
+            ValueRef::F32(_) | ValueRef::F64(_) => "a float",
+            ValueRef::String(_) => "a string",
+            ValueRef::Binary(_) => "binary data",
+            ValueRef::Array(_) => "an array",
+            ValueRef::Map(_) => "a map",
+            ValueRef::Ext(..) => "an extension value",
+        }
+    }
+    fn owned(&self) -> Value {
+        self.to_owned()
+    }
+}
+
+/// Where a map is in the document, for error messages; formatted only on error.
+#[derive(Clone, Copy)]
+struct Path<'p> {
+    parent: &'p str,
+    /// (array key, index) of the map inside its parent, if any.
+    item: Option<(&'static str, usize)>,
+}
+
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.parent)?;
+        match self.item {
+            Some((key, i)) => write!(f, "{key}[{i}]."),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Reads a msgpack map key by key, naming the path of any key with the wrong shape.
-struct MapReader<'v> {
-    entries: Vec<(&'v str, &'v Value)>,
-    path: String,
+struct MapReader<'v, 'p, D> {
+    entries: Vec<(&'v str, &'v D)>,
+    path: Path<'p>,
     offset: u64,
 }
 
-impl<'v> MapReader<'v> {
-    fn new(v: &'v Value, path: &str, offset: u64) -> Result<Self> {
-        let map = v.as_map().ok_or_else(|| {
+impl<'v, 'p, D: Doc> MapReader<'v, 'p, D> {
+    fn new(v: &'v D, path: Path<'p>, offset: u64) -> Result<Self> {
+        let map = v.map().ok_or_else(|| {
             Error::at(
                 offset,
-                format!("metadata {path}: expected a map, found {}", kind(v)),
+                format!("metadata {path}: expected a map, found {}", v.kind()),
             )
         })?;
         let mut entries = Vec::with_capacity(map.len());
         for (k, val) in map {
-            let k = k.as_str().ok_or_else(|| {
+            let k = k.str().ok_or_else(|| {
                 Error::at(
                     offset,
-                    format!("metadata {path}: map key {k} is not a string"),
+                    format!("metadata {path}: a map key is {}, not a string", k.kind()),
                 )
             })?;
             entries.push((k, val));
         }
         Ok(MapReader {
             entries,
-            path: path.to_string(),
+            path,
             offset,
         })
     }
 
-    fn take(&mut self, key: &str) -> Option<&'v Value> {
+    fn take(&mut self, key: &str) -> Option<&'v D> {
         let i = self.entries.iter().position(|(k, _)| *k == key)?;
         Some(self.entries.remove(i).1)
     }
 
-    fn wrong(&self, key: &str, expected: &str, v: &Value) -> Error {
+    fn wrong(&self, key: &str, expected: &str, v: &D) -> Error {
         Error::at(
             self.offset,
             format!(
                 "metadata {}{key}: expected {expected}, found {}",
                 self.path,
-                kind(v)
+                v.kind()
             ),
+        )
+    }
+
+    fn missing(&self, key: &str) -> Error {
+        Error::at(
+            self.offset,
+            format!("metadata {}{key}: required key missing", self.path),
         )
     }
 
@@ -209,26 +318,21 @@ impl<'v> MapReader<'v> {
         match self.take(key) {
             None => Ok(None),
             Some(v) => v
-                .as_u64()
+                .u64()
                 .map(Some)
                 .ok_or_else(|| self.wrong(key, "an unsigned integer", v)),
         }
     }
 
     fn required_u64(&mut self, key: &str) -> Result<u64> {
-        self.u64(key)?.ok_or_else(|| {
-            Error::at(
-                self.offset,
-                format!("metadata {}{key}: required key missing", self.path),
-            )
-        })
+        self.u64(key)?.ok_or_else(|| self.missing(key))
     }
 
     fn bool(&mut self, key: &str) -> Result<Option<bool>> {
         match self.take(key) {
             None => Ok(None),
             Some(v) => v
-                .as_bool()
+                .bool()
                 .map(Some)
                 .ok_or_else(|| self.wrong(key, "a boolean", v)),
         }
@@ -238,27 +342,22 @@ impl<'v> MapReader<'v> {
         match self.take(key) {
             None => Ok(None),
             Some(v) => v
-                .as_str()
+                .str()
                 .map(|s| Some(s.to_string()))
                 .ok_or_else(|| self.wrong(key, "a string", v)),
         }
     }
 
     fn required_string(&mut self, key: &str) -> Result<String> {
-        self.string(key)?.ok_or_else(|| {
-            Error::at(
-                self.offset,
-                format!("metadata {}{key}: required key missing", self.path),
-            )
-        })
+        self.string(key)?.ok_or_else(|| self.missing(key))
     }
 
-    fn array(&mut self, key: &str) -> Result<Option<&'v [Value]>> {
+    fn array(&mut self, key: &str) -> Result<Option<&'v [D]>> {
         match self.take(key) {
             None => Ok(None),
             Some(v) => v
-                .as_array()
-                .map(|a| Some(a.as_slice()))
+                .array()
+                .map(Some)
                 .ok_or_else(|| self.wrong(key, "an array", v)),
         }
     }
@@ -269,7 +368,7 @@ impl<'v> MapReader<'v> {
         };
         a.iter()
             .map(|v| {
-                v.as_u64()
+                v.u64()
                     .ok_or_else(|| self.wrong(key, "an array of unsigned integers", v))
             })
             .collect::<Result<_>>()
@@ -282,7 +381,7 @@ impl<'v> MapReader<'v> {
         };
         a.iter()
             .map(|v| {
-                v.as_str()
+                v.str()
                     .map(str::to_string)
                     .ok_or_else(|| self.wrong(key, "an array of strings", v))
             })
@@ -294,7 +393,7 @@ impl<'v> MapReader<'v> {
     fn rest(self) -> Vec<(String, Value)> {
         self.entries
             .into_iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
+            .map(|(k, v)| (k.to_string(), v.owned()))
             .collect()
     }
 }
@@ -317,19 +416,27 @@ fn kind(v: &Value) -> &'static str {
 impl Metadata {
     /// Decodes the msgpack bytes of a metadata note; `offset` is their file offset, for errors.
     pub fn parse(desc: &[u8], offset: u64) -> Result<Metadata> {
-        let mut cursor = std::io::Cursor::new(desc);
-        let doc = rmpv::decode::read_value(&mut cursor).map_err(|e| {
+        let mut rest = desc;
+        let doc = rmpv::decode::read_value_ref(&mut rest).map_err(|e| {
             Error::at(
-                offset + cursor.position(),
+                offset + (desc.len() - rest.len()) as u64,
                 format!("metadata is not valid msgpack: {e}"),
             )
         })?;
-        Metadata::from_value(&doc, offset)
+        Metadata::from_doc(&doc, offset)
     }
 
     /// Builds the typed view of an already decoded document.
     pub fn from_value(doc: &Value, offset: u64) -> Result<Metadata> {
-        let mut r = MapReader::new(doc, "", offset)?;
+        Metadata::from_doc(doc, offset)
+    }
+
+    fn from_doc<D: Doc>(doc: &D, offset: u64) -> Result<Metadata> {
+        let root = Path {
+            parent: "",
+            item: None,
+        };
+        let mut r = MapReader::new(doc, root, offset)?;
         let version = r.u64s("amdhsa.version")?;
         let target = r.string("amdhsa.target")?;
         let printf = r.strings("amdhsa.printf")?;
@@ -339,7 +446,11 @@ impl Metadata {
                 .iter()
                 .enumerate()
                 .map(|(i, k)| {
-                    KernelMetadata::from_value(k, &format!("amdhsa.kernels[{i}]"), offset)
+                    let path = Path {
+                        parent: "",
+                        item: Some(("amdhsa.kernels", i)),
+                    };
+                    KernelMetadata::from_doc(k, path, offset)
                 })
                 .collect::<Result<_>>()?,
         };
@@ -380,8 +491,8 @@ impl Metadata {
 }
 
 impl KernelMetadata {
-    fn from_value(v: &Value, path: &str, offset: u64) -> Result<KernelMetadata> {
-        let mut r = MapReader::new(v, &format!("{path}."), offset)?;
+    fn from_doc<D: Doc>(v: &D, path: Path, offset: u64) -> Result<KernelMetadata> {
+        let mut r = MapReader::new(v, path, offset)?;
         let mut k = KernelMetadata {
             name: r.required_string(".name")?,
             symbol: r.required_string(".symbol")?,
@@ -410,12 +521,14 @@ impl KernelMetadata {
             unknown: Vec::new(),
         };
         if let Some(args) = r.array(".args")? {
+            // Built only when a kernel has arguments, not per argument.
+            let kernel_path = path.to_string();
             for (i, a) in args.iter().enumerate() {
-                k.args.push(KernelArg::from_value(
-                    a,
-                    &format!("{path}.args[{i}]."),
-                    offset,
-                )?);
+                let arg_path = Path {
+                    parent: &kernel_path,
+                    item: Some((".args", i)),
+                };
+                k.args.push(KernelArg::from_doc(a, arg_path, offset)?);
             }
         }
         k.unknown = r.rest();
@@ -476,7 +589,7 @@ impl KernelMetadata {
 }
 
 impl KernelArg {
-    fn from_value(v: &Value, path: &str, offset: u64) -> Result<KernelArg> {
+    fn from_doc<D: Doc>(v: &D, path: Path, offset: u64) -> Result<KernelArg> {
         let mut r = MapReader::new(v, path, offset)?;
         Ok(KernelArg {
             name: r.string(".name")?,
