@@ -7,6 +7,7 @@
 
 mod abi;
 mod agents;
+mod executables;
 mod memory;
 mod queues;
 mod signals;

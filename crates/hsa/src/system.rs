@@ -4,6 +4,7 @@
 use crate::abi::{
     put, put_str, status, Handle, HsaStatus, EXT_AMD_LOADER, EXT_FINALIZER, EXT_IMAGES,
 };
+use crate::executables;
 use crate::export;
 use crate::state::{self, rt};
 use inlay_runtime::Status;
@@ -80,11 +81,14 @@ extern "C" fn loader_query_host_address(
 ) -> HsaStatus {
     status((|| {
         let rt = rt()?;
-        if host.is_null() || rt.memory().find(device as u64).is_none() {
-            return Err(Status::InvalidArgument);
-        }
+        let device = device as u64;
+        let known = executables::query_host_address(device)
+            .or_else(|| rt.memory().find(device).map(|_| device));
         // One address space: a device address is its own host address.
-        put(host as *mut c_void, device)
+        match known {
+            Some(h) if !host.is_null() => put(host as *mut c_void, h),
+            _ => Err(Status::InvalidArgument),
+        }
     })())
 }
 
@@ -94,44 +98,83 @@ extern "C" fn loader_query_segment_descriptors(descs: *mut c_void, count: *mut u
         if count.is_null() {
             return Err(Status::InvalidArgument);
         }
-        // No code object is loaded yet, so there is no segment to describe.
-        let _ = descs;
-        put(count as *mut c_void, 0usize)
+        let all = executables::segment_descriptors();
+        if descs.is_null() {
+            return put(count as *mut c_void, all.len());
+        }
+        // SAFETY: non-null; the caller's count.
+        if unsafe { count.read_unaligned() } != all.len() {
+            return Err(Status::InvalidArgument);
+        }
+        for (i, d) in all.iter().enumerate() {
+            // SAFETY: the caller gave room for exactly `all.len()` descriptors.
+            let slot = unsafe { (descs as *mut executables::SegmentDescriptor).add(i) };
+            put(slot as *mut c_void, *d)?;
+        }
+        Ok(())
     })())
 }
 
-extern "C" fn loader_query_executable(_device: *const c_void, _exec: *mut Handle) -> HsaStatus {
-    status(rt().and(Err(Status::InvalidArgument)))
+extern "C" fn loader_query_executable(device: *const c_void, exec: *mut Handle) -> HsaStatus {
+    status((|| {
+        rt()?;
+        let e = executables::query_executable(device as u64).ok_or(Status::InvalidArgument)?;
+        put(exec as *mut c_void, e)
+    })())
 }
 
+type LcoCallback = Option<extern "C" fn(Handle, Handle, *mut c_void) -> HsaStatus>;
+
 extern "C" fn loader_iterate_loaded_code_objects(
-    _exec: Handle,
-    _cb: *const c_void,
-    _data: *mut c_void,
+    exec: Handle,
+    cb: LcoCallback,
+    data: *mut c_void,
 ) -> HsaStatus {
-    status(rt().and(Err(Status::InvalidExecutable)))
+    status((|| {
+        rt()?;
+        let cb = cb.ok_or(Status::InvalidArgument)?;
+        // Collected first: the callback may call back into the loader.
+        for lco in executables::loaded_code_objects(exec)? {
+            let st = cb(exec, lco, data);
+            if st != crate::abi::SUCCESS {
+                return Err(crate::unsupported::status_from_code(st));
+            }
+        }
+        Ok(())
+    })())
 }
 
 extern "C" fn loader_loaded_code_object_get_info(
-    _lco: Handle,
-    _attr: u32,
-    _value: *mut c_void,
+    lco: Handle,
+    attr: u32,
+    value: *mut c_void,
 ) -> HsaStatus {
-    status(rt().and(Err(Status::InvalidArgument)))
+    status(rt().and_then(|_| executables::loaded_code_object_info(lco, attr, value)))
 }
 
 extern "C" fn loader_reader_from_file(
-    _file: i32,
-    _offset: i64,
-    _size: usize,
-    _reader: *mut Handle,
+    file: i32,
+    offset: i64,
+    size: usize,
+    reader: *mut Handle,
 ) -> HsaStatus {
-    status(rt().and(Err(Status::InvalidCodeObject)))
+    status(rt().and_then(|_| executables::reader_from_file(file, offset, size, reader)))
 }
 
-extern "C" fn loader_iterate_executables(_cb: *const c_void, _data: *mut c_void) -> HsaStatus {
-    // No executables exist yet: iterating visits none.
-    status(rt().map(|_| ()))
+type ExecCallback = Option<extern "C" fn(Handle, *mut c_void) -> HsaStatus>;
+
+extern "C" fn loader_iterate_executables(cb: ExecCallback, data: *mut c_void) -> HsaStatus {
+    status((|| {
+        rt()?;
+        let cb = cb.ok_or(Status::InvalidArgument)?;
+        for e in executables::executables() {
+            let st = cb(e, data);
+            if st != crate::abi::SUCCESS {
+                return Err(crate::unsupported::status_from_code(st));
+            }
+        }
+        Ok(())
+    })())
 }
 
 fn loader_table() -> [*const c_void; 7] {

@@ -1,12 +1,11 @@
-//! Entry points for features not there yet (code objects and executables,
-//! images, IPC, interop, SVM, profiling): they validate what they can and
+//! Entry points for features not there yet (images, IPC, interop, SVM, profiling): they validate what they can and
 //! answer with the status a caller can act on, never with success.
 
 use crate::abi::*;
 use crate::export;
 use crate::state::{self, rt};
 use inlay_runtime::Status;
-use std::ffi::{c_char, c_void};
+use std::ffi::c_void;
 
 /// The runtime status for a code a callback returned (unknown: generic error).
 pub fn status_from_code(code: u32) -> Status {
@@ -76,69 +75,6 @@ fn no_images(agent: Handle) -> HsaStatus {
 }
 
 export! {
-    // Code objects and executables: loading arrives with the loader.
-    fn hsa_code_object_reader_create_from_memory(co: *const c_void, size: usize, reader: *mut Handle) -> HsaStatus {
-        if co.is_null() || size == 0 { return status(rt().and(Err(Status::InvalidArgument))); }
-        refuse(reader as *const c_void, Status::InvalidCodeObject)
-    }
-    fn hsa_code_object_reader_create_from_file(_file: i32, reader: *mut Handle) -> HsaStatus {
-        refuse(reader as *const c_void, Status::InvalidFile)
-    }
-    fn hsa_code_object_reader_destroy(_reader: Handle) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidCodeObjectReader)))
-    }
-    fn hsa_executable_create(_profile: u32, _state: u32, _options: *const c_char, exec: *mut Handle) -> HsaStatus {
-        refuse(exec as *const c_void, Status::OutOfResources)
-    }
-    fn hsa_executable_create_alt(_profile: u32, _rounding: u32, _options: *const c_char, exec: *mut Handle) -> HsaStatus {
-        refuse(exec as *const c_void, Status::OutOfResources)
-    }
-    fn hsa_executable_destroy(_exec: Handle) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutable)))
-    }
-    fn hsa_executable_load_agent_code_object(_exec: Handle, _agent: Handle, _reader: Handle, _options: *const c_char, _lco: *mut Handle) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutable)))
-    }
-    fn hsa_executable_load_program_code_object(_exec: Handle, _reader: Handle, _options: *const c_char, _lco: *mut Handle) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutable)))
-    }
-    fn hsa_executable_freeze(_exec: Handle, _options: *const c_char) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutable)))
-    }
-    fn hsa_executable_get_info(_exec: Handle, _attr: u32, _value: *mut c_void) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutable)))
-    }
-    fn hsa_executable_validate(_exec: Handle, _result: *mut u32) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutable)))
-    }
-    fn hsa_executable_get_symbol_by_name(_exec: Handle, _name: *const c_char, _agent: *const Handle, _sym: *mut Handle) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutable)))
-    }
-    fn hsa_executable_get_symbol(_exec: Handle, _module: *const c_char, _name: *const c_char, _agent: Handle, _cc: i32, _sym: *mut Handle) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutable)))
-    }
-    fn hsa_executable_iterate_symbols(_exec: Handle, _cb: *const c_void, _data: *mut c_void) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutable)))
-    }
-    fn hsa_executable_iterate_agent_symbols(_exec: Handle, _agent: Handle, _cb: *const c_void, _data: *mut c_void) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutable)))
-    }
-    fn hsa_executable_iterate_program_symbols(_exec: Handle, _cb: *const c_void, _data: *mut c_void) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutable)))
-    }
-    fn hsa_executable_symbol_get_info(_sym: Handle, _attr: u32, _value: *mut c_void) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutableSymbol)))
-    }
-    fn hsa_executable_agent_global_variable_define(_exec: Handle, _agent: Handle, _name: *const c_char, _addr: *mut c_void) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutable)))
-    }
-    fn hsa_executable_global_variable_define(_exec: Handle, _name: *const c_char, _addr: *mut c_void) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutable)))
-    }
-    fn hsa_executable_readonly_variable_define(_exec: Handle, _agent: Handle, _name: *const c_char, _addr: *mut c_void) -> HsaStatus {
-        status(rt().and(Err(Status::InvalidExecutable)))
-    }
-
     // Images and samplers.
     fn hsa_ext_image_create(agent: Handle, _desc: *const c_void, _data: *const c_void, _perm: u32, _image: *mut Handle) -> HsaStatus { no_images(agent) }
     fn hsa_ext_image_create_with_layout(agent: Handle, _desc: *const c_void, _data: *const c_void, _perm: u32, _layout: u32, _rp: usize, _sp: usize, _image: *mut Handle) -> HsaStatus { no_images(agent) }

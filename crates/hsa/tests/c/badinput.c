@@ -119,11 +119,15 @@ int main(void) {
     hsa_signal_add_relaxed(done, 1);
     CHECK(hsa_signal_load_scacquire(done) == 0);
 
-    /* Not there yet: executables. */
+    /* Executables: garbage loads as no code object (more in loader_badinput.c). */
+    memset(buf, 0x77, sizeof buf);
     hsa_code_object_reader_t reader;
-    BAD(hsa_code_object_reader_create_from_memory(buf, sizeof buf, &reader));
+    OK(hsa_code_object_reader_create_from_memory(buf, sizeof buf, &reader));
     hsa_executable_t exec;
-    BAD(hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, NULL, &exec));
+    OK(hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, NULL, &exec));
+    BAD(hsa_executable_load_agent_code_object(exec, e.gpu, reader, NULL, NULL));
+    OK(hsa_executable_destroy(exec));
+    OK(hsa_code_object_reader_destroy(reader));
 
     /* The callback's status ends an iteration and is returned. */
     int calls = 0;
