@@ -304,3 +304,59 @@ fn descriptor_outside_its_section_is_an_error_at_the_symbol() {
     assert_eq!(err.offset, Some(entry), "{err}");
     assert!(err.what.contains("add.kd"), "{err}");
 }
+
+/// amdhsa.printf and keys nobody models survive parse → serialize → parse.
+#[test]
+fn printf_and_unknown_keys_round_trip() {
+    use rmpv::Value;
+    let arg = Value::Map(vec![
+        (".offset".into(), 0.into()),
+        (".size".into(), 8.into()),
+        (".value_kind".into(), "hidden_printf_buffer".into()),
+        (
+            ".x_vendor".into(),
+            Value::Array(vec![1.into(), "two".into()]),
+        ),
+    ]);
+    let kernel = Value::Map(vec![
+        (".name".into(), "k".into()),
+        (".symbol".into(), "k.kd".into()),
+        (".args".into(), Value::Array(vec![arg])),
+        (".uses_dynamic_stack".into(), false.into()),
+        (".x_flag".into(), Value::Nil),
+    ]);
+    let doc = Value::Map(vec![
+        (
+            "amdhsa.version".into(),
+            Value::Array(vec![1.into(), 2.into()]),
+        ),
+        (
+            "amdhsa.printf".into(),
+            Value::Array(vec!["1:1:4:%d\\n".into()]),
+        ),
+        ("amdhsa.kernels".into(), Value::Array(vec![kernel])),
+        ("vendor.extra".into(), Value::F64(0.5)),
+    ]);
+    let mut bytes = Vec::new();
+    rmpv::encode::write_value(&mut bytes, &doc).unwrap();
+    let md = Metadata::parse(&bytes, 0).unwrap();
+    assert_eq!(md.printf.as_deref(), Some(&["1:1:4:%d\\n".to_string()][..]));
+    assert_eq!(md.kernels[0].args[0].value_kind, "hidden_printf_buffer");
+    assert_eq!(md.kernels[0].args[0].unknown[0].0, ".x_vendor");
+    assert_eq!(
+        md.kernels[0].unknown,
+        vec![(".x_flag".to_string(), Value::Nil)]
+    );
+    assert_eq!(
+        md.unknown,
+        vec![("vendor.extra".to_string(), Value::F64(0.5))]
+    );
+    let again = Metadata::parse(&md.to_msgpack(), 0).unwrap();
+    assert_eq!(again, md);
+    let json = serde_json::to_value(&md).unwrap();
+    assert_eq!(json["unknown"]["vendor.extra"], 0.5);
+    assert_eq!(
+        json["kernels"][0]["args"][0]["unknown"][".x_vendor"][1],
+        "two"
+    );
+}
