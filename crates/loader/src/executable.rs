@@ -1,6 +1,6 @@
 //! `Executable`: code objects loaded per agent, their symbols, and linking at freeze.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use inlay_codeobj::symbols::SymbolKind as ElfKind;
@@ -239,9 +239,14 @@ impl Executable {
     }
 
     fn register_symbols(&mut self, co: CodeObjectId, agent: u64, delta: u64, image: &Image) {
+        let local_names: HashSet<&str> = image
+            .defined
+            .iter()
+            .filter(|d| d.local)
+            .map(|d| d.name.as_str())
+            .collect();
         for k in &image.kernels {
-            let kd_name = format!("{}.kd", k.name);
-            let local = image.defined.iter().any(|d| d.name == kd_name && d.local);
+            let local = local_names.contains(format!("{}.kd", k.name).as_str());
             self.push_symbol(Symbol {
                 name: k.name.clone(),
                 agent: Some(agent),

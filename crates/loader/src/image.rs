@@ -1,6 +1,8 @@
 //! What one code object brings to an executable, read once from its ELF into
 //! owned values: the segments to copy, symbols, kernels and dynamic relocations.
 
+use std::collections::HashSet;
+
 use inlay_codeobj::elf::{self, PT_LOAD};
 use inlay_codeobj::reloc::RelocType;
 use inlay_codeobj::symbols::{Binding, SymbolKind};
@@ -82,11 +84,14 @@ impl Image {
         };
         let mut defined = Vec::new();
         let mut undefined = Vec::new();
+        // Both tables list exported names: keep one entry per name and value.
+        let mut seen = HashSet::new();
+        let mut seen_undefined = HashSet::new();
         for s in co.symbols.all() {
             let local = s.binding == Binding::Local;
             match s.kind {
                 SymbolKind::Undefined => {
-                    if !undefined.iter().any(|(n, _)| n == s.name) {
+                    if seen_undefined.insert(s.name) {
                         undefined.push((s.name.to_string(), s.binding == Binding::Weak));
                     }
                 }
@@ -94,11 +99,7 @@ impl Image {
                 | SymbolKind::KernelDescriptor
                 | SymbolKind::DeviceFunction
                 | SymbolKind::Variable => {
-                    // Both tables list exported names; keep one entry per name.
-                    if defined
-                        .iter()
-                        .any(|d: &Defined| d.name == s.name && d.value == s.value)
-                    {
+                    if !seen.insert((s.name, s.value)) {
                         continue;
                     }
                     defined.push(Defined {
