@@ -124,8 +124,8 @@ pub struct KernelMetadata {
     pub wavefront_size: Option<u64>,
     pub max_flat_workgroup_size: Option<u64>,
     pub uniform_work_group_size: Option<u64>,
+    /// LLVM 19 writes an integer here (AMDGPUUsage documents a boolean).
     pub workgroup_processor_mode: Option<u64>,
-    pub kernarg_preload: Option<u64>,
     pub language: Option<String>,
     pub language_version: Option<Vec<u64>>,
     pub reqd_workgroup_size: Option<Vec<u64>>,
@@ -510,7 +510,6 @@ impl KernelMetadata {
             max_flat_workgroup_size: r.u64(".max_flat_workgroup_size")?,
             uniform_work_group_size: r.u64(".uniform_work_group_size")?,
             workgroup_processor_mode: r.u64(".workgroup_processor_mode")?,
-            kernarg_preload: r.u64(".kernarg_preload")?,
             language: r.string(".language")?,
             language_version: r.u64s(".language_version")?,
             reqd_workgroup_size: r.u64s(".reqd_workgroup_size")?,
@@ -556,7 +555,6 @@ impl KernelMetadata {
             (".max_flat_workgroup_size", self.max_flat_workgroup_size),
             (".uniform_work_group_size", self.uniform_work_group_size),
             (".workgroup_processor_mode", self.workgroup_processor_mode),
-            (".kernarg_preload", self.kernarg_preload),
         ] {
             m.opt(key, v.map(Value::from));
         }
