@@ -17,6 +17,12 @@ use crate::workgroup::{Launch, WaveFault};
 
 /// LDS per workgroup on gfx90a.
 pub const MAX_LDS: u32 = 64 * 1024;
+/// Most workgroups one dispatch may have.
+pub const MAX_WORKGROUPS: u64 = 1 << 40;
+/// Most kernel-argument bytes.
+pub const MAX_KERNARG: u64 = 64 * 1024;
+/// Most scratch bytes per lane (each wave holds 64 lanes of it in host memory).
+pub const MAX_SCRATCH: u32 = 128 * 1024;
 /// Default watchdog: instructions one wave may execute in a dispatch.
 pub const DEFAULT_BUDGET: u64 = 1 << 30;
 
@@ -181,6 +187,18 @@ impl Device {
         if grid.contains(&0) || wg.contains(&0) {
             return Err(refuse("empty grid or workgroup".into()));
         }
+        let groups: u64 = (0..3).map(|d| grid[d].div_ceil(wg[d]) as u64).product();
+        if groups > MAX_WORKGROUPS {
+            return Err(refuse(format!(
+                "{groups} workgroups (max {MAX_WORKGROUPS})"
+            )));
+        }
+        if k.kernarg_size > MAX_KERNARG {
+            return Err(refuse(format!(
+                "{} bytes of kernel arguments",
+                k.kernarg_size
+            )));
+        }
         let wg_items = wg[0] as u64 * wg[1] as u64 * wg[2] as u64;
         if wg_items > 1024 || wg[0] > 1024 || wg[1] > 1024 || wg[2] > 1024 {
             return Err(refuse(format!(
@@ -192,7 +210,7 @@ impl Device {
             return Err(refuse(format!("{lds_size} bytes of LDS (max {MAX_LDS})")));
         }
         let priv_size = k.descriptor.private_segment_fixed_size;
-        if priv_size > 1 << 20 {
+        if priv_size > MAX_SCRATCH {
             return Err(refuse(format!("{priv_size} bytes of scratch per lane")));
         }
         if k.decoded.vgpr_count > 512 {

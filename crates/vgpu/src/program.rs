@@ -13,6 +13,8 @@ use crate::inst::{predecode, Inst, Op};
 use crate::memory::{MemKind, Memory};
 
 const PT_LOAD: u32 = 1;
+/// Largest loadable image accepted (code objects are far smaller).
+const MAX_IMAGE: u64 = 1 << 30;
 
 /// Why a code object could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -106,6 +108,11 @@ impl Program {
             .map(|s| s.vaddr.saturating_add(s.memsz))
             .max()
             .ok_or(LoadError::NoSegments)?;
+        if size > MAX_IMAGE {
+            return Err(LoadError::Parse(format!(
+                "loadable image of {size:#x} bytes (max {MAX_IMAGE:#x})"
+            )));
+        }
         let base = mem.alloc(size.max(4), 0x1000, MemKind::Device, 0)?;
         let program = Self::fill(mem, &co, bytes, base, size, &loads);
         if program.is_err() {
@@ -124,12 +131,13 @@ impl Program {
     ) -> Result<Program, LoadError> {
         let mut image = vec![0u8; size as usize];
         for s in loads {
+            let outside = || LoadError::Parse("segment outside the file or image".into());
             let src = bytes
-                .get(s.offset as usize..(s.offset + s.filesz) as usize)
-                .ok_or(LoadError::Parse("segment outside the file".into()))?;
+                .get(range(s.offset, s.filesz).ok_or_else(outside)?)
+                .ok_or_else(outside)?;
             let dst = image
-                .get_mut(s.vaddr as usize..(s.vaddr + s.filesz) as usize)
-                .ok_or(LoadError::Parse("segment outside the image".into()))?;
+                .get_mut(range(s.vaddr, s.filesz).ok_or_else(outside)?)
+                .ok_or_else(outside)?;
             dst.copy_from_slice(src);
         }
         apply_relocations(co, base, &mut image)?;
@@ -138,8 +146,8 @@ impl Program {
         let text = co
             .section(".text")
             .ok_or(LoadError::Parse("no .text".into()))?;
-        let text_bytes = image
-            .get(text.addr as usize..(text.addr + text.size) as usize)
+        let text_bytes = range(text.addr, text.size)
+            .and_then(|r| image.get(r))
             .ok_or(LoadError::Parse(".text outside the image".into()))?;
         let (insts, decoded, index) = predecode_text(text_bytes, text.addr);
 
@@ -182,6 +190,12 @@ impl Program {
     }
 }
 
+/// `start..start + len` as indices, if it does not overflow.
+fn range(start: u64, len: u64) -> Option<std::ops::Range<usize>> {
+    let end = start.checked_add(len)?;
+    Some(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
+}
+
 fn apply_relocations(co: &CodeObject<'_>, base: u64, image: &mut [u8]) -> Result<(), LoadError> {
     for r in &co.relocations {
         if r.target_section.is_some() {
@@ -207,8 +221,9 @@ fn apply_relocations(co: &CodeObject<'_>, base: u64, image: &mut [u8]) -> Result
             RelocType::NONE => continue,
             _ => return Err(err("unsupported type")),
         };
-        let at = r.offset as usize;
-        let slot = image.get_mut(at..at + 8).ok_or(err("outside the image"))?;
+        let slot = range(r.offset, 8)
+            .and_then(|rg| image.get_mut(rg))
+            .ok_or(err("outside the image"))?;
         slot.copy_from_slice(&value.to_le_bytes());
     }
     Ok(())

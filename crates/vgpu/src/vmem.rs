@@ -216,9 +216,33 @@ impl Wave {
     fn places(&self, i: &Inst, n: usize, env: &Env<'_>) -> ([Place; 64], Option<Span>) {
         let mut places = [Place::Global(0); 64];
         let (mut lo, mut hi, mut all_global) = (u64::MAX, 0u64, true);
-        for l in lanes(self.exec()) {
-            let p = self.place(i, l);
-            places[l] = p;
+        let exec = self.exec();
+        if let (Op::GlobalLoad | Op::GlobalStore, Src::V(va)) = (i.op, i.src[0]) {
+            // The common case, without the per-lane operand matching of `place`.
+            let off = i.imm as i64 as u64;
+            let lo_col = &self.v[va as usize];
+            match i.src[2] {
+                Src::S(_) => {
+                    let base = self.s64(i.src[2]).wrapping_add(off);
+                    for l in lanes(exec) {
+                        places[l] = Place::Global(base.wrapping_add(lo_col[l] as u64));
+                    }
+                }
+                _ => {
+                    let hi_col = &self.v[va as usize + 1];
+                    for l in lanes(exec) {
+                        let a = lo_col[l] as u64 | (hi_col[l] as u64) << 32;
+                        places[l] = Place::Global(a.wrapping_add(off));
+                    }
+                }
+            }
+        } else {
+            for l in lanes(exec) {
+                places[l] = self.place(i, l);
+            }
+        }
+        for l in lanes(exec) {
+            let p = places[l];
             match p {
                 Place::Global(a) => {
                     lo = lo.min(a);
