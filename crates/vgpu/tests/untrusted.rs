@@ -26,7 +26,7 @@ fn random_instruction_words_never_panic() {
         let mut bytes = base.clone();
         // Keep the first instruction words plausible half of the time by only
         // replacing a random tail; otherwise replace everything.
-        let start = if rng.u32() % 2 == 0 {
+        let start = if rng.u32() & 1 == 0 {
             0
         } else {
             (rng.u32() as usize % 16) * 4
