@@ -59,6 +59,29 @@ pub struct Builder<'a, 'data> {
     metadata: Option<Metadata>,
     /// Existing symbols given a new (offset in section, size).
     moved: HashMap<String, (u64, u64)>,
+    /// Kernels added by [`Builder::add_kernel`].
+    new_kernels: Vec<PlacedKernel>,
+}
+
+/// A kernel to add to a shared code object: its machine code, descriptor and metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewKernel {
+    pub name: String,
+    pub code: Vec<u8>,
+    /// Its `kernel_code_entry_byte_offset` is ignored: the writer sets it.
+    pub descriptor: KernelDescriptor,
+    /// Its `.name` and `.symbol` are set from `name`.
+    pub metadata: crate::metadata::KernelMetadata,
+}
+
+/// Where an added kernel's code and descriptor went, inside their sections.
+#[derive(Debug, Clone)]
+struct PlacedKernel {
+    text: usize,
+    code_offset: u64,
+    kd_section: usize,
+    kd_offset: u64,
+    descriptor: KernelDescriptor,
 }
 
 /// DT_* tags whose value is an address.
@@ -175,6 +198,7 @@ impl<'a, 'data> Builder<'a, 'data> {
             descriptors: HashMap::new(),
             metadata: None,
             moved: HashMap::new(),
+            new_kernels: Vec::new(),
         }
     }
 
@@ -263,6 +287,99 @@ impl<'a, 'data> Builder<'a, 'data> {
         }
         self.descriptors.insert(name.to_string(), kd);
         Ok(self)
+    }
+
+    /// Adds a kernel to a shared code object: its code goes at the end of `.text`
+    /// (256-byte aligned), its descriptor at the end of the section holding the
+    /// other descriptors (64-byte aligned), `NAME` and `NAME.kd` into `.symtab`
+    /// and its metadata into the note. Call it after other edits of those sections.
+    pub fn add_kernel(&mut self, kernel: NewKernel) -> Result<&mut Self> {
+        let co = self.co;
+        if co.is_relocatable() {
+            return Err(Error::new("add_kernel needs a shared code object (a relocatable one would need a REL64 relocation)"));
+        }
+        if co.kernel(&kernel.name).is_some() || self.new_kernels_named(&kernel.name) {
+            return Err(Error::new(format!(
+                "kernel '{}' already exists",
+                kernel.name
+            )));
+        }
+        let text = self.section_index(".text")?;
+        let kd_section = co
+            .kernels
+            .first()
+            .and_then(|k| co.symbols.get(&format!("{}.kd", k.name)))
+            .map(|s| usize::from(s.shndx))
+            .ok_or_else(|| {
+                Error::new("no existing kernel descriptor section to add a descriptor to")
+            })?;
+        let mut md = self
+            .metadata
+            .clone()
+            .or_else(|| co.metadata.clone())
+            .ok_or_else(|| Error::new("no metadata note"))?;
+        let mut km = kernel.metadata.clone();
+        km.name = kernel.name.clone();
+        km.symbol = format!("{}.kd", kernel.name);
+        md.kernels.push(km);
+        self.set_metadata(md)?;
+
+        let current = |b: &Self, i: usize| {
+            b.replaced
+                .get(&i)
+                .cloned()
+                .unwrap_or_else(|| co.section_data(&co.sections[i]).to_vec())
+        };
+        let mut code = current(self, text);
+        code.resize(align_up(code.len() as u64, 256) as usize, 0);
+        let code_offset = code.len() as u64;
+        code.extend_from_slice(&kernel.code);
+        self.replaced.insert(text, code);
+        let mut kds = current(self, kd_section);
+        kds.resize(align_up(kds.len() as u64, 64) as usize, 0);
+        let kd_offset = kds.len() as u64;
+        kds.extend_from_slice(&kernel.descriptor.to_bytes());
+        self.replaced.insert(kd_section, kds);
+
+        let kd_section_name = co.sections[kd_section].name.to_string();
+        for (name, section, offset, size, elf_type) in [
+            (
+                kernel.name.clone(),
+                ".text".to_string(),
+                code_offset,
+                kernel.code.len() as u64,
+                crate::symbols::STT_FUNC,
+            ),
+            (
+                format!("{}.kd", kernel.name),
+                kd_section_name,
+                kd_offset,
+                64,
+                crate::symbols::STT_OBJECT,
+            ),
+        ] {
+            self.add_symbol(NewSymbol {
+                name,
+                section,
+                offset,
+                size,
+                elf_type,
+                binding: Binding::Global,
+                visibility: Visibility::Protected,
+            })?;
+        }
+        self.new_kernels.push(PlacedKernel {
+            text,
+            code_offset,
+            kd_section,
+            kd_offset,
+            descriptor: kernel.descriptor,
+        });
+        Ok(self)
+    }
+
+    fn new_kernels_named(&self, name: &str) -> bool {
+        self.added_symbols.iter().any(|s| s.name == name)
     }
 
     /// Replaces the metadata note's document.
@@ -760,6 +877,21 @@ impl<'a, 'data> Builder<'a, 'data> {
         contents: &mut [Cow<'data, [u8]>],
     ) -> Result<()> {
         let co = self.co;
+        for k in &self.new_kernels {
+            let (text, kds) = (layout.placed[k.text], layout.placed[k.kd_section]);
+            let mut kd = k.descriptor;
+            let entry = text.new_addr.wrapping_add(k.code_offset);
+            kd.kernel_code_entry_byte_offset =
+                entry.wrapping_sub(kds.new_addr.wrapping_add(k.kd_offset)) as i64;
+            let at = k.kd_offset as usize;
+            contents[k.kd_section]
+                .to_mut()
+                .get_mut(at..at + 64)
+                .ok_or_else(|| {
+                    Error::new("an added kernel's descriptor was cut off by a later edit")
+                })?
+                .copy_from_slice(&kd.to_bytes());
+        }
         for k in &co.kernels {
             let Some(sym) = co.symbols.get(&format!("{}.kd", k.name)) else {
                 continue;

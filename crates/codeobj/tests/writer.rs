@@ -426,3 +426,100 @@ fn address_map_reports_moves() {
     let add = co.symbols.get("add").unwrap().value;
     assert_eq!(map.addr(add), add, "code before the growth stays");
 }
+
+/// A kernel added to a shared object (here a copy of `scale`) is a kernel like
+/// the others: descriptor, entry, symbols and metadata, as LLVM's tools see it.
+#[test]
+fn added_kernel_is_complete() {
+    let Some(bytes) = support::build(support::SAMPLE, "gfx90a", 5, true) else {
+        return;
+    };
+    let co = CodeObject::parse(&bytes).unwrap();
+    let scale = co.kernel("scale").unwrap();
+    let code = co
+        .symbol_data(co.symbols.get("scale").unwrap())
+        .unwrap()
+        .to_vec();
+    let metadata = co
+        .metadata
+        .as_ref()
+        .unwrap()
+        .kernels
+        .iter()
+        .find(|k| k.name == "scale")
+        .unwrap()
+        .clone();
+    let mut b = Builder::new(&co);
+    b.add_kernel(write::NewKernel {
+        name: "scale2".into(),
+        code: code.clone(),
+        descriptor: scale.descriptor,
+        metadata,
+    })
+    .unwrap();
+    assert!(b
+        .add_kernel(write::NewKernel {
+            name: "scale".into(),
+            code: vec![],
+            descriptor: scale.descriptor,
+            metadata: co.metadata.as_ref().unwrap().kernels[0].clone()
+        })
+        .is_err());
+    let out = b.write().unwrap();
+    let new = CodeObject::parse(&out).unwrap();
+    assert_eq!(new.kernels.len(), co.kernels.len() + 1);
+    let k2 = new.kernel("scale2").unwrap();
+    assert_eq!(k2.entry_symbol, Some("scale2"));
+    assert_eq!(
+        new.symbol_data(new.symbols.get("scale2").unwrap()).unwrap(),
+        code.as_slice()
+    );
+    assert_eq!(k2.decoded, new.kernel("scale").unwrap().decoded);
+    for k in &new.kernels {
+        assert_eq!(k.entry_symbol, Some(k.name));
+    }
+    let md = new.metadata.as_ref().unwrap();
+    assert_eq!(md.kernels.last().unwrap().symbol, "scale2.kd");
+    readelf_accepts(&out, "add-kernel");
+    if let Some(objdump) = support::tool("llvm-objdump-19") {
+        let p = support::temp_file("add-kernel-dis", &out);
+        let body = |sym: &str| {
+            let text = support::run(
+                &objdump,
+                &[
+                    "-d",
+                    "--no-show-raw-insn",
+                    "--no-leading-addr",
+                    &format!("--disassemble-symbols={sym}"),
+                ],
+                &p,
+            );
+            text.lines()
+                .skip_while(|l| !l.starts_with('<'))
+                .skip(1)
+                .map(|l| l.split("//").next().unwrap().trim().to_string())
+                // objdump runs on through the padding up to the next symbol.
+                .scan(false, |ended, l| {
+                    (!std::mem::replace(ended, l == "s_endpgm")).then_some(l)
+                })
+                .collect::<Vec<_>>()
+        };
+        let (a, b2) = (body("scale"), body("scale2"));
+        assert!(a.len() > 5);
+        assert_eq!(a, b2);
+        let kd = |sym: &str| {
+            support::run(
+                &objdump,
+                &["-D", &format!("--disassemble-symbols={sym}")],
+                &p,
+            )
+        };
+        let directives = |t: String| {
+            t.lines()
+                .filter(|l| l.trim().starts_with(".amdhsa_") && !l.contains("amdhsa_kernel"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(directives(kd("scale.kd")), directives(kd("scale2.kd")));
+    }
+}
