@@ -172,6 +172,8 @@ impl Wave {
             Src::S(c) => self.sreg64(c as usize),
             Src::Int(i) => i as i64 as u64,
             Src::F(k) => F64_CONSTS[k as usize],
+            // A 64-bit read of an aperture is its base address (high half set).
+            Src::Aperture(c) => (Self::aperture(c) as u64) << 32,
             Src::Lit(x) if float => (x as u64) << 32,
             Src::Lit(x) => x as u64,
             _ => self.rd(s, lane) as u64,

@@ -63,6 +63,12 @@ fn assemble(src: &str) -> Option<Vec<u8>> {
 
 /// Runs `body` on one wave; returns v[1:2] of each lane.
 fn run_body(dev: &Device, body: &str) -> Option<Vec<u64>> {
+    run_body_with(dev, body, 0, 0)
+}
+
+/// As [`run_body`], with `lds` bytes of LDS and `scratch` bytes of private
+/// memory per lane written into the kernel descriptor.
+fn run_body_with(dev: &Device, body: &str, lds: u32, scratch: u32) -> Option<Vec<u64>> {
     let src = format!(
         "s_load_dwordx2 s[40:41], s[4:5], 0x0\n\
          v_mov_b32 v1, 0\n\
@@ -85,8 +91,15 @@ fn run_body(dev: &Device, body: &str) -> Option<Vec<u64>> {
         .expect("entry");
     let off = (entry - text.addr + text.offset) as usize;
     let room = (text.offset + text.size) as usize - off;
+    let kd = co
+        .kernel("vector_add")
+        .expect("kernel")
+        .descriptor_file_offset as usize;
     assert!(code.len() <= room, "test program too long");
     drop(co);
+    // group_segment_fixed_size and private_segment_fixed_size lead the descriptor.
+    bytes[kd..kd + 4].copy_from_slice(&lds.to_le_bytes());
+    bytes[kd + 4..kd + 8].copy_from_slice(&scratch.to_le_bytes());
     bytes[off..off + code.len()].copy_from_slice(&code);
     let p = dev.load(&bytes).expect("load");
     let out = dev.upload(&[0u8; 64 * 8]).expect("alloc");
@@ -333,5 +346,113 @@ fn cross_lane() {
         &dev,
         "ds_swizzle_b32 v1, v0 offset:swizzle(BITMASK_PERM,\"ppppi\")\ns_waitcnt lgkmcnt(0)",
         |l| l ^ 1,
+    );
+}
+
+fn check_with(dev: &Device, body: &str, lds: u32, scratch: u32, want: impl Fn(u64) -> u64) {
+    let Some(got) = run_body_with(dev, body, lds, scratch) else {
+        return;
+    };
+    for (l, g) in got.iter().enumerate() {
+        let w = want(l as u64);
+        assert_eq!(*g, w, "lane {l}: got {g:#x}, want {w:#x} for\n{body}");
+    }
+}
+
+#[test]
+fn lds() {
+    let dev = Device::new();
+    // Each lane writes 2 dwords 64 dwords apart with write2st64, reads back a
+    // neighbour's pair with read2 (offsets in dwords).
+    check_with(
+        &dev,
+        "v_lshlrev_b32 v3, 2, v0\n\
+         v_add_u32 v4, 0x1000, v0\n\
+         ds_write2st64_b32 v3, v0, v4 offset1:1\n\
+         s_waitcnt lgkmcnt(0)\n\
+         v_xor_b32 v5, 1, v0\n\
+         v_lshlrev_b32 v5, 2, v5\n\
+         ds_read2_b32 v[6:7], v5 offset1:64\n\
+         s_waitcnt lgkmcnt(0)\n\
+         v_mov_b32 v1, v6\n\
+         v_mov_b32 v2, v7",
+        1024,
+        0,
+        |l| (l ^ 1) | ((l ^ 1) + 0x1000) << 32,
+    );
+    // ds_add_rtn_u32 on one word from every lane: each lane sees the sum of
+    // the lanes before it (lanes run in order), and the final value is 64·65/2.
+    check_with(
+        &dev,
+        "v_mov_b32 v3, 0\n\
+         v_add_u32 v4, 1, v0\n\
+         ds_add_rtn_u32 v1, v3, v4 offset:8\n\
+         s_waitcnt lgkmcnt(0)\n\
+         ds_read_b32 v2, v3 offset:8\n\
+         s_waitcnt lgkmcnt(0)",
+        64,
+        0,
+        |l| l * (l + 1) / 2 | (64 * 65 / 2) << 32,
+    );
+    // Byte store and sign-extending byte load.
+    check_with(
+        &dev,
+        "v_lshlrev_b32 v3, 2, v0\n\
+         v_sub_u32 v4, 0, v0\n\
+         ds_write_b8 v3, v4\n\
+         s_waitcnt lgkmcnt(0)\n\
+         ds_read_i8 v1, v3\n\
+         ds_read_u8 v2, v3\n\
+         s_waitcnt lgkmcnt(0)",
+        256,
+        0,
+        |l| (l.wrapping_neg() as i8 as i32 as u32 as u64) | ((l.wrapping_neg() & 0xff) << 32),
+    );
+    // FLAT through the shared aperture reaches the same LDS.
+    check_with(
+        &dev,
+        "v_lshlrev_b32 v3, 2, v0\n\
+         ds_write_b32 v3, v0 offset:256\n\
+         s_waitcnt lgkmcnt(0)\n\
+         s_mov_b64 s[10:11], src_shared_base\n\
+         v_add_u32 v8, 0x100, v3\n\
+         v_mov_b32 v9, s11\n\
+         flat_load_dword v1, v[8:9]\n\
+         s_waitcnt vmcnt(0) lgkmcnt(0)",
+        512,
+        0,
+        |l| l,
+    );
+}
+
+#[test]
+fn scratch() {
+    let dev = Device::new();
+    // scratch_store / scratch_load with a VGPR offset: per-lane private memory,
+    // so every lane reads back its own value at the same offset.
+    check_with(
+        &dev,
+        "v_mov_b32 v3, 16\n\
+         v_mul_lo_u32 v4, v0, v0\n\
+         scratch_store_dword v3, v4, off offset:4\n\
+         scratch_load_dword v1, v3, off offset:4\n\
+         s_waitcnt vmcnt(0)",
+        0,
+        64,
+        |l| l * l,
+    );
+    // Private memory through the flat private aperture.
+    check_with(
+        &dev,
+        "s_mov_b64 s[10:11], src_private_base\n\
+         v_mov_b32 v8, 32\n\
+         v_mov_b32 v9, s11\n\
+         v_add_u32 v4, 7, v0\n\
+         flat_store_dword v[8:9], v4\n\
+         flat_load_dword v1, v[8:9]\n\
+         s_waitcnt vmcnt(0) lgkmcnt(0)",
+        0,
+        64,
+        |l| l + 7,
     );
 }
