@@ -345,16 +345,21 @@ impl Executable {
         let mut missing: Vec<(String, String)> = Vec::new();
         for co in &self.code_objects {
             let resolve = |name: &str| self.exported(Some(co.agent), name);
-            for (name, weak) in &co.image.undefined {
-                if !weak && resolve(name).is_none() {
-                    missing.push((name.clone(), co.name.clone()));
-                }
-            }
             for r in &co.image.relocs {
                 let s = match (&r.symbol, r.defined_value) {
                     (None, _) => 0,
                     (Some(_), Some(v)) => co.address_of(v),
-                    (Some(name), None) => resolve(name).unwrap_or(0),
+                    (Some(name), None) => match resolve(name) {
+                        Some(address) => address,
+                        // An unresolved weak reference is zero, as in any ELF loader.
+                        None if co.image.undefined.get(name) == Some(&true) => 0,
+                        None => {
+                            if !missing.iter().any(|(n, c)| n == name && *c == co.name) {
+                                missing.push((name.clone(), co.name.clone()));
+                            }
+                            0
+                        }
+                    },
                 };
                 let p = co.address_of(r.offset);
                 if let Some(bytes) = crate::reloc::compute(r.r_type, s, r.addend, p, co.load_delta)

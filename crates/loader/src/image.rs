@@ -1,7 +1,7 @@
 //! What one code object brings to an executable, read once from its ELF into
 //! owned values: the segments to copy, symbols, kernels and dynamic relocations.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use inlay_codeobj::elf::{self, PT_LOAD};
 use inlay_codeobj::reloc::RelocType;
@@ -62,8 +62,10 @@ pub struct Image {
     pub span_size: u64,
     pub align: u64,
     pub defined: Vec<Defined>,
-    /// Undefined symbols referenced here, with whether the reference is weak.
-    pub undefined: Vec<(String, bool)>,
+    /// Undefined symbols, with whether the reference is weak. Only those a
+    /// relocation uses must resolve: compilers leave unused ones behind (ROCm
+    /// 5.2's HIP leaves LDS statics undefined), and ROCr loads such objects.
+    pub undefined: HashMap<String, bool>,
     pub kernels: Vec<KernelImage>,
     pub relocs: Vec<Reloc>,
 }
@@ -83,17 +85,14 @@ impl Image {
                 .map_or(1, |s| s.addralign.max(1))
         };
         let mut defined = Vec::new();
-        let mut undefined = Vec::new();
+        let mut undefined = HashMap::new();
         // Both tables list exported names: keep one entry per name and value.
         let mut seen = HashSet::new();
-        let mut seen_undefined = HashSet::new();
         for s in co.symbols.all() {
             let local = s.binding == Binding::Local;
             match s.kind {
                 SymbolKind::Undefined => {
-                    if seen_undefined.insert(s.name) {
-                        undefined.push((s.name.to_string(), s.binding == Binding::Weak));
-                    }
+                    undefined.insert(s.name.to_string(), s.binding == Binding::Weak);
                 }
                 SymbolKind::Kernel
                 | SymbolKind::KernelDescriptor
