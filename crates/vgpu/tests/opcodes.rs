@@ -392,7 +392,7 @@ fn lds() {
          s_waitcnt lgkmcnt(0)",
         64,
         0,
-        |l| l * (l + 1) / 2 | (64 * 65 / 2) << 32,
+        |l| (l * (l + 1) / 2) | ((64 * 65 / 2) << 32),
     );
     // Byte store and sign-extending byte load.
     check_with(
