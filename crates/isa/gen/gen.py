@@ -14,7 +14,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from learn import learn, learn_constants, learn_modifiers, split_text, table_encodings  # noqa: E402
+from learn import learn, learn_constants, learn_modifiers, learn_rejects, split_text, table_encodings  # noqa: E402
 from probe import run_batch  # noqa: E402
 from layouts import build  # noqa: E402
 
@@ -159,6 +159,7 @@ def main():
         r = learn(t)
         learn_constants(t, r)
         learn_modifiers(t, r)
+        learn_rejects(t, r)
         learned[t] = r
     for t in TARGETS:
         mark_optional_imm(t, learned[t])
@@ -191,7 +192,8 @@ def main():
                     opcodes.append(b)
                 flags = sum(FLAG_BITS[f] for f in d.get("flags", []))
                 zero = sum(1 << FIELDS.index(f) for f in d.get("zero", []))
-                key = (mn, opcodes.index(b), slot_ix[codes], len(codes), flags, zero)
+                rej = tuple(d.get("reject", [0, 0]))
+                key = (mn, opcodes.index(b), slot_ix[codes], len(codes), flags, zero, rej)
                 if key not in desc_ix:
                     desc_ix[key] = len(descs) + 1
                     descs.append(key)
@@ -210,8 +212,8 @@ def main():
         w.append("    %s,\n" % s)
     w.append("];\n")
     w.append("pub static DESCS: [Desc; %d] = [\n    Desc::INVALID,\n" % (len(descs) + 1))
-    for mn, op, s0, sn, fl, zero in descs:
-        w.append('    Desc::new("%s", %d, %d, %d, %d, %d),\n' % (mn, op, s0, sn, fl, zero))
+    for mn, op, s0, sn, fl, zero, rej in descs:
+        w.append('    Desc::new("%s", %d, %d, %d, %d, %d, [0x%x, 0x%x]),\n' % (mn, op, s0, sn, fl, zero, rej[0], rej[1]))
     w.append("];\n")
     for t in TARGETS:
         for table, _, _ in table_encodings():

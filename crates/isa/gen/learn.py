@@ -237,3 +237,45 @@ def learn_modifiers(target, result):
             shown = r is not None and not shown
         if shown:
             d["flags"].append(name)
+
+
+# Single bits that LLVM may refuse for some opcodes (e.g. lds on most buffer
+# ops, gds on gfx90a): (layout, dword, bit).
+REJECT_BITS = {
+    "MUBUF": [(0, b) for b in (12, 13, 14, 15, 16, 17)] + [(1, 23)],
+    "MTBUF": [(0, b) for b in (12, 13, 14)] + [(1, b) for b in (21, 22, 23)],
+    "FLAT": [(0, b) for b in (13, 16, 17, 25)] + [(1, 23)],
+    "DS": [(0, 16), (0, 25)],
+    "SMEM": [(0, b) for b in (14, 15, 16)],
+    "VOP3": [(0, b) for b in (8, 9, 10, 11, 12, 13, 14, 15)] + [(1, b) for b in (27, 28, 29, 30, 31)],
+    "VOP3P": [(0, b) for b in (8, 9, 10, 11, 12, 13, 14, 15)] + [(1, b) for b in (27, 28, 29, 30, 31)],
+    "MIMG": [(0, b) for b in (12, 13, 14, 15, 16, 17, 25)] + [(1, 31)],
+}
+
+
+def learn_rejects(target, result):
+    """Per opcode, the bits of REJECT_BITS whose setting makes llvm-mc reject
+    the learned probe: adds 'reject' = [mask0, mask1]. Also re-checks each
+    'zero' field with another value and drops it if that value is accepted."""
+    probes, owners = [], []
+    for table, layout, seg in table_encodings():
+        for op, d in result[table].items():
+            for dword, bit in REJECT_BITS.get(layout, []):
+                w = words(layout, seg, int(op), d["vals"])
+                if w[dword] >> bit & 1:
+                    continue
+                w[dword] |= 1 << bit
+                probes.append(w); owners.append((table, op, ("bit", dword, bit)))
+            for f in d.get("zero", []):
+                for v in ((2, 256 + 2) if f in ("src0", "src1", "src2") else (2, 26)):
+                    vals = dict(d["vals"]); vals[f] = v
+                    probes.append(words(layout, seg, int(op), vals)); owners.append((table, op, ("zero", f)))
+    out = run_batch(target, probes)
+    for (table, op, what), r in zip(owners, out):
+        d = result[table][op]
+        d.setdefault("reject", [0, 0])
+        ok = r is not None and "nvalid" not in r[0]
+        if what[0] == "bit" and not ok:
+            d["reject"][what[1]] |= 1 << what[2]
+        if what[0] == "zero" and ok and what[1] in d["zero"]:
+            d["zero"].remove(what[1])

@@ -73,7 +73,9 @@ impl Decoder {
                 have: bytes.len(),
             })?;
         }
-        if !scalar_operands_valid(out, len) || !zero_fields_clear(out) {
+        let reject = out.desc().reject_bits;
+        let rejected = out.words[0] & reject[0] != 0 || (len == 8 && out.words[1] & reject[1] != 0);
+        if rejected || !scalar_operands_valid(out, len) || !zero_fields_clear(out) {
             // LLVM rejects the whole instruction when an operand names no register.
             out.desc = 0;
             out.encoding = E::Invalid;

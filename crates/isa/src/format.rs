@@ -93,6 +93,13 @@ fn reg_operand(
     if i.encoding == E::Mimg && field == Field::Vdata {
         regs = mimg_vdata_regs(i, info(i.target).acc_memory);
     }
+    // gfx908 buffer tfe returns one more dword
+    let tfe = matches!(i.encoding, E::Mubuf | E::Mtbuf)
+        && !info(i.target).acc_memory
+        && i.bits(1, 23, 1) != 0;
+    if tfe && field == Field::Vdata {
+        regs += 1;
+    }
     // With an SGPR base, global addresses are a 32-bit VGPR offset; scratch has no VGPR.
     if field == Field::Addr && i.bits(1, 16, 7) != 0x7F {
         match i.encoding {
@@ -163,45 +170,72 @@ fn scalar(v: u8, regs: u8, ck: ConstKind, lit: u32, out: &mut String) {
     out.push_str(src_name(ck, regs, v));
 }
 
-/// Literals that equal an inline constant print like the constant.
+/// Literals that equal an inline constant print like the constant; how a
+/// literal compares depends on the operand's constant kind (learned facts:
+/// 16-bit float operands use the low half, 64-bit ones the high word).
 fn literal(lit: u32, ck: ConstKind, out: &mut String) {
-    let as_inline = match ck {
-        ConstKind::B32 => inline_code_b32(lit),
-        _ => None,
+    let (code, hex) = match ck {
+        ConstKind::B32 => (
+            inline_int(lit as i32).or_else(|| inline_float(lit, &F32_BITS)),
+            lit,
+        ),
+        ConstKind::I16 => (
+            inline_int(lit as i32).or_else(|| inline_float(lit, &F32_BITS)),
+            lit & 0xFFFF,
+        ),
+        ConstKind::F16 => {
+            let v = lit & 0xFFFF;
+            (
+                inline_int(v as u16 as i16 as i32).or_else(|| inline_float(v, &F16_BITS)),
+                v,
+            )
+        }
+        ConstKind::F64 => (
+            (lit == 0)
+                .then_some(128)
+                .or_else(|| inline_float(lit, &F64_HI_BITS)),
+            lit,
+        ),
     };
-    match as_inline {
-        Some(c) => out.push_str(src_name(ck, 1, c)),
+    // 16-bit integer operands print literal floats with their f32 spelling
+    let names = if ck == ConstKind::I16 {
+        ConstKind::B32
+    } else {
+        ck
+    };
+    match code {
+        Some(c) => out.push_str(src_name(names, 1, c)),
         None => {
-            let v = match ck {
-                ConstKind::F16 | ConstKind::I16 => lit & 0xFFFF,
-                _ => lit,
-            };
             out.push_str("0x");
-            num::hex(out, v as u64);
+            num::hex(out, hex as u64);
         }
     }
 }
 
-fn inline_code_b32(v: u32) -> Option<u8> {
-    let s = v as i32;
-    if (0..=64).contains(&s) {
-        return Some(128 + s as u8);
+/// Source code of an inline integer constant.
+fn inline_int(s: i32) -> Option<u8> {
+    match s {
+        0..=64 => Some(128 + s as u8),
+        -16..=-1 => Some((192 - s) as u8),
+        _ => None,
     }
-    if (-16..=-1).contains(&s) {
-        return Some((192 - s) as u8);
-    }
-    const FLOATS: [(u32, u8); 9] = [
-        (0x3f000000, 240),
-        (0xbf000000, 241),
-        (0x3f800000, 242),
-        (0xbf800000, 243),
-        (0x40000000, 244),
-        (0xc0000000, 245),
-        (0x40800000, 246),
-        (0xc0800000, 247),
-        (0x3e22f983, 248),
-    ];
-    FLOATS.iter().find(|(b, _)| *b == v).map(|(_, c)| *c)
+}
+
+/// Bit patterns of the inline floats 0.5, -0.5, 1, -1, 2, -2, 4, -4, 1/(2*pi)
+/// (codes 240..=248) in f32, f16 and the high word of f64.
+const F32_BITS: [u32; 9] = [
+    0x3f000000, 0xbf000000, 0x3f800000, 0xbf800000, 0x40000000, 0xc0000000, 0x40800000, 0xc0800000,
+    0x3e22f983,
+];
+const F16_BITS: [u32; 9] = [
+    0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118,
+];
+const F64_HI_BITS: [u32; 8] = [
+    0x3fe00000, 0xbfe00000, 0x3ff00000, 0xbff00000, 0x40000000, 0xc0000000, 0x40100000, 0xc0100000,
+];
+
+fn inline_float(v: u32, table: &[u32]) -> Option<u8> {
+    table.iter().position(|b| *b == v).map(|k| 240 + k as u8)
 }
 
 fn imm(i: &Instruction, k: ImmKind, out: &mut String) {
@@ -436,6 +470,9 @@ fn modifiers(i: &Instruction, out: &mut String) {
             cpol(i, t.cpol, [i.bits(0, 14, 1), slc, scc], out);
             if i.encoding == E::Mubuf && i.bits(0, 16, 1) != 0 {
                 out.push_str(" lds");
+            }
+            if !t.acc_memory && i.bits(1, 23, 1) != 0 {
+                out.push_str(" tfe");
             }
         }
         E::Vop3 => {

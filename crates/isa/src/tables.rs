@@ -138,6 +138,9 @@ pub struct Desc {
     /// Fields (bit = `Field as u32`) that must be zero: LLVM rejects the
     /// instruction otherwise (learned: the probe had to leave them empty).
     pub(crate) zero_fields: u32,
+    /// Bits of dwords 0 and 1 that make LLVM reject the instruction when set
+    /// (learned by setting each candidate bit on a valid probe).
+    pub(crate) reject_bits: [u32; 2],
 }
 
 impl Desc {
@@ -148,6 +151,7 @@ impl Desc {
         slot_len: 0,
         flags: 0,
         zero_fields: 0,
+        reject_bits: [0, 0],
     };
     pub(crate) const fn new(
         mnemonic: &'static str,
@@ -156,6 +160,7 @@ impl Desc {
         slot_len: u8,
         flags: u8,
         zero_fields: u32,
+        reject_bits: [u32; 2],
     ) -> Desc {
         Desc {
             mnemonic,
@@ -164,6 +169,7 @@ impl Desc {
             slot_len,
             flags,
             zero_fields,
+            reject_bits,
         }
     }
     /// Operands in printed order.
