@@ -5,6 +5,7 @@ mod common;
 use common::*;
 use inlay_loader::{CodeObjectId, ErrorKind, Executable, LoadedCodeObject, SymbolKind};
 use inlay_vgpu::memory::Memory;
+use std::collections::HashMap;
 
 /// Checks the loaded image against readelf's program headers: base aligned as
 /// asked, each segment's file bytes at delta + vaddr and zeros after them.
@@ -89,7 +90,13 @@ fn check_relocations(
 }
 
 /// Kernel objects, variables and device functions at load base + symbol value.
-fn check_symbols(exe: &Executable, co: &LoadedCodeObject, re: &Readelf, entry: &serde_json::Value) {
+fn check_symbols(
+    exe: &Executable,
+    co: &LoadedCodeObject,
+    re: &Readelf,
+    entry: &serde_json::Value,
+    metadata: &HashMap<String, HashMap<String, String>>,
+) {
     let names = |k: &str| -> Vec<String> {
         entry[k]
             .as_array()
@@ -111,6 +118,23 @@ fn check_symbols(exe: &Executable, co: &LoadedCodeObject, re: &Readelf, entry: &
                     Some(co.load_delta + re.symbols[&k].value),
                     "{k} entry"
                 );
+                let md = &metadata[&format!("{k}.kd")];
+                let num = |key: &str| md[key].parse::<u32>().unwrap();
+                assert_eq!(info.kernarg_size, num("kernarg_segment_size"), "{k}");
+                assert_eq!(info.kernarg_align, num("kernarg_segment_align"), "{k}");
+                assert_eq!(
+                    info.group_segment_size,
+                    num("group_segment_fixed_size"),
+                    "{k}"
+                );
+                assert_eq!(
+                    info.private_segment_size,
+                    num("private_segment_fixed_size"),
+                    "{k}"
+                );
+                if let Some(d) = md.get("uses_dynamic_stack") {
+                    assert_eq!(info.dynamic_callstack.to_string(), *d, "{k}");
+                }
             }
             other => panic!("{k} is {other:?}"),
         }
@@ -178,7 +202,8 @@ fn every_fixture_loads_with_its_layout_relocations_and_symbols() {
         exe.freeze().unwrap_or_else(|e| panic!("{e}"));
         let co = exe.code_object(id).unwrap();
         relocations += check_relocations(&memory, co, &re, &[(co, &re)]);
-        check_symbols(&exe, co, &re, &entry);
+        let metadata = kernel_metadata(&fixtures().join(path)).unwrap();
+        check_symbols(&exe, co, &re, &entry, &metadata);
         loaded += 1;
     }
     assert!(loaded > 40, "only {loaded} fixtures");

@@ -190,3 +190,37 @@ impl Readelf {
         (lo & !(align - 1), align)
     }
 }
+
+/// Kernel metadata per `.symbol` (`name.kd`) from llvm-readelf-19 --notes:
+/// the kernel's top-level `.key: value` lines.
+pub fn kernel_metadata(path: &Path) -> Option<HashMap<String, HashMap<String, String>>> {
+    let t = tool(READELF);
+    if !oracle_available(READELF, t.is_some()) {
+        return None;
+    }
+    let out = Command::new(t?).arg("--notes").arg(path).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut kernels = HashMap::new();
+    // Kernels are the two-space-indented items of amdhsa.kernels; their
+    // top-level keys are indented four spaces (argument items further).
+    for block in text.split("\n  - .").skip(1) {
+        let mut keys = HashMap::new();
+        for (i, line) in block.lines().enumerate() {
+            let line = if i == 0 {
+                format!("    .{line}")
+            } else {
+                line.to_string()
+            };
+            let Some(kv) = line.strip_prefix("    .") else {
+                continue;
+            };
+            if let Some((k, v)) = kv.split_once(':') {
+                keys.insert(k.to_string(), v.trim().to_string());
+            }
+        }
+        if let Some(sym) = keys.get("symbol").cloned() {
+            kernels.insert(sym, keys);
+        }
+    }
+    Some(kernels)
+}
