@@ -216,6 +216,9 @@ MOD_PROBES = [
     ("VOP3", "OMOD", 0, 1 << 27, "mul:2"),
     ("VOP3", "OPSEL", 1 << 11, 0, "op_sel:"),
     ("VOP3P", "OPSEL_HI_ONES", 1 << 14, 3 << 27, "op_sel_hi"),
+    # v_fma_mix*: neg_lo/neg_hi are printed as -x / |x| on the operands
+    ("VOP3P", "NEG", 0, 1 << 29, "-v"),
+    ("VOP3P", "ABS", 1 << 8, 0, "|v"),
 ]
 
 

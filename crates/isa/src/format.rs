@@ -351,7 +351,7 @@ fn src_mods(i: &Instruction, f: Field) -> (bool, bool) {
     };
     let flags = i.desc().flags;
     match i.encoding {
-        E::Vop3 => (
+        E::Vop3 | E::Vop3p => (
             flags & F_NEG != 0 && i.bits(1, 29 + k, 1) != 0,
             flags & F_ABS != 0 && i.bits(0, 8 + k, 1) != 0,
         ),
@@ -517,10 +517,11 @@ fn modifiers(i: &Instruction, out: &mut String) {
             if hi[..n].iter().any(|b| *b != default_hi) {
                 bool_list(out, "op_sel_hi", hi, n);
             }
-            if neg_lo[..n].iter().any(|b| *b != 0) {
+            let on_operands = flags & (F_NEG | F_ABS) != 0;
+            if !on_operands && neg_lo[..n].iter().any(|b| *b != 0) {
                 bool_list(out, "neg_lo", neg_lo, n);
             }
-            if neg_hi[..n].iter().any(|b| *b != 0) {
+            if !on_operands && neg_hi[..n].iter().any(|b| *b != 0) {
                 bool_list(out, "neg_hi", neg_hi, n);
             }
             if i.bits(0, 15, 1) != 0 {
