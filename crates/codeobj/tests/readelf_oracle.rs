@@ -502,8 +502,7 @@ fn every_processor_llvm_knows_decodes_like_llvm() {
     let Some(clang) = support::tool("clang-19") else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("inlay-codeobj-procs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = support::scratch_dir();
     let src = dir.join("k.cl");
     std::fs::write(&src, "__kernel void k(__global int *p) { p[0] = 1; }").unwrap();
     let mut compiled = 0;

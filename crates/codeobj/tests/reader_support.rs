@@ -47,13 +47,36 @@ pub fn tool(name: &str) -> Option<PathBuf> {
 
 static BUILD_LOCK: Mutex<()> = Mutex::new(());
 
+/// This test process's scratch directory under the system temp dir. Directories
+/// left by earlier test processes that have exited are removed on first use.
+pub fn scratch_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let prefix = "inlay-codeobj-tests-";
+        if let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let Some(pid) = name.strip_prefix(prefix) else {
+                    continue;
+                };
+                if !Path::new("/proc").join(pid).exists() {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let dir = std::env::temp_dir().join(format!("{prefix}{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    })
+    .clone()
+}
+
 /// Compiles `src` for `cpu` and code object version `cov`; `link` makes a .hsaco
 /// (shared object), otherwise a relocatable .o. Cached per test process.
 pub fn build(src: &str, cpu: &str, cov: u32, link: bool) -> Option<Vec<u8>> {
     let clang = tool("clang-19")?;
     let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("inlay-codeobj-tests-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir();
     let hash = src
         .bytes()
         .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
@@ -77,9 +100,7 @@ pub fn build(src: &str, cpu: &str, cov: u32, link: bool) -> Option<Vec<u8>> {
 
 /// Writes bytes to a temporary file (for handing to LLVM tools).
 pub fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("inlay-codeobj-tests-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
+    let p = scratch_dir().join(name);
     std::fs::write(&p, bytes).unwrap();
     p
 }
