@@ -462,6 +462,9 @@ fn smem_soffset(i: &Instruction) -> Option<Register> {
     }
 }
 
+/// Hardware register id of MODE (`s_getreg`/`s_setreg`).
+pub const HW_REG_MODE: u16 = 1;
+
 /// Registers an instruction uses without naming them.
 fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
     use Access::*;
@@ -491,7 +494,7 @@ fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
 
     // EXEC: every vector instruction runs under it, except the lane accessors
     // that name their lane.
-    if (vector_alu || vector_mem) && !any(&["v_readlane_", "v_writelane_", "v_nop"]) {
+    if (vector_alu || vector_mem) && !any(&["v_readlane_", "v_writelane_"]) {
         out.implicit(Exec, 0, 2, Read);
     }
     if starts("v_cmpx_") {
@@ -577,6 +580,10 @@ fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
     }
 
     // M0: relative addressing, messages, interpolation, LDS/GDS extras.
+    // Messages carry data in M0 (and LLVM counts EXEC as read too).
+    if any(&["s_sendmsg"]) {
+        out.implicit(Exec, 0, 2, Read);
+    }
     let m0_read = any(&[
         "s_movrel",
         "v_movrel",
@@ -586,12 +593,12 @@ fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
         "ds_gws_",
         "ds_ordered_count",
         "global_load_lds_",
-    ]) || (enc == E::Ds && name.contains("addtid"))
+    ]) || (enc == E::Ds && (name.contains("addtid") || name.contains("_src2_")))
         || (enc == E::Mubuf && i.bits(0, 16, 1) != 0);
     if m0_read {
         out.implicit(M0, 0, 1, Read);
     }
-    // s_set_gpr_idx_* set bit fields of M0 (and MODE).
+    // s_set_gpr_idx_* set bit fields of M0 and MODE.gpr_idx_en.
     if any(&[
         "s_set_gpr_idx_on",
         "s_set_gpr_idx_idx",
@@ -599,8 +606,11 @@ fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
     ]) {
         out.implicit(M0, 0, 1, ReadWrite);
     }
+    if starts("s_set_gpr_idx_") {
+        out.implicit(HwReg, HW_REG_MODE, 1, ReadWrite);
+    }
     // Scratch (and flat, which may hit the scratch aperture) use FLAT_SCRATCH.
-    if matches!(enc, E::Scratch | E::Flat) {
+    if matches!(enc, E::Scratch | E::Flat) || starts("s_scratch_") {
         out.implicit(FlatScratch, 0, 2, Read);
     }
 }
