@@ -166,3 +166,18 @@ fn executable_bad_input_returns_the_right_status() {
         ],
     );
 }
+
+#[test]
+fn local_device_functions_and_host_variables() {
+    let path = fixture("gfx90a/v5/device_call.hsaco");
+    let Some(syms) = readelf(&["-sW"], &path) else {
+        return;
+    };
+    let mut args = vec![path];
+    // In table order: inlay_ops = {poly, twice, negate}.
+    for name in ["_Z4polyf", "_Z5twicef", "_Z6negatef"] {
+        let (value, size) = symbol(&syms, name);
+        args.extend([name.to_string(), value, size]);
+    }
+    run_c("local_functions", &args);
+}
