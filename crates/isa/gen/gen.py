@@ -117,7 +117,8 @@ def sweep_names(target, learned):
         names = []
         for v, r in zip(range(256), run_batch(target, probes)):
             n = None
-            if r is not None and v != 255:
+            # 249/250 make a VOP source SDWA/DPP, 255 a literal: not names
+            if r is not None and v not in (249, 250, 255):
                 _, ops, _ = split_text(r[0])
                 n = ops[1] if len(ops) > 1 else None
                 if n is not None and "Invalid" in r[0]:

@@ -1,7 +1,7 @@
 //! Decoding: bytes -> [`Instruction`], into a caller-owned value, no allocation.
 
 use crate::model::{Encoding as E, Instruction, Target};
-use crate::tables::{src_name, Field, File, Slot, TargetTables};
+use crate::tables::{src_name, vop_src_name, Field, File, Slot, TargetTables};
 
 /// Why bytes could not be decoded at all. (Unknown encodings are not errors:
 /// they decode to an instruction with `Encoding::Invalid` and their word.)
@@ -202,6 +202,9 @@ fn scalar_operands_valid(i: &Instruction, len: usize) -> bool {
                         )
                 }
                 0..=101 | 108..=123 if regs > 2 => true,
+                249.. if src && matches!(i.encoding, E::Vop1 | E::Vop2 | E::Vopc) => {
+                    v < 256 && !vop_src_name(ck, regs.min(2), v as u8).is_empty()
+                }
                 _ => v < 256 && !src_name(ck, regs.min(2), v as u8).is_empty(),
             }
         }

@@ -6,7 +6,7 @@ use crate::fields::is_mai;
 use crate::generated::tables as gen;
 use crate::model::{Encoding as E, Instruction};
 use crate::num;
-use crate::tables::{src_name, ConstKind, Field, File, ImmKind, Slot};
+use crate::tables::{src_name, vop_src_name, ConstKind, Field, File, ImmKind, Slot};
 use crate::target::info;
 
 /// Appends the instruction's text to `out` (no allocation if `out` has room).
@@ -119,6 +119,8 @@ fn reg_operand(
             }
             if v >= 256 {
                 vgprs(v - 256, regs, file, out);
+            } else if v >= 249 && v != 255 && matches!(i.encoding, E::Vop1 | E::Vop2 | E::Vopc) {
+                out.push_str(vop_src_name(ck, regs, v as u8));
             } else {
                 scalar(v as u8, regs, ck, i.w1(), out);
             }

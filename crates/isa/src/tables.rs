@@ -297,3 +297,12 @@ pub(crate) fn src_name(ck: ConstKind, regs: u8, v: u8) -> &'static str {
     };
     t[v as usize]
 }
+
+/// Like [`src_name`] for the src0 of VOP1/VOP2/VOPC, which may also be
+/// `src_lds_direct` (the names swept from a VOP2 opcode have it).
+pub(crate) fn vop_src_name(ck: ConstKind, regs: u8, v: u8) -> &'static str {
+    match src_name(ck, regs, v) {
+        "" if regs == 1 => gen::SRC_NAMES_F16[v as usize],
+        n => n,
+    }
+}
