@@ -593,6 +593,7 @@ fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
         "ds_gws_",
         "ds_ordered_count",
         "global_load_lds_",
+        "scratch_load_lds_",
     ]) || (enc == E::Ds && (name.contains("addtid") || name.contains("_src2_")))
         || (enc == E::Mubuf && i.bits(0, 16, 1) != 0);
     if m0_read {

@@ -590,15 +590,15 @@ fn implicit_registers_cover_llvm() {
     if !have_llvm_mc() {
         return;
     }
-    let llc_ok = Command::new("llc")
+    let llc_ok = Command::new("llc-19")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if !llc_ok {
         if std::env::var("INLAY_REQUIRE_ORACLES").as_deref() == Ok("1") {
-            panic!("oracle llc (LLVM 19) is required but missing");
+            panic!("oracle llc-19 is required (INLAY_REQUIRE_ORACLES=1) but missing");
         }
-        eprintln!("note: llc not found; skipping oracle test");
+        eprintln!("note: llc-19 not found; skipping oracle test");
         return;
     }
     let mut rows: Vec<Row> = Vec::new();
@@ -721,7 +721,7 @@ fn check_with_llc(mut rows: Vec<Row>) -> (Vec<String>, usize, usize) {
             "/dev/null",
             "-",
         ];
-        let out = run_tool("llc", &args, &mir);
+        let out = run_tool("llc-19", &args, &mir);
         let Some(err) = out.lines().find(|l| l.contains("error:")) else {
             break;
         };
