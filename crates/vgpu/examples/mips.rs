@@ -69,10 +69,24 @@ fn reduce(dev: &Device) -> Stats {
     .unwrap_or_else(|f| panic!("{f}"))
 }
 
+/// CPU time of this process (all threads) in seconds, from /proc/self/stat
+/// (user + system ticks at 100 Hz); 0 where that file does not exist. On a
+/// shared machine wall-time MIPS understate the emulator: this shows by how much.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the parenthesised command name; utime and stime are 14 and 15.
+    let rest = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (tick(11) + tick(12)) / 100.0
+}
+
 fn main() {
     println!(
-        "{:<12} {:>7} {:>14} {:>10} {:>8}",
-        "kernel", "threads", "wave insts", "wall ms", "MIPS"
+        "{:<12} {:>7} {:>14} {:>10} {:>8} {:>8} {:>10}",
+        "kernel", "threads", "wave insts", "wall ms", "MIPS", "cpu ms", "MIPS/cpu"
     );
     for threads in [1, 2] {
         let dev = Device::with_threads(threads);
@@ -81,14 +95,19 @@ fn main() {
             ("matmul", matmul),
             ("reduce_sum", reduce),
         ] {
+            let cpu0 = cpu_seconds();
             let s = run(&dev);
+            // Includes building the inputs, so it overstates the dispatch's CPU time.
+            let cpu = cpu_seconds() - cpu0;
             println!(
-                "{:<12} {:>7} {:>14} {:>10.1} {:>8.2}",
+                "{:<12} {:>7} {:>14} {:>10.1} {:>8.2} {:>8.0} {:>10.2}",
                 name,
                 threads,
                 s.instructions,
                 s.wall.as_secs_f64() * 1e3,
-                s.mips()
+                s.mips(),
+                cpu * 1e3,
+                s.instructions as f64 / cpu.max(1e-3) / 1e6
             );
         }
     }

@@ -160,6 +160,29 @@ impl Span {
         true
     }
 
+    /// Reads a little-endian dword at `addr`; None if outside the span.
+    #[inline]
+    pub fn read_u32(&self, addr: u64) -> Option<u32> {
+        if !self.covers(addr, 4) {
+            return None;
+        }
+        // SAFETY: the 4 bytes lie inside the checked span; unaligned reads are allowed.
+        Some(u32::from_le(unsafe {
+            std::ptr::read_unaligned(addr as *const u32)
+        }))
+    }
+
+    /// Writes a little-endian dword at `addr`; false if outside the span.
+    #[inline]
+    pub fn write_u32(&self, addr: u64, v: u32) -> bool {
+        if !self.covers(addr, 4) {
+            return false;
+        }
+        // SAFETY: as in `read_u32`, for the destination.
+        unsafe { std::ptr::write_unaligned(addr as *mut u32, v.to_le()) };
+        true
+    }
+
     /// Writes `data` at `addr`; false if outside the span.
     #[inline]
     pub fn write(&self, addr: u64, data: &[u8]) -> bool {

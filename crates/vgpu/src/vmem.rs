@@ -262,6 +262,21 @@ impl Wave {
         let dw = i.width.dwords();
         let mut buf = [0u8; 16];
         let (places, span) = self.places(i, n, env);
+        if let (Some(s), Width::D1, false) = (span, i.width, i.acc) {
+            // Dword loads from one allocation: the common case, done directly.
+            let mut out = [0u32; 64];
+            let exec = self.exec();
+            for l in lanes(exec) {
+                if let Place::Global(a) = places[l] {
+                    out[l] = s.read_u32(a).unwrap_or(0);
+                }
+            }
+            let d = &mut self.v[i.dst as usize];
+            for l in lanes(exec) {
+                d[l] = out[l];
+            }
+            return Ok(());
+        }
         for l in lanes(self.exec()) {
             let p = places[l];
             let fast = match (span, p) {
@@ -290,6 +305,15 @@ impl Wave {
         };
         let mut buf = [0u8; 16];
         let (places, span) = self.places(i, n, env);
+        if let (Some(s), Width::D1, false) = (span, i.width, i.acc) {
+            let src = &self.v[data as usize];
+            for l in lanes(self.exec()) {
+                if let Place::Global(a) = places[l] {
+                    s.write_u32(a, src[l]);
+                }
+            }
+            return Ok(());
+        }
         for l in lanes(self.exec()) {
             let p = places[l];
             for k in 0..i.width.dwords() {
