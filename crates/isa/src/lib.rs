@@ -22,12 +22,20 @@
 //! Hot loops: [`Decoder::decode_into`] a reused `Instruction`, and
 //! [`format::format`] into a reused `String`.
 //!
-//! # Where the next parts plug in
-//! - Encoder: an `Instruction` already is its encoding ([`Instruction::words`]);
-//!   a builder sets fields through the layouts in `fields.rs` (see HANDOFF.md).
-//! - Def/use: walk [`Instruction::slots`] (field, register count, file) plus
-//!   per-opcode implicit registers; see HANDOFF.md.
-//! - Listing: [`listing::write_section`] takes a plain [`listing::Section`].
+//! # Encoding and building
+//! An `Instruction` is its encoding: [`encode()`] returns [`Instruction::words`]
+//! as bytes, so `encode(decode(x)) == x`. [`Builder::build`] makes one from
+//! an encoding, a printed mnemonic and typed [`Operand`]s, rejecting operands
+//! a slot cannot hold, and checks the result by decoding it again;
+//! [`Instruction::set_modifier`] and [`Instruction::set_branch_target`] edit it.
+//!
+//! # Listing
+//! [`listing::write_section`] produces llvm-objdump-19 `-d` output for a plain
+//! [`listing::Section`] (file name, section name, bytes, address, symbols).
+//!
+//! # Def/use
+//! [`info()`] (module [`info`]) lists every register an instruction reads and
+//! writes, implicit ones included.
 
 pub mod decode;
 pub mod encode;
