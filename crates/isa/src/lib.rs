@@ -20,7 +20,7 @@
 //! assert_eq!(to_string(&i), "s_endpgm");
 //! ```
 //! Hot loops: [`Decoder::decode_into`] a reused `Instruction`, and
-//! [`format::format`] into a reused `String`.
+//! [`format::format()`] into a reused `String`.
 //!
 //! # Encoding and building
 //! An `Instruction` is its encoding: [`encode()`] returns [`Instruction::words`]
@@ -34,7 +34,7 @@
 //! [`listing::Section`] (file name, section name, bytes, address, symbols).
 //!
 //! # Def/use
-//! [`info()`] (module [`info`]) lists every register an instruction reads and
+//! [`info()`] (module [`mod@info`]) lists every register an instruction reads and
 //! writes, implicit ones included.
 
 pub mod decode;

@@ -4,7 +4,7 @@
 //! encoding is exact by construction) plus what decoding learned: encoding,
 //! target and the table entry ([`crate::tables::Desc`]) giving mnemonic and
 //! operand layout. Operands and modifiers are typed views computed from the
-//! words on demand ([`Instruction::operands`], [`Instruction::modifiers`]).
+//! words on demand ([`Instruction::operands`], [`Instruction::field`]).
 
 use crate::generated::tables as gen;
 use crate::tables::{self, Desc, Field, File, Slot};
