@@ -27,7 +27,7 @@ pub fn format(i: &Instruction, out: &mut String) {
     modifiers(i, out);
 }
 
-/// Formats into a new String (convenience; use [`format`] in loops).
+/// Formats into a new String (convenience; use [`format()`] in loops).
 pub fn to_string(i: &Instruction) -> String {
     let mut s = String::new();
     format(i, &mut s);
