@@ -16,7 +16,23 @@
 //! - `s_movreld`/`v_movreld` write the register *M0 past* their destination;
 //!   it is reported as a write of the named destination (plus an M0 read).
 //! - The tests check all of this against AMD's specification
-//!   (`gen/defuse.py` -> `generated/defuse.rs`) and against the formatter.
+//!   (`gen/defuse.py` -> `generated/defuse.rs`), LLVM's instruction
+//!   descriptions (tied operands via `llvm-mc-19 --show-inst`, implicit
+//!   operands via `llc-19`'s MIR parser) and the formatter's operands.
+//! - Not reported: MODE reads of floating-point VALU instructions, the SGPRs
+//!   of the fork/join stack, and the register an M0-relative move really
+//!   writes.
+//!
+//! ```
+//! use inlay_isa::{info, Access, Decoder, RegFile, Register, Target};
+//! // s_addc_u32 s0, s1, s2
+//! let i = Decoder::new(Target::Gfx90a).decode(&[0x01, 0x02, 0x00, 0x82]).unwrap();
+//! let inf = info(&i);
+//! assert!(inf.writes(&Register::new(RegFile::Sgpr, 0, 1)));
+//! let scc = inf.used_registers().iter().find(|u| u.register.file == RegFile::Scc).unwrap();
+//! assert_eq!(scc.access, Access::ReadWrite); // carry in and carry out
+//! assert!(scc.is_implicit());
+//! ```
 
 use crate::model::{Encoding as E, Instruction};
 use crate::tables::{Field, File, ImmKind, Slot};

@@ -241,6 +241,70 @@ fn hand_checked_instructions() {
             (Exec, 0, 2, ReadWrite, true),
         ]
     );
+    // MFMA: 16 AGPRs written (accumulator read from its own operand).
+    let i = build(t, &[0x00, 0x80, 0xcc, 0xd3, 0x02, 0x09, 0x02, 0x04]);
+    assert_eq!(
+        to_string(&i),
+        "v_mfma_f32_32x32x8f16 a[0:15], v[2:3], v[4:5], a[0:15]"
+    );
+    assert_eq!(
+        uses(&i),
+        [
+            (Agpr, 0, 16, Write, false),
+            (Vgpr, 2, 2, Read, false),
+            (Vgpr, 4, 2, Read, false),
+            (Agpr, 0, 16, Read, false),
+            (Exec, 0, 2, Read, true),
+        ]
+    );
+    // global_load_dwordx2: two VGPRs written.
+    let i = build(t, &[0x00, 0x80, 0x54, 0xdc, 0x04, 0x00, 0x7f, 0x02]);
+    assert_eq!(to_string(&i), "global_load_dwordx2 v[2:3], v[4:5], off");
+    assert_eq!(
+        uses(&i),
+        [
+            (Vgpr, 2, 2, Write, false),
+            (Vgpr, 4, 2, Read, false),
+            (Exec, 0, 2, Read, true),
+        ]
+    );
+    // v_writelane_b32: one lane written, the others kept; EXEC ignored.
+    let i = build(t, &[0x01, 0x00, 0x8a, 0xd2, 0x02, 0x06, 0x01, 0x00]);
+    assert_eq!(to_string(&i), "v_writelane_b32 v1, s2, 3");
+    assert_eq!(
+        uses(&i),
+        [(Vgpr, 1, 1, ReadWrite, false), (Sgpr, 2, 1, Read, false)]
+    );
+    // v_cmpx_eq_u32_e32: VCC and EXEC written, EXEC read.
+    let i = build(t, &[0x01, 0x05, 0xb4, 0x7d]);
+    assert_eq!(to_string(&i), "v_cmpx_eq_u32_e32 vcc, v1, v2");
+    assert_eq!(
+        uses(&i),
+        [
+            (Vcc, 0, 2, Write, false),
+            (Vgpr, 1, 1, Read, false),
+            (Vgpr, 2, 1, Read, false),
+            (Exec, 0, 2, ReadWrite, true),
+        ]
+    );
+    // s_getreg_b32 s0, hwreg(HW_REG_MODE): reads hardware register 1.
+    let i = build(t, &[0x01, 0xf8, 0x80, 0xb8]);
+    assert_eq!(to_string(&i), "s_getreg_b32 s0, hwreg(HW_REG_MODE)");
+    assert_eq!(
+        uses(&i),
+        [(Sgpr, 0, 1, Write, false), (HwReg, 1, 1, Read, false)]
+    );
+    // buffer_atomic_add ... glc: vdata is the data and receives the old value.
+    let i = build(t, &[0x00, 0x40, 0x08, 0xe1, 0x00, 0x01, 0x01, 0x80]);
+    assert_eq!(to_string(&i), "buffer_atomic_add v1, off, s[4:7], 0 glc");
+    assert_eq!(
+        uses(&i),
+        [
+            (Vgpr, 1, 1, ReadWrite, false),
+            (Sgpr, 4, 4, Read, false),
+            (Exec, 0, 2, Read, true),
+        ]
+    );
     // s_cbranch_vccz: reads VCC, PC conditionally written.
     let i = build(t, &[0x04, 0x00, 0x86, 0xbf]);
     assert_eq!(to_string(&i), "s_cbranch_vccz 4");
