@@ -25,7 +25,7 @@ use inlay_isa::{info, Access, Decoder, Encoding as E, Instruction, RegFile, Regi
 
 /// Fixed bits and opcode field (low bit, width) of each encoding (ISA manual,
 /// "Microcode formats"), and its AMD encoding class names.
-const ENCODINGS: [(E, u32, u32, u32, &[&str]); 23] = [
+const ENCODINGS: [(E, u32, u32, u32, &[&str]); 24] = [
     (E::Sop2, 0x8000_0000, 23, 7, &["SOP2"]),
     (E::Sopk, 0xB000_0000, 23, 5, &["SOPK"]),
     (E::Sop1, 0xBE80_0000, 8, 8, &["SOP1"]),
@@ -43,6 +43,7 @@ const ENCODINGS: [(E, u32, u32, u32, &[&str]); 23] = [
     (E::Global, 0xDC00_8000, 18, 7, &["GLOBAL"]),
     (E::Mubuf, 0xE000_0000, 18, 7, &["MUBUF"]),
     (E::Mtbuf, 0xE800_0000, 15, 4, &["MTBUF"]),
+    (E::Mimg, 0xF000_0000, 18, 7, &[]), // CDNA has no image instructions
     (E::Vop1Sdwa, 0x7E00_00F9, 9, 8, &["VOP1"]),
     (E::Vop2Sdwa, 0x0000_00F9, 25, 6, &["VOP2"]),
     (E::VopcSdwa, 0x7C00_00F9, 17, 8, &["VOPC"]),
