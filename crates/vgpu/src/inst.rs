@@ -204,6 +204,7 @@ ops! {
     SPackLlB32B16 = "s_pack_ll_b32_b16",
     // SOPK
     SMovkI32 = "s_movk_i32", SAddkI32 = "s_addk_i32", SMulkI32 = "s_mulk_i32",
+    SGetregB32 = "s_getreg_b32", SSetregB32 = "s_setreg_b32", SSetregImm32B32 = "s_setreg_imm32_b32",
     // SOP1
     SMovB32 = "s_mov_b32", SMovB64 = "s_mov_b64", SCmovB32 = "s_cmov_b32", SCmovB64 = "s_cmov_b64",
     SNotB32 = "s_not_b32", SNotB64 = "s_not_b64", SBrevB32 = "s_brev_b32",
@@ -220,6 +221,7 @@ ops! {
     SCbranchExecz = "s_cbranch_execz", SCbranchExecnz = "s_cbranch_execnz",
     SBarrier = "s_barrier", SWaitcnt = "s_waitcnt", STrap = "s_trap", SSleep = "s_sleep",
     SSetprio = "s_setprio", SIcacheInv = "s_icache_inv", SDcacheWb = "s_dcache_wb",
+    SSendmsg = "s_sendmsg", STtracedata = "s_ttracedata",
     // VOP2
     VCndmaskB32 = "v_cndmask_b32", VAddF32 = "v_add_f32", VSubF32 = "v_sub_f32", VSubrevF32 = "v_subrev_f32",
     VMulF32 = "v_mul_f32", VMinF32 = "v_min_f32", VMaxF32 = "v_max_f32",
@@ -243,6 +245,7 @@ ops! {
     VNotB32 = "v_not_b32", VBfrevB32 = "v_bfrev_b32", VFfbhU32 = "v_ffbh_u32", VFfblB32 = "v_ffbl_b32",
     VFractF32 = "v_fract_f32", VTruncF32 = "v_trunc_f32", VFloorF32 = "v_floor_f32", VCeilF32 = "v_ceil_f32",
     VRndneF32 = "v_rndne_f32", VExpF32 = "v_exp_f32", VLogF32 = "v_log_f32",
+    VCvtF16F32 = "v_cvt_f16_f32", VCvtF32F16 = "v_cvt_f32_f16",
     // VOP3 only
     VMadU64U32 = "v_mad_u64_u32", VMadI64I32 = "v_mad_i64_i32", VMulLoU32 = "v_mul_lo_u32",
     VMulHiU32 = "v_mul_hi_u32", VMulHiI32 = "v_mul_hi_i32", VAdd3U32 = "v_add3_u32",
@@ -480,6 +483,12 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
             p.dst = f(Field::Sdst) as u16;
             let k = f(Field::Simm16);
             p.imm = sext(k, 16);
+            // s_setreg: the sdst field names the source; imm32 form has a literal.
+            p.imm2 = k;
+            p.src[0] = match p.op {
+                Op::SSetregImm32B32 => Src::Lit(w1),
+                _ => Src::S(p.dst as u8),
+            };
             if let Some(rest) = name.strip_prefix("s_cmpk_") {
                 if let Some((c, t)) = rest.split_once('_') {
                     if let (Some(c), Some(t)) = (cond_of(c), ty_of(t)) {

@@ -31,6 +31,49 @@ pub fn ldexp(mut x: f64, e: i32) -> f64 {
     x * f64::from_bits(((e + 1023) as u64) << 52)
 }
 
+/// IEEE half to single (exact).
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = if h >> 15 != 0 { -1.0f32 } else { 1.0 };
+    let exp = (h >> 10 & 0x1f) as i32;
+    let man = (h & 0x3ff) as f32;
+    match exp {
+        0 => sign * man * f32::from_bits(0x3380_0000), // man · 2^-24
+        31 if man == 0.0 => sign * f32::INFINITY,
+        31 => f32::from_bits((h as u32 & 0x8000) << 16 | 0x7fc0_0000 | (h as u32 & 0x3ff) << 13),
+        _ => sign * (1.0 + man / 1024.0) * (ldexp(1.0, exp - 15) as f32),
+    }
+}
+
+/// Single to IEEE half, rounding to nearest even.
+pub fn f32_to_f16(x: f32) -> u16 {
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    if x.is_nan() {
+        return sign | 0x7e00 | ((b >> 13) & 0x1ff) as u16;
+    }
+    let a = x.abs() as f64;
+    if a >= 65520.0 {
+        return sign | 0x7c00; // rounds to infinity
+    }
+    if a < f64::from_bits(0x3ef0_0000_0000_0000) {
+        // Below 2^-16: subnormal half, units of 2^-24.
+        let m = (a * (1u64 << 24) as f64).round_ties_even() as u16;
+        return sign | m;
+    }
+    let e = a.log2().floor() as i32;
+    let e = if ldexp(1.0, e) > a { e - 1 } else { e };
+    if e < -14 {
+        let m = (a * (1u64 << 24) as f64).round_ties_even() as u16;
+        return sign | m;
+    }
+    let m = (ldexp(a, 10 - e)).round_ties_even() as u32; // 1024..=2048
+    let (m, e) = if m == 2048 { (1024, e + 1) } else { (m, e) };
+    if e > 15 {
+        return sign | 0x7c00;
+    }
+    sign | (((e + 15) as u16) << 10) | (m - 1024) as u16
+}
+
 /// `v_cmp_class`: which of the ten classes the value is in, as mask bits.
 fn class_bit_f64(x: f64) -> u32 {
     let neg = x.is_sign_negative();
@@ -560,6 +603,8 @@ impl Wave {
             VRndneF32 => self.mapf32(i, |x, _, _| x.round_ties_even()),
             VExpF32 => self.mapf32(i, |x, _, _| x.exp2()),
             VLogF32 => self.mapf32(i, |x, _, _| x.log2()),
+            VCvtF16F32 => self.map32(i, |x, _, _| f32_to_f16(f32b(x)) as u32),
+            VCvtF32F16 => self.map32(i, |x, _, _| f16_to_f32(x as u16).to_bits()),
             VCvtF64F32 => self.lanewise(i, true, |w, l| {
                 (f32b(w.fin32(w.rd(i.src[0], l), i, 0)) as f64).to_bits()
             }),
@@ -656,5 +701,41 @@ impl Wave {
             _ => return Err(Exception::new(FaultKind::Unimplemented)),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_conversions() {
+        // Hand-derived encodings: sign | exponent (bias 15) << 10 | mantissa.
+        for (x, h) in [
+            (1.0f32, 0x3c00u16),
+            (-2.5, 0xc100),
+            (65504.0, 0x7bff),
+            (70000.0, 0x7c00),
+            (0.0, 0x0000),
+            (-0.0, 0x8000),
+            (6.103_515_6e-5, 0x0400), // 2^-14, smallest normal
+            (5.960_464_5e-8, 0x0001), // 2^-24, smallest subnormal
+            (1e-7, 0x0002),           // 1.68 units of 2^-24 rounds to 2
+            (f32::INFINITY, 0x7c00),
+        ] {
+            assert_eq!(f32_to_f16(x), h, "{x}");
+        }
+        assert_eq!(f16_to_f32(0x3555), 0.333_251_95);
+        assert!(f16_to_f32(0x7e00).is_nan());
+        // Every non-NaN half survives the round trip.
+        for h in 0..=u16::MAX {
+            if h & 0x7c00 == 0x7c00 && h & 0x3ff != 0 {
+                continue;
+            }
+            assert_eq!(f32_to_f16(f16_to_f32(h)), h, "{h:#x}");
+        }
+        // Ties go to even: 1 + 2^-11 is halfway between 0x3c00 and 0x3c01.
+        assert_eq!(f32_to_f16(1.0 + 2f32.powi(-11)), 0x3c00);
+        assert_eq!(f32_to_f16(1.0 + 3.0 * 2f32.powi(-11)), 0x3c02);
     }
 }

@@ -51,6 +51,9 @@ pub struct Wave {
     pub priv_size: u32,
     pub done: bool,
     pub executed: u64,
+    /// Hardware registers readable by s_getreg (MODE=1, STATUS=2, TRAPSTS=3 ...).
+    /// MODE is kept but not yet honoured by the float operations.
+    pub hwreg: [u32; 8],
 }
 
 /// Iterates the set bits of a mask (active lanes).
@@ -78,6 +81,7 @@ impl Wave {
             priv_size,
             done: false,
             executed: 0,
+            hwreg: [0; 8],
         }
     }
 
@@ -97,6 +101,7 @@ impl Wave {
         self.pc = 0;
         self.done = false;
         self.executed = 0;
+        self.hwreg = [0; 8];
     }
 
     #[inline]
@@ -381,6 +386,23 @@ impl Wave {
                 let r = (self.s32(Src::S(d as u8)) as i32).wrapping_mul(i.imm);
                 self.sw32(d, r as u32);
             }
+            SGetregB32 | SSetregB32 | SSetregImm32B32 => {
+                // simm16: register id [5:0], bit offset [10:6], size - 1 [15:11].
+                let (id, off, size) = (i.imm2 & 63, i.imm2 >> 6 & 31, (i.imm2 >> 11 & 31) + 1);
+                let mask = (((1u64 << size) - 1) << off) as u32;
+                let value = self.s32(a);
+                if let Some(r) = self.hwreg.get_mut(id as usize) {
+                    if i.op == SGetregB32 {
+                        let v = (*r & mask) >> off;
+                        self.sw32(d, v);
+                    } else if id == 1 || id == 3 {
+                        // Only MODE and TRAPSTS are writable.
+                        *r = (*r & !mask) | ((value << off) & mask);
+                    }
+                } else if i.op == SGetregB32 {
+                    self.sw32(d, 0);
+                }
+            }
             SCmp => {
                 self.scc = match i.ty {
                     Ty::U64 | Ty::I64 => compare_u64(i.cond, self.s64(a), self.s64(b)),
@@ -466,7 +488,8 @@ impl Wave {
                     .ok_or(Exception::at(FaultKind::BadJump { target }, target));
             }
             // ---- SOPP ----
-            SNop | SWaitcnt | SSleep | SSetprio | SIcacheInv | SDcacheWb => {}
+            SNop | SWaitcnt | SSleep | SSetprio | SIcacheInv | SDcacheWb | SSendmsg
+            | STtracedata => {}
             SEndpgm => return Ok(Flow::End),
             SBarrier => return Ok(Flow::Barrier),
             STrap => return Err(Exception::new(FaultKind::Trap((i.imm & 0xff) as u16))),

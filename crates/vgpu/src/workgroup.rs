@@ -110,6 +110,14 @@ impl Launch<'_> {
         }
         wave.set_exec(exec);
         wave.pc = self.kernel.entry;
+        // MODE from the descriptor: rounding, denormals, DX10 clamp, IEEE.
+        let r1 = &self.kernel.decoded.rsrc1;
+        wave.hwreg[1] = r1.float_round_mode_32
+            | r1.float_round_mode_16_64 << 2
+            | r1.float_denorm_mode_32 << 4
+            | r1.float_denorm_mode_16_64 << 6
+            | (r1.enable_dx10_clamp as u32) << 8
+            | (r1.enable_ieee_mode as u32) << 9;
     }
 
     /// Runs workgroup `wg`, adding executed instructions to `per_pc`.

@@ -182,6 +182,8 @@ fn salu() {
         "s_cmp_lt_u32 -1, 1\ns_cbranch_scc1 1\nv_mov_b32 v1, 5\nv_add_u32 v1, v1, 3",
         |_| 8,
     );
+    // Hardware registers: MODE round-trips a field written by s_setreg.
+    check(&dev, "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 3\ns_getreg_b32 s10, hwreg(HW_REG_MODE, 4, 2)\nv_mov_b32 v1, s10", |_| 3);
     // s_getpc / s_setpc: jump over an 8-byte v_mov with a literal.
     check(&dev, "s_getpc_b64 s[10:11]\ns_add_u32 s10, s10, 20\ns_addc_u32 s11, s11, 0\ns_setpc_b64 s[10:11]\nv_mov_b32 v1, 99\nv_mov_b32 v1, 7", |_| 7);
 }
@@ -454,5 +456,36 @@ fn scratch() {
         0,
         64,
         |l| l + 7,
+    );
+}
+
+#[test]
+fn mode_starts_from_the_descriptor() {
+    let dev = Device::new();
+    // MODE[7:0] = rsrc1[19:12] (rounding, denormals), MODE[8] = DX10 clamp
+    // (rsrc1 bit 21), MODE[9] = IEEE (rsrc1 bit 23).
+    let bytes = fixture(5, "vector_add");
+    let co = CodeObject::parse(&bytes).expect("parse");
+    let kd = co
+        .kernel("vector_add")
+        .expect("kernel")
+        .descriptor_file_offset as usize;
+    let rsrc1 = u32::from_le_bytes(bytes[kd + 48..kd + 52].try_into().expect("4 bytes"));
+    let mode = (rsrc1 >> 12 & 0xff) | (rsrc1 >> 21 & 1) << 8 | (rsrc1 >> 23 & 1) << 9;
+    check(
+        &dev,
+        "s_getreg_b32 s10, hwreg(HW_REG_MODE, 0, 10)\nv_mov_b32 v1, s10",
+        |_| mode as u64,
+    );
+}
+
+#[test]
+fn half_conversion_opcodes() {
+    let dev = Device::new();
+    // 1.0 is 0x3c00 as a half; v_cvt_f32_f16 of 0xc100 is -2.5.
+    check(
+        &dev,
+        "v_cvt_f16_f32 v1, 1.0\ns_movk_i32 s10, 0xc100\nv_cvt_f32_f16 v2, s10",
+        |_| 0x3c00 | f32b(-2.5) << 32,
     );
 }
