@@ -398,7 +398,9 @@ pub struct Inst {
     /// Atomic returns the old value (glc) / 64-bit atomic.
     pub ret: bool,
     pub wide: bool,
-    /// MUBUF: offen / idxen; FLAT: saddr present.
+    /// SMEM: dwords loaded.
+    pub count: u8,
+    /// MUBUF: offen / idxen.
     pub offen: bool,
     pub idxen: bool,
     /// Destination / data in AGPRs (gfx90a acc bit).
@@ -430,6 +432,7 @@ impl Default for Inst {
             atomic: Atomic::Add,
             ret: false,
             wide: false,
+            count: 0,
             offen: false,
             idxen: false,
             acc: false,
@@ -524,12 +527,7 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
                 } else {
                     p.imm2 = w1 & 0x7f;
                 }
-                p.ret = true;
-                p.width = Width::D1;
-                p.dst = p.dst.min(127);
-                p.imm2 = p.imm2.min(0xff);
-                // Dword count goes in `imm2`'s companion: reuse `ty`-free field `dpp`.
-                p.dpp = match suf {
+                p.count = match suf {
                     "dword" => 1,
                     "dwordx2" => 2,
                     "dwordx4" => 4,
@@ -589,13 +587,10 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
             p.neg = (w1 >> 29 & 7) as u8;
             p.clamp = w0 >> 15 & 1 != 0;
             p.omod = (w1 >> 27 & 3) as u8;
-            // VOP3-encoded VOP2 carry/cndmask ops take their carry-in from src2.
+            // VOP3-encoded VOP2 carry and cndmask ops read their mask from
+            // src2 as decoded; fmac/mac accumulate into vdst.
             if matches!(p.op, Op::VFmacF32 | Op::VFmacF64 | Op::VMacF32) {
                 p.src[2] = Src::V(p.dst);
-            }
-            // readlane/readfirstlane write a scalar; VOPC e64 writes sdst = vdst field.
-            if matches!(p.op, Op::VReadlaneB32 | Op::VReadfirstlaneB32) {
-                p.abs = 0;
             }
         }
         Encoding::Vop3p => {

@@ -35,7 +35,7 @@ impl Wave {
             0
         };
         let addr = base.wrapping_add(i.imm as i64 as u64).wrapping_add(soff) & !3;
-        let n = i.dpp as usize;
+        let n = i.count as usize;
         let mut buf = [0u8; 64];
         let out = &mut buf[..n * 4];
         load(env.mem, addr, out).map_err(|e| Exception {
