@@ -31,6 +31,15 @@ pub fn ldexp(mut x: f64, e: i32) -> f64 {
     x * f64::from_bits(((e + 1023) as u64) << 52)
 }
 
+/// A denormal f32 becomes a zero of the same sign.
+fn flush32(v: u32) -> u32 {
+    if v & 0x7f80_0000 == 0 {
+        v & SIGN32
+    } else {
+        v
+    }
+}
+
 /// IEEE half to single (exact).
 pub fn f16_to_f32(h: u16) -> f32 {
     let sign = if h >> 15 != 0 { -1.0f32 } else { 1.0 };
@@ -261,22 +270,26 @@ impl Wave {
         c
     }
 
-    /// f32 operation with input/output modifiers.
+    /// f32 operation with input/output modifiers and MODE's denormal control
+    /// (FP_DENORM bit 0: keep input denormals, bit 1: keep output denormals).
     fn mapf32(&mut self, i: &Inst, f: impl Fn(f32, f32, f32) -> f32) {
         let (x, write) = self.src0_col(i);
         let x = self.fcol32(x, i, 0);
         let y = self.fcol32(self.col(i.src[1]), i, 1);
         let z = self.fcol32(self.col(i.src[2]), i, 2);
         let exec = self.exec() & write;
-        let plain = !i.clamp && i.omod == 0;
+        let denorm = self.hwreg[1] >> 4 & 3;
+        let plain = !i.clamp && i.omod == 0 && denorm == 3;
         let d = &mut self.v[i.dst as usize];
         for l in lanes(exec) {
-            let r = f(f32b(x[l]), f32b(y[l]), f32b(z[l]));
-            d[l] = if plain {
-                r.to_bits()
-            } else {
-                Self::fout32(r, i)
-            };
+            if plain {
+                d[l] = f(f32b(x[l]), f32b(y[l]), f32b(z[l])).to_bits();
+                continue;
+            }
+            let fin = |v: u32| if denorm & 1 == 0 { flush32(v) } else { v };
+            let r = f(f32b(fin(x[l])), f32b(fin(y[l])), f32b(fin(z[l])));
+            let r = Self::fout32(r, i);
+            d[l] = if denorm & 2 == 0 { flush32(r) } else { r };
         }
     }
 

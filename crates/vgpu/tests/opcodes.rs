@@ -184,6 +184,9 @@ fn salu() {
     );
     // Hardware registers: MODE round-trips a field written by s_setreg.
     check(&dev, "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 3\ns_getreg_b32 s10, hwreg(HW_REG_MODE, 4, 2)\nv_mov_b32 v1, s10", |_| 3);
+    // FP_DENORM = 0 flushes f32 denormals: 2^-126 · 0.5 is 0 instead of 2^-127.
+    check(&dev, "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 0\ns_mov_b32 s10, 0x800000\nv_mul_f32 v1, 0.5, s10", |_| 0);
+    check(&dev, "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 3\ns_mov_b32 s10, 0x800000\nv_mul_f32 v1, 0.5, s10", |_| 0x40_0000);
     // s_getpc / s_setpc: jump over an 8-byte v_mov with a literal.
     check(&dev, "s_getpc_b64 s[10:11]\ns_add_u32 s10, s10, 20\ns_addc_u32 s11, s11, 0\ns_setpc_b64 s[10:11]\nv_mov_b32 v1, 99\nv_mov_b32 v1, 7", |_| 7);
 }
