@@ -85,7 +85,7 @@ fn readelf_symbols(re: &Value, key: &str) -> BTreeMap<u64, SymbolRow> {
 
 fn our_symbols(co: &Value, table: &str) -> BTreeMap<u64, SymbolRow> {
     let mut rows = BTreeMap::new();
-    for s in co["symbols"]["all"].as_array().expect("symbols.all") {
+    for s in co["symbols"].as_array().expect("symbols") {
         if s["table"] != table {
             continue;
         }
