@@ -31,6 +31,9 @@ ENC = {
                                                    "vaddr": (1, 0, 8)}),
     "MIMG": (0xF0000000, 0xFC000000, (0, 18, 7), {"ssamp": (1, 21, 5), "srsrc": (1, 16, 5), "vdata": (1, 8, 8),
                                                   "vaddr": (1, 0, 8)}),
+    # Graphics encodings (gfx908 only); their operands are formatted by hand.
+    "EXP": (0xC400000F, 0xFC000000, (0, 0, 0), {}),
+    "VINTRP": (0xD4100000, 0xFC000000, (0, 16, 2), {}),
 }
 # FLAT segments are separate table encodings: the same opcode number means
 # flat_*, scratch_* or global_* depending on bits [15:14].
@@ -72,4 +75,6 @@ def build(enc, op, values):
 
 
 def size(enc):
-    return 8 if max(d for d, _, _ in ENC[enc][3].values()) == 1 else 4
+    if enc == "EXP":
+        return 8
+    return 8 if max([d for d, _, _ in ENC[enc][3].values()] + [0]) == 1 else 4

@@ -172,7 +172,8 @@ def learn(target):
             mn, operands, mods = split_text(text)
             if mn == "s_nop" and table != "SOPP":
                 continue
-            slots = [parse_operand(layout, vals, o) for o in operands]
+            # EXP/VINTRP operands are formatted by hand (targets, attributes)
+            slots = [] if layout in ("EXP", "VINTRP") else [parse_operand(layout, vals, o) for o in operands]
             # fields the probe had to leave at zero: LLVM rejects them set
             zero = [f for f in OPTIONAL.get(layout, []) if f in PROBE and f not in vals
                     and f not in NOPROBE.get(layout, [])]

@@ -143,6 +143,8 @@ fn classify(w0: u32) -> (E, u32, usize) {
         0x38 => (E::Mubuf, (w0 >> 18) & 0x7F, 8),
         0x3A => (E::Mtbuf, (w0 >> 15) & 0xF, 8),
         0x3C => (E::Mimg, (w0 >> 18) & 0x7F, 8),
+        0x31 => (E::Exp, 0, 8),
+        0x35 => (E::Vintrp, (w0 >> 16) & 3, 4),
         _ => (E::Invalid, 0, 4),
     }
 }

@@ -66,7 +66,9 @@ pub(crate) fn opcode_layout(enc: E) -> Option<(u32, u32, u32, u8)> {
         E::Vop1Dpp => (0x7E00_00FA, 9, 8, 8),
         E::Vop2Dpp => (0x0000_00FA, 25, 6, 8),
         E::VopcDpp => (0x7C00_00FA, 17, 8, 8),
-        E::Exp | E::Vintrp | E::Invalid => return None,
+        E::Exp => (0xC400_0000, 0, 0, 8),
+        E::Vintrp => (0xD400_0000, 16, 2, 4),
+        E::Invalid => return None,
     })
 }
 

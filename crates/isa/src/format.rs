@@ -17,6 +17,11 @@ pub fn format(i: &Instruction, out: &mut String) {
         return;
     }
     out.push_str(i.mnemonic());
+    match i.encoding {
+        E::Exp => return exp(i, out),
+        E::Vintrp => return vintrp(i, out),
+        _ => {}
+    }
     for (n, slot) in i.slots().iter().enumerate() {
         if *slot == Slot::Imm(ImmKind::DecNonzero) && i.imm_value() == 0 {
             continue;
@@ -704,4 +709,65 @@ pub(crate) fn mimg_vdata_regs(i: &Instruction, acc_memory: bool) -> u8 {
         n += 1;
     }
     n as u8
+}
+
+/// Export target name (LLVM spells unknown ones `invalid_target_N`).
+fn exp_target(t: u32, out: &mut String) {
+    let (name, n) = match t {
+        0..=7 => ("mrt", Some(t)),
+        8 => ("mrtz", None),
+        9 => ("null", None),
+        12..=15 => ("pos", Some(t - 12)),
+        32..=63 => ("param", Some(t - 32)),
+        _ => ("invalid_target_", Some(t)),
+    };
+    out.push_str(name);
+    if let Some(n) = n {
+        num::dec(out, n as u64);
+    }
+}
+
+/// `exp mrt0 v1, v2, off, off done compr vm`: with compr, the first pair of
+/// enables reads vsrc0 and the second vsrc1.
+fn exp(i: &Instruction, out: &mut String) {
+    out.push(' ');
+    exp_target(i.bits(0, 4, 6), out);
+    let (en, compr) = (i.bits(0, 0, 4), i.bits(0, 10, 1) != 0);
+    for k in 0..4 {
+        out.push_str(if k == 0 { " " } else { ", " });
+        if en & (1 << k) == 0 {
+            out.push_str("off");
+        } else {
+            let src = if compr { k / 2 } else { k };
+            vgprs(i.bits(1, 8 * src, 8), 1, File::V, out);
+        }
+    }
+    for (bit, name) in [(11, " done"), (10, " compr"), (12, " vm")] {
+        if i.bits(0, bit, 1) != 0 {
+            out.push_str(name);
+        }
+    }
+}
+
+/// `v_interp_p1_f32_e32 v4, v8, attr3.y`; `v_interp_mov_f32_e32 v4, p10, attr3.x`.
+fn vintrp(i: &Instruction, out: &mut String) {
+    out.push(' ');
+    vgprs(i.bits(0, 18, 8), 1, File::V, out);
+    out.push_str(", ");
+    let src = i.bits(0, 0, 8);
+    if i.bits(0, 16, 2) == 2 {
+        match src {
+            0..=2 => out.push_str(["p10", "p20", "p0"][src as usize]),
+            _ => {
+                out.push_str("invalid_param_");
+                num::dec(out, src as u64);
+            }
+        }
+    } else {
+        vgprs(src, 1, File::V, out);
+    }
+    out.push_str(", attr");
+    num::dec(out, i.bits(0, 10, 6) as u64);
+    out.push('.');
+    out.push(['x', 'y', 'z', 'w'][i.bits(0, 8, 2) as usize]);
 }

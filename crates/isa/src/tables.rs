@@ -215,6 +215,8 @@ pub struct TargetTables {
     pub(crate) scratch_glc: &'static [u16],
     pub(crate) global_glc: &'static [u16],
     pub(crate) mubuf_glc: &'static [u16],
+    pub(crate) exp: &'static [u16],
+    pub(crate) vintrp: &'static [u16],
 }
 
 impl TargetTables {
@@ -253,7 +255,9 @@ impl TargetTables {
             E::Vop2Dpp => self.vop2_dpp,
             E::VopcSdwa => self.vopc_sdwa,
             E::VopcDpp => self.vopc_dpp,
-            E::Exp | E::Vintrp | E::Invalid => &[],
+            E::Exp => self.exp,
+            E::Vintrp => self.vintrp,
+            E::Invalid => &[],
         }
     }
 

@@ -24,7 +24,9 @@ fn marker_value(n: usize) -> u32 {
 }
 
 /// (prefix, mask of fixed bits) of the encodings to sample.
-const PREFIXES: [(u32, u32); 12] = [
+const PREFIXES: [(u32, u32); 14] = [
+    (0xC400_0000, 0xFC00_0000),
+    (0xD400_0000, 0xFC00_0000),
     (0x0000_0000, 0x8000_0000),
     (0x7E00_0000, 0xFE00_0000),
     (0x7C00_0000, 0xFE00_0000),
@@ -62,8 +64,8 @@ fn cases() -> Vec<[u32; 2]> {
         }
     }
     let mut rng = Rng(7);
-    for n in 0..24_000u32 {
-        let (p, m) = PREFIXES[(n % 12) as usize];
+    for n in 0..28_000u32 {
+        let (p, m) = PREFIXES[(n % 14) as usize];
         v.push([p | (rng.next() & !m), rng.next()]);
     }
     v
