@@ -171,7 +171,12 @@ fn text_matches_llvm_mc_disassembler() {
     let n = failures.len();
     eprintln!(
         "{n} of {total} random words differ, e.g.\n{}",
-        failures[..n.min(20)].join("\n")
+        failures[..n.min(if std::env::var("SHOW_ALL").is_ok() {
+            n
+        } else {
+            20
+        })]
+            .join("\n")
     );
     assert!(
         n * 100 <= total * 2,
