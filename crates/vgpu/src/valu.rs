@@ -3,9 +3,7 @@
 
 use crate::fault::{Exception, FaultKind};
 use crate::inst::{Inst, Op, Src, Ty};
-use crate::wave::{
-    bfe32, compare_f64, compare_i32, compare_i64, compare_u32, compare_u64, lanes, Wave, EXEC,
-};
+use crate::wave::{bfe32, cond_mask, ford_bit, lanes, ord_bit, Wave, EXEC};
 
 const SIGN32: u32 = 0x8000_0000;
 const SIGN64: u64 = 1 << 63;
@@ -357,40 +355,45 @@ impl Wave {
 
     fn compare(&mut self, i: &Inst) {
         let exec = self.exec();
+        let want = cond_mask(i.cond);
         let mut m = 0u64;
         match i.ty {
             Ty::F64 | Ty::U64 | Ty::I64 => {
                 let float = i.ty == Ty::F64;
                 let (x, y) = (self.col64(i.src[0], float), self.col64(i.src[1], float));
                 for l in lanes(exec) {
-                    let r = match i.ty {
-                        Ty::F64 => compare_f64(
-                            i.cond,
-                            f64b(self.fin64(x[l], i, 0)),
-                            f64b(self.fin64(y[l], i, 1)),
-                        ),
-                        Ty::U64 => compare_u64(i.cond, x[l], y[l]),
-                        _ => compare_i64(i.cond, x[l] as i64, y[l] as i64),
+                    let bit = match i.ty {
+                        Ty::F64 => {
+                            ford_bit(f64b(self.fin64(x[l], i, 0)), f64b(self.fin64(y[l], i, 1)))
+                        }
+                        Ty::U64 => ord_bit(x[l].cmp(&y[l])),
+                        _ => ord_bit((x[l] as i64).cmp(&(y[l] as i64))),
                     };
-                    m |= (r as u64) << l;
+                    m |= ((want & bit != 0) as u64) << l;
+                }
+            }
+            Ty::F32 => {
+                let x = self.fcol32(self.col(i.src[0]), i, 0);
+                let y = self.fcol32(self.col(i.src[1]), i, 1);
+                for l in lanes(exec) {
+                    let bit = ford_bit(f32b(x[l]) as f64, f32b(y[l]) as f64);
+                    m |= ((want & bit != 0) as u64) << l;
                 }
             }
             _ => {
                 let (x, y) = (self.col(i.src[0]), self.col(i.src[1]));
+                // Map each integer type onto one total order.
+                let key = |v: u32| -> i64 {
+                    match i.ty {
+                        Ty::I32 => v as i32 as i64,
+                        Ty::U16 => (v & 0xffff) as i64,
+                        Ty::I16 => v as i16 as i64,
+                        _ => v as i64,
+                    }
+                };
                 for l in lanes(exec) {
-                    let (a, b) = (x[l], y[l]);
-                    let r = match i.ty {
-                        Ty::F32 => compare_f64(
-                            i.cond,
-                            f32b(self.fin32(a, i, 0)) as f64,
-                            f32b(self.fin32(b, i, 1)) as f64,
-                        ),
-                        Ty::U32 => compare_u32(i.cond, a, b),
-                        Ty::I32 => compare_i32(i.cond, a as i32, b as i32),
-                        Ty::U16 => compare_u32(i.cond, a & 0xffff, b & 0xffff),
-                        _ => compare_i32(i.cond, a as i16 as i32, b as i16 as i32),
-                    };
-                    m |= (r as u64) << l;
+                    let bit = ord_bit(key(x[l]).cmp(&key(y[l])));
+                    m |= ((want & bit != 0) as u64) << l;
                 }
             }
         }

@@ -554,56 +554,102 @@ pub fn bfe64(x: u64, off: u32, w: u32, signed: bool) -> u64 {
     }
 }
 
-pub fn compare_u32(c: Cond, x: u32, y: u32) -> bool {
-    compare_ord(c, x.cmp(&y))
-}
-pub fn compare_i32(c: Cond, x: i32, y: i32) -> bool {
-    compare_ord(c, x.cmp(&y))
-}
-pub fn compare_u64(c: Cond, x: u64, y: u64) -> bool {
-    compare_ord(c, x.cmp(&y))
-}
-pub fn compare_i64(c: Cond, x: i64, y: i64) -> bool {
-    compare_ord(c, x.cmp(&y))
-}
-
-fn compare_ord(c: Cond, o: std::cmp::Ordering) -> bool {
-    use std::cmp::Ordering::*;
+/// Which outcomes make a condition true, as bits: 1 less, 2 equal,
+/// 4 greater, 8 unordered. Compares then test one bit per lane.
+pub fn cond_mask(c: Cond) -> u8 {
+    const L: u8 = 1;
+    const E: u8 = 2;
+    const G: u8 = 4;
+    const U: u8 = 8;
     match c {
-        Cond::F => false,
-        Cond::T => true,
-        Cond::Lt => o == Less,
-        Cond::Eq => o == Equal,
-        Cond::Le => o != Greater,
-        Cond::Gt => o == Greater,
-        Cond::Ne => o != Equal,
-        Cond::Ge => o != Less,
-        _ => false,
+        Cond::F => 0,
+        Cond::Lt => L,
+        Cond::Eq => E,
+        Cond::Le => L | E,
+        Cond::Gt => G,
+        // Integer `ne` and float `lg` (ordered and not equal).
+        Cond::Ne => L | G,
+        Cond::Ge => G | E,
+        Cond::T => L | E | G | U,
+        Cond::O => L | E | G,
+        Cond::U => U,
+        // The negated float forms are true when unordered.
+        Cond::Nge => L | U,
+        Cond::Nlg => E | U,
+        Cond::Ngt => L | E | U,
+        Cond::Nle => G | U,
+        Cond::Neq => L | G | U,
+        Cond::Nlt => E | G | U,
     }
 }
 
-/// Float compare with IEEE unordered semantics.
+/// The outcome bit of a total comparison.
+#[inline]
+pub fn ord_bit(o: std::cmp::Ordering) -> u8 {
+    1 << (o as i8 + 1)
+}
+
+/// The outcome bit of a float comparison (8 when unordered).
+#[inline]
+pub fn ford_bit(x: f64, y: f64) -> u8 {
+    x.partial_cmp(&y).map_or(8, ord_bit)
+}
+
+pub fn compare_u32(c: Cond, x: u32, y: u32) -> bool {
+    cond_mask(c) & ord_bit(x.cmp(&y)) != 0
+}
+pub fn compare_i32(c: Cond, x: i32, y: i32) -> bool {
+    cond_mask(c) & ord_bit(x.cmp(&y)) != 0
+}
+pub fn compare_u64(c: Cond, x: u64, y: u64) -> bool {
+    cond_mask(c) & ord_bit(x.cmp(&y)) != 0
+}
 pub fn compare_f64(c: Cond, x: f64, y: f64) -> bool {
-    use std::cmp::Ordering::*;
-    let unord = x.is_nan() || y.is_nan();
-    let o = x.partial_cmp(&y);
-    match c {
-        Cond::F => false,
-        Cond::T => true,
-        Cond::Lt => x < y,
-        Cond::Eq => x == y,
-        Cond::Le => x <= y,
-        Cond::Gt => x > y,
-        Cond::Ne => !unord && x != y,
-        Cond::Ge => x >= y,
-        Cond::O => !unord,
-        Cond::U => unord,
-        // The negated forms are true when unordered.
-        Cond::Nge => !matches!(o, Some(Greater | Equal)),
-        Cond::Nlg => !matches!(o, Some(Less | Greater)),
-        Cond::Ngt => o != Some(Greater),
-        Cond::Nle => !matches!(o, Some(Less | Equal)),
-        Cond::Neq => o != Some(Equal),
-        Cond::Nlt => o != Some(Less),
+    cond_mask(c) & ford_bit(x, y) != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_conditions_follow_ieee_unordered_rules() {
+        let nan = f64::NAN;
+        // (condition, (1, 2), (2, 2), (nan, 2)) from the ISA's definitions.
+        let table = [
+            (Cond::Lt, [true, false, false]),
+            (Cond::Eq, [false, true, false]),
+            (Cond::Ne, [true, false, false]), // lg: ordered and not equal
+            (Cond::Ge, [false, true, false]),
+            (Cond::O, [true, true, false]),
+            (Cond::U, [false, false, true]),
+            (Cond::Nge, [true, false, true]),
+            (Cond::Nlg, [false, true, true]),
+            (Cond::Ngt, [true, true, true]),
+            (Cond::Nle, [false, false, true]),
+            (Cond::Neq, [true, false, true]),
+            (Cond::Nlt, [false, true, true]),
+            (Cond::T, [true, true, true]),
+            (Cond::F, [false, false, false]),
+        ];
+        for (c, want) in table {
+            let got = [
+                compare_f64(c, 1.0, 2.0),
+                compare_f64(c, 2.0, 2.0),
+                compare_f64(c, nan, 2.0),
+            ];
+            assert_eq!(got, want, "{c:?}");
+        }
+        assert!(compare_i32(Cond::Lt, -1, 0));
+        assert!(!compare_u32(Cond::Lt, u32::MAX, 0));
+        assert!(compare_u64(Cond::Ne, 1 << 40, 0));
+    }
+
+    #[test]
+    fn bit_field_extract() {
+        assert_eq!(bfe32(0xf0, 4, 4, false), 0xf);
+        assert_eq!(bfe32(0xf0, 4, 4, true), u32::MAX);
+        assert_eq!(bfe32(0x1234_5678, 8, 0, false), 0);
+        assert_eq!(bfe64(1 << 63, 60, 4, true), u64::MAX - 7);
     }
 }
