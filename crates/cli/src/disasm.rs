@@ -248,3 +248,109 @@ fn call_targets(co: &CodeObject, decoder: &Decoder, f: &Symbol) -> Vec<u64> {
     }
     targets
 }
+
+/// Version of the `disasm --json` document's shape.
+pub const JSON_SCHEMA: &str = "inlay-disasm/1";
+
+/// `disasm --json`: every instruction of every code object, structured, with the
+/// registers it reads and writes. Described in `docs/disasm-json.md`.
+pub fn disasm_json(data: &[u8], name: &str, opts: &Options) -> Result<serde_json::Value, String> {
+    use serde_json::json;
+    let mut code_objects = Vec::new();
+    for entry in walk(data, name) {
+        let entry = entry.map_err(|e| e.to_string())?;
+        if entry.kind != EntryKind::CodeObject {
+            continue;
+        }
+        let co = CodeObject::parse(&entry.bytes)
+            .map_err(|e| e.within(entry.location.clone()).to_string())?;
+        let Some(target) = Target::from_name(co.target.processor.name()) else {
+            continue;
+        };
+        if opts.kernel.is_some_and(|k| co.kernel(k).is_none()) {
+            continue;
+        }
+        let symbols = label_symbols(&co);
+        let wanted = opts
+            .kernel
+            .map(|k| reachable_functions(&co, target, &symbols, k));
+        let mut functions = Vec::new();
+        for f in symbols.iter().filter(|s| s.elf_type == 2 && s.size > 0) {
+            if wanted.as_ref().is_some_and(|w| !w.contains(f.name)) {
+                continue;
+            }
+            let Some(section) = co.sections.iter().find(|s| s.index == usize::from(f.shndx)) else {
+                continue;
+            };
+            let start = f.value.saturating_sub(section.addr) as usize;
+            let Some(body) = co
+                .section_data(section)
+                .get(start..start.saturating_add(f.size as usize))
+            else {
+                continue;
+            };
+            functions.push(json!({
+                "name": f.name,
+                "kind": f.kind,
+                "address": f.value,
+                "size": f.size,
+                "instructions": instructions_json(target, body, f.value),
+            }));
+        }
+        code_objects.push(json!({
+            "location": entry.location,
+            "target_id": co.target.to_string(),
+            "functions": functions,
+        }));
+    }
+    if code_objects.is_empty() {
+        return Err(format!(
+            "{name}: no gfx908, gfx90a or gfx942 code object to disassemble"
+        ));
+    }
+    let mut doc = json!({ "schema": JSON_SCHEMA, "file": name, "code_objects": code_objects });
+    crate::demangle::annotate_json(&mut doc);
+    Ok(doc)
+}
+
+fn instructions_json(target: Target, body: &[u8], address: u64) -> Vec<serde_json::Value> {
+    use inlay_isa::format::to_string;
+    use serde_json::json;
+    let decoder = Decoder::new(target);
+    let mut inst = Instruction::default();
+    let mut list = Vec::new();
+    let mut off = 0;
+    while off < body.len() {
+        let addr = address + off as u64;
+        let Ok(n) = decoder.decode_into(&body[off..], &mut inst) else {
+            break;
+        };
+        let registers: Vec<_> = inlay_isa::info(&inst)
+            .used_registers()
+            .iter()
+            .map(|u| {
+                json!({
+                    "file": format!("{:?}", u.register.file).to_lowercase(),
+                    "first": u.register.first,
+                    "count": u.register.count,
+                    "access": format!("{:?}", u.access).to_lowercase(),
+                    "operand": u.operand,
+                })
+            })
+            .collect();
+        list.push(json!({
+            "address": addr,
+            "size": n,
+            "words": inst.words().iter().map(|w| format!("{w:08x}")).collect::<Vec<_>>(),
+            "valid": inst.is_valid(),
+            "encoding": format!("{:?}", inst.encoding()).to_lowercase(),
+            "mnemonic": inst.mnemonic(),
+            "opcode": inst.opcode().map(|o| o.name()),
+            "text": to_string(&inst),
+            "branch_target": listing::branch_target(&inst, addr),
+            "registers": registers,
+        }));
+        off += n;
+    }
+    list
+}

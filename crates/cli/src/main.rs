@@ -51,6 +51,10 @@ enum Command {
         /// Only this kernel and the device functions it calls.
         #[arg(long)]
         kernel: Option<String>,
+        /// Structured instructions with the registers each reads and writes
+        /// (docs/disasm-json.md), one JSON document per file.
+        #[arg(long)]
+        json: bool,
     },
     /// Write the code objects inside a bundle, compressed bundle or host binary to files.
     Extract {
@@ -93,13 +97,30 @@ fn main() -> ExitCode {
                 .map_err(|e| e.to_string())
                 .and_then(|f| inspect::inspect(f.bytes(), &file.display().to_string(), &opts))
         }
-        Command::Disasm { files, kernel } => {
-            let opts = disasm::Options { kernel: kernel.as_deref() };
+        Command::Disasm {
+            files,
+            kernel,
+            json,
+        } => {
+            let opts = disasm::Options {
+                kernel: kernel.as_deref(),
+            };
             let mut stdout = std::io::stdout().lock();
             for file in &files {
+                let name = file.display().to_string();
                 let listing = MappedFile::open(file)
                     .map_err(|e| e.to_string())
-                    .and_then(|f| disasm::disasm(f.bytes(), &file.display().to_string(), &opts));
+                    .and_then(|f| {
+                        if json {
+                            disasm::disasm_json(f.bytes(), &name, &opts)
+                                .and_then(|doc| {
+                                    serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())
+                                })
+                                .map(|text| text + "\n")
+                        } else {
+                            disasm::disasm(f.bytes(), &name, &opts)
+                        }
+                    });
                 match listing {
                     // A closed pipe (e.g. `| head`) ends the listing quietly.
                     Ok(text) => {

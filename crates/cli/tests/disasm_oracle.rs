@@ -138,3 +138,79 @@ fn rocsparse_sample_is_identical_to_objdump() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `disasm --json`: every instruction objdump lists inside a function appears with the
+/// same address, text and encoding words, and carries its registers (EXEC for vector ops).
+#[test]
+fn json_instructions_match_objdump_lines() {
+    if tool_missing("llvm-objdump-19") {
+        return;
+    }
+    for path in fixtures(&["hsaco"])
+        .iter()
+        .filter(|p| p.to_string_lossy().contains("/v5/"))
+    {
+        let theirs = objdump(path);
+        // "\tTEXT   // 000000001900: WORDS [<target>]" → (address, text, words)
+        let mut lines = std::collections::HashMap::new();
+        for line in theirs
+            .lines()
+            .filter(|l| l.starts_with('\t') && l.contains("// "))
+        {
+            let (text, comment) = line.rsplit_once("// ").unwrap();
+            let (addr, words) = comment.split_once(": ").unwrap();
+            let words: Vec<String> = words
+                .split_whitespace()
+                .take_while(|w| !w.starts_with('<'))
+                .map(str::to_lowercase)
+                .collect();
+            lines.insert(
+                u64::from_str_radix(addr, 16).unwrap(),
+                (text.trim().to_string(), words),
+            );
+        }
+        let out = inlay()
+            .arg("disasm")
+            .arg("--json")
+            .arg(path)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["schema"], "inlay-disasm/1");
+        let mut seen = 0;
+        for co in doc["code_objects"].as_array().unwrap() {
+            for f in co["functions"].as_array().unwrap() {
+                for i in f["instructions"].as_array().unwrap() {
+                    let addr = i["address"].as_u64().unwrap();
+                    let (text, words) = lines.get(&addr).unwrap_or_else(|| {
+                        panic!("{}: no objdump line at {addr:#x}", path.display())
+                    });
+                    assert_eq!(
+                        i["text"].as_str(),
+                        Some(text.as_str()),
+                        "{} at {addr:#x}",
+                        path.display()
+                    );
+                    let ours: Vec<String> = i["words"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|w| w.as_str().unwrap().to_string())
+                        .collect();
+                    assert_eq!(&ours, words, "{} at {addr:#x}", path.display());
+                    if i["mnemonic"].as_str().unwrap().starts_with("v_") {
+                        let regs = i["registers"].as_array().unwrap();
+                        assert!(
+                            regs.iter()
+                                .any(|r| r["file"] == "exec" && r["access"] == "read"),
+                            "{text}: reads EXEC"
+                        );
+                    }
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen > 0, "{}: no instructions", path.display());
+    }
+}
