@@ -24,24 +24,25 @@ fn buffer(dev: &Device, words: usize, f: impl Fn(usize) -> u32) -> u64 {
     dev.upload_u32(&v).expect("upload")
 }
 
-fn vector_add(dev: &Device) -> Stats {
+fn vector_add(dev: &Device) -> (Stats, f64) {
     let p = load(dev, "vector_add");
     let n = 1 << 22;
     let a = buffer(dev, n, |i| (i as f32).to_bits());
     let b = buffer(dev, n, |i| (2.0 * i as f32).to_bits());
     let c = buffer(dev, n, |_| 0);
     let args = Args::new().ptr(a).ptr(b).ptr(c).u32(n as u32);
-    dev.dispatch(
-        &p,
-        "vector_add",
-        [n as u32, 1, 1],
-        [256, 1, 1],
-        args.as_bytes(),
-    )
-    .unwrap_or_else(|f| panic!("{f}"))
+    timed(|| {
+        dev.dispatch(
+            &p,
+            "vector_add",
+            [n as u32, 1, 1],
+            [256, 1, 1],
+            args.as_bytes(),
+        )
+    })
 }
 
-fn matmul(dev: &Device) -> Stats {
+fn matmul(dev: &Device) -> (Stats, f64) {
     let p = load(dev, "matmul");
     let s = 256u32;
     let n = (s * s) as usize;
@@ -49,24 +50,24 @@ fn matmul(dev: &Device) -> Stats {
     let b = buffer(dev, n, |i| ((i % 5) as f32).to_bits());
     let c = buffer(dev, n, |_| 0);
     let args = Args::new().ptr(a).ptr(b).ptr(c).u32(s).u32(s).u32(s);
-    dev.dispatch(&p, "matmul_tiled", [s, s, 1], [16, 16, 1], args.as_bytes())
-        .unwrap_or_else(|f| panic!("{f}"))
+    timed(|| dev.dispatch(&p, "matmul_tiled", [s, s, 1], [16, 16, 1], args.as_bytes()))
 }
 
-fn reduce(dev: &Device) -> Stats {
+fn reduce(dev: &Device) -> (Stats, f64) {
     let p = load(dev, "reduce_sum");
     let n = 1 << 22;
     let input = buffer(dev, n, |i| i as u32);
     let out = buffer(dev, n / 256, |_| 0);
     let args = Args::new().ptr(input).ptr(out).u32(n as u32);
-    dev.dispatch(
-        &p,
-        "_Z10reduce_sumIjEvPKT_PS0_j",
-        [n as u32, 1, 1],
-        [256, 1, 1],
-        args.as_bytes(),
-    )
-    .unwrap_or_else(|f| panic!("{f}"))
+    timed(|| {
+        dev.dispatch(
+            &p,
+            "_Z10reduce_sumIjEvPKT_PS0_j",
+            [n as u32, 1, 1],
+            [256, 1, 1],
+            args.as_bytes(),
+        )
+    })
 }
 
 /// CPU time of this process (all threads) in seconds, from /proc/self/stat
@@ -83,6 +84,13 @@ fn cpu_seconds() -> f64 {
     (tick(11) + tick(12)) / 100.0
 }
 
+/// Runs a dispatch; returns its stats and the process CPU seconds it took.
+fn timed(run: impl FnOnce() -> Result<Stats, Box<inlay_vgpu::FaultReport>>) -> (Stats, f64) {
+    let cpu0 = cpu_seconds();
+    let s = run().unwrap_or_else(|f| panic!("{f}"));
+    (s, cpu_seconds() - cpu0)
+}
+
 fn main() {
     println!(
         "{:<12} {:>7} {:>14} {:>10} {:>8} {:>8} {:>10}",
@@ -91,14 +99,11 @@ fn main() {
     for threads in [1, 2] {
         let dev = Device::with_threads(threads);
         for (name, run) in [
-            ("vector_add", vector_add as fn(&Device) -> Stats),
+            ("vector_add", vector_add as fn(&Device) -> (Stats, f64)),
             ("matmul", matmul),
             ("reduce_sum", reduce),
         ] {
-            let cpu0 = cpu_seconds();
-            let s = run(&dev);
-            // Includes building the inputs, so it overstates the dispatch's CPU time.
-            let cpu = cpu_seconds() - cpu0;
+            let (s, cpu) = run(&dev);
             println!(
                 "{:<12} {:>7} {:>14} {:>10.1} {:>8.2} {:>8.0} {:>10.2}",
                 name,
