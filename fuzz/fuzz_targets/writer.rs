@@ -59,7 +59,12 @@ fn check_writer(co: &CodeObject<'_>) {
     let Ok(out) = b.write() else { return };
     let again = match CodeObject::parse(&out) {
         Ok(c) => c,
-        Err(e) => panic!("the writer's output does not parse: {e}"),
+        Err(e) => {
+            if let Some(path) = std::env::var_os("INLAY_FUZZ_DUMP") {
+                let _ = std::fs::write(path, &out);
+            }
+            panic!("the writer's output does not parse: {e}")
+        }
     };
     let names = |c: &CodeObject<'_>| c.kernels.iter().map(|k| k.name.to_string()).collect::<Vec<_>>();
     assert_eq!(names(&again), names(co), "kernels changed across an edit");
