@@ -262,6 +262,8 @@ ops! {
     // VOP3P / MAI
     VAccvgprReadB32 = "v_accvgpr_read_b32", VAccvgprWriteB32 = "v_accvgpr_write_b32",
     VAccvgprMovB32 = "v_accvgpr_mov_b32", VMfmaF32_32x32x2f32 = "v_mfma_f32_32x32x2f32",
+    VPkMovB32 = "v_pk_mov_b32", VPkAddF32 = "v_pk_add_f32", VPkMulF32 = "v_pk_mul_f32",
+    VPkFmaF32 = "v_pk_fma_f32",
     // DS (non-generic)
     DsBpermuteB32 = "ds_bpermute_b32", DsPermuteB32 = "ds_permute_b32", DsSwizzleB32 = "ds_swizzle_b32",
 }
@@ -389,6 +391,11 @@ pub struct Inst {
     pub neg: u8,
     pub clamp: bool,
     pub omod: u8,
+    /// VOP3P: which half of each source feeds the low / high result, and
+    /// the negation of the high half (`neg` negates the low half).
+    pub opsel: u8,
+    pub opsel_hi: u8,
+    pub neg_hi: u8,
     /// DPP control word (0 = no DPP): bits 0..9 ctrl, bit 9 bound_ctrl, 12..16 bank mask, 16..20 row mask.
     pub dpp: u32,
     pub ty: Ty,
@@ -425,6 +432,9 @@ impl Default for Inst {
             neg: 0,
             clamp: false,
             omod: 0,
+            opsel: 0,
+            opsel_hi: 0,
+            neg_hi: 0,
             dpp: 0,
             ty: Ty::U32,
             cond: Cond::F,
@@ -600,6 +610,11 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
                 src_of(w1 >> 9 & 0x1ff, 0),
                 src_of(w1 >> 18 & 0x1ff, 0),
             ];
+            p.opsel = (w0 >> 11 & 7) as u8;
+            p.opsel_hi = (w1 >> 27 & 3) as u8 | ((w0 >> 14 & 1) as u8) << 2;
+            p.neg = (w1 >> 29 & 7) as u8;
+            p.neg_hi = (w0 >> 8 & 7) as u8;
+            p.clamp = w0 >> 15 & 1 != 0;
             if name.starts_with("v_mfma") {
                 // acc_cd: C and D in AGPRs; src0/src1 acc bits in w1[27], w1[28].
                 p.acc = w0 >> 15 & 1 != 0;

@@ -456,6 +456,58 @@ impl Wave {
         }
     }
 
+    /// Packed f32 (gfx90a): each source is a register pair; the low result
+    /// takes from each source the half `opsel` picks, the high result the
+    /// half `opsel_hi` picks. `v_pk_mov_b32` takes its low half from src0 and
+    /// its high half from src1, each picked by `opsel`.
+    fn packed(&mut self, i: &Inst) {
+        let half = |w: &Wave, s: Src, l: usize, hi: bool| -> u32 {
+            match (s, hi) {
+                (Src::V(n), true) => w.v[n as usize + 1][l],
+                (Src::A(n), true) => w.a[n as usize + 1][l],
+                (Src::S(c), true) => w.s[c as usize + 1],
+                _ => w.rd(s, l),
+            }
+        };
+        let exec = self.exec();
+        let mut out = [0u64; 64];
+        for l in lanes(exec) {
+            let (lo, hi) = if i.op == Op::VPkMovB32 {
+                (
+                    half(self, i.src[0], l, i.opsel & 1 != 0),
+                    half(self, i.src[1], l, i.opsel & 2 != 0),
+                )
+            } else {
+                let pick = |k: usize, sel: u8, neg: u8| -> f32 {
+                    let v = half(self, i.src[k], l, sel >> k & 1 != 0);
+                    f32b(if neg >> k & 1 != 0 { v ^ SIGN32 } else { v })
+                };
+                let op = |a: f32, b: f32, c: f32| -> u32 {
+                    let r = match i.op {
+                        Op::VPkAddF32 => a + b,
+                        Op::VPkMulF32 => a * b,
+                        _ => a.mul_add(b, c),
+                    };
+                    Self::fout32(r, i)
+                };
+                (
+                    op(
+                        pick(0, i.opsel, i.neg),
+                        pick(1, i.opsel, i.neg),
+                        pick(2, i.opsel, i.neg),
+                    ),
+                    op(
+                        pick(0, i.opsel_hi, i.neg_hi),
+                        pick(1, i.opsel_hi, i.neg_hi),
+                        pick(2, i.opsel_hi, i.neg_hi),
+                    ),
+                )
+            };
+            out[l] = lo as u64 | (hi as u64) << 32;
+        }
+        self.write64(i.dst, exec, &out);
+    }
+
     pub(crate) fn valu(&mut self, i: &Inst) -> Result<(), Exception> {
         use Op::*;
         match i.op {
@@ -714,6 +766,7 @@ impl Wave {
                 }
             }
             VMfmaF32_32x32x2f32 => self.mfma_32x32x2f32(i),
+            VPkMovB32 | VPkAddF32 | VPkMulF32 | VPkFmaF32 => self.packed(i),
             _ => return Err(Exception::new(FaultKind::Unimplemented)),
         }
         Ok(())

@@ -492,3 +492,31 @@ fn half_conversion_opcodes() {
         |_| 0x3c00 | f32b(-2.5) << 32,
     );
 }
+
+#[test]
+fn packed_f32() {
+    let dev = Device::new();
+    // v[4:5] = (l, 100 + l), v[6:7] = (2l, 0.5) as floats.
+    let setup = "v_cvt_f32_u32 v4, v0\n\
+                 v_add_u32 v5, 100, v0\n\
+                 v_cvt_f32_u32 v5, v5\n\
+                 v_add_f32 v6, v4, v4\n\
+                 v_mov_b32 v7, 0.5\n";
+    let f = |x: f32| x.to_bits() as u64;
+    // A 64-bit move, and a swap of halves across two sources.
+    check(&dev, &format!("{setup}v_pk_mov_b32 v[8:9], v[4:5], v[4:5] op_sel:[0,1]\nv_mov_b32 v1, v8\nv_mov_b32 v2, v9"), |l| f(l as f32) | f(100.0 + l as f32) << 32);
+    check(&dev, &format!("{setup}v_pk_mov_b32 v[8:9], v[4:5], v[6:7] op_sel:[1,0]\nv_mov_b32 v1, v8\nv_mov_b32 v2, v9"), |l| f(100.0 + l as f32) | f(2.0 * l as f32) << 32);
+    // Lane-wise add of the pairs: (l + 2l, 100 + l + 0.5).
+    check(
+        &dev,
+        &format!("{setup}v_pk_add_f32 v[8:9], v[4:5], v[6:7]\nv_mov_b32 v1, v8\nv_mov_b32 v2, v9"),
+        |l| f(3.0 * l as f32) | f(100.5 + l as f32) << 32,
+    );
+    // fma with selection and negation: lo = -(v5)·v6 + v6 ... per op_sel:
+    // lo: src0 hi half (100+l) negated, src1 lo (2l), src2 lo (2l);
+    // hi: src0 lo (l), src1 hi (0.5) negated, src2 hi (0.5).
+    check(&dev, &format!("{setup}v_pk_fma_f32 v[8:9], v[4:5], v[6:7], v[6:7] op_sel:[1,0,0] op_sel_hi:[0,1,1] neg_lo:[1,0,0] neg_hi:[0,1,0]\nv_mov_b32 v1, v8\nv_mov_b32 v2, v9"), |l| {
+        let lf = l as f32;
+        f((-(100.0 + lf)).mul_add(2.0 * lf, 2.0 * lf)) | f(lf.mul_add(-0.5, 0.5)) << 32
+    });
+}
