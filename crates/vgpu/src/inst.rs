@@ -405,6 +405,9 @@ pub struct Inst {
     /// Atomic returns the old value (glc) / 64-bit atomic.
     pub ret: bool,
     pub wide: bool,
+    /// SDWA dword with [`SDWA_PRESENT`] set (0 = no SDWA): operand and
+    /// destination sub-dword selects.
+    pub sdwa: u32,
     /// SMEM: dwords loaded.
     pub count: u8,
     /// MUBUF: offen / idxen.
@@ -442,6 +445,7 @@ impl Default for Inst {
             atomic: Atomic::Add,
             ret: false,
             wide: false,
+            sdwa: 0,
             count: 0,
             offen: false,
             idxen: false,
@@ -555,12 +559,14 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
         | Encoding::Vopc
         | Encoding::Vop1Dpp
         | Encoding::Vop2Dpp
-        | Encoding::VopcDpp => {
+        | Encoding::VopcDpp
+        | Encoding::Vop1Sdwa
+        | Encoding::Vop2Sdwa => {
             p.dst = f(Field::Vdst) as u16;
             p.src[0] = src_of(f(Field::Src0), w1);
             p.src[1] = src_of(f(Field::Vsrc1), 0);
             match i.encoding() {
-                Encoding::Vop2 | Encoding::Vop2Dpp => {
+                Encoding::Vop2 | Encoding::Vop2Dpp | Encoding::Vop2Sdwa => {
                     // VOP2 carry-in reads vcc; fmac/mac accumulate into vdst.
                     p.src[2] = match p.op {
                         Op::VAddcCoU32 | Op::VSubbCoU32 | Op::VSubbrevCoU32 | Op::VCndmaskB32 => {
@@ -583,6 +589,14 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
                     | 1 << 31;
                 p.neg = (w1 >> 20 & 1) as u8 | ((w1 >> 22 & 1) as u8) << 1;
                 p.abs = (w1 >> 21 & 1) as u8 | ((w1 >> 23 & 1) as u8) << 1;
+            }
+            if i.encoding().is_sdwa() {
+                p.src[0] = src_of(f(Field::Src0), 0);
+                p.sdwa = w1 | SDWA_PRESENT;
+                p.neg = (w1 >> 20 & 1) as u8 | ((w1 >> 28 & 1) as u8) << 1;
+                p.abs = (w1 >> 21 & 1) as u8 | ((w1 >> 29 & 1) as u8) << 1;
+                p.clamp = w1 >> 13 & 1 != 0;
+                p.omod = (w1 >> 14 & 3) as u8;
             }
         }
         Encoding::Vop3 => {
@@ -724,7 +738,56 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
     if matches!(i.encoding(), Encoding::Vop1) && w0 & 0x1ff == 255 {
         p.src[0] = Src::Lit(w1);
     }
+    // DPP and SDWA forms the executor does not model fault instead of
+    // running without their lane or sub-dword selection.
+    let dpp_ok = i.encoding() != Encoding::VopcDpp && !no_dpp(p.op);
+    let sdwa_ok = i.encoding() != Encoding::VopcSdwa && !no_dpp(p.op) && !no_sdwa(p.op);
+    if (i.encoding().is_dpp() && !dpp_ok) || (i.encoding().is_sdwa() && !sdwa_ok) {
+        p.op = Op::Unimplemented;
+    }
     p
+}
+
+/// Marks `Inst::sdwa` as present (the SDWA dword itself may be 0).
+pub const SDWA_PRESENT: u32 = 1 << 22;
+
+/// VOP1/VOP2 ops whose executor does not read src0 through DPP.
+fn no_dpp(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        VReadfirstlaneB32
+            | VCvtF64F32
+            | VCvtF64I32
+            | VCvtF64U32
+            | VCvtF32F64
+            | VCvtI32F64
+            | VCvtU32F64
+            | VRcpF64
+            | VRsqF64
+            | VSqrtF64
+            | VCvtU32F32
+            | VCvtI32F32
+            | VLdexpF32
+            | VFmacF64
+            | VMbcntLoU32B32
+            | VMbcntHiU32B32
+    )
+}
+
+/// Ops with DPP support but no SDWA support (carries, cndmask).
+fn no_sdwa(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        VAddCoU32
+            | VSubCoU32
+            | VSubrevCoU32
+            | VAddcCoU32
+            | VSubbCoU32
+            | VSubbrevCoU32
+            | VCndmaskB32
+    )
 }
 
 fn ds_kind(name: &str, p: &mut Inst) {

@@ -29,6 +29,50 @@ pub fn ldexp(mut x: f64, e: i32) -> f64 {
     x * f64::from_bits(((e + 1023) as u64) << 52)
 }
 
+/// SDWA operand select: byte 0..3 (sel 0..3), word 0..1 (4, 5) or the
+/// whole dword (6), zero- or (`sext`) sign-extended.
+fn sdwa_sel(v: u32, sel: u32, sext: u32) -> u32 {
+    let (shift, bits) = match sel {
+        0..=3 => (8 * sel, 8),
+        4 | 5 => (16 * (sel - 4), 16),
+        _ => return v,
+    };
+    let field = (v >> shift) & ((1 << bits) - 1);
+    if sext != 0 {
+        (((field << (32 - bits)) as i32) >> (32 - bits)) as u32
+    } else {
+        field
+    }
+}
+
+/// SDWA destination: the result's low bits go to the selected byte/word;
+/// the other bits are zero (dst_unused 0), the field's sign (1) or the old
+/// value (2).
+fn sdwa_dst(old: u32, r: u32, sdwa: u32) -> u32 {
+    let (sel, unused) = (sdwa >> 8 & 7, sdwa >> 11 & 3);
+    let (shift, bits) = match sel {
+        0..=3 => (8 * sel, 8),
+        4 | 5 => (16 * (sel - 4), 16),
+        _ => return r,
+    };
+    let mask = ((1u32 << bits) - 1) << shift;
+    let placed = (r << shift) & mask;
+    match unused {
+        1 => {
+            // Sign-extend the field into the bits above it.
+            let sign = placed >> (shift + bits - 1) & 1;
+            let above = if sign != 0 && shift + bits < 32 {
+                u32::MAX << (shift + bits)
+            } else {
+                0
+            };
+            placed | above
+        }
+        2 => (old & !mask) | placed,
+        _ => placed,
+    }
+}
+
 /// A denormal f32 becomes a zero of the same sign.
 fn flush32(v: u32) -> u32 {
     if v & 0x7f80_0000 == 0 {
@@ -239,15 +283,33 @@ impl Wave {
         r.to_bits()
     }
 
-    /// 32-bit in, 32-bit out, lane by lane (DPP-aware).
+    /// 32-bit in, 32-bit out, lane by lane (DPP- and SDWA-aware).
     fn map32(&mut self, i: &Inst, f: impl Fn(u32, u32, u32) -> u32) {
-        let (x, write) = self.src0_col(i);
-        let (y, z) = (self.col(i.src[1]), self.col(i.src[2]));
-        let d = &mut self.v[i.dst as usize];
+        let (x, y, z, write) = self.sources32(i);
         let exec = (self.s[EXEC] as u64 | (self.s[EXEC + 1] as u64) << 32) & write;
+        let d = &mut self.v[i.dst as usize];
         for l in lanes(exec) {
-            d[l] = f(x[l], y[l], z[l]);
+            let r = f(x[l], y[l], z[l]);
+            d[l] = if i.sdwa != 0 {
+                sdwa_dst(d[l], r, i.sdwa)
+            } else {
+                r
+            };
         }
+    }
+
+    /// The three 32-bit source columns, src0 through DPP and src0/src1
+    /// through SDWA selects, and the lanes DPP lets the result be written to.
+    fn sources32(&self, i: &Inst) -> ([u32; 64], [u32; 64], [u32; 64], u64) {
+        let (mut x, write) = self.src0_col(i);
+        let mut y = self.col(i.src[1]);
+        if i.sdwa != 0 {
+            x.iter_mut()
+                .for_each(|v| *v = sdwa_sel(*v, i.sdwa >> 16 & 7, i.sdwa >> 19 & 1));
+            y.iter_mut()
+                .for_each(|v| *v = sdwa_sel(*v, i.sdwa >> 24 & 7, i.sdwa >> 27 & 1));
+        }
+        (x, y, self.col(i.src[2]), write)
     }
 
     /// Src0 in every lane (through DPP if the instruction has it) and the
@@ -271,13 +333,13 @@ impl Wave {
     /// f32 operation with input/output modifiers and MODE's denormal control
     /// (FP_DENORM bit 0: keep input denormals, bit 1: keep output denormals).
     fn mapf32(&mut self, i: &Inst, f: impl Fn(f32, f32, f32) -> f32) {
-        let (x, write) = self.src0_col(i);
+        let (x, y, z, write) = self.sources32(i);
         let x = self.fcol32(x, i, 0);
-        let y = self.fcol32(self.col(i.src[1]), i, 1);
-        let z = self.fcol32(self.col(i.src[2]), i, 2);
+        let y = self.fcol32(y, i, 1);
+        let z = self.fcol32(z, i, 2);
         let exec = self.exec() & write;
         let denorm = self.hwreg[1] >> 4 & 3;
-        let plain = !i.clamp && i.omod == 0 && denorm == 3;
+        let plain = !i.clamp && i.omod == 0 && denorm == 3 && i.sdwa == 0;
         let d = &mut self.v[i.dst as usize];
         for l in lanes(exec) {
             if plain {
@@ -287,7 +349,12 @@ impl Wave {
             let fin = |v: u32| if denorm & 1 == 0 { flush32(v) } else { v };
             let r = f(f32b(fin(x[l])), f32b(fin(y[l])), f32b(fin(z[l])));
             let r = Self::fout32(r, i);
-            d[l] = if denorm & 2 == 0 { flush32(r) } else { r };
+            let r = if denorm & 2 == 0 { flush32(r) } else { r };
+            d[l] = if i.sdwa != 0 {
+                sdwa_dst(d[l], r, i.sdwa)
+            } else {
+                r
+            };
         }
     }
 

@@ -520,3 +520,25 @@ fn packed_f32() {
         f((-(100.0 + lf)).mul_add(2.0 * lf, 2.0 * lf)) | f(lf.mul_add(-0.5, 0.5)) << 32
     });
 }
+
+#[test]
+fn sdwa() {
+    let dev = Device::new();
+    // v3 = 0x80 + lane in byte 1, 0x7f in byte 0; v4 = 0x1234_0000 + lane.
+    let setup = "v_lshlrev_b32 v3, 8, v0\n\
+                 v_add_u32 v3, 0x807f, v3\n\
+                 v_add_u32 v4, 0x12340000, v0\n\
+                 v_mov_b32 v1, 0xaaaaaaaa\n";
+    // Byte 1 of v3 (0x80 + l) sign-extended plus word 1 of v4 (0x1234),
+    // written to word 0 of v1 with the upper word preserved.
+    check(&dev, &format!("{setup}v_add_u32_sdwa v1, v3, v4 dst_sel:WORD_0 dst_unused:UNUSED_PRESERVE src0_sel:BYTE_1 src1_sel:WORD_1\nv_mov_b32 v2, 0"), |l| {
+        let b = (0x80 + l) as u8 as u32 as u64; // zero-extended: no sext modifier
+        0xaaaa_0000 | ((b + 0x1234) & 0xffff)
+    });
+    check(&dev, &format!("{setup}v_add_u32_sdwa v1, sext(v3), v4 dst_sel:BYTE_0 dst_unused:UNUSED_SEXT src0_sel:BYTE_1 src1_sel:BYTE_0\nv_mov_b32 v2, 0"), |l| {
+        let b = (0x80 + l) as u8 as i8 as i32; // sign-extended
+        let r = (b + l as i32) as u32 & 0xff;
+        (r as i8 as i32 as u32) as u64
+    });
+    check(&dev, &format!("{setup}v_mov_b32_sdwa v1, v4 dst_sel:BYTE_2 dst_unused:UNUSED_PAD src0_sel:BYTE_0\nv_mov_b32 v2, 0"), |l| l << 16);
+}
