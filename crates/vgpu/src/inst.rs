@@ -745,6 +745,35 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
     if (i.encoding().is_dpp() && !dpp_ok) || (i.encoding().is_sdwa() && !sdwa_ok) {
         p.op = Op::Unimplemented;
     }
+    // Likewise for modifiers with effects not modelled yet: integer clamp
+    // (saturation), loads into LDS, GDS.
+    let int_clamp = i.encoding() == Encoding::Vop3
+        && p.clamp
+        && matches!(
+            p.op,
+            Op::VAddU32
+                | Op::VSubU32
+                | Op::VSubrevU32
+                | Op::VAddCoU32
+                | Op::VSubCoU32
+                | Op::VSubrevCoU32
+                | Op::VAddcCoU32
+                | Op::VSubbCoU32
+                | Op::VSubbrevCoU32
+                | Op::VAdd3U32
+                | Op::VMadU64U32
+                | Op::VMadI64I32
+                | Op::VMadU32U24
+        );
+    let to_lds = match i.encoding() {
+        Encoding::Mubuf => w0 >> 16 & 1 != 0,
+        Encoding::Flat | Encoding::Global | Encoding::Scratch => w0 >> 13 & 1 != 0,
+        Encoding::Ds => w0 >> 16 & 1 != 0, // gds
+        _ => false,
+    };
+    if int_clamp || to_lds {
+        p.op = Op::Unimplemented;
+    }
     p
 }
 
