@@ -192,3 +192,32 @@ fn refused_launches() {
         .expect_err("too big");
     assert!(matches!(big.kind, FaultKind::Launch(_)));
 }
+
+#[test]
+fn lds_access_outside_the_workgroup_allocation() {
+    let dev = Device::new();
+    // ds_read_b32 v1, v0 offset:8; s_waitcnt lgkmcnt(0); s_endpgm — in a
+    // kernel whose descriptor asks for no LDS at all.
+    let p = dev
+        .load(&patched_vector_add(&[
+            0xd86c_0008,
+            0x0100_0000,
+            0xbf8c_c07f,
+            0xbf81_0000,
+        ]))
+        .expect("load");
+    let f = dev
+        .dispatch(&p, "vector_add", [64, 1, 1], [64, 1, 1], &[0; 32])
+        .expect_err("must fault");
+    assert_eq!(f.instruction, "ds_read_b32 v1, v0 offset:8");
+    // Lane 0 (v0 = 0) reads bytes 8..12 of a 0-byte LDS.
+    assert_eq!(
+        f.kind,
+        FaultKind::Lds {
+            offset: 8,
+            len: 4,
+            size: 0
+        }
+    );
+    assert_eq!(f.address, Some(8));
+}
