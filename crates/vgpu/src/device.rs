@@ -2,7 +2,7 @@
 //! host threads, with native statistics and fault reports.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -297,8 +297,10 @@ impl Device {
         ];
         let total = counts[0] as u64 * counts[1] as u64 * counts[2] as u64;
         let n_insts = launch.program.insts.len();
-        let abort = AtomicBool::new(false);
-        // The fault of the lowest-numbered workgroup that faulted wins.
+        // Workgroups after the lowest-numbered one that faulted are skipped;
+        // those before it still run, so the report is always that of the
+        // lowest-numbered faulting workgroup, whatever the thread schedule.
+        let stop_after = AtomicU64::new(u64::MAX);
         let first_fault: Mutex<Option<(u64, [u32; 3], WaveFault)>> = Mutex::new(None);
         let per_pc = self.pool.install(|| {
             (0..total)
@@ -306,7 +308,7 @@ impl Device {
                 .fold(
                     || (vec![0u64; n_insts], Vec::new(), Vec::new()),
                     |(mut pcs, mut lds, mut waves), n| {
-                        if abort.load(Ordering::Relaxed) {
+                        if n > stop_after.load(Ordering::Relaxed) {
                             return (pcs, lds, waves);
                         }
                         let wg = [
@@ -315,7 +317,7 @@ impl Device {
                             (n / (counts[0] as u64 * counts[1] as u64)) as u32,
                         ];
                         if let Err(f) = launch.run(wg, &mut lds, &mut waves, &mut pcs) {
-                            abort.store(true, Ordering::Relaxed);
+                            stop_after.fetch_min(n, Ordering::Relaxed);
                             let mut slot = first_fault.lock().unwrap_or_else(|e| e.into_inner());
                             if slot.as_ref().is_none_or(|(m, _, _)| n < *m) {
                                 *slot = Some((n, wg, f));

@@ -116,3 +116,38 @@ fn one_thread_and_all_threads_agree() {
         assert_eq!(counts(a), counts(b));
     }
 }
+
+#[test]
+fn the_lowest_faulting_workgroup_is_reported_on_any_thread_count() {
+    // c is too short from item 3000 on: workgroups 11.. (of 256 items) all
+    // fault; the report must name the same first one every time.
+    for threads in [1, 4] {
+        let dev = Device::with_threads(threads);
+        let p = load(&dev, 5, "vector_add");
+        let n = 8192u32;
+        let a = upload_f32(&dev, &vec![1.0; n as usize]);
+        let c = upload_f32(&dev, &vec![0.0; 3000]);
+        let args = Args::new().ptr(a).ptr(a).ptr(c).u32(n);
+        let f = dev
+            .dispatch(&p, "vector_add", [n, 1, 1], [256, 1, 1], args.as_bytes())
+            .expect_err("must fault");
+        let addr = f.address.expect("address");
+        let item = (addr - c) / 4;
+        assert_eq!(
+            f.workgroup,
+            [(item / 256) as u32, 0, 0],
+            "{threads} threads"
+        );
+        // Nothing before item 3000 faults (where after it depends on what
+        // the host allocator placed behind the buffer).
+        assert!(item >= 3000, "{f}");
+        // Run again: the same workgroup is reported.
+        let g = dev
+            .dispatch(&p, "vector_add", [n, 1, 1], [256, 1, 1], args.as_bytes())
+            .expect_err("must fault");
+        assert_eq!(
+            (g.workgroup, g.wave, g.address),
+            (f.workgroup, f.wave, f.address)
+        );
+    }
+}
