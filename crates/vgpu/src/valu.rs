@@ -285,6 +285,24 @@ impl Wave {
 
     /// 32-bit in, 32-bit out, lane by lane (DPP- and SDWA-aware).
     fn map32(&mut self, i: &Inst, f: impl Fn(u32, u32, u32) -> u32) {
+        if i.dpp == 0 && i.sdwa == 0 {
+            // The common case: read the sources in place, no column copies.
+            let exec = self.exec();
+            let mut out = [0u32; 64];
+            let (x, y, z) = (
+                self.opnd(i.src[0]),
+                self.opnd(i.src[1]),
+                self.opnd(i.src[2]),
+            );
+            for l in lanes(exec) {
+                out[l] = f(x.get(l), y.get(l), z.get(l));
+            }
+            let d = &mut self.v[i.dst as usize];
+            for l in lanes(exec) {
+                d[l] = out[l];
+            }
+            return;
+        }
         let (x, y, z, write) = self.sources32(i);
         let exec = (self.s[EXEC] as u64 | (self.s[EXEC + 1] as u64) << 32) & write;
         let d = &mut self.v[i.dst as usize];
@@ -333,6 +351,30 @@ impl Wave {
     /// f32 operation with input/output modifiers and MODE's denormal control
     /// (FP_DENORM bit 0: keep input denormals, bit 1: keep output denormals).
     fn mapf32(&mut self, i: &Inst, f: impl Fn(f32, f32, f32) -> f32) {
+        let denorm = self.hwreg[1] >> 4 & 3;
+        if i.dpp == 0
+            && i.sdwa == 0
+            && (i.abs | i.neg) == 0
+            && !i.clamp
+            && i.omod == 0
+            && denorm == 3
+        {
+            let exec = self.exec();
+            let mut out = [0u32; 64];
+            let (x, y, z) = (
+                self.opnd(i.src[0]),
+                self.opnd(i.src[1]),
+                self.opnd(i.src[2]),
+            );
+            for l in lanes(exec) {
+                out[l] = f(f32b(x.get(l)), f32b(y.get(l)), f32b(z.get(l))).to_bits();
+            }
+            let d = &mut self.v[i.dst as usize];
+            for l in lanes(exec) {
+                d[l] = out[l];
+            }
+            return;
+        }
         let (x, y, z, write) = self.sources32(i);
         let x = self.fcol32(x, i, 0);
         let y = self.fcol32(y, i, 1);
@@ -407,6 +449,23 @@ impl Wave {
         } else {
             0
         };
+        if i.dpp == 0 {
+            let exec = self.exec();
+            let (x, y) = (self.opnd(i.src[0]), self.opnd(i.src[1]));
+            let mut out = [0u32; 64];
+            let mut cout = 0u64;
+            for l in lanes(exec) {
+                let (r, c) = f(x.get(l), y.get(l), (mask >> l & 1) as u32);
+                out[l] = r;
+                cout |= (c as u64) << l;
+            }
+            let d = &mut self.v[i.dst as usize];
+            for l in lanes(exec) {
+                d[l] = out[l];
+            }
+            self.sw64(i.sdst as u16, cout);
+            return;
+        }
         let (x, write) = self.src0_col(i);
         let y = self.col(i.src[1]);
         let exec = self.exec() & write;
@@ -448,7 +507,7 @@ impl Wave {
                 }
             }
             _ => {
-                let (x, y) = (self.col(i.src[0]), self.col(i.src[1]));
+                let (x, y) = (self.opnd(i.src[0]), self.opnd(i.src[1]));
                 // Map each integer type onto one total order.
                 let key = |v: u32| -> i64 {
                     match i.ty {
@@ -459,7 +518,7 @@ impl Wave {
                     }
                 };
                 for l in lanes(exec) {
-                    let bit = ord_bit(key(x[l]).cmp(&key(y[l])));
+                    let bit = ord_bit(key(x.get(l)).cmp(&key(y.get(l))));
                     m |= ((want & bit != 0) as u64) << l;
                 }
             }

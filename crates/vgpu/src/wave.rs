@@ -56,6 +56,23 @@ pub struct Wave {
     pub hwreg: [u32; 8],
 }
 
+/// A 32-bit source as the lane loops see it (see [`Wave::opnd`]).
+#[derive(Clone, Copy)]
+pub enum Opnd<'a> {
+    Col(&'a [u32; 64]),
+    Scalar(u32),
+}
+
+impl Opnd<'_> {
+    #[inline(always)]
+    pub fn get(&self, lane: usize) -> u32 {
+        match self {
+            Opnd::Col(c) => c[lane],
+            Opnd::Scalar(v) => *v,
+        }
+    }
+}
+
 /// Iterates the set bits of a mask (active lanes).
 #[inline]
 pub fn lanes(mut m: u64) -> impl Iterator<Item = usize> {
@@ -193,6 +210,16 @@ impl Wave {
             Src::V(n) => self.v[n as usize],
             Src::A(n) => self.a[n as usize],
             _ => [self.rd(s, 0); 64],
+        }
+    }
+
+    /// A source without copying: a register column, or one scalar value.
+    #[inline]
+    pub fn opnd(&self, s: Src) -> Opnd<'_> {
+        match s {
+            Src::V(n) => Opnd::Col(&self.v[n as usize]),
+            Src::A(n) => Opnd::Col(&self.a[n as usize]),
+            _ => Opnd::Scalar(self.rd(s, 0)),
         }
     }
 
