@@ -6,6 +6,20 @@
 //! once ([`program`]), dispatched as a grid of workgroups ([`device`]) whose
 //! waves of 64 lanes ([`wave`], [`valu`], [`vmem`]) run on host threads;
 //! a faulting kernel ends its dispatch with a [`fault::FaultReport`].
+//!
+//! ```
+//! use inlay_vgpu::{kernarg::Args, Device};
+//! let dev = Device::new();
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/gfx90a/v5/vector_add.hsaco");
+//! let program = dev.load(&std::fs::read(path).unwrap()).unwrap();
+//! let a = dev.upload_u32(&[1.0f32.to_bits(); 100]).unwrap();
+//! let c = dev.upload_u32(&[0; 100]).unwrap();
+//! let args = Args::new().ptr(a).ptr(a).ptr(c).u32(100);
+//! // 100 work-items in workgroups of 64: the second workgroup is partial.
+//! let stats = dev.dispatch(&program, "vector_add", [100, 1, 1], [64, 1, 1], args.as_bytes()).unwrap();
+//! assert_eq!(dev.download_u32(c, 100).unwrap(), vec![2.0f32.to_bits(); 100]);
+//! assert_eq!(stats.waves, 2);
+//! ```
 
 pub mod memory;
 
