@@ -542,3 +542,81 @@ fn sdwa() {
     });
     check(&dev, &format!("{setup}v_mov_b32_sdwa v1, v4 dst_sel:BYTE_2 dst_unused:UNUSED_PAD src0_sel:BYTE_0\nv_mov_b32 v2, 0"), |l| l << 16);
 }
+
+/// Initial state of a 3-D dispatch: with the descriptor patched to enable
+/// workgroup IDs y and z and work-item IDs up to z, each lane stores its
+/// packed work-item ID (v0 = x | y << 10 | z << 20 on gfx90a) and the
+/// workgroup IDs from s6, s7, s8 at out[64 · linear workgroup + lane].
+#[test]
+fn three_dimensional_initial_state() {
+    let dev = Device::new();
+    let src = "s_load_dwordx2 s[40:41], s[4:5], 0x0\n\
+               v_mbcnt_lo_u32_b32 v10, -1, 0\n\
+               v_mbcnt_hi_u32_b32 v10, -1, v10\n\
+               s_mul_i32 s12, s7, 2\n\
+               s_add_u32 s12, s12, s6\n\
+               s_mul_i32 s13, s8, 6\n\
+               s_add_u32 s12, s12, s13\n\
+               s_lshl_b32 s12, s12, 6\n\
+               v_add_u32 v10, s12, v10\n\
+               v_lshlrev_b32 v10, 3, v10\n\
+               v_mov_b32 v12, v0\n\
+               s_lshl_b32 s13, s7, 8\n\
+               s_or_b32 s13, s13, s6\n\
+               s_lshl_b32 s14, s8, 16\n\
+               s_or_b32 s13, s13, s14\n\
+               v_mov_b32 v13, s13\n\
+               s_waitcnt lgkmcnt(0)\n\
+               global_store_dwordx2 v10, v[12:13], s[40:41]\n\
+               s_endpgm\n";
+    let Some(code) = assemble(src) else {
+        return;
+    };
+    let mut bytes = fixture(5, "vector_add");
+    let co = CodeObject::parse(&bytes).expect("parse");
+    let text = co.section(".text").expect(".text");
+    let k = co.kernel("vector_add").expect("kernel");
+    let off = (k.entry_address.expect("entry") - text.addr + text.offset) as usize;
+    let kd = k.descriptor_file_offset as usize;
+    drop(co);
+    bytes[off..off + code.len()].copy_from_slice(&code);
+    // rsrc2 (descriptor byte 52): workgroup ID y, z (bits 8, 9); work-item IDs x, y, z (bits 11-12 = 2).
+    let mut rsrc2 = u32::from_le_bytes(bytes[kd + 52..kd + 56].try_into().expect("4"));
+    rsrc2 |= 1 << 8 | 1 << 9;
+    rsrc2 = (rsrc2 & !(3 << 11)) | 2 << 11;
+    bytes[kd + 52..kd + 56].copy_from_slice(&rsrc2.to_le_bytes());
+    let p = dev.load(&bytes).expect("load");
+    // Workgroups of 4×4×4 = one wave; a 2×3×2 grid of them, the last in
+    // each dimension partial: grid 7×10×5.
+    let (grid, wg) = ([7u32, 10, 5], [4u32, 4, 4]);
+    let out = dev.upload(&vec![0xffu8; 12 * 64 * 8]).expect("alloc");
+    dev.dispatch(&p, "vector_add", grid, wg, Args::new().ptr(out).as_bytes())
+        .unwrap_or_else(|f| panic!("{f}"));
+    let got = dev.download_u64(out, 12 * 64).expect("read");
+    for (gz, gy, gx) in
+        (0..2).flat_map(|z| (0..3).flat_map(move |y| (0..2).map(move |x| (z, y, x))))
+    {
+        let size = [
+            (grid[0] - gx * 4).min(4),
+            (grid[1] - gy * 4).min(4),
+            (grid[2] - gz * 4).min(4),
+        ];
+        let n = size[0] * size[1] * size[2];
+        let base = 64 * (gx + 2 * gy + 6 * gz) as usize;
+        for lane in 0..64u32 {
+            let v = got[base + lane as usize];
+            if lane >= n {
+                assert_eq!(v, u64::MAX, "lane {lane} of ({gx},{gy},{gz}) must not run");
+                continue;
+            }
+            // Work-items are numbered x fastest within the (partial) workgroup.
+            let (x, y, z) = (
+                lane % size[0],
+                lane / size[0] % size[1],
+                lane / (size[0] * size[1]),
+            );
+            let want = (x | y << 10 | z << 20) as u64 | ((gx | gy << 8 | gz << 16) as u64) << 32;
+            assert_eq!(v, want, "lane {lane} of workgroup ({gx},{gy},{gz})");
+        }
+    }
+}
