@@ -259,6 +259,9 @@ ops! {
     VMbcntLoU32B32 = "v_mbcnt_lo_u32_b32", VMbcntHiU32B32 = "v_mbcnt_hi_u32_b32", VBcntU32B32 = "v_bcnt_u32_b32",
     VMin3I32 = "v_min3_i32", VMin3U32 = "v_min3_u32", VMax3I32 = "v_max3_i32", VMax3U32 = "v_max3_u32",
     VMin3F32 = "v_min3_f32", VMax3F32 = "v_max3_f32", VMadU32U24 = "v_mad_u32_u24",
+    VDivScaleF32 = "v_div_scale_f32", VDivScaleF64 = "v_div_scale_f64",
+    VDivFmasF32 = "v_div_fmas_f32", VDivFmasF64 = "v_div_fmas_f64",
+    VDivFixupF32 = "v_div_fixup_f32", VDivFixupF64 = "v_div_fixup_f64",
     // VOP3P / MAI
     VAccvgprReadB32 = "v_accvgpr_read_b32", VAccvgprWriteB32 = "v_accvgpr_write_b32",
     VAccvgprMovB32 = "v_accvgpr_mov_b32", VMfmaF32_32x32x2f32 = "v_mfma_f32_32x32x2f32",

@@ -73,6 +73,27 @@ fn sdwa_dst(old: u32, r: u32, sdwa: u32) -> u32 {
     }
 }
 
+/// `v_div_fixup` (quotient, denominator, numerator): the IEEE result for
+/// NaN, zero and infinite operands; otherwise the quotient with the sign of
+/// numerator × denominator.
+fn div_fixup(q: f64, d: f64, n: f64) -> f64 {
+    let neg = d.is_sign_negative() != n.is_sign_negative();
+    let signed = |v: f64| if neg { -v } else { v };
+    if n.is_nan() {
+        n
+    } else if d.is_nan() {
+        d
+    } else if (d == 0.0 && n == 0.0) || (d.is_infinite() && n.is_infinite()) {
+        f64::NAN
+    } else if d == 0.0 || n.is_infinite() {
+        signed(f64::INFINITY)
+    } else if d.is_infinite() || n == 0.0 {
+        signed(0.0)
+    } else {
+        signed(q.abs())
+    }
+}
+
 /// A denormal f32 becomes a zero of the same sign.
 fn flush32(v: u32) -> u32 {
     if v & 0x7f80_0000 == 0 {
@@ -634,6 +655,70 @@ impl Wave {
         self.write64(i.dst, exec, &out);
     }
 
+    /// `v_div_scale`: the first step of clang's correctly rounded division
+    /// (src0 = the value to scale, src1 = denominator, src2 = numerator).
+    /// Operands in the normal range need no scaling: the result is src0 and
+    /// VCC is clear; a zero numerator or denominator gives NaN (the fixup
+    /// step then produces the IEEE result). Ranges that need the 2^±64
+    /// (2^±128 for f64) rescaling are not modelled yet and fault.
+    fn div_scale(&mut self, i: &Inst) -> Result<(), Exception> {
+        let wide = i.op == Op::VDivScaleF64;
+        let exec = self.exec();
+        let mut out = [0u64; 64];
+        for l in lanes(exec) {
+            let (s0, den, num) = if wide {
+                (
+                    self.rd64(i.src[0], l, true),
+                    f64b(self.rd64(i.src[1], l, true)),
+                    f64b(self.rd64(i.src[2], l, true)),
+                )
+            } else {
+                let g = |k: usize| self.fin32(self.rd(i.src[k], l), i, k as u32);
+                (g(0) as u64, f32b(g(1)) as f64, f32b(g(2)) as f64)
+            };
+            out[l] = if num == 0.0 || den == 0.0 {
+                if wide {
+                    f64::NAN.to_bits()
+                } else {
+                    f32::NAN.to_bits() as u64
+                }
+            } else if !den.is_finite() || !num.is_finite() {
+                s0
+            } else {
+                // Unbiased exponents of the operands as stored.
+                let (e_den, e_num, lo, hi, tiny) = if wide {
+                    let e = |x: f64| ((x.to_bits() >> 52) & 0x7ff) as i32;
+                    (e(den), e(num), 0, 2045, 53)
+                } else {
+                    let e = |x: f64| (((x as f32).to_bits() >> 23) & 0xff) as i32;
+                    (e(den), e(num), 0, 253, 23)
+                };
+                let span = if wide { 768 } else { 96 };
+                let min_q = if wide { -1022 } else { -126 };
+                let needs_scaling = e_den == lo
+                    || e_num == lo
+                    || e_num - e_den >= span
+                    || e_num - e_den <= min_q
+                    || e_den >= hi
+                    || e_num <= tiny;
+                if needs_scaling {
+                    return Err(Exception::new(FaultKind::Unimplemented));
+                }
+                s0
+            };
+        }
+        if wide {
+            self.write64(i.dst, exec, &out);
+        } else {
+            let d = &mut self.v[i.dst as usize];
+            for l in lanes(exec) {
+                d[l] = out[l] as u32;
+            }
+        }
+        self.sw64(i.sdst as u16, 0);
+        Ok(())
+    }
+
     pub(crate) fn valu(&mut self, i: &Inst) -> Result<(), Exception> {
         use Op::*;
         match i.op {
@@ -892,6 +977,22 @@ impl Wave {
                 }
             }
             VMfmaF32_32x32x2f32 => self.mfma_32x32x2f32(i),
+            VDivScaleF32 | VDivScaleF64 => self.div_scale(i)?,
+            VDivFmasF32 | VDivFmasF64 => {
+                // VCC set by div_scale would ask for the rescaling we do not model.
+                if self.vcc() & self.exec() != 0 {
+                    return Err(Exception::new(FaultKind::Unimplemented));
+                }
+                if i.op == VDivFmasF32 {
+                    self.mapf32(i, |x, y, z| x.mul_add(y, z));
+                } else {
+                    self.mapf64(i, |x, y, z| x.mul_add(y, z));
+                }
+            }
+            VDivFixupF32 => {
+                self.mapf32(i, |q, d, n| div_fixup(q as f64, d as f64, n as f64) as f32)
+            }
+            VDivFixupF64 => self.mapf64(i, div_fixup),
             VPkMovB32 | VPkAddF32 | VPkMulF32 | VPkFmaF32 => self.packed(i),
             _ => return Err(Exception::new(FaultKind::Unimplemented)),
         }

@@ -620,3 +620,54 @@ fn three_dimensional_initial_state() {
         }
     }
 }
+
+/// clang's correctly rounded f32 division (div_scale, rcp, Newton steps,
+/// div_fmas, div_fixup) gives exactly the IEEE quotient.
+const FDIV: &str = "v_div_scale_f32 v5, s[20:21], v4, v4, v3\n\
+                    v_div_scale_f32 v6, vcc, v3, v4, v3\n\
+                    v_rcp_f32 v7, v5\n\
+                    v_fma_f32 v8, -v5, v7, 1.0\n\
+                    v_fma_f32 v7, v8, v7, v7\n\
+                    v_mul_f32 v8, v6, v7\n\
+                    v_fma_f32 v9, -v5, v8, v6\n\
+                    v_fma_f32 v8, v9, v7, v8\n\
+                    v_fma_f32 v5, -v5, v8, v6\n\
+                    v_div_fmas_f32 v5, v5, v7, v8\n\
+                    v_div_fixup_f32 v1, v5, v4, v3";
+
+#[test]
+fn f32_division_sequence() {
+    let dev = Device::new();
+    let body = format!(
+        "v_add_u32 v3, 1, v0\n\
+         v_cvt_f32_u32 v3, v3\n\
+         v_mul_f32 v3, 0x3faf5c29, v3\n\
+         v_cvt_f32_u32 v4, v0\n\
+         v_mul_f32 v4, 0x3e99999a, v4\n\
+         v_subrev_f32 v4, 0x40e1999a, v4\n\
+         {FDIV}"
+    );
+    check(&dev, &body, |l| {
+        let n = (l + 1) as f32 * f32::from_bits(0x3faf_5c29); // 1.37
+        let d = l as f32 * f32::from_bits(0x3e99_999a) - f32::from_bits(0x40e1_999a); // 0.3, 7.05
+        (n / d).to_bits() as u64
+    });
+    // Zeros: 0/0 is NaN, 1/0 is +inf, 0/2 is +0, -1/0 is -inf.
+    let special = format!(
+        "v_mov_b32 v3, 0\n\
+         v_mov_b32 v4, 0\n\
+         v_cmp_eq_u32 vcc, 1, v0\n\
+         v_cndmask_b32 v3, v3, 1.0, vcc\n\
+         v_cmp_eq_u32 vcc, 2, v0\n\
+         v_cndmask_b32 v4, v4, 2.0, vcc\n\
+         v_cmp_eq_u32 vcc, 3, v0\n\
+         v_cndmask_b32 v3, v3, -1.0, vcc\n\
+         {FDIV}"
+    );
+    check(&dev, &special, |l| match l {
+        1 => f32::INFINITY.to_bits() as u64,
+        2 => 0,
+        3 => f32::NEG_INFINITY.to_bits() as u64,
+        _ => f32::NAN.to_bits() as u64,
+    });
+}
