@@ -233,7 +233,7 @@ ops! {
     VAddCoU32 = "v_add_co_u32", VSubCoU32 = "v_sub_co_u32", VSubrevCoU32 = "v_subrev_co_u32",
     VAddcCoU32 = "v_addc_co_u32", VSubbCoU32 = "v_subb_co_u32", VSubbrevCoU32 = "v_subbrev_co_u32",
     VAddU32 = "v_add_u32", VSubU32 = "v_sub_u32", VSubrevU32 = "v_subrev_u32",
-    VLdexpF32 = "v_ldexp_f32",
+    VLdexpF32 = "v_ldexp_f32", VMadmkF32 = "v_madmk_f32", VMadakF32 = "v_madak_f32",
     // VOP1
     VMovB32 = "v_mov_b32", VReadfirstlaneB32 = "v_readfirstlane_b32",
     VCvtF32I32 = "v_cvt_f32_i32", VCvtF32U32 = "v_cvt_f32_u32", VCvtU32F32 = "v_cvt_u32_f32",
@@ -259,6 +259,8 @@ ops! {
     VMbcntLoU32B32 = "v_mbcnt_lo_u32_b32", VMbcntHiU32B32 = "v_mbcnt_hi_u32_b32", VBcntU32B32 = "v_bcnt_u32_b32",
     VMin3I32 = "v_min3_i32", VMin3U32 = "v_min3_u32", VMax3I32 = "v_max3_i32", VMax3U32 = "v_max3_u32",
     VMin3F32 = "v_min3_f32", VMax3F32 = "v_max3_f32", VMadU32U24 = "v_mad_u32_u24",
+    VPermB32 = "v_perm_b32", VMadF32 = "v_mad_f32",
+    SMemtime = "s_memtime", SMemrealtime = "s_memrealtime",
     VDivScaleF32 = "v_div_scale_f32", VDivScaleF64 = "v_div_scale_f64",
     VDivFmasF32 = "v_div_fmas_f32", VDivFmasF64 = "v_div_fmas_f64",
     VDivFixupF32 = "v_div_fixup_f32", VDivFixupF64 = "v_div_fixup_f64",
@@ -529,6 +531,9 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
             p.imm = sext(w0 & 0xffff, 16);
         }
         Encoding::Smem => {
+            if matches!(p.op, Op::SMemtime | Op::SMemrealtime) {
+                p.dst = f(Field::Sdata) as u16;
+            }
             if let Some(suf) = name.strip_prefix("s_load_") {
                 p.op = Op::SLoad;
                 p.dst = f(Field::Sdata) as u16;
@@ -580,6 +585,12 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
                     };
                     if i.encoding() == Encoding::Vop2 && w0 & 0x1ff == 255 {
                         p.src[0] = Src::Lit(w1);
+                    }
+                    // The constant K of madmk (S0·K + S1) and madak (S0·S1 + K).
+                    match p.op {
+                        Op::VMadmkF32 => p.src = [p.src[0], Src::Lit(w1), p.src[1]],
+                        Op::VMadakF32 => p.src[2] = Src::Lit(w1),
+                        _ => {}
                     }
                 }
                 _ => {}

@@ -742,7 +742,28 @@ impl Wave {
             VMin3F32 => self.mapf32(i, |x, y, z| x.min(y).min(z)),
             VMax3F32 => self.mapf32(i, |x, y, z| x.max(y).max(z)),
             VFmaF32 | VFmacF32 => self.mapf32(i, |x, y, z| x.mul_add(y, z)),
-            VMacF32 => self.mapf32(i, |x, y, z| x * y + z),
+            VMacF32 | VMadF32 | VMadmkF32 | VMadakF32 => self.mapf32(i, |x, y, z| x * y + z),
+            VPermB32 => self.map32(i, |x, y, sel| {
+                // Each result byte picks a byte of {S0, S1} (S1 low) by selector
+                // 0..=7, 12 gives 0x00, 13.. give 0xff; 8..=11 replicate the sign
+                // bit of S1 byte 1, S1 byte 3, S0 byte 1, S0 byte 3.
+                let both = (x as u64) << 32 | y as u64;
+                let mut r = 0u32;
+                for k in 0..4 {
+                    let s = (sel >> (8 * k)) & 0xff;
+                    let b = match s {
+                        0..=7 => (both >> (8 * s)) as u8 as u32,
+                        8 => (y >> 15 & 1) * 0xff,
+                        9 => (y >> 31 & 1) * 0xff,
+                        10 => (x >> 15 & 1) * 0xff,
+                        11 => (x >> 31 & 1) * 0xff,
+                        12 => 0,
+                        _ => 0xff,
+                    };
+                    r |= b << (8 * k);
+                }
+                r
+            }),
             VLdexpF32 => {
                 let d = i.dst as usize;
                 for l in lanes(self.exec()) {

@@ -541,6 +541,8 @@ impl Wave {
                 }
             }
             SLoad => self.smem_load(i, env)?,
+            // Clocks: the wave's own instruction count, so runs stay reproducible.
+            SMemtime | SMemrealtime => self.sw64(d, self.executed),
             Unimplemented => return Err(Exception::new(FaultKind::Unimplemented)),
             GlobalLoad | GlobalStore | GlobalAtomic | FlatLoad | FlatStore | FlatAtomic
             | ScratchLoad | ScratchStore | BufLoad | BufStore | DsRead | DsRead2 | DsWrite

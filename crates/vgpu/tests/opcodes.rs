@@ -274,6 +274,11 @@ fn valu_float() {
     );
     check(&dev, "v_cvt_f64_u32 v[6:7], v0\nv_add_f64 v[6:7], v[6:7], 0.5\nv_mov_b32 v1, v6\nv_mov_b32 v2, v7", |l| (l as f64 + 0.5).to_bits());
     check(&dev, "v_cvt_f64_u32 v[6:7], v0\nv_ldexp_f64 v[6:7], v[6:7], 3\nv_mov_b32 v1, v6\nv_mov_b32 v2, v7", |l| (8.0 * l as f64).to_bits());
+    // madmk: S0·K + S1; madak: S0·S1 + K (K = 3.0).
+    check(&dev, "v_cvt_f32_u32 v3, v0\nv_madmk_f32 v1, v3, 0x40400000, v3\nv_madak_f32 v2, v3, v3, 0x40400000", |l| {
+        let x = l as f32;
+        f32b(x * 3.0 + x) | f32b(x * x + 3.0) << 32
+    });
     check(&dev, "v_rcp_f32 v1, 4.0\nv_sqrt_f32 v2, 4.0", |_| {
         f32b(0.25) | f32b(2.0) << 32
     });
