@@ -408,11 +408,12 @@ fn scalar(v: u32, regs: u8) -> Option<Register> {
     };
     match v {
         // Tuples wider than a pair are aligned, as the hardware and LLVM do.
-        0..=101 | 112..=123 => {
+        // On gfx9 the trap temporaries ttmp0..ttmp15 are source codes 108..=123.
+        0..=101 | 108..=123 => {
             let (file, base) = if v < 102 {
                 (RegFile::Sgpr, 0)
             } else {
-                (RegFile::Ttmp, 112)
+                (RegFile::Ttmp, 108)
             };
             let n = v - base;
             let first = if regs > 2 {
