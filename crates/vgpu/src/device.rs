@@ -302,31 +302,36 @@ impl Device {
         // lowest-numbered faulting workgroup, whatever the thread schedule.
         let stop_after = AtomicU64::new(u64::MAX);
         let first_fault: Mutex<Option<(u64, [u32; 3], WaveFault)>> = Mutex::new(None);
+        // A few chunks of consecutive workgroups per thread; each chunk builds
+        // its accumulators (per-PC counts, LDS, wave register files) once.
+        let chunk = (total / (self.pool.current_num_threads() as u64 * 8)).max(1);
+        let run_chunk = |c: u64| {
+            let mut pcs = vec![0u64; n_insts];
+            let (mut lds, mut waves) = (Vec::new(), Vec::new());
+            for n in c * chunk..((c + 1) * chunk).min(total) {
+                if n > stop_after.load(Ordering::Relaxed) {
+                    break;
+                }
+                let wg = [
+                    (n % counts[0] as u64) as u32,
+                    (n / counts[0] as u64 % counts[1] as u64) as u32,
+                    (n / (counts[0] as u64 * counts[1] as u64)) as u32,
+                ];
+                if let Err(f) = launch.run(wg, &mut lds, &mut waves, &mut pcs) {
+                    stop_after.fetch_min(n, Ordering::Relaxed);
+                    let mut slot = first_fault.lock().unwrap_or_else(|e| e.into_inner());
+                    if slot.as_ref().is_none_or(|(m, _, _)| n < *m) {
+                        *slot = Some((n, wg, f));
+                    }
+                    break;
+                }
+            }
+            pcs
+        };
         let per_pc = self.pool.install(|| {
-            (0..total)
+            (0..total.div_ceil(chunk))
                 .into_par_iter()
-                .fold(
-                    || (vec![0u64; n_insts], Vec::new(), Vec::new()),
-                    |(mut pcs, mut lds, mut waves), n| {
-                        if n > stop_after.load(Ordering::Relaxed) {
-                            return (pcs, lds, waves);
-                        }
-                        let wg = [
-                            (n % counts[0] as u64) as u32,
-                            (n / counts[0] as u64 % counts[1] as u64) as u32,
-                            (n / (counts[0] as u64 * counts[1] as u64)) as u32,
-                        ];
-                        if let Err(f) = launch.run(wg, &mut lds, &mut waves, &mut pcs) {
-                            stop_after.fetch_min(n, Ordering::Relaxed);
-                            let mut slot = first_fault.lock().unwrap_or_else(|e| e.into_inner());
-                            if slot.as_ref().is_none_or(|(m, _, _)| n < *m) {
-                                *slot = Some((n, wg, f));
-                            }
-                        }
-                        (pcs, lds, waves)
-                    },
-                )
-                .map(|(pcs, _, _)| pcs)
+                .map(run_chunk)
                 .reduce(
                     || vec![0u64; n_insts],
                     |mut a, b| {
