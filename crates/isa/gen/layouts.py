@@ -56,9 +56,9 @@ PRINTS_AS = {"sdst": 8, "ssrc0": 12, "ssrc1": 16, "sdata": 8, "sbase": 12, "vdst
 # Fields left at zero in probes (they overlap modifier bits or print at s0).
 NOPROBE = {"VOP3": ["sdst"], "MIMG": ["ssamp"]}
 # Fields a probe may have to leave at zero (LLVM rejects some set unused fields).
-OPTIONAL = {"VOP3": ["src0", "src1", "src2"], "VOP3P": ["src0", "src1", "src2"], "DS": ["vdst", "data1", "data0"],
+OPTIONAL = {"VOP3": ["src0", "src1", "src2", "vdst"], "VOP3P": ["src0", "src1", "src2"], "DS": ["vdst", "data1", "data0", "addr"],
             "FLAT": ["vdst", "data"], "VOP1": ["vdst"], "SOP1": ["sdst", "ssrc0"], "SOPK": ["sdst"],
-            "SOPC": [], "SOPP": ["simm16"], "SMEM": ["sdata"], "MUBUF": ["vdata"]}
+            "SOPC": [], "SOPP": ["simm16"], "SMEM": ["sdata", "sbase", "imm", "offset", "soffset"], "MUBUF": ["vdata"]}
 
 
 # Opcode numbers beyond these belong to another encoding sharing the prefix.

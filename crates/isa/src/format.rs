@@ -42,6 +42,13 @@ pub fn to_string(i: &Instruction) -> String {
 fn operand(i: &Instruction, n: usize, slot: Slot, out: &mut String) {
     match slot {
         Slot::Fixed(t) => fixed_operand(i, n, Slot::fixed_text(t), out),
+        // The mandatory constant of the VOP2 v_madmk/v_madak (and v_fmamk/fmaak)
+        // prints as plain hex even when it equals an inline constant, unlike other
+        // literals such as s_setreg_imm32_b32's (llvm-mc-19 does both).
+        Slot::Lit if i.encoding == E::Vop2 => {
+            out.push_str("0x");
+            num::hex(out, i.w1() as u64);
+        }
         Slot::Lit => literal(i.w1(), ConstKind::B32, out),
         Slot::Imm(k) => imm(i, k, out),
         Slot::FieldImm(f) => num::dec(out, i.field(f) as u64),
@@ -56,6 +63,25 @@ fn operand(i: &Instruction, n: usize, slot: Slot, out: &mut String) {
 
 /// `off` slots learned from probes stand for optional address registers.
 fn fixed_operand(i: &Instruction, n: usize, text: &str, out: &mut String) {
+    // VOP3 forms of v_interp_*: the attribute and channel sit in src0
+    // ([5:0] and [7:6]), the parameter of v_interp_mov in src1 ([10:9]).
+    if i.encoding == E::Vop3 && text.starts_with("attr") {
+        out.push_str("attr");
+        num::dec(out, i.bits(1, 0, 6) as u64);
+        out.push('.');
+        out.push(['x', 'y', 'z', 'w'][i.bits(1, 6, 2) as usize]);
+        return;
+    }
+    if i.encoding == E::Vop3 && matches!(text, "p10" | "p20" | "p0") {
+        match i.bits(1, 9, 2) {
+            p @ 0..=2 => out.push_str(["p10", "p20", "p0"][p as usize]),
+            p => {
+                out.push_str("invalid_param_");
+                num::dec(out, p as u64);
+            }
+        }
+        return;
+    }
     if i.encoding == E::VopcSdwa && n == 0 && i.bits(1, 15, 1) != 0 {
         return scalar(i.bits(1, 8, 7) as u8, 2, ConstKind::B32, 0, out);
     }

@@ -609,6 +609,10 @@ fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
         "v_interp_",
         "ds_gws_",
         "ds_ordered_count",
+        // ds_append/ds_consume address LDS by M0 alone; LLVM also gives ds_nop M0.
+        "ds_append",
+        "ds_consume",
+        "ds_nop",
         "global_load_lds_",
         "scratch_load_lds_",
     ]) || (enc == E::Ds && (name.contains("addtid") || name.contains("_src2_")))

@@ -135,7 +135,20 @@ fn check_target(target: Target) -> (usize, usize, Vec<String>) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run llvm-mc-19");
-    let input: String = built.iter().map(|(t, _)| format!("{t}\n")).collect();
+    // A VOP3 form LLVM prints without `_e64` (v_nop, v_clrexcp) reads back as the
+    // shorter VOP1 form; ask the assembler for the VOP3 one explicitly.
+    let input: String = built
+        .iter()
+        .map(|(t, i)| {
+            let m = i.mnemonic();
+            if i.encoding() == inlay_isa::Encoding::Vop3 && !m.ends_with("_e64") && t.starts_with(m)
+            {
+                format!("{m}_e64{}\n", &t[m.len()..])
+            } else {
+                format!("{t}\n")
+            }
+        })
+        .collect();
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
     let out = child.wait_with_output().unwrap();
