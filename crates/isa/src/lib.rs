@@ -41,8 +41,8 @@ pub mod decode;
 pub mod encode;
 mod fields;
 pub mod format;
-pub mod info;
 mod generated;
+pub mod info;
 pub mod listing;
 pub mod model;
 mod num;
@@ -50,6 +50,6 @@ pub mod tables;
 pub mod target;
 
 pub use decode::{DecodeError, Decoder};
-pub use info::{info, Access, InstructionInfo, RegFile, Register, UsedRegister};
 pub use encode::{encode, BuildError, Builder, Modifier};
+pub use info::{info, Access, InstructionInfo, RegFile, Register, UsedRegister};
 pub use model::{Encoding, Instruction, Opcode, Operand, Target};
