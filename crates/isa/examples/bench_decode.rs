@@ -4,6 +4,7 @@
 //!     cargo run --release -p inlay-isa --example bench_decode -- FILE...
 //!
 //! Each file's sections are decoded 5 times; the best time per file counts.
+//! Afterwards every instruction is re-encoded and compared with its bytes.
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -13,6 +14,7 @@ use inlay_isa::{Decoder, Instruction};
 
 fn main() {
     let (mut total, mut instructions, mut bytes) = (Duration::ZERO, 0u64, 0usize);
+    let (mut round_tripped, mut mismatches) = (0usize, 0usize);
     for f in std::env::args().skip(1) {
         let data = std::fs::read(&f).expect("read");
         support::with_sections(&data, |target, sections| {
@@ -36,6 +38,12 @@ fn main() {
             instructions += count;
             bytes += sections.iter().map(|s| s.bytes.len()).sum::<usize>();
         });
+        let (checked, bad) = support::round_trip(&data);
+        round_tripped += checked;
+        mismatches += bad.len();
+        for b in bad.iter().take(3) {
+            eprintln!("{f}: {b}");
+        }
     }
     let secs = total.as_secs_f64();
     println!(
@@ -43,5 +51,8 @@ fn main() {
         bytes as f64 / 1e6,
         instructions as f64 / secs / 1e6,
         bytes as f64 / secs / 1e6
+    );
+    println!(
+        "encode(decode(x)) == x: {round_tripped} instructions checked, {mismatches} mismatches"
     );
 }

@@ -37,6 +37,13 @@ fn listing_matches_llvm_objdump_on_fixtures() {
         let name = f.file_name().unwrap().to_str().unwrap();
         let ours = support::inlay_listing(&data, name).expect("listing");
         let theirs = support::objdump(f).expect("llvm-objdump-19 ran");
+        let (checked, bad) = support::round_trip(&data);
+        assert!(
+            checked > 0 && bad.is_empty(),
+            "{}: encode(decode(x)) != x: {:?}",
+            f.display(),
+            &bad[..bad.len().min(3)]
+        );
         let (n, ex) = support::diff_lines(&ours, &theirs, 3);
         if n > 0 {
             failures.push(format!("{}: {n} lines differ, e.g. {:?}", f.display(), ex));

@@ -83,6 +83,13 @@ fn listing_matches_llvm_objdump_on_rocsparse_sample() {
             if n > 0 {
                 failures.push(format!("{name}: {n} lines differ, e.g. {ex:?}"));
             }
+            let (_, bad) = support::round_trip(data);
+            if !bad.is_empty() {
+                failures.push(format!(
+                    "{name}: encode(decode(x)) != x: {:?}",
+                    &bad[..bad.len().min(3)]
+                ));
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

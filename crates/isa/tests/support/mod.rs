@@ -183,3 +183,29 @@ pub fn diff_by_address(ours: &str, theirs: &str) -> Vec<(u64, String, String)> {
         })
         .collect()
 }
+
+/// Decodes every instruction of every code section and checks that encoding it
+/// gives back its bytes. Returns (instructions checked, mismatches as text).
+pub fn round_trip(data: &[u8]) -> (usize, Vec<String>) {
+    let (mut count, mut bad) = (0, Vec::new());
+    with_sections(data, |target, sections| {
+        let decoder = inlay_isa::Decoder::new(target);
+        let mut inst = inlay_isa::Instruction::default();
+        for s in sections {
+            let mut at = 0;
+            while let Ok(n) = decoder.decode_into(&s.bytes[at..], &mut inst) {
+                let bytes = inlay_isa::encode(&inst);
+                if bytes != s.bytes[at..at + n] {
+                    bad.push(format!(
+                        "{:#x}: {:02x?} re-encodes as {bytes:02x?}",
+                        s.address + at as u64,
+                        &s.bytes[at..at + n]
+                    ));
+                }
+                count += 1;
+                at += n;
+            }
+        }
+    });
+    (count, bad)
+}
