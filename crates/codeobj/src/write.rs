@@ -761,7 +761,76 @@ impl<'a, 'data> Builder<'a, 'data> {
             put_u64(&mut out, at + 32, s.data.len() as u64);
             put_u64(&mut out, at + 48, s.addralign);
         }
+        self.verify(&out)?;
         Ok((out, layout))
+    }
+
+    /// True if nothing was asked of the builder but to write the input again.
+    fn is_unedited(&self) -> bool {
+        self.replaced.is_empty()
+            && self.added_sections.is_empty()
+            && self.added_symbols.is_empty()
+            && self.descriptors.is_empty()
+            && self.metadata.is_none()
+            && self.moved.is_empty()
+            && self.new_kernels.is_empty()
+    }
+
+    /// The last line of defence against handing back a corrupt file: the output must
+    /// read back as a code object with every segment inside the file and every kernel
+    /// of the input, and an unedited write must reproduce the input exactly. Inputs
+    /// whose layout the writer cannot reproduce (the reader accepts some files LLVM
+    /// would not) are refused here instead of being silently mangled.
+    fn verify(&self, out: &[u8]) -> Result<()> {
+        let refuse = |what: String| {
+            Err(Error::new(format!(
+                "the writer cannot lay out this code object faithfully: {what}"
+            )))
+        };
+        if self.is_unedited() && out != self.co.data() {
+            let first = out.iter().zip(self.co.data()).position(|(a, b)| a != b);
+            return refuse(format!(
+                "an unedited write differs from the input ({} bytes vs {}, first difference at {:?})",
+                out.len(),
+                self.co.data().len(),
+                first
+            ));
+        }
+        let parsed = match CodeObject::parse(out) {
+            Ok(p) => p,
+            Err(e) => return refuse(format!("the output does not read back ({e})")),
+        };
+        for (i, seg) in parsed.segments.iter().enumerate() {
+            let inside = seg
+                .offset
+                .checked_add(seg.filesz)
+                .is_some_and(|end| end <= out.len() as u64);
+            if !inside || seg.filesz > seg.memsz {
+                return refuse(format!(
+                    "program header {i} would cover offset {:#x} size {:#x} (memory size {:#x}) in a {}-byte file",
+                    seg.offset,
+                    seg.filesz,
+                    seg.memsz,
+                    out.len()
+                ));
+            }
+        }
+        if parsed.sections.len() < self.co.sections.len() {
+            return refuse(format!(
+                "{} sections in, {} out",
+                self.co.sections.len(),
+                parsed.sections.len()
+            ));
+        }
+        if let Some(k) = self
+            .co
+            .kernels
+            .iter()
+            .find(|k| parsed.kernel(k.name).is_none())
+        {
+            return refuse(format!("kernel {} is missing from the output", k.name));
+        }
+        Ok(())
     }
 
     /// Addresses and sizes the layout does arithmetic on must fit far below 2^64.
