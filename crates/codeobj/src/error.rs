@@ -16,11 +16,19 @@ pub struct Error {
 
 impl Error {
     pub fn at(offset: u64, what: impl Into<String>) -> Self {
-        Error { offset: Some(offset), what: what.into(), context: Vec::new() }
+        Error {
+            offset: Some(offset),
+            what: what.into(),
+            context: Vec::new(),
+        }
     }
 
     pub fn new(what: impl Into<String>) -> Self {
-        Error { offset: None, what: what.into(), context: Vec::new() }
+        Error {
+            offset: None,
+            what: what.into(),
+            context: Vec::new(),
+        }
     }
 
     /// Adds an outer context (the caller's view) to this error.
