@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use inlay_codeobj::file::MappedFile;
+use rayon::prelude::*;
 
 #[derive(Parser)]
 #[command(
@@ -105,32 +106,34 @@ fn main() -> ExitCode {
             let opts = disasm::Options {
                 kernel: kernel.as_deref(),
             };
-            let mut stdout = std::io::stdout().lock();
-            for file in &files {
+            let listing = |file: &PathBuf| -> Result<String, String> {
                 let name = file.display().to_string();
-                let listing = MappedFile::open(file)
-                    .map_err(|e| e.to_string())
-                    .and_then(|f| {
-                        if json {
-                            disasm::disasm_json(f.bytes(), &name, &opts)
-                                .and_then(|doc| {
-                                    serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())
-                                })
-                                .map(|text| text + "\n")
-                        } else {
-                            disasm::disasm(f.bytes(), &name, &opts)
+                let f = MappedFile::open(file).map_err(|e| e.to_string())?;
+                if json {
+                    let doc = disasm::disasm_json(f.bytes(), &name, &opts)?;
+                    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+                    Ok(text + "\n")
+                } else {
+                    disasm::disasm(f.bytes(), &name, &opts)
+                }
+            };
+            // Files are listed in parallel, a few per core at a time, and printed in order.
+            let mut stdout = std::io::stdout().lock();
+            let batch = 2 * rayon::current_num_threads();
+            for chunk in files.chunks(batch) {
+                let listings: Vec<Result<String, String>> = chunk.par_iter().map(listing).collect();
+                for listing in listings {
+                    match listing {
+                        // A closed pipe (e.g. `| head`) ends the listing quietly.
+                        Ok(text) => {
+                            if stdout.write_all(text.as_bytes()).is_err() {
+                                return ExitCode::SUCCESS;
+                            }
                         }
-                    });
-                match listing {
-                    // A closed pipe (e.g. `| head`) ends the listing quietly.
-                    Ok(text) => {
-                        if stdout.write_all(text.as_bytes()).is_err() {
-                            return ExitCode::SUCCESS;
+                        Err(e) => {
+                            eprintln!("inlay: {e}");
+                            return ExitCode::FAILURE;
                         }
-                    }
-                    Err(e) => {
-                        eprintln!("inlay: {e}");
-                        return ExitCode::FAILURE;
                     }
                 }
             }
