@@ -136,8 +136,11 @@ fn write_code_object(
                 // selected with --disassemble-symbols.
                 out.push_str(&format!("\nDisassembly of section {}:\n", section.name));
                 for f in in_section.iter().filter(|s| functions.contains(s.name)) {
-                    let start = (f.address - section.addr) as usize;
-                    let Some(body) = bytes.get(start..start + f.size as usize) else {
+                    // Symbol values come from the file: a symbol outside its section is skipped.
+                    let range = f.address.checked_sub(section.addr).and_then(|start| {
+                        Some(start as usize..usize::try_from(start.checked_add(f.size)?).ok()?)
+                    });
+                    let Some(body) = range.and_then(|r| bytes.get(r)) else {
                         continue;
                     };
                     let mut one = String::new();
@@ -181,7 +184,7 @@ fn reachable_functions<'d>(
     let containing = |addr: u64| {
         functions
             .iter()
-            .find(|f| addr >= f.value && addr < f.value + f.size)
+            .find(|f| addr >= f.value && addr < f.value.saturating_add(f.size))
     };
     let mut found = BTreeSet::new();
     let entry = co.kernel(kernel).and_then(|k| k.entry_address);
@@ -219,7 +222,7 @@ fn call_targets(co: &CodeObject, decoder: &Decoder, f: &Symbol) -> Vec<u64> {
         let Ok(n) = decoder.decode_into(&body[off..], &mut inst) else {
             break;
         };
-        let addr = f.value + off as u64;
+        let addr = f.value.wrapping_add(off as u64);
         let ops: Vec<inlay_isa::Operand> = inst.operands().collect();
         let sgpr = |i: usize| match ops.get(i) {
             Some(inlay_isa::Operand::Sgpr { first, .. }) => Some(*first),
@@ -231,11 +234,11 @@ fn call_targets(co: &CodeObject, decoder: &Decoder, f: &Symbol) -> Vec<u64> {
         };
         match inst.mnemonic() {
             "s_getpc_b64" => {
-                pc_base = sgpr(0).map(|r| (addr + n as u64, r));
+                pc_base = sgpr(0).map(|r| (addr.wrapping_add(n as u64), r));
                 lo = None;
             }
             "s_add_u32" if pc_base.is_some_and(|(_, r)| sgpr(0) == Some(r)) => lo = literal(2),
-            "s_addc_u32" if pc_base.is_some_and(|(_, r)| sgpr(0) == Some(r + 1)) => {
+            "s_addc_u32" if pc_base.is_some_and(|(_, r)| sgpr(0) == Some(r.wrapping_add(1))) => {
                 if let (Some((base, _)), Some(lo), Some(hi)) = (pc_base, lo, literal(2)) {
                     let offset = (u64::from(hi) << 32 | u64::from(lo)) as i64;
                     targets.push(base.wrapping_add_signed(offset));
@@ -321,7 +324,7 @@ fn instructions_json(target: Target, body: &[u8], address: u64) -> Vec<serde_jso
     let mut list = Vec::new();
     let mut off = 0;
     while off < body.len() {
-        let addr = address + off as u64;
+        let addr = address.wrapping_add(off as u64);
         let Ok(n) = decoder.decode_into(&body[off..], &mut inst) else {
             break;
         };
