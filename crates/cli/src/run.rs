@@ -6,6 +6,13 @@
 //! `libhsa-runtime64.so.1`, so we keep a per-user directory under the temp
 //! dir holding a symlink of that name and put it first on LD_LIBRARY_PATH.
 //! Nothing is installed and no root is needed.
+//!
+//! ROCm tools such as rocminfo check for the kernel driver before they call the
+//! runtime (`lsmod | grep amdgpu`, opening `/dev/kfd` read-write). Inlay's runtime
+//! needs neither, so `inlay run` provides stand-ins: an `lsmod` on PATH that lists
+//! amdgpu and, when the machine has no usable `/dev/kfd`, a private user and mount
+//! namespace (`unshare -Urm`, no root needed) whose `/dev/kfd` is `/dev/null`.
+//! Inside it the program runs as the namespace's root user.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -63,6 +70,45 @@ fn library_path(dir: &Path) -> OsString {
     value
 }
 
+/// Mounts a private /dev whose kfd is /dev/null, then runs "$@".
+const KFD_NAMESPACE_SCRIPT: &str = r#"set -e
+old="$INLAY_OLD_DEV"; mkdir -p "$old"
+mount --rbind /dev "$old"
+mount -t tmpfs none /dev
+for n in null zero full random urandom tty; do
+    if [ -e "$old/$n" ]; then touch /dev/$n; mount --bind "$old/$n" /dev/$n; fi
+done
+for d in shm pts; do
+    if [ -d "$old/$d" ]; then mkdir -p /dev/$d; mount --rbind "$old/$d" /dev/$d; fi
+done
+touch /dev/kfd; mount --bind "$old/null" /dev/kfd
+exec "$@"
+"#;
+
+/// A directory holding an `lsmod` that lists amdgpu, put first on the program's PATH.
+fn driver_stub_dir(lib_dir: &Path) -> Result<PathBuf, String> {
+    let bin = lib_dir.with_file_name("bin");
+    std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))?;
+    let lsmod = bin.join("lsmod");
+    let script = "#!/bin/sh\n# Inlay: the virtual GPU needs no kernel driver, but ROCm tools look for one.\necho 'Module                  Size  Used by'\necho 'amdgpu                     1  0'\n";
+    if std::fs::read_to_string(&lsmod).ok().as_deref() != Some(script) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(&lsmod, script)
+            .map_err(|e| format!("cannot write {}: {e}", lsmod.display()))?;
+        std::fs::set_permissions(&lsmod, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("cannot make {} executable: {e}", lsmod.display()))?;
+    }
+    Ok(bin)
+}
+
+fn kfd_usable() -> bool {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kfd")
+        .is_ok()
+}
+
 /// Runs `command` against the drop-in runtime and returns its exit code
 /// (128 + signal number if a signal ended it, as shells report).
 pub fn run(command: &[OsString]) -> Result<i32, String> {
@@ -70,9 +116,24 @@ pub fn run(command: &[OsString]) -> Result<i32, String> {
         .split_first()
         .ok_or("usage: inlay run -- COMMAND [ARGS...]")?;
     let dir = library_dir()?;
-    let status = Command::new(program)
+    let mut path = OsString::from(driver_stub_dir(&dir)?);
+    if let Some(old) = std::env::var_os("PATH") {
+        path.push(":");
+        path.push(old);
+    }
+    let mut cmd = if kfd_usable() {
+        Command::new(program)
+    } else {
+        let mut c = Command::new("unshare");
+        c.args(["-Urm", "sh", "-c", KFD_NAMESPACE_SCRIPT, "sh"])
+            .arg(program);
+        c.env("INLAY_OLD_DEV", dir.with_file_name("olddev"));
+        c
+    };
+    let status = cmd
         .args(args)
         .env("LD_LIBRARY_PATH", library_path(&dir))
+        .env("PATH", path)
         .status()
         .map_err(|e| format!("cannot run {}: {e}", program.to_string_lossy()))?;
     if let Some(code) = status.code() {
