@@ -100,6 +100,8 @@ pub fn rmw64(op: Atomic, old: u64, v: u64, cmp: u64) -> u64 {
                 old - 1
             }
         }
+        // No 64-bit atomic decodes to AddF32 (inst.rs maps only `*_add_f32`, which has
+        // no _x2 form); global_atomic_add_f64 is unimplemented and faults before this.
         Atomic::AddF32 => old,
     }
 }
