@@ -65,7 +65,8 @@ pub fn inspect(data: &[u8], name: &str, opts: &Options) -> Result<String, String
             text_entry(&mut out, &entry, parsed.as_ref(), opts.kernel);
         }
     }
-    let handles = (identify(data) == Format::HostElf)
+    // The handle map walks the fat binary again; `--list` does not print it.
+    let handles = (identify(data) == Format::HostElf && !opts.list)
         .then(|| kernel_handles(data, name))
         .and_then(|r| r.map_err(|e| errors.push(e.to_string())).ok());
     if opts.json {
@@ -79,7 +80,7 @@ pub fn inspect(data: &[u8], name: &str, opts: &Options) -> Result<String, String
         annotate_json(&mut doc);
         return serde_json::to_string_pretty(&doc).map_err(|e| e.to_string());
     }
-    if let (Some(h), false) = (&handles, opts.list) {
+    if let Some(h) = &handles {
         text_handles(&mut out, h, opts.kernel);
     }
     for e in &errors {
