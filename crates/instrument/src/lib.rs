@@ -1,0 +1,1 @@
+//! Instrumentation engine for AMDGPU kernels (work in progress).
