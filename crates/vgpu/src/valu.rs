@@ -3,7 +3,7 @@
 
 use crate::fault::{Exception, FaultKind};
 use crate::inst::{Inst, Op, Src, Ty};
-use crate::wave::{bfe32, cond_mask, ford_bit, lanes, ord_bit, Wave, EXEC};
+use crate::wave::{bfe32, cond_mask, lanes, Wave, EXEC};
 
 const SIGN32: u32 = 0x8000_0000;
 const SIGN64: u64 = 1 << 63;
@@ -189,6 +189,94 @@ fn class_bit_f32(x: f32) -> u32 {
     class_bit_f64(x as f64)
 }
 
+/// Fused multiply-add of whole f32 columns, with the CPU's FMA unit when it
+/// has one (the portable `mul_add` is a library call per lane otherwise).
+fn fma32_cols(x: &[u32; 64], y: &[u32; 64], z: &[u32; 64], o: &mut [u32; 64]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2")
+    {
+        // SAFETY: the CPU has the features the function is compiled for.
+        unsafe { fma32_cols_avx2(x, y, z, o) };
+        return;
+    }
+    for l in 0..64 {
+        o[l] = f32b(x[l]).mul_add(f32b(y[l]), f32b(z[l])).to_bits();
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn fma32_cols_avx2(x: &[u32; 64], y: &[u32; 64], z: &[u32; 64], o: &mut [u32; 64]) {
+    for l in 0..64 {
+        o[l] = f32b(x[l]).mul_add(f32b(y[l]), f32b(z[l])).to_bits();
+    }
+}
+
+/// [`fma32_cols`] for f64.
+fn fma64_cols(x: &[u64; 64], y: &[u64; 64], z: &[u64; 64], o: &mut [u64; 64]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2")
+    {
+        // SAFETY: the CPU has the features the function is compiled for.
+        unsafe { fma64_cols_avx2(x, y, z, o) };
+        return;
+    }
+    for l in 0..64 {
+        o[l] = f64b(x[l]).mul_add(f64b(y[l]), f64b(z[l])).to_bits();
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn fma64_cols_avx2(x: &[u64; 64], y: &[u64; 64], z: &[u64; 64], o: &mut [u64; 64]) {
+    for l in 0..64 {
+        o[l] = f64b(x[l]).mul_add(f64b(y[l]), f64b(z[l])).to_bits();
+    }
+}
+
+/// An absent source: zeros.
+static ZERO: [u32; 64] = [0; 64];
+
+/// Writes `out` to the lanes of `d` that `exec` enables (a blend the
+/// compiler vectorizes; a plain copy under full EXEC).
+#[inline(always)]
+pub(crate) fn put32(d: &mut [u32; 64], out: &[u32; 64], exec: u64) {
+    if exec == u64::MAX {
+        *d = *out;
+        return;
+    }
+    for l in 0..64 {
+        let m = ((exec >> l) as u32 & 1).wrapping_neg();
+        d[l] = (out[l] & m) | (d[l] & !m);
+    }
+}
+
+/// One bit per lane.
+#[inline(always)]
+pub(crate) fn pack(c: &[bool; 64]) -> u64 {
+    let mut m = 0u64;
+    for (l, &b) in c.iter().enumerate() {
+        m |= (b as u64) << l;
+    }
+    m
+}
+
+/// Integer compare of two columns, each value mapped to `key` first;
+/// `k` says whether less, equal, greater make the condition true.
+#[inline(always)]
+fn int_cmp<T: Copy, K: Ord + Copy>(
+    x: &[T; 64],
+    y: &[T; 64],
+    key: impl Fn(T) -> K,
+    k: [bool; 3],
+    c: &mut [bool; 64],
+) {
+    for l in 0..64 {
+        let (a, b) = (key(x[l]), key(y[l]));
+        c[l] = (k[0] & (a < b)) | (k[1] & (a == b)) | (k[2] & (a > b));
+    }
+}
+
 impl Wave {
     /// Src0 seen through DPP: per-lane values and the lanes that may be written.
     fn dpp_src0(&self, i: &Inst) -> ([u32; 64], u64) {
@@ -304,24 +392,42 @@ impl Wave {
         r.to_bits()
     }
 
+    /// The three 32-bit source columns of a VALU instruction without DPP or
+    /// SDWA: vector registers in place, scalars and constants broadcast into
+    /// the wave's spare columns, an absent source as zeros.
+    #[inline(always)]
+    pub(crate) fn src3(&mut self, s: [Src; 3]) -> [&[u32; 64]; 3] {
+        for (k, &src) in s.iter().enumerate() {
+            if !matches!(src, Src::V(_) | Src::A(_) | Src::None) {
+                let v = self.rd(src, 0);
+                self.bc[k] = [v; 64];
+            }
+        }
+        let w = &*self;
+        let pick = |k: usize| -> &[u32; 64] {
+            match s[k] {
+                Src::V(n) => &w.v[n as usize],
+                Src::A(n) => &w.a[n as usize],
+                Src::None => &ZERO,
+                _ => &w.bc[k],
+            }
+        };
+        [pick(0), pick(1), pick(2)]
+    }
+
     /// 32-bit in, 32-bit out, lane by lane (DPP- and SDWA-aware).
+    #[inline(always)]
     fn map32(&mut self, i: &Inst, f: impl Fn(u32, u32, u32) -> u32) {
         if i.dpp == 0 && i.sdwa == 0 {
-            // The common case: read the sources in place, no column copies.
+            // The common case: every lane computed from columns read in
+            // place (a loop the compiler vectorizes), then written under EXEC.
             let exec = self.exec();
+            let [x, y, z] = self.src3(i.src);
             let mut out = [0u32; 64];
-            let (x, y, z) = (
-                self.opnd(i.src[0]),
-                self.opnd(i.src[1]),
-                self.opnd(i.src[2]),
-            );
-            for l in lanes(exec) {
-                out[l] = f(x.get(l), y.get(l), z.get(l));
+            for l in 0..64 {
+                out[l] = f(x[l], y[l], z[l]);
             }
-            let d = &mut self.v[i.dst as usize];
-            for l in lanes(exec) {
-                d[l] = out[l];
-            }
+            put32(&mut self.v[i.dst as usize], &out, exec);
             return;
         }
         let (x, y, z, write) = self.sources32(i);
@@ -371,29 +477,52 @@ impl Wave {
 
     /// f32 operation with input/output modifiers and MODE's denormal control
     /// (FP_DENORM bit 0: keep input denormals, bit 1: keep output denormals).
+    #[inline(always)]
     fn mapf32(&mut self, i: &Inst, f: impl Fn(f32, f32, f32) -> f32) {
+        self.mapf32_cols(i, &f, |x, y, z, o| {
+            for l in 0..64 {
+                o[l] = f(f32b(x[l]), f32b(y[l]), f32b(z[l])).to_bits();
+            }
+        })
+    }
+
+    /// [`Wave::mapf32`] with the whole-column form of the operation given
+    /// separately (`cols`), for operations that have a faster column kernel.
+    #[inline(always)]
+    fn mapf32_cols(
+        &mut self,
+        i: &Inst,
+        f: &impl Fn(f32, f32, f32) -> f32,
+        cols: impl Fn(&[u32; 64], &[u32; 64], &[u32; 64], &mut [u32; 64]),
+    ) {
         let denorm = self.hwreg[1] >> 4 & 3;
-        if i.dpp == 0
-            && i.sdwa == 0
-            && (i.abs | i.neg) == 0
-            && !i.clamp
-            && i.omod == 0
-            && denorm == 3
-        {
+        if i.dpp == 0 && i.sdwa == 0 {
             let exec = self.exec();
             let mut out = [0u32; 64];
-            let (x, y, z) = (
-                self.opnd(i.src[0]),
-                self.opnd(i.src[1]),
-                self.opnd(i.src[2]),
-            );
-            for l in lanes(exec) {
-                out[l] = f(f32b(x.get(l)), f32b(y.get(l)), f32b(z.get(l))).to_bits();
+            let flush_in = denorm & 1 == 0;
+            if (i.abs | i.neg) == 0 && !flush_in {
+                let [x, y, z] = self.src3(i.src);
+                cols(x, y, z, &mut out);
+            } else {
+                let src = self.src3(i.src);
+                let mut m = [[0u32; 64]; 3];
+                for k in 0..3 {
+                    let abs = if i.abs >> k & 1 != 0 { !SIGN32 } else { !0 };
+                    let neg = if i.neg >> k & 1 != 0 { SIGN32 } else { 0 };
+                    for l in 0..64 {
+                        let v = src[k][l] & abs ^ neg;
+                        m[k][l] = if flush_in { flush32(v) } else { v };
+                    }
+                }
+                cols(&m[0], &m[1], &m[2], &mut out);
             }
-            let d = &mut self.v[i.dst as usize];
-            for l in lanes(exec) {
-                d[l] = out[l];
+            if i.clamp || i.omod != 0 || denorm & 2 == 0 {
+                for o in out.iter_mut() {
+                    let r = Self::fout32(f32b(*o), i);
+                    *o = if denorm & 2 == 0 { flush32(r) } else { r };
+                }
             }
+            put32(&mut self.v[i.dst as usize], &out, exec);
             return;
         }
         let (x, y, z, write) = self.sources32(i);
@@ -401,7 +530,6 @@ impl Wave {
         let y = self.fcol32(y, i, 1);
         let z = self.fcol32(z, i, 2);
         let exec = self.exec() & write;
-        let denorm = self.hwreg[1] >> 4 & 3;
         let plain = !i.clamp && i.omod == 0 && denorm == 3 && i.sdwa == 0;
         let d = &mut self.v[i.dst as usize];
         for l in lanes(exec) {
@@ -422,17 +550,38 @@ impl Wave {
     }
 
     /// f64 operation with modifiers.
+    #[inline(always)]
     fn mapf64(&mut self, i: &Inst, f: impl Fn(f64, f64, f64) -> f64) {
+        self.mapf64_cols(i, |x, y, z, o| {
+            for l in 0..64 {
+                o[l] = f(f64b(x[l]), f64b(y[l]), f64b(z[l])).to_bits();
+            }
+        })
+    }
+
+    #[inline(always)]
+    fn mapf64_cols(
+        &mut self,
+        i: &Inst,
+        cols: impl Fn(&[u64; 64], &[u64; 64], &[u64; 64], &mut [u64; 64]),
+    ) {
         let exec = self.exec();
         let mut out = [0u64; 64];
-        let x = self.col64(i.src[0], true);
-        let y = self.col64(i.src[1], true);
-        let z = self.col64(i.src[2], true);
-        for l in lanes(exec) {
-            let a = self.fin64(x[l], i, 0);
-            let b = self.fin64(y[l], i, 1);
-            let c = self.fin64(z[l], i, 2);
-            out[l] = Self::fout64(f(f64b(a), f64b(b), f64b(c)), i);
+        let mut x = self.col64(i.src[0], true);
+        let mut y = self.col64(i.src[1], true);
+        let mut z = self.col64(i.src[2], true);
+        if (i.abs | i.neg) != 0 {
+            for (k, c) in [&mut x, &mut y, &mut z].into_iter().enumerate() {
+                let abs = if i.abs >> k & 1 != 0 { !SIGN64 } else { !0 };
+                let neg = if i.neg >> k & 1 != 0 { SIGN64 } else { 0 };
+                c.iter_mut().for_each(|v| *v = *v & abs ^ neg);
+            }
+        }
+        cols(&x, &y, &z, &mut out);
+        if i.clamp || i.omod != 0 {
+            for o in out.iter_mut() {
+                *o = Self::fout64(f64b(*o), i);
+            }
         }
         self.write64(i.dst, exec, &out);
     }
@@ -455,15 +604,24 @@ impl Wave {
         }
     }
 
+    /// Writes 64-bit results to the register pair at `dst` under `exec`.
+    #[inline]
     fn write64(&mut self, dst: u16, exec: u64, out: &[u64; 64]) {
         let d = dst as usize;
-        for l in lanes(exec) {
-            self.v[d][l] = out[l] as u32;
-            self.v[d + 1][l] = (out[l] >> 32) as u32;
+        let (lo, hi) = self.v.split_at_mut(d + 1);
+        let (lo, hi) = (&mut lo[d], &mut hi[0]);
+        let mut l32 = [0u32; 64];
+        let mut h32 = [0u32; 64];
+        for l in 0..64 {
+            l32[l] = out[l] as u32;
+            h32[l] = (out[l] >> 32) as u32;
         }
+        put32(lo, &l32, exec);
+        put32(hi, &h32, exec);
     }
 
     /// Add/sub with carry: `f(x, y, carry_in) -> (result, carry_out)`.
+    #[inline(always)]
     fn carry_op(&mut self, i: &Inst, cin: bool, f: impl Fn(u32, u32, u32) -> (u32, bool)) {
         let mask = if cin {
             self.rd64(i.src[2], 0, false)
@@ -472,19 +630,16 @@ impl Wave {
         };
         if i.dpp == 0 {
             let exec = self.exec();
-            let (x, y) = (self.opnd(i.src[0]), self.opnd(i.src[1]));
+            let [x, y, _] = self.src3([i.src[0], i.src[1], Src::None]);
             let mut out = [0u32; 64];
-            let mut cout = 0u64;
-            for l in lanes(exec) {
-                let (r, c) = f(x.get(l), y.get(l), (mask >> l & 1) as u32);
+            let mut carry = [false; 64];
+            for l in 0..64 {
+                let (r, c) = f(x[l], y[l], (mask >> l & 1) as u32);
                 out[l] = r;
-                cout |= (c as u64) << l;
+                carry[l] = c;
             }
-            let d = &mut self.v[i.dst as usize];
-            for l in lanes(exec) {
-                d[l] = out[l];
-            }
-            self.sw64(i.sdst as u16, cout);
+            put32(&mut self.v[i.dst as usize], &out, exec);
+            self.sw64(i.sdst as u16, pack(&carry) & exec);
             return;
         }
         let (x, write) = self.src0_col(i);
@@ -503,47 +658,52 @@ impl Wave {
     fn compare(&mut self, i: &Inst) {
         let exec = self.exec();
         let want = cond_mask(i.cond);
-        let mut m = 0u64;
+        // Which outcomes make the condition true: less, equal, greater, unordered.
+        let (lt, eq, gt, un) = (want & 1 != 0, want & 2 != 0, want & 4 != 0, want & 8 != 0);
+        let mut c = [false; 64];
         match i.ty {
             Ty::F64 | Ty::U64 | Ty::I64 => {
                 let float = i.ty == Ty::F64;
                 let (x, y) = (self.col64(i.src[0], float), self.col64(i.src[1], float));
-                for l in lanes(exec) {
-                    let bit = match i.ty {
-                        Ty::F64 => {
-                            ford_bit(f64b(self.fin64(x[l], i, 0)), f64b(self.fin64(y[l], i, 1)))
+                match i.ty {
+                    Ty::F64 => {
+                        for l in 0..64 {
+                            let a = f64b(self.fin64(x[l], i, 0));
+                            let b = f64b(self.fin64(y[l], i, 1));
+                            c[l] = (lt & (a < b))
+                                | (eq & (a == b))
+                                | (gt & (a > b))
+                                | (un & (a.is_nan() | b.is_nan()));
                         }
-                        Ty::U64 => ord_bit(x[l].cmp(&y[l])),
-                        _ => ord_bit((x[l] as i64).cmp(&(y[l] as i64))),
-                    };
-                    m |= ((want & bit != 0) as u64) << l;
+                    }
+                    Ty::U64 => int_cmp(&x, &y, |v| v, [lt, eq, gt], &mut c),
+                    _ => int_cmp(&x, &y, |v| v as i64, [lt, eq, gt], &mut c),
                 }
             }
             Ty::F32 => {
                 let x = self.fcol32(self.col(i.src[0]), i, 0);
                 let y = self.fcol32(self.col(i.src[1]), i, 1);
-                for l in lanes(exec) {
-                    let bit = ford_bit(f32b(x[l]) as f64, f32b(y[l]) as f64);
-                    m |= ((want & bit != 0) as u64) << l;
+                for l in 0..64 {
+                    let (a, b) = (f32b(x[l]), f32b(y[l]));
+                    c[l] = (lt & (a < b))
+                        | (eq & (a == b))
+                        | (gt & (a > b))
+                        | (un & (a.is_nan() | b.is_nan()));
                 }
             }
-            _ => {
-                let (x, y) = (self.opnd(i.src[0]), self.opnd(i.src[1]));
-                // Map each integer type onto one total order.
-                let key = |v: u32| -> i64 {
-                    match i.ty {
-                        Ty::I32 => v as i32 as i64,
-                        Ty::U16 => (v & 0xffff) as i64,
-                        Ty::I16 => v as i16 as i64,
-                        _ => v as i64,
-                    }
-                };
-                for l in lanes(exec) {
-                    let bit = ord_bit(key(x.get(l)).cmp(&key(y.get(l))));
-                    m |= ((want & bit != 0) as u64) << l;
+            ty => {
+                let [x, y, _] = self.src3([i.src[0], i.src[1], Src::None]);
+                let k = [lt, eq, gt];
+                // Each integer type compared in its own order.
+                match ty {
+                    Ty::I32 => int_cmp(x, y, |v| v as i32, k, &mut c),
+                    Ty::U16 => int_cmp(x, y, |v| v as u16, k, &mut c),
+                    Ty::I16 => int_cmp(x, y, |v| v as i16, k, &mut c),
+                    _ => int_cmp(x, y, |v| v, k, &mut c),
                 }
             }
         }
+        let m = pack(&c) & exec;
         self.sw64(i.sdst as u16, m);
         if i.op == Op::VCmpx {
             self.set_exec(m);
@@ -723,6 +883,17 @@ impl Wave {
         use Op::*;
         match i.op {
             VMovB32 => self.map32(i, |x, _, _| x),
+            VCndmaskB32 if i.dpp == 0 && i.sdwa == 0 => {
+                let m = self.rd64(i.src[2], 0, false);
+                let exec = self.exec();
+                let [x, y, _] = self.src3([i.src[0], i.src[1], Src::None]);
+                let mut out = [0u32; 64];
+                for l in 0..64 {
+                    let pick_y = ((m >> l) as u32 & 1).wrapping_neg();
+                    out[l] = (y[l] & pick_y) | (x[l] & !pick_y);
+                }
+                put32(&mut self.v[i.dst as usize], &out, exec);
+            }
             VCndmaskB32 => {
                 let m = self.rd64(i.src[2], 0, false);
                 let (x, write) = self.src0_col(i);
@@ -741,7 +912,7 @@ impl Wave {
             VMaxF32 => self.mapf32(i, |x, y, _| x.max(y)),
             VMin3F32 => self.mapf32(i, |x, y, z| x.min(y).min(z)),
             VMax3F32 => self.mapf32(i, |x, y, z| x.max(y).max(z)),
-            VFmaF32 | VFmacF32 => self.mapf32(i, |x, y, z| x.mul_add(y, z)),
+            VFmaF32 | VFmacF32 => self.mapf32_cols(i, &|x: f32, y: f32, z: f32| x.mul_add(y, z), fma32_cols),
             VMacF32 | VMadF32 | VMadmkF32 | VMadakF32 => self.mapf32(i, |x, y, z| x * y + z),
             VPermB32 => self.map32(i, |x, y, sel| {
                 // Each result byte picks a byte of {S0, S1} (S1 low) by selector
@@ -925,7 +1096,7 @@ impl Wave {
             VMulF64 => self.mapf64(i, |x, y, _| x * y),
             VMinF64 => self.mapf64(i, |x, y, _| x.min(y)),
             VMaxF64 => self.mapf64(i, |x, y, _| x.max(y)),
-            VFmaF64 | VFmacF64 => self.mapf64(i, |x, y, z| x.mul_add(y, z)),
+            VFmaF64 | VFmacF64 => self.mapf64_cols(i, fma64_cols),
             VRcpF64 => self.mapf64(i, |x, _, _| 1.0 / x),
             VRsqF64 => self.mapf64(i, |x, _, _| 1.0 / x.sqrt()),
             VSqrtF64 => self.mapf64(i, |x, _, _| x.sqrt()),
@@ -933,34 +1104,38 @@ impl Wave {
                 let x = f64b(w.fin64(w.rd64(i.src[0], l, true), i, 0));
                 ldexp(x, w.rd(i.src[1], l) as i32).to_bits()
             }),
-            VLshlrevB64 => self.lanewise(i, true, |w, l| {
-                w.rd64(i.src[1], l, false) << (w.rd(i.src[0], l) & 63)
-            }),
-            VLshrrevB64 => self.lanewise(i, true, |w, l| {
-                w.rd64(i.src[1], l, false) >> (w.rd(i.src[0], l) & 63)
-            }),
-            VAshrrevI64 => self.lanewise(i, true, |w, l| {
-                ((w.rd64(i.src[1], l, false) as i64) >> (w.rd(i.src[0], l) & 63)) as u64
-            }),
-            VMadU64U32 | VMadI64I32 => {
+            VLshlrevB64 | VLshrrevB64 | VAshrrevI64 => {
                 let exec = self.exec();
+                let v = self.col64(i.src[1], false);
+                let [n, _, _] = self.src3([i.src[0], Src::None, Src::None]);
                 let mut out = [0u64; 64];
-                let mut cout = 0u64;
-                for l in lanes(exec) {
-                    let (x, y) = (self.rd(i.src[0], l), self.rd(i.src[1], l));
-                    let z = self.rd64(i.src[2], l, false);
-                    let (r, c) = if i.op == VMadU64U32 {
-                        let p = x as u128 * y as u128 + z as u128;
-                        (p as u64, p >> 64 != 0)
-                    } else {
-                        let p = x as i32 as i128 * y as i32 as i128 + z as i64 as i128;
-                        (p as u64, p < i64::MIN as i128 || p > i64::MAX as i128)
-                    };
-                    out[l] = r;
-                    cout |= (c as u64) << l;
+                match i.op {
+                    VLshlrevB64 => (0..64).for_each(|l| out[l] = v[l] << (n[l] & 63)),
+                    VLshrrevB64 => (0..64).for_each(|l| out[l] = v[l] >> (n[l] & 63)),
+                    _ => (0..64).for_each(|l| out[l] = ((v[l] as i64) >> (n[l] & 63)) as u64),
                 }
                 self.write64(i.dst, exec, &out);
-                self.sw64(i.sdst as u16, cout);
+            }
+            VMadU64U32 | VMadI64I32 => {
+                let exec = self.exec();
+                let z = self.col64(i.src[2], false);
+                let [x, y, _] = self.src3([i.src[0], i.src[1], Src::None]);
+                let mut out = [0u64; 64];
+                let mut carry = [false; 64];
+                if i.op == VMadU64U32 {
+                    for l in 0..64 {
+                        let p = x[l] as u128 * y[l] as u128 + z[l] as u128;
+                        (out[l], carry[l]) = (p as u64, p >> 64 != 0);
+                    }
+                } else {
+                    for l in 0..64 {
+                        let p = x[l] as i32 as i128 * y[l] as i32 as i128 + z[l] as i64 as i128;
+                        out[l] = p as u64;
+                        carry[l] = p < i64::MIN as i128 || p > i64::MAX as i128;
+                    }
+                }
+                self.write64(i.dst, exec, &out);
+                self.sw64(i.sdst as u16, pack(&carry) & exec);
             }
             VCmp | VCmpx => self.compare(i),
             VCmpClass => self.compare_class(i),

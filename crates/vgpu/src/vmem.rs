@@ -6,6 +6,7 @@
 use crate::access::{atomic32, atomic64, load, rmw32, store, Span};
 use crate::fault::{Exception, FaultKind};
 use crate::inst::{Atomic, Inst, Op, Src, Width};
+use crate::valu::put32;
 use crate::wave::{lanes, Env, Wave, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI};
 
 /// Where one lane's access goes.
@@ -257,7 +258,196 @@ impl Wave {
         (places, span)
     }
 
+    /// Addresses of a global or flat access in every lane, when every active
+    /// lane goes to device memory (not the LDS or private apertures).
+    fn device_addrs(&self, i: &Inst, exec: u64) -> Option<[u64; 64]> {
+        let Src::V(va) = i.src[0] else {
+            return None;
+        };
+        let off = i.imm as i64 as u64;
+        let lo = &self.v[va as usize];
+        let mut a = [0u64; 64];
+        match (i.op, i.src[2]) {
+            (Op::GlobalLoad | Op::GlobalStore, Src::S(_)) => {
+                let base = self.s64(i.src[2]).wrapping_add(off);
+                for l in 0..64 {
+                    a[l] = base.wrapping_add(lo[l] as u64);
+                }
+            }
+            (Op::GlobalLoad | Op::GlobalStore | Op::FlatLoad | Op::FlatStore, _) => {
+                let hi = &self.v[va as usize + 1];
+                for l in 0..64 {
+                    a[l] = (lo[l] as u64 | (hi[l] as u64) << 32).wrapping_add(off);
+                }
+                if matches!(i.op, Op::FlatLoad | Op::FlatStore) {
+                    let aperture = lanes(exec).any(|l| {
+                        matches!(
+                            (a[l] >> 32) as u32,
+                            SHARED_APERTURE_HI | PRIVATE_APERTURE_HI
+                        )
+                    });
+                    if aperture {
+                        return None;
+                    }
+                }
+            }
+            _ => return None,
+        }
+        Some(a)
+    }
+
+    /// The span covering `n` bytes at each active lane's address, if it lies
+    /// inside one allocation: one table lookup for the whole instruction.
+    fn span_of(a: &[u64; 64], n: usize, exec: u64, env: &Env<'_>) -> Option<Span> {
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
+        for l in lanes(exec) {
+            lo = lo.min(a[l]);
+            hi = hi.max(a[l].checked_add(n as u64)?);
+        }
+        if lo >= hi {
+            return None;
+        }
+        Span::check(env.mem, lo, hi)
+    }
+
+    /// Global/flat loads whose lanes all read inside one allocation. False
+    /// when the general path must run (it also reports any fault).
+    fn vload_fast(&mut self, i: &Inst, env: &Env<'_>) -> bool {
+        let exec = self.exec();
+        let Some(a) = self.device_addrs(i, exec) else {
+            return false;
+        };
+        let n = i.width.bytes();
+        let Some(span) = Self::span_of(&a, n, exec, env) else {
+            return false;
+        };
+        let file = if i.acc { &mut self.a } else { &mut self.v };
+        match i.width {
+            Width::D1 | Width::D2 | Width::D3 | Width::D4 => {
+                for k in 0..i.width.dwords() {
+                    let mut out = [0u32; 64];
+                    for l in lanes(exec) {
+                        out[l] = span.read_u32(a[l] + 4 * k as u64).unwrap_or(0);
+                    }
+                    put32(&mut file[i.dst as usize + k], &out, exec);
+                }
+            }
+            w => {
+                let mut out = [0u32; 64];
+                for l in lanes(exec) {
+                    let mut b = [0u8; 4];
+                    span.read(a[l], &mut b[..n]);
+                    out[l] = extend(w, u32::from_le_bytes(b));
+                }
+                put32(&mut file[i.dst as usize], &out, exec);
+            }
+        }
+        true
+    }
+
+    /// Global/flat stores whose lanes all write inside one allocation, lane
+    /// after lane (a later lane's bytes win where lanes overlap).
+    fn vstore_fast(&mut self, i: &Inst, env: &Env<'_>) -> bool {
+        let exec = self.exec();
+        let Some(a) = self.device_addrs(i, exec) else {
+            return false;
+        };
+        let n = i.width.bytes();
+        let Some(span) = Self::span_of(&a, n, exec, env) else {
+            return false;
+        };
+        let file = if i.acc { &self.a } else { &self.v };
+        let data = Self::vreg(i.src[1]) as usize;
+        match i.width {
+            Width::D1 => {
+                let src = &file[data];
+                for l in lanes(exec) {
+                    span.write_u32(a[l], src[l]);
+                }
+            }
+            Width::D2 | Width::D3 | Width::D4 => {
+                let dw = i.width.dwords();
+                for l in lanes(exec) {
+                    for k in 0..dw {
+                        span.write_u32(a[l] + 4 * k as u64, file[data + k][l]);
+                    }
+                }
+            }
+            _ => {
+                let src = &file[data];
+                for l in lanes(exec) {
+                    span.write(a[l], &src[l].to_le_bytes()[..n]);
+                }
+            }
+        }
+        true
+    }
+
+    /// Dword DS reads and writes (one and two addresses) whose lanes all stay
+    /// inside the LDS. False when the general path must run.
+    fn ds_fast(&mut self, i: &Inst, env: &mut Env<'_>) -> bool {
+        let (Width::D1 | Width::D2 | Width::D4) = i.width else {
+            return false;
+        };
+        let two = matches!(i.op, Op::DsRead2 | Op::DsWrite2);
+        if !two && !matches!(i.op, Op::DsRead | Op::DsWrite) {
+            return false;
+        }
+        let exec = self.exec();
+        let n = i.width.bytes() as u64;
+        let dw = i.width.dwords();
+        // Byte offsets of the (up to two) accesses of each lane.
+        let offs = if two {
+            let scale = n * if i.wide { 64 } else { 1 };
+            [i.imm as u64 * scale, i.imm2 as u64 * scale]
+        } else {
+            [i.imm as u64 | (i.imm2 as u64) << 8, 0]
+        };
+        let base: [u32; 64] = self.v[Self::vreg(i.src[0]) as usize];
+        let lds_len = env.lds.len() as u64;
+        let last = offs[two as usize];
+        let mut top = 0u64;
+        for l in lanes(exec) {
+            top = top.max(base[l] as u64 + offs[0].max(last) + n);
+        }
+        if top > lds_len {
+            return false;
+        }
+        let lds = &mut *env.lds;
+        let rd = |lds: &[u8], at: u64| {
+            let s = at as usize;
+            u32::from_le_bytes([lds[s], lds[s + 1], lds[s + 2], lds[s + 3]])
+        };
+        let file = if i.acc { &mut self.a } else { &mut self.v };
+        let copies = if two { 2 } else { 1 };
+        if matches!(i.op, Op::DsRead | Op::DsRead2) {
+            for (c, &o) in offs.iter().enumerate().take(copies) {
+                for k in 0..dw {
+                    let mut out = [0u32; 64];
+                    for l in lanes(exec) {
+                        out[l] = rd(lds, base[l] as u64 + o + 4 * k as u64);
+                    }
+                    put32(&mut file[i.dst as usize + c * dw + k], &out, exec);
+                }
+            }
+        } else {
+            let srcs = [Self::vreg(i.src[1]) as usize, Self::vreg(i.src[2]) as usize];
+            for l in lanes(exec) {
+                for (c, &o) in offs.iter().enumerate().take(copies) {
+                    for k in 0..dw {
+                        let s = (base[l] as u64 + o) as usize + 4 * k;
+                        lds[s..s + 4].copy_from_slice(&file[srcs[c] + k][l].to_le_bytes());
+                    }
+                }
+            }
+        }
+        true
+    }
+
     fn vload(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
+        if self.vload_fast(i, env) {
+            return Ok(());
+        }
         let n = i.width.bytes();
         let dw = i.width.dwords();
         let mut buf = [0u8; 16];
@@ -298,6 +488,9 @@ impl Wave {
     }
 
     fn vstore(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
+        if self.vstore_fast(i, env) {
+            return Ok(());
+        }
         let n = i.width.bytes();
         let data = match i.op {
             Op::BufStore => i.dst,
@@ -387,6 +580,9 @@ impl Wave {
     }
 
     fn ds(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
+        if self.ds_fast(i, env) {
+            return Ok(());
+        }
         let addr = Self::vreg(i.src[0]) as usize;
         let d0 = Self::vreg(i.src[1]);
         let d1 = Self::vreg(i.src[2]);

@@ -54,6 +54,9 @@ pub struct Wave {
     /// Hardware registers readable by s_getreg (MODE=1, STATUS=2, TRAPSTS=3 ...).
     /// MODE is kept but not yet honoured by the float operations.
     pub hwreg: [u32; 8],
+    /// Scalar and constant sources broadcast to columns, so the VALU lane
+    /// loops read every source as a plain array (see `Wave::src3`).
+    pub bc: [[u32; 64]; 3],
 }
 
 /// A 32-bit source as the lane loops see it (see [`Wave::opnd`]).
@@ -99,6 +102,7 @@ impl Wave {
             done: false,
             executed: 0,
             hwreg: [0; 8],
+            bc: [[0; 64]; 3],
         }
     }
 
