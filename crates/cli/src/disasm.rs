@@ -7,7 +7,7 @@ use inlay_codeobj::container::{walk, EntryKind};
 use inlay_codeobj::elf::SHF_EXECINSTR;
 use inlay_codeobj::symbols::{Symbol, SymbolKind, SymbolTable};
 use inlay_codeobj::CodeObject;
-use inlay_isa::listing::{self, write_file_header, write_section};
+use inlay_isa::listing::{self, write_file_header_bytes, write_section_bytes};
 use inlay_isa::{Decoder, Instruction, Target};
 
 pub struct Options<'a> {
@@ -17,7 +17,19 @@ pub struct Options<'a> {
 
 /// Disassembles everything in `data` (the file called `name`).
 pub fn disasm(data: &[u8], name: &str, opts: &Options) -> Result<String, String> {
-    let mut out = String::new();
+    let mut out = Vec::new();
+    disasm_into(data, name, opts, &mut out)?;
+    // The listing is ASCII plus symbol and file names, which are `&str`.
+    String::from_utf8(out).map_err(|e| format!("{name}: listing is not UTF-8: {e}"))
+}
+
+/// [`disasm`] appending to a byte buffer (which can be reused across files).
+pub fn disasm_into(
+    data: &[u8],
+    name: &str,
+    opts: &Options,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
     let mut problems = Vec::new();
     let mut listed = 0;
     for entry in walk(data, name) {
@@ -51,7 +63,7 @@ pub fn disasm(data: &[u8], name: &str, opts: &Options) -> Result<String, String>
                 continue;
             }
         }
-        write_code_object(&co, target, &label, opts, &mut out);
+        write_code_object(&co, target, &label, opts, out);
         listed += 1;
     }
     if listed == 0 {
@@ -67,7 +79,7 @@ pub fn disasm(data: &[u8], name: &str, opts: &Options) -> Result<String, String>
     for p in problems {
         eprintln!("inlay: {p}");
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The symbols objdump labels code with: `.symtab`, or `.dynsym` when stripped.
@@ -94,9 +106,9 @@ fn write_code_object(
     target: Target,
     label: &str,
     opts: &Options,
-    out: &mut String,
+    out: &mut Vec<u8>,
 ) {
-    write_file_header(label, out);
+    write_file_header_bytes(label, out);
     let symbols = label_symbols(co);
     let wanted = opts
         .kernel
@@ -120,7 +132,7 @@ fn write_code_object(
             .collect();
         let bytes = co.section_data(section);
         match &wanted {
-            None => write_section(
+            None => write_section_bytes(
                 target,
                 &listing::Section {
                     file_name: label,
@@ -134,7 +146,8 @@ fn write_code_object(
             Some(functions) => {
                 // Only the chosen functions, each listed as objdump lists a symbol
                 // selected with --disassemble-symbols.
-                out.push_str(&format!("\nDisassembly of section {}:\n", section.name));
+                let heading = format!("\nDisassembly of section {}:\n", section.name);
+                out.extend_from_slice(heading.as_bytes());
                 for f in in_section.iter().filter(|s| functions.contains(s.name)) {
                     // Symbol values come from the file: a symbol outside its section is skipped.
                     let range = f.address.checked_sub(section.addr).and_then(|start| {
@@ -143,8 +156,8 @@ fn write_code_object(
                     let Some(body) = range.and_then(|r| bytes.get(r)) else {
                         continue;
                     };
-                    let mut one = String::new();
-                    write_section(
+                    let mut one = Vec::new();
+                    write_section_bytes(
                         target,
                         &listing::Section {
                             file_name: label,
@@ -156,8 +169,7 @@ fn write_code_object(
                         &mut one,
                     );
                     // Drop the section heading write_section adds for each piece.
-                    let heading = format!("\nDisassembly of section {}:\n", section.name);
-                    out.push_str(one.strip_prefix(&heading).unwrap_or(&one));
+                    out.extend_from_slice(one.strip_prefix(heading.as_bytes()).unwrap_or(&one));
                 }
             }
         }
@@ -356,4 +368,101 @@ fn instructions_json(target: Target, body: &[u8], address: u64) -> Vec<serde_jso
         off += n;
     }
     list
+}
+
+/// `inlay disasm FILES…` (text): lists the files in parallel and writes the
+/// listings to stdout in order, each as soon as it and those before it are done,
+/// so writing overlaps listing. Listing buffers are reused. Returns the exit code:
+/// failure after the first file that cannot be listed (earlier ones are printed).
+pub fn list_files(files: &[std::path::PathBuf], opts: &Options) -> std::process::ExitCode {
+    use std::io::Write;
+    use std::process::ExitCode;
+    use std::sync::{Condvar, Mutex, PoisonError};
+
+    struct State {
+        /// Next file a worker takes.
+        next: usize,
+        /// Files written so far (they are written in order).
+        written: usize,
+        /// Finished listings not yet written, by file index.
+        done: std::collections::BTreeMap<usize, Result<Vec<u8>, String>>,
+        /// Emptied buffers to reuse.
+        pool: Vec<Vec<u8>>,
+        /// The writer stopped (error or closed pipe): workers stop too.
+        stop: bool,
+    }
+    let workers = rayon::current_num_threads().clamp(1, files.len().max(1));
+    // Listings done ahead of the writer are held in memory: at most this many.
+    let window = 2 * workers;
+    let state = Mutex::new(State {
+        next: 0,
+        written: 0,
+        done: Default::default(),
+        pool: Vec::new(),
+        stop: false,
+    });
+    let changed = Condvar::new();
+    let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
+    let work = || loop {
+        let (index, mut buf) = {
+            let mut s = lock();
+            while !s.stop && s.next < files.len() && s.next >= s.written + window {
+                s = changed.wait(s).unwrap_or_else(PoisonError::into_inner);
+            }
+            if s.stop || s.next >= files.len() {
+                return;
+            }
+            s.next += 1;
+            (s.next - 1, s.pool.pop().unwrap_or_default())
+        };
+        buf.clear();
+        let file = &files[index];
+        let name = file.display().to_string();
+        let result = inlay_codeobj::file::MappedFile::open(file)
+            .map_err(|e| e.to_string())
+            .and_then(|f| disasm_into(f.bytes(), &name, opts, &mut buf))
+            .map(|()| buf);
+        lock().done.insert(index, result);
+        changed.notify_all();
+    };
+    let mut code = ExitCode::SUCCESS;
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(work);
+        }
+        let mut stdout = std::io::stdout().lock();
+        for index in 0..files.len() {
+            let result = {
+                let mut s = lock();
+                loop {
+                    if let Some(r) = s.done.remove(&index) {
+                        break r;
+                    }
+                    s = changed.wait(s).unwrap_or_else(PoisonError::into_inner);
+                }
+            };
+            let stop = match result {
+                // A closed pipe (e.g. `| head`) ends the listing quietly.
+                Ok(buf) => {
+                    let closed = stdout.write_all(&buf).is_err();
+                    lock().pool.push(buf);
+                    closed
+                }
+                Err(e) => {
+                    eprintln!("inlay: {e}");
+                    code = ExitCode::FAILURE;
+                    true
+                }
+            };
+            let mut s = lock();
+            s.written = index + 1;
+            s.stop |= stop;
+            changed.notify_all();
+            if stop {
+                break;
+            }
+        }
+        let _ = stdout.flush();
+    });
+    code
 }

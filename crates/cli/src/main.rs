@@ -106,6 +106,9 @@ fn main() -> ExitCode {
             let opts = disasm::Options {
                 kernel: kernel.as_deref(),
             };
+            if !json {
+                return disasm::list_files(&files, &opts);
+            }
             let listing = |file: &PathBuf| -> Result<String, String> {
                 let name = file.display().to_string();
                 let f = MappedFile::open(file).map_err(|e| e.to_string())?;

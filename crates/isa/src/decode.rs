@@ -99,6 +99,13 @@ fn read_u32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
 }
 
+/// Size an instruction starting with `w0` has before any literal: 8 for
+/// encodings whose second dword is always part of them (VOP3, SDWA, DPP,
+/// memory), 4 otherwise.
+pub(crate) fn base_len(w0: u32) -> usize {
+    classify(w0).2
+}
+
 /// Encoding, opcode number and base size (SDWA/DPP count their extra dword).
 fn classify(w0: u32) -> (E, u32, usize) {
     if w0 >> 31 == 0 {

@@ -2,7 +2,6 @@
 //! costs more than decoding).
 
 const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
-const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
 /// Decimal.
 pub(crate) fn dec(out: &mut String, mut v: u64) {
@@ -25,16 +24,6 @@ pub(crate) fn hex(out: &mut String, v: u64) {
     hex_digits(out, v, digits, HEX_LOWER);
 }
 
-/// Lower-case hex, zero-padded to `digits`.
-pub(crate) fn hex_lower_padded(out: &mut String, v: u64, digits: usize) {
-    hex_digits(out, v, digits, HEX_LOWER);
-}
-
-/// Upper-case hex, zero-padded to `digits`.
-pub(crate) fn hex_upper(out: &mut String, v: u64, digits: usize) {
-    hex_digits(out, v, digits, HEX_UPPER);
-}
-
 fn hex_digits(out: &mut String, v: u64, digits: usize, table: &[u8; 16]) {
     let mut buf = [0u8; 16];
     let n = digits.min(16);
@@ -45,18 +34,8 @@ fn hex_digits(out: &mut String, v: u64, digits: usize, table: &[u8; 16]) {
 }
 
 fn push_ascii(out: &mut String, b: &[u8]) {
-    for c in b {
-        out.push(*c as char);
-    }
-}
-
-/// Appends spaces until `out` is `col` bytes past `start`.
-pub(crate) fn pad_to(out: &mut String, start: usize, col: usize) {
-    const SPACES: &str = "                                                                ";
-    let mut have = out.len() - start;
-    while have < col {
-        let n = (col - have).min(SPACES.len());
-        out.push_str(&SPACES[..n]);
-        have += n;
+    // digits only, always ASCII
+    if let Ok(s) = core::str::from_utf8(b) {
+        out.push_str(s);
     }
 }
