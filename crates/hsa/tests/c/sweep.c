@@ -1,6 +1,6 @@
 /* Calls every export named on the command line through dlvsym(name, "ROCR_1")
  * with all-zero arguments (null pointers, zero handles, zero sizes), first
- * before hsa_init and then after. Status-returning functions must return an
+ * before hsa_init, after it, and after the last hsa_shut_down. Status-returning functions must return an
  * error (NOT_INITIALIZED before init); nothing may crash; afterwards the
  * runtime must still work. */
 #define _GNU_SOURCE
@@ -24,26 +24,33 @@ static int zero_args_may_succeed(const char *n) {
     return strcmp(n, "hsa_amd_profiling_async_copy_enable") == 0;
 }
 
+/* pass 0: runtime not initialized (before hsa_init or after the last
+ * hsa_shut_down): every status must be NOT_INITIALIZED. pass 1: initialized:
+ * no all-zero call may succeed. */
+static int sweep(void *lib, int argc, char **argv, int pass) {
+    for (int i = 1; i < argc; i++) {
+        const char *n = argv[i];
+        if (strcmp(n, "hsa_init") == 0 || strcmp(n, "hsa_shut_down") == 0) continue;
+        any_fn f = (any_fn)dlvsym(lib, n, "ROCR_1");
+        if (!f) { fprintf(stderr, "%s@ROCR_1 not found\n", n); return 1; }
+        uint32_t st = (uint32_t)f(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+        if (!returns_status(n)) continue;
+        if (pass == 0 && strcmp(n, "hsa_status_string") != 0 && st != HSA_STATUS_ERROR_NOT_INITIALIZED) {
+            fprintf(stderr, "%s without an initialized runtime returned 0x%x\n", n, st); return 1;
+        }
+        if (pass == 1 && (st == HSA_STATUS_SUCCESS || st == HSA_STATUS_INFO_BREAK) && !zero_args_may_succeed(n)) {
+            fprintf(stderr, "%s with zero arguments returned 0x%x\n", n, st); return 1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     void *lib = dlopen("libhsa-runtime64.so.1", RTLD_NOW);
     CHECK(lib != NULL);
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) OK(hsa_init());
-        for (int i = 1; i < argc; i++) {
-            const char *n = argv[i];
-            if (strcmp(n, "hsa_init") == 0 || strcmp(n, "hsa_shut_down") == 0) continue;
-            any_fn f = (any_fn)dlvsym(lib, n, "ROCR_1");
-            if (!f) { fprintf(stderr, "%s@ROCR_1 not found\n", n); return 1; }
-            uint32_t st = (uint32_t)f(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-            if (!returns_status(n)) continue;
-            if (pass == 0 && strcmp(n, "hsa_status_string") != 0 && st != HSA_STATUS_ERROR_NOT_INITIALIZED) {
-                fprintf(stderr, "%s before hsa_init returned 0x%x\n", n, st); return 1;
-            }
-            if (pass == 1 && (st == HSA_STATUS_SUCCESS || st == HSA_STATUS_INFO_BREAK) && !zero_args_may_succeed(n)) {
-                fprintf(stderr, "%s with zero arguments returned 0x%x\n", n, st); return 1;
-            }
-        }
-    }
+    if (sweep(lib, argc, argv, 0)) return 1;
+    OK(hsa_init());
+    if (sweep(lib, argc, argv, 1)) return 1;
     /* Still working. */
     env_t e = setup();
     hsa_signal_t s;
@@ -53,6 +60,8 @@ int main(int argc, char **argv) {
     OK(hsa_signal_destroy(s));
     OK(hsa_shut_down());
     OK(hsa_shut_down());
+    /* After the last shut-down: not initialized again, for every export. */
+    if (sweep(lib, argc, argv, 0)) return 1;
     printf("PASS %d symbols\n", argc - 1);
     return 0;
 }
