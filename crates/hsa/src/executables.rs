@@ -15,7 +15,9 @@ use inlay_loader::{
     AgentRef, CodeObjectId, ErrorKind, Executable, LoadError, SymbolId, SymbolKind,
     VariableAllocation,
 };
+use inlay_runtime::device::Device;
 use inlay_runtime::{Runtime, Status};
+use inlay_vgpu::CodeRegion;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -44,6 +46,52 @@ struct Exec {
     rounding: u32,
     /// Variables defined read-only by the host (their segment is READONLY).
     readonly: Vec<SymbolId>,
+    /// The device running its kernels since freeze, and its id for the code.
+    code: Option<(Arc<dyn Device>, u64)>,
+}
+
+impl Drop for Exec {
+    fn drop(&mut self) {
+        if let Some((device, id)) = self.code.take() {
+            device.remove_code(id);
+        }
+    }
+}
+
+/// Freezes `exec` (linking its code objects) and hands their code to the
+/// device, which predecodes it once, so its kernels can be dispatched.
+fn freeze(rt: &Runtime, exec: Handle) -> Result<(), Status> {
+    with(|r| {
+        let e = r.exec(exec)?;
+        e.exe.freeze().map_err(fail)?;
+        let regions: Vec<CodeRegion> = e
+            .exe
+            .code_objects()
+            .iter()
+            .filter_map(|co| {
+                let (text, size) = co.text()?;
+                Some(CodeRegion {
+                    load_base: co.load_delta,
+                    text_vaddr: text.wrapping_sub(co.load_delta),
+                    text_size: size,
+                    code_object_version: co.code_object_version,
+                    kernels: co
+                        .kernel_objects()
+                        .map(|(name, kd)| (name.to_string(), kd))
+                        .collect(),
+                })
+            })
+            .collect();
+        let device = rt.device();
+        let id = device.add_code(&regions).map_err(|why| {
+            if std::env::var_os("INLAY_LOG").is_some() {
+                eprintln!("inlay: freeze: {why}");
+            }
+            Status::InvalidCodeObject
+        })?;
+        e.code = Some((device, id));
+        Ok(())
+    })
 }
 
 #[derive(Default)]
@@ -455,7 +503,7 @@ export! {
         status(load(exec, None, reader, lco))
     }
     fn hsa_executable_freeze(exec: Handle, _options: *const c_char) -> HsaStatus {
-        status(rt().and_then(|_| with(|r| r.exec(exec)?.exe.freeze().map_err(fail))))
+        status(rt().and_then(|rt| freeze(&rt, exec)))
     }
     fn hsa_executable_get_info(exec: Handle, attr: u32, value: *mut c_void) -> HsaStatus {
         status(rt().and_then(|_| with(|r| {
@@ -539,6 +587,7 @@ fn create(
                 profile,
                 rounding,
                 readonly: Vec::new(),
+                code: None,
             },
         );
         Ok(EXEC_TAG + n)

@@ -49,6 +49,21 @@ impl LoadedCodeObject {
     pub fn address_of(&self, vaddr: u64) -> u64 {
         self.load_delta.wrapping_add(vaddr)
     }
+
+    /// Device address and size of its `.text` (the code a device executes).
+    pub fn text(&self) -> Option<(u64, u64)> {
+        self.image
+            .text
+            .map(|(vaddr, size)| (self.address_of(vaddr), size))
+    }
+
+    /// Names and device addresses of the descriptors of its kernels.
+    pub fn kernel_objects(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.image
+            .kernels
+            .iter()
+            .map(|k| (k.name.as_str(), self.address_of(k.descriptor)))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

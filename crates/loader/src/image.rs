@@ -68,6 +68,8 @@ pub struct Image {
     pub undefined: HashMap<String, bool>,
     pub kernels: Vec<KernelImage>,
     pub relocs: Vec<Reloc>,
+    /// `.text` (virtual address, size), when the code object has one.
+    pub text: Option<(u64, u64)>,
 }
 
 impl Image {
@@ -185,6 +187,7 @@ impl Image {
             undefined,
             kernels,
             relocs,
+            text: co.section(".text").map(|t| (t.addr, t.size)),
         })
     }
 

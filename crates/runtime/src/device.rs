@@ -1,6 +1,9 @@
-//! What runs kernel-dispatch packets. The virtual GPU implements [`Device`];
-//! until it does, [`NoEmulator`] refuses every dispatch with an error that the
-//! queue reports through its error callback.
+//! What runs kernel-dispatch packets: the virtual GPU ([`VirtualGpu`]) by
+//! default, or [`NoEmulator`], which refuses every dispatch.
+
+use std::sync::{Arc, Mutex};
+
+use inlay_vgpu::{CodeRegion, FaultKind, Memory, Packet, Program, Stats};
 
 use crate::status::Status;
 
@@ -18,37 +21,121 @@ pub struct KernelDispatch {
     pub group_segment_size: u32,
     pub kernel_object: u64,
     pub kernarg_address: u64,
+    /// The packet's 64 bytes (the kernel's dispatch pointer shows a copy).
+    pub raw: [u8; 64],
 }
 
-/// Why a dispatch could not run; `status` goes to the queue's error callback.
+/// Why a dispatch did not complete; `status` goes to the queue's error
+/// callback; a memory fault (its address and cause) also goes to the
+/// system event handlers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DispatchError {
     pub status: Status,
     pub message: String,
+    pub fault: Option<(u64, inlay_vgpu::Fault)>,
+}
+
+impl DispatchError {
+    pub fn new(status: Status, message: impl Into<String>) -> Self {
+        DispatchError {
+            status,
+            message: message.into(),
+            fault: None,
+        }
+    }
 }
 
 pub trait Device: Send + Sync {
     /// Runs one dispatch to completion (the packet processor waits for it).
     fn dispatch(&self, packet: &KernelDispatch) -> Result<(), DispatchError>;
+
+    /// Makes the kernels of code objects already placed in device memory
+    /// dispatchable; returns an id for [`Device::remove_code`].
+    fn add_code(&self, regions: &[CodeRegion]) -> Result<u64, String>;
+
+    fn remove_code(&self, id: u64);
 }
 
-/// The device used until the emulator exists: every dispatch fails.
+/// A device that runs nothing: every dispatch fails.
 pub struct NoEmulator;
 
 impl Device for NoEmulator {
     fn dispatch(&self, packet: &KernelDispatch) -> Result<(), DispatchError> {
-        if packet.kernel_object == 0 {
-            return Err(DispatchError {
-                status: Status::InvalidPacketFormat,
-                message: "kernel dispatch with a null kernel_object".into(),
-            });
+        Err(DispatchError::new(
+            Status::InvalidCodeObject,
+            format!("no device runs the kernel at {:#x}", packet.kernel_object),
+        ))
+    }
+
+    fn add_code(&self, _regions: &[CodeRegion]) -> Result<u64, String> {
+        Ok(0)
+    }
+
+    fn remove_code(&self, _id: u64) {}
+}
+
+/// The virtual gfx90a, over the runtime's memory.
+pub struct VirtualGpu {
+    gpu: inlay_vgpu::Device,
+    /// Statistics of the last completed dispatch (the oracle for counting tools).
+    last: Mutex<Option<Stats>>,
+}
+
+impl VirtualGpu {
+    /// `threads` host threads run workgroups (0: all cores).
+    pub fn new(memory: Arc<Memory>, threads: usize) -> Self {
+        VirtualGpu {
+            gpu: inlay_vgpu::Device::with_memory(memory, threads),
+            last: Mutex::new(None),
         }
-        Err(DispatchError {
-            status: Status::InvalidCodeObject,
-            message: format!(
-                "no kernel is loaded at {:#x}: code objects cannot be loaded yet",
-                packet.kernel_object
-            ),
-        })
+    }
+
+    /// The native counts of the last dispatch that completed.
+    pub fn last_stats(&self) -> Option<Stats> {
+        self.last.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Device for VirtualGpu {
+    fn dispatch(&self, d: &KernelDispatch) -> Result<(), DispatchError> {
+        let packet = Packet::from_bytes(d.raw, d.queue, d.packet_id);
+        match self.gpu.dispatch_packet(&packet) {
+            Ok(stats) => {
+                *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);
+                Ok(())
+            }
+            Err(report) => {
+                let status = match &report.kind {
+                    FaultKind::Memory(_)
+                    | FaultKind::Lds { .. }
+                    | FaultKind::Scratch { .. }
+                    | FaultKind::Misaligned { .. } => Status::MemoryApertureViolation,
+                    FaultKind::Unimplemented | FaultKind::BadJump { .. } => {
+                        Status::IllegalInstruction
+                    }
+                    FaultKind::Trap(_) | FaultKind::Watchdog { .. } => Status::Exception,
+                    FaultKind::Launch(_) => Status::InvalidPacketFormat,
+                };
+                let fault = match report.kind {
+                    FaultKind::Memory(f) => Some((report.address.unwrap_or(0), f)),
+                    _ => None,
+                };
+                Err(DispatchError {
+                    status,
+                    message: report.to_string(),
+                    fault,
+                })
+            }
+        }
+    }
+
+    fn add_code(&self, regions: &[CodeRegion]) -> Result<u64, String> {
+        let program =
+            Program::from_memory(self.gpu.memory(), regions).map_err(|e| e.to_string())?;
+        Ok(self.gpu.register(program))
+    }
+
+    fn remove_code(&self, id: u64) {
+        self.gpu.unregister(id);
     }
 }

@@ -14,7 +14,7 @@ pub mod signal;
 pub mod status;
 
 use agent::{Agent, AgentId};
-use device::{Device, NoEmulator};
+use device::{Device, VirtualGpu};
 use inlay_vgpu::{Fault, MemKind, Memory};
 use pool::{Pool, PoolId, Segment};
 use queue::{ErrorCallback, Queue};
@@ -117,12 +117,19 @@ impl Default for Runtime {
 
 impl Runtime {
     pub fn new() -> Self {
+        let memory = Arc::new(Memory::new());
+        // INLAY_THREADS: host threads running workgroups (default: all cores).
+        let threads = std::env::var("INLAY_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let gpu: Arc<dyn Device> = Arc::new(VirtualGpu::new(memory.clone(), threads));
         Self {
             shared: Arc::new(Shared {
-                memory: Arc::new(Memory::new()),
+                memory,
                 signals: SignalTable::default(),
                 notifier: Arc::new(Notifier::default()),
-                device: RwLock::new(Arc::new(NoEmulator)),
+                device: RwLock::new(gpu),
                 handlers: Mutex::new(Vec::new()),
                 events: Mutex::new(Vec::new()),
                 stopping: AtomicBool::new(false),
@@ -144,6 +151,11 @@ impl Runtime {
             .device
             .write()
             .unwrap_or_else(|e| e.into_inner()) = device;
+    }
+
+    /// What runs dispatches.
+    pub fn device(&self) -> Arc<dyn Device> {
+        self.shared.device()
     }
 
     pub fn memory(&self) -> &Arc<Memory> {

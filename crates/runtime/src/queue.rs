@@ -187,23 +187,35 @@ fn process(shared: &Shared, q: &Queue) {
         }
         let packet = q.packet(read);
         let completion = u64::from_le_bytes(packet[56..64].try_into().unwrap_or_default());
+        if let Err(e) = check_packet(shared, header, &packet) {
+            shared.log(&format!("queue {}: packet {read}: {}", q.id, e.message));
+            fail(q, e.status);
+            return;
+        }
         let outcome = match header as u8 {
             PACKET_KERNEL_DISPATCH => dispatch(shared, q, read, &packet),
             PACKET_BARRIER_AND => barrier(shared, q, &packet, true),
             PACKET_BARRIER_OR => barrier(shared, q, &packet, false),
-            _ => Err(DispatchError {
-                status: Status::InvalidPacketFormat,
-                message: format!(
+            _ => Err(DispatchError::new(
+                Status::InvalidPacketFormat,
+                format!(
                     "packet type {} is not supported on a GPU queue",
                     header as u8
                 ),
-            }),
+            )),
         };
         if let Err(e) = outcome {
             if q.stop.load(Ordering::Acquire) {
                 return;
             }
             shared.log(&format!("queue {}: packet {read}: {}", q.id, e.message));
+            if let Some((address, fault)) = e.fault {
+                shared.report(crate::SystemEvent::MemoryFault {
+                    agent: crate::agent::GPU,
+                    address,
+                    fault,
+                });
+            }
             fail(q, e.status);
             return;
         }
@@ -220,6 +232,60 @@ fn process(shared: &Shared, q: &Queue) {
             }
         }
     }
+}
+
+/// Checks what every packet must satisfy before it runs: the header's
+/// reserved bits and fence scopes, the reserved fields and alignments of the
+/// packet type, and a completion signal that exists (so a packet never runs
+/// and then finds it cannot report completion). Nothing is consumed on error.
+fn check_packet(shared: &Shared, header: u16, p: &[u8; 64]) -> Result<(), DispatchError> {
+    let bad = |m: String| Err(DispatchError::new(Status::InvalidPacketFormat, m));
+    // Bits 0-7 type, 8 barrier, 9-10 acquire scope, 11-12 release scope, 13-15 reserved.
+    if header >> 13 != 0 {
+        return bad(format!("reserved header bits set ({header:#06x})"));
+    }
+    if (header >> 9) & 3 == 3 || (header >> 11) & 3 == 3 {
+        return bad(format!("fence scope 3 does not exist ({header:#06x})"));
+    }
+    match header as u8 {
+        PACKET_KERNEL_DISPATCH => {
+            let setup = u16_at(p, 2);
+            if setup >> 2 != 0 {
+                return bad(format!("reserved setup bits set ({setup:#06x})"));
+            }
+            if u16_at(p, 10) != 0 || u64_at(p, 48) != 0 {
+                return bad("reserved fields of a dispatch packet are not zero".into());
+            }
+            let (kernel_object, kernarg) = (u64_at(p, 32), u64_at(p, 40));
+            if kernel_object == 0 {
+                return bad("kernel dispatch with a null kernel_object".into());
+            }
+            if kernel_object % 64 != 0 {
+                return bad(format!(
+                    "kernel_object {kernel_object:#x} is not 64-byte aligned"
+                ));
+            }
+            if kernarg % 16 != 0 {
+                return bad(format!(
+                    "kernarg_address {kernarg:#x} is not 16-byte aligned"
+                ));
+            }
+        }
+        PACKET_BARRIER_AND | PACKET_BARRIER_OR => {
+            if u16_at(p, 2) != 0 || u32_at(p, 4) != 0 || u64_at(p, 48) != 0 {
+                return bad("reserved fields of a barrier packet are not zero".into());
+            }
+        }
+        _ => {}
+    }
+    let completion = u64_at(p, 56);
+    if completion != 0 && shared.signals.get(completion).is_none() {
+        return Err(DispatchError::new(
+            Status::InvalidSignal,
+            format!("completion signal {completion:#x} does not exist"),
+        ));
+    }
+    Ok(())
 }
 
 fn u16_at(p: &[u8; 64], off: usize) -> u16 {
@@ -244,13 +310,9 @@ fn dispatch(shared: &Shared, q: &Queue, read: u64, p: &[u8; 64]) -> Result<(), D
         group_segment_size: u32_at(p, 28),
         kernel_object: u64_at(p, 32),
         kernarg_address: u64_at(p, 40),
+        raw: *p,
     };
-    let bad = |m: &str| {
-        Err(DispatchError {
-            status: Status::InvalidPacketFormat,
-            message: m.to_string(),
-        })
-    };
+    let bad = |m: &str| Err(DispatchError::new(Status::InvalidPacketFormat, m));
     if !(1..=3).contains(&d.dimensions) {
         return bad("dispatch dimensions must be 1, 2 or 3");
     }
@@ -279,10 +341,10 @@ fn barrier(shared: &Shared, q: &Queue, p: &[u8; 64], all: bool) -> Result<(), Di
         match shared.signals.get(h) {
             Some(s) => deps.push(s),
             None => {
-                return Err(DispatchError {
-                    status: Status::InvalidSignal,
-                    message: format!("barrier packet names unknown signal {h:#x}"),
-                })
+                return Err(DispatchError::new(
+                    Status::InvalidSignal,
+                    format!("barrier packet names unknown signal {h:#x}"),
+                ))
             }
         }
     }
@@ -304,10 +366,7 @@ fn barrier(shared: &Shared, q: &Queue, p: &[u8; 64], all: bool) -> Result<(), Di
             break Ok(());
         }
         if q.stop.load(Ordering::Acquire) {
-            break Err(DispatchError {
-                status: Status::InvalidQueue,
-                message: "queue destroyed".into(),
-            });
+            break Err(DispatchError::new(Status::InvalidQueue, "queue destroyed"));
         }
         shared.notifier.wait_after(seen, POLL);
     };

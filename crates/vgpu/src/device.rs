@@ -1,9 +1,9 @@
 //! The device: memory, loading, and dispatch of a grid of workgroups over
 //! host threads, with native statistics and fault reports.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use inlay_isa::Opcode;
@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use crate::fault::{FaultKind, FaultReport};
 use crate::kernarg::{fill_hidden, Hidden};
 use crate::memory::{Fault, MemKind, Memory};
-use crate::program::{LoadError, Program};
+use crate::program::{KernelInfo, LoadError, Program};
 use crate::workgroup::{Launch, WaveFault};
 
 /// LDS per workgroup on gfx90a.
@@ -33,7 +33,8 @@ pub struct Stats {
     pub instructions: u64,
     /// By opcode name (as inlay-isa names it, without encoding suffix).
     pub per_opcode: BTreeMap<&'static str, u64>,
-    /// By instruction offset in the code object.
+    /// By instruction device address (subtract [`Program::load_base_of`]
+    /// for the offset in its code object).
     pub per_pc: BTreeMap<u64, u64>,
     pub workgroups: u64,
     pub waves: u64,
@@ -42,6 +43,15 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// `per_pc` keyed by the offset of each instruction in its code object,
+    /// comparable between devices that placed `program` at different addresses.
+    pub fn per_offset(&self, program: &Program) -> BTreeMap<u64, u64> {
+        self.per_pc
+            .iter()
+            .map(|(&a, &c)| (a - program.load_base_of(a).unwrap_or(0), c))
+            .collect()
+    }
+
     /// Wave instructions per second of wall time, in millions.
     pub fn mips(&self) -> f64 {
         self.instructions as f64 / self.wall.as_secs_f64().max(1e-9) / 1e6
@@ -49,7 +59,9 @@ impl Stats {
 }
 
 pub struct Device {
-    mem: Memory,
+    mem: Arc<Memory>,
+    registry: RwLock<Registry>,
+    next_program_id: AtomicU64,
     pool: rayon::ThreadPool,
     budget: u64,
     next_dispatch_id: AtomicU64,
@@ -69,6 +81,11 @@ impl Device {
 
     /// A device running workgroups on `threads` host threads (0: all cores).
     pub fn with_threads(threads: usize) -> Device {
+        Self::with_memory(Arc::new(Memory::new()), threads)
+    }
+
+    /// A device over `mem`, shared with a runtime that allocates in it.
+    pub fn with_memory(mem: Arc<Memory>, threads: usize) -> Device {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
@@ -79,7 +96,9 @@ impl Device {
             Err(e) => panic!("cannot start a worker thread: {e}"),
         };
         Device {
-            mem: Memory::new(),
+            mem,
+            registry: RwLock::new(Registry::default()),
+            next_program_id: AtomicU64::new(1),
             pool,
             budget: DEFAULT_BUDGET,
             next_dispatch_id: AtomicU64::new(1),
@@ -154,9 +173,35 @@ impl Device {
         Program::load(&self.mem, code_object)
     }
 
-    /// Frees a program's device memory.
+    /// Frees the image [`Device::load`] placed for `program`.
     pub fn unload(&self, program: Program) -> Result<(), Fault> {
-        self.free(program.base)
+        match program.image {
+            Some(base) => self.free(base),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes `program`'s kernels dispatchable by descriptor address through
+    /// [`Device::dispatch_packet`]; returns an id for [`Device::unregister`].
+    pub fn register(&self, program: Program) -> u64 {
+        let id = self.next_program_id.fetch_add(1, Ordering::Relaxed);
+        let program = Arc::new(program);
+        let mut r = self.registry.write().unwrap_or_else(|e| e.into_inner());
+        for k in program.kernels.values() {
+            r.by_descriptor
+                .insert(k.descriptor_addr, (program.clone(), k.name.clone()));
+        }
+        r.programs.insert(id, program);
+        id
+    }
+
+    /// Forgets a registered program (its memory belongs to whoever placed it).
+    pub fn unregister(&self, id: u64) {
+        let mut r = self.registry.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(program) = r.programs.remove(&id) {
+            r.by_descriptor
+                .retain(|_, (p, _)| !Arc::ptr_eq(p, &program));
+        }
     }
 
     /// Runs `kernel` over `grid` work-items in workgroups of `wg` work-items.
@@ -169,57 +214,13 @@ impl Device {
         wg: [u32; 3],
         args: &[u8],
     ) -> Result<Stats, Box<FaultReport>> {
-        let refuse = |why: String| {
-            Box::new(FaultReport {
-                kernel: kernel.to_string(),
-                workgroup: [0; 3],
-                wave: 0,
-                pc: 0,
-                pc_offset: 0,
-                instruction: String::new(),
-                address: None,
-                kind: FaultKind::Launch(why),
-            })
-        };
         let k = program
             .kernel(kernel)
-            .ok_or_else(|| refuse(format!("no kernel named {kernel}")))?;
-        if grid.contains(&0) || wg.contains(&0) {
-            return Err(refuse("empty grid or workgroup".into()));
-        }
-        let groups: u64 = (0..3).map(|d| grid[d].div_ceil(wg[d]) as u64).product();
-        if groups > MAX_WORKGROUPS {
-            return Err(refuse(format!(
-                "{groups} workgroups (max {MAX_WORKGROUPS})"
-            )));
-        }
-        if k.kernarg_size > MAX_KERNARG {
-            return Err(refuse(format!(
-                "{} bytes of kernel arguments",
-                k.kernarg_size
-            )));
-        }
-        let wg_items = wg[0] as u64 * wg[1] as u64 * wg[2] as u64;
-        if wg_items > 1024 || wg[0] > 1024 || wg[1] > 1024 || wg[2] > 1024 {
-            return Err(refuse(format!(
-                "workgroup of {wg_items} work-items (max 1024)"
-            )));
-        }
-        let lds_size = k.descriptor.group_segment_fixed_size;
-        if lds_size > MAX_LDS {
-            return Err(refuse(format!("{lds_size} bytes of LDS (max {MAX_LDS})")));
-        }
-        let priv_size = k.descriptor.private_segment_fixed_size;
-        if priv_size > MAX_SCRATCH {
-            return Err(refuse(format!("{priv_size} bytes of scratch per lane")));
-        }
-        if k.decoded.vgpr_count > 512 {
-            return Err(refuse(format!("{} VGPRs", k.decoded.vgpr_count)));
-        }
-
+            .ok_or_else(|| refuse(kernel, format!("no kernel named {kernel}")))?;
+        check_launch(k, grid, wg, 0, 0)?;
         let setup = self
             .setup(k, grid, wg, args)
-            .map_err(|f| refuse(format!("device memory: {f}")))?;
+            .map_err(|f| refuse(kernel, format!("device memory: {f}")))?;
         let launch = Launch {
             program,
             mem: &self.mem,
@@ -230,14 +231,70 @@ impl Device {
             queue_ptr: setup.queue,
             kernarg_ptr: setup.kernarg,
             dispatch_id: self.next_dispatch_id.fetch_add(1, Ordering::Relaxed),
-            lds_size,
-            priv_size,
+            lds_size: k.descriptor.group_segment_fixed_size,
+            priv_size: k.descriptor.private_segment_fixed_size,
             budget: self.budget,
         };
         let result = self.run(&launch);
         for a in [setup.packet, setup.queue, setup.kernarg] {
             let _ = self.mem.free(a);
         }
+        result
+    }
+
+    /// Runs an AQL kernel-dispatch packet whose `kernel_object` is the
+    /// descriptor of a kernel in a registered program. The kernel arguments
+    /// (hidden ones included) are the caller's, at `kernarg_address`.
+    pub fn dispatch_packet(&self, p: &Packet) -> Result<Stats, Box<FaultReport>> {
+        let unknown = || {
+            refuse(
+                "",
+                format!(
+                    "no loaded kernel has its descriptor at {:#x}",
+                    p.kernel_object
+                ),
+            )
+        };
+        let (program, name) = {
+            let r = self.registry.read().unwrap_or_else(|e| e.into_inner());
+            r.by_descriptor
+                .get(&p.kernel_object)
+                .cloned()
+                .ok_or_else(unknown)?
+        };
+        let k = program.kernel(&name).ok_or_else(unknown)?;
+        let lds_size = k
+            .descriptor
+            .group_segment_fixed_size
+            .max(p.group_segment_size);
+        let priv_size = k
+            .descriptor
+            .private_segment_fixed_size
+            .max(p.private_segment_size);
+        check_launch(k, p.grid, p.workgroup, lds_size, priv_size)?;
+        // The kernel may read its packet through the dispatch pointer after
+        // the queue slot is reused, so it gets a copy of its own.
+        let packet = self
+            .mem
+            .alloc(64, 64, MemKind::Runtime, 0)
+            .map_err(|f| refuse(&name, format!("device memory: {f}")))?;
+        let _ = self.mem.write_bytes(packet, &p.raw);
+        let launch = Launch {
+            program: &program,
+            mem: &self.mem,
+            kernel: k,
+            grid: p.grid,
+            wg_size: p.workgroup,
+            dispatch_ptr: packet,
+            queue_ptr: p.queue,
+            kernarg_ptr: p.kernarg_address,
+            dispatch_id: p.dispatch_id,
+            lds_size,
+            priv_size,
+            budget: self.budget,
+        };
+        let result = self.run(&launch);
+        let _ = self.mem.free(packet);
         result
     }
 
@@ -377,22 +434,124 @@ impl Device {
 
     fn report(&self, launch: &Launch<'_>, wg: [u32; 3], f: WaveFault) -> FaultReport {
         let p = launch.program;
-        let (pc_offset, instruction) =
-            match (p.insts.get(f.inst as usize), p.decoded.get(f.inst as usize)) {
-                (Some(i), Some(d)) => (i.addr, inlay_isa::format::to_string(d)),
-                _ => (0, String::from("<no instruction>")),
-            };
+        let (pc, instruction) = match (p.insts.get(f.inst as usize), p.decoded.get(f.inst as usize))
+        {
+            (Some(i), Some(d)) => (i.addr, inlay_isa::format::to_string(d)),
+            _ => (0, String::from("<no instruction>")),
+        };
         FaultReport {
             kernel: launch.kernel.name.clone(),
             workgroup: wg,
             wave: f.wave,
-            pc: p.base + pc_offset,
-            pc_offset,
+            pc,
+            pc_offset: pc - p.load_base_of(pc).unwrap_or(0),
             instruction,
             address: f.exc.addr,
             kind: f.exc.kind,
         }
     }
+}
+
+/// A kernel-dispatch packet as the HSA packet processor hands it over.
+#[derive(Clone, Debug)]
+pub struct Packet {
+    /// The 64 bytes of `hsa_kernel_dispatch_packet_t`.
+    pub raw: [u8; 64],
+    pub workgroup: [u32; 3],
+    pub grid: [u32; 3],
+    pub private_segment_size: u32,
+    pub group_segment_size: u32,
+    pub kernel_object: u64,
+    pub kernarg_address: u64,
+    /// Address of the `hsa_queue_t` (the queue pointer kernels may read).
+    pub queue: u64,
+    pub dispatch_id: u64,
+}
+
+impl Packet {
+    /// Reads the fields of `hsa_kernel_dispatch_packet_t` (dimensions the
+    /// packet does not use count as 1).
+    pub fn from_bytes(raw: [u8; 64], queue: u64, dispatch_id: u64) -> Packet {
+        let u16_at = |o: usize| u16::from_le_bytes([raw[o], raw[o + 1]]);
+        let u32_at = |o: usize| u32::from_le_bytes([raw[o], raw[o + 1], raw[o + 2], raw[o + 3]]);
+        let u64_at = |o: usize| u64::from(u32_at(o)) | u64::from(u32_at(o + 4)) << 32;
+        let dims = (u16_at(2) & 3) as usize;
+        let mut workgroup = [1u32; 3];
+        let mut grid = [1u32; 3];
+        for d in 0..dims.min(3) {
+            workgroup[d] = u32::from(u16_at(4 + 2 * d));
+            grid[d] = u32_at(12 + 4 * d);
+        }
+        Packet {
+            raw,
+            workgroup,
+            grid,
+            private_segment_size: u32_at(24),
+            group_segment_size: u32_at(28),
+            kernel_object: u64_at(32),
+            kernarg_address: u64_at(40),
+            queue,
+            dispatch_id,
+        }
+    }
+}
+
+/// A launch refused before it ran.
+fn refuse(kernel: &str, why: String) -> Box<FaultReport> {
+    Box::new(FaultReport {
+        kernel: kernel.to_string(),
+        workgroup: [0; 3],
+        wave: 0,
+        pc: 0,
+        pc_offset: 0,
+        instruction: String::new(),
+        address: None,
+        kind: FaultKind::Launch(why),
+    })
+}
+
+/// Rejects launches the device cannot run: empty or oversized grids and
+/// workgroups, and more LDS, scratch, registers or arguments than it has.
+fn check_launch(
+    k: &KernelInfo,
+    grid: [u32; 3],
+    wg: [u32; 3],
+    lds_size: u32,
+    priv_size: u32,
+) -> Result<(), Box<FaultReport>> {
+    let no = |why: String| Err(refuse(&k.name, why));
+    if grid.contains(&0) || wg.contains(&0) {
+        return no("empty grid or workgroup".into());
+    }
+    let groups: u64 = (0..3).map(|d| grid[d].div_ceil(wg[d]) as u64).product();
+    if groups > MAX_WORKGROUPS {
+        return no(format!("{groups} workgroups (max {MAX_WORKGROUPS})"));
+    }
+    if k.kernarg_size > MAX_KERNARG {
+        return no(format!("{} bytes of kernel arguments", k.kernarg_size));
+    }
+    let wg_items = wg[0] as u64 * wg[1] as u64 * wg[2] as u64;
+    if wg_items > 1024 || wg.iter().any(|&w| w > 1024) {
+        return no(format!("workgroup of {wg_items} work-items (max 1024)"));
+    }
+    let lds = lds_size.max(k.descriptor.group_segment_fixed_size);
+    if lds > MAX_LDS {
+        return no(format!("{lds} bytes of LDS (max {MAX_LDS})"));
+    }
+    let scratch = priv_size.max(k.descriptor.private_segment_fixed_size);
+    if scratch > MAX_SCRATCH {
+        return no(format!("{scratch} bytes of scratch per lane"));
+    }
+    if k.decoded.vgpr_count > 512 {
+        return no(format!("{} VGPRs", k.decoded.vgpr_count));
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+struct Registry {
+    programs: HashMap<u64, Arc<Program>>,
+    by_descriptor: HashMap<u64, (Arc<Program>, String)>,
 }
 
 struct Setup {

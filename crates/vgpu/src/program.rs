@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use inlay_codeobj::descriptor::DecodedDescriptor;
 use inlay_codeobj::metadata::KernelArg;
 use inlay_codeobj::reloc::RelocType;
+use inlay_codeobj::target::Family;
 use inlay_codeobj::{CodeObject, KernelDescriptor};
 use inlay_isa::{Decoder, Instruction, Target};
 
@@ -49,42 +50,84 @@ pub struct KernelInfo {
     pub sgpr_count: u32,
     pub accum_offset: u32,
     pub kernarg_size: u64,
+    /// Explicit and hidden arguments from the metadata, when the program was
+    /// loaded from a file (used to fill hidden arguments for [`crate::Device::dispatch`]).
     pub args: Vec<KernelArg>,
     pub code_object_version: u8,
 }
 
-/// A code object loaded into device memory and predecoded.
+/// One code object's `.text` already placed in device memory (by
+/// [`Program::load`] or by another loader such as inlay-loader), with the
+/// kernels whose descriptors it holds.
+#[derive(Clone, Debug)]
+pub struct CodeRegion {
+    /// Device address of the code object's virtual address 0.
+    pub load_base: u64,
+    /// `.text` as ELF virtual addresses.
+    pub text_vaddr: u64,
+    pub text_size: u64,
+    pub code_object_version: u8,
+    /// Kernel names and the device addresses of their descriptors.
+    pub kernels: Vec<(String, u64)>,
+}
+
+/// The predecoded `.text` of one code object.
+struct Region {
+    load_base: u64,
+    /// Device addresses of the first and one past the last byte of `.text`.
+    start: u64,
+    end: u64,
+    /// Instruction index by (address - start) / 4; u32::MAX between instructions.
+    index: Vec<u32>,
+}
+
+/// Predecoded code of one or more code objects in device memory, so that
+/// calls from one into another (a device-function library) resolve.
 pub struct Program {
-    /// Device address the image's virtual address 0 was placed at.
-    pub base: u64,
-    pub size: u64,
+    /// Allocation holding the image, when [`Program::load`] placed it.
+    pub image: Option<u64>,
+    /// Instructions of every region; `Inst::addr` is a device address.
     pub insts: Vec<Inst>,
     /// Decoded instructions, parallel to `insts` (for fault reports only).
     pub decoded: Vec<Instruction>,
-    /// Instruction index by (offset - text_start) / 4; u32::MAX between instructions.
-    index: Vec<u32>,
-    text_start: u64,
+    /// Sorted by start address.
+    regions: Vec<Region>,
     pub kernels: HashMap<String, KernelInfo>,
 }
 
 impl Program {
-    /// Instruction index at image offset `off`.
-    pub fn index_of(&self, off: u64) -> Option<u32> {
-        let rel = off.checked_sub(self.text_start)?;
-        if rel % 4 != 0 {
+    /// Instruction index at device address `addr` (branch and call targets).
+    pub fn index_of_addr(&self, addr: u64) -> Option<u32> {
+        let r = &self.regions[self.region_at(addr)?];
+        let rel = addr - r.start;
+        if !rel.is_multiple_of(4) {
             return None;
         }
-        let i = *self.index.get((rel / 4) as usize)?;
+        let i = *r.index.get((rel / 4) as usize)?;
         (i != u32::MAX).then_some(i)
     }
 
-    /// Instruction index at device address `addr` (for s_setpc / s_swappc).
-    pub fn index_of_addr(&self, addr: u64) -> Option<u32> {
-        self.index_of(addr.checked_sub(self.base)?)
+    fn region_at(&self, addr: u64) -> Option<usize> {
+        let n = self.regions.partition_point(|r| r.start <= addr);
+        let i = n.checked_sub(1)?;
+        (addr < self.regions[i].end).then_some(i)
+    }
+
+    /// Device address of the code object holding instruction address `addr`
+    /// (so `addr - load_base_of(addr)` is its offset in the code object).
+    pub fn load_base_of(&self, addr: u64) -> Option<u64> {
+        self.region_at(addr).map(|i| self.regions[i].load_base)
     }
 
     pub fn kernel(&self, name: &str) -> Option<&KernelInfo> {
         self.kernels.get(name)
+    }
+
+    /// The kernel whose descriptor is at device address `kernel_object`.
+    pub fn kernel_at(&self, kernel_object: u64) -> Option<&KernelInfo> {
+        self.kernels
+            .values()
+            .find(|k| k.descriptor_addr == kernel_object)
     }
 
     /// Number of predecoded instructions the emulator does not implement.
@@ -95,7 +138,8 @@ impl Program {
             .count()
     }
 
-    /// Loads `bytes` into `mem`.
+    /// Places `bytes` (a gfx90a code object) into `mem`, applies its dynamic
+    /// relocations and predecodes it.
     pub fn load(mem: &Memory, bytes: &[u8]) -> Result<Program, LoadError> {
         let co = CodeObject::parse(bytes).map_err(|e| LoadError::Parse(e.to_string()))?;
         if co.target.processor.name() != "gfx90a" {
@@ -114,14 +158,14 @@ impl Program {
             )));
         }
         let base = mem.alloc(size.max(4), 0x1000, MemKind::Device, 0)?;
-        let program = Self::fill(mem, &co, bytes, base, size, &loads);
+        let program = Self::place(mem, &co, bytes, base, size, &loads);
         if program.is_err() {
             let _ = mem.free(base);
         }
         program
     }
 
-    fn fill(
+    fn place(
         mem: &Memory,
         co: &CodeObject<'_>,
         bytes: &[u8],
@@ -146,47 +190,116 @@ impl Program {
         let text = co
             .section(".text")
             .ok_or(LoadError::Parse("no .text".into()))?;
-        let text_bytes = range(text.addr, text.size)
+        if range(text.addr, text.size)
             .and_then(|r| image.get(r))
-            .ok_or(LoadError::Parse(".text outside the image".into()))?;
-        let (insts, decoded, index) = predecode_text(text_bytes, text.addr);
-
-        let mut program = Program {
-            base,
-            size,
-            insts,
-            decoded,
-            index,
-            text_start: text.addr,
-            kernels: HashMap::new(),
+            .is_none()
+        {
+            return Err(LoadError::Parse(".text outside the image".into()));
+        }
+        let region = CodeRegion {
+            load_base: base,
+            text_vaddr: text.addr,
+            text_size: text.size,
+            code_object_version: co.code_object_version,
+            kernels: co
+                .kernels
+                .iter()
+                .map(|k| (k.name.to_string(), base + k.descriptor_address))
+                .collect(),
         };
-        for k in &co.kernels {
-            let Some(entry_off) = k.entry_address else {
-                continue;
-            };
-            let Some(entry) = program.index_of(entry_off) else {
-                continue;
-            };
-            let md = co
-                .metadata
-                .as_ref()
-                .and_then(|m| m.kernels.iter().find(|km| km.name == k.name));
-            let info = KernelInfo {
-                name: k.name.to_string(),
-                descriptor: k.descriptor,
-                decoded: k.decoded.clone(),
-                descriptor_addr: base + k.descriptor_address,
-                entry,
-                vgpr_count: k.decoded.vgpr_count,
-                sgpr_count: k.decoded.sgpr_count.unwrap_or(102),
-                accum_offset: k.decoded.accum_offset.unwrap_or(k.decoded.vgpr_count),
-                kernarg_size: u64::from(k.descriptor.kernarg_size),
-                args: md.map(|m| m.args.clone()).unwrap_or_default(),
-                code_object_version: co.code_object_version,
-            };
-            program.kernels.insert(info.name.clone(), info);
+        let mut program = Self::from_memory(mem, &[region])?;
+        program.image = Some(base);
+        if let Some(md) = &co.metadata {
+            for km in &md.kernels {
+                if let Some(k) = program.kernels.get_mut(&km.name) {
+                    k.args = km.args.clone();
+                }
+            }
         }
         Ok(program)
+    }
+
+    /// Predecodes code objects already in device memory. Kernels whose
+    /// descriptor cannot be read or whose entry is not an instruction are
+    /// left out (dispatching them is an error, not a crash).
+    pub fn from_memory(mem: &Memory, regions: &[CodeRegion]) -> Result<Program, LoadError> {
+        let mut order: Vec<&CodeRegion> = regions.iter().collect();
+        order.sort_by_key(|r| r.load_base.wrapping_add(r.text_vaddr));
+        let mut program = Program {
+            image: None,
+            insts: Vec::new(),
+            decoded: Vec::new(),
+            regions: Vec::new(),
+            kernels: HashMap::new(),
+        };
+        for r in &order {
+            let start = r.load_base.wrapping_add(r.text_vaddr);
+            let too_big = || LoadError::Parse(format!("{:#x} bytes of .text", r.text_size));
+            if r.text_size > MAX_IMAGE {
+                return Err(too_big());
+            }
+            let end = start.checked_add(r.text_size).ok_or_else(too_big)?;
+            if program.regions.last().is_some_and(|p| p.end > start) {
+                return Err(LoadError::Parse(format!(
+                    ".text at {start:#x} overlaps another code object's"
+                )));
+            }
+            let mut text = vec![0u8; r.text_size as usize];
+            mem.read_bytes(start, &mut text)?;
+            let index = predecode_text(&text, start, &mut program.insts, &mut program.decoded);
+            program.regions.push(Region {
+                load_base: r.load_base,
+                start,
+                end,
+                index,
+            });
+        }
+        program.resolve_branches();
+        for r in &order {
+            for (name, kd) in &r.kernels {
+                if let Some(k) = program.kernel_info(mem, name, *kd, r.code_object_version) {
+                    program.kernels.insert(name.clone(), k);
+                }
+            }
+        }
+        Ok(program)
+    }
+
+    fn kernel_info(&self, mem: &Memory, name: &str, kd: u64, version: u8) -> Option<KernelInfo> {
+        let mut raw = [0u8; 64];
+        mem.read_bytes(kd, &mut raw).ok()?;
+        let descriptor = KernelDescriptor::parse(&raw, 0).ok()?;
+        let decoded = descriptor.decode(Family::Gfx90a, false);
+        let entry_addr = kd.wrapping_add(descriptor.kernel_code_entry_byte_offset as u64);
+        let entry = self.index_of_addr(entry_addr)?;
+        Some(KernelInfo {
+            name: name.to_string(),
+            descriptor,
+            descriptor_addr: kd,
+            entry,
+            vgpr_count: decoded.vgpr_count,
+            sgpr_count: decoded.sgpr_count.unwrap_or(102),
+            accum_offset: decoded.accum_offset.unwrap_or(decoded.vgpr_count),
+            kernarg_size: u64::from(descriptor.kernarg_size),
+            args: Vec::new(),
+            code_object_version: version,
+            decoded,
+        })
+    }
+
+    /// SOPP branch targets (PC of the next instruction + simm16 * 4) as
+    /// instruction indices; u32::MAX when the target is not an instruction.
+    fn resolve_branches(&mut self) {
+        let mut targets = Vec::new();
+        for (n, i) in self.insts.iter().enumerate() {
+            if is_branch(i.op) {
+                let t = (i.addr + 4).wrapping_add((i64::from(i.imm) * 4) as u64);
+                targets.push((n, self.index_of_addr(t).unwrap_or(u32::MAX)));
+            }
+        }
+        for (n, t) in targets {
+            self.insts[n].target = t;
+        }
     }
 }
 
@@ -229,12 +342,15 @@ fn apply_relocations(co: &CodeObject<'_>, base: u64, image: &mut [u8]) -> Result
     Ok(())
 }
 
-/// Decodes `.text` once into executable instructions plus an address index;
-/// branch targets become instruction indices.
-fn predecode_text(text: &[u8], start: u64) -> (Vec<Inst>, Vec<Instruction>, Vec<u32>) {
+/// Decodes `.text` (at device address `start`) once, appending to `insts`
+/// and `decoded`; returns the address index of the region.
+fn predecode_text(
+    text: &[u8],
+    start: u64,
+    insts: &mut Vec<Inst>,
+    decoded: &mut Vec<Instruction>,
+) -> Vec<u32> {
     let dec = Decoder::new(Target::Gfx90a);
-    let mut insts = Vec::new();
-    let mut decoded = Vec::new();
     let mut index = vec![u32::MAX; text.len().div_ceil(4)];
     let mut off = 0usize;
     let mut ins = Instruction::default();
@@ -248,19 +364,7 @@ fn predecode_text(text: &[u8], start: u64) -> (Vec<Inst>, Vec<Instruction>, Vec<
         decoded.push(ins);
         off += len;
     }
-    // Resolve SOPP branch targets: PC of the next instruction + simm16 * 4.
-    for i in insts.iter_mut() {
-        if is_branch(i.op) {
-            let t = (i.addr + 4) as i64 + i64::from(i.imm) * 4;
-            let rel = t - start as i64;
-            i.target = if rel >= 0 && rel % 4 == 0 {
-                index.get((rel / 4) as usize).copied().unwrap_or(u32::MAX)
-            } else {
-                u32::MAX
-            };
-        }
-    }
-    (insts, decoded, index)
+    index
 }
 
 pub fn is_branch(op: Op) -> bool {

@@ -506,11 +506,11 @@ impl Wave {
                 self.set_exec(r);
                 self.scc = r != 0;
             }
-            SGetpcB64 => self.sw64(d, env.program.base + i.addr + i.len as u64),
+            SGetpcB64 => self.sw64(d, i.addr + i.len as u64),
             SSetpcB64 | SSwappcB64 => {
                 let target = self.s64(a);
                 if i.op == SSwappcB64 {
-                    self.sw64(d, env.program.base + i.addr + i.len as u64);
+                    self.sw64(d, i.addr + i.len as u64);
                 }
                 return env
                     .program
@@ -538,7 +538,7 @@ impl Wave {
                 if taken {
                     if i.target == u32::MAX {
                         let target =
-                            (env.program.base + i.addr + 4).wrapping_add((i.imm as i64 * 4) as u64);
+                            (i.addr + 4).wrapping_add((i.imm as i64 * 4) as u64);
                         return Err(Exception::at(FaultKind::BadJump { target }, target));
                     }
                     return Ok(Flow::Jump(i.target));

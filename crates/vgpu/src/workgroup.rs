@@ -184,7 +184,7 @@ impl Launch<'_> {
         loop {
             let pc = wave.pc as usize;
             let Some(inst) = insts.get(pc) else {
-                let target = self.program.base + insts.last().map_or(0, |i| i.addr + i.len as u64);
+                let target = insts.last().map_or(0, |i| i.addr + i.len as u64);
                 return Err(Exception::at(FaultKind::BadJump { target }, target));
             };
             wave.executed += 1;

@@ -26,8 +26,10 @@ fn vector_add_counts_match_the_listing() {
     assert_eq!(s.per_opcode["global_store_dword"], 15);
     assert_eq!(s.per_opcode["s_endpgm"], 16);
     assert_eq!(s.per_opcode["v_addc_co_u32"], 3 * 15);
-    assert_eq!(s.per_pc[&0x1900], 16); // first instruction, every wave
-    assert_eq!(s.per_pc[&0x1930], 15); // first after the branch
+    let per_offset = s.per_offset(&p);
+    assert_eq!(per_offset[&0x1900], 16); // first instruction, every wave
+    assert_eq!(per_offset[&0x1930], 15); // first after the branch
+    assert_eq!(s.per_pc[&(p.image.unwrap() + 0x1900)], 16);
     assert_eq!(s.per_pc.values().sum::<u64>(), s.instructions);
 }
 
@@ -44,6 +46,12 @@ fn counts(s: &Stats) -> Counts {
     )
 }
 
+/// Per-PC counts keyed by code-object offset, comparable across devices.
+fn by_offset(mut s: Stats, p: &inlay_vgpu::Program) -> Stats {
+    s.per_pc = s.per_offset(p);
+    s
+}
+
 /// Runs histogram, matmul and reduce_sum on `dev`; returns outputs and counts.
 fn workload(dev: &Device) -> (Vec<Vec<u32>>, Vec<Stats>) {
     let mut outs = Vec::new();
@@ -56,7 +64,7 @@ fn workload(dev: &Device) -> (Vec<Vec<u32>>, Vec<Stats>) {
     let p = load(dev, 5, "histogram");
     let bins = dev.upload_u32(&[0; 61]).unwrap();
     let args = Args::new().ptr(dd).u32(n as u32).ptr(bins).u32(61);
-    stats.push(
+    stats.push(by_offset(
         dev.dispatch(
             &p,
             "histogram",
@@ -65,13 +73,14 @@ fn workload(dev: &Device) -> (Vec<Vec<u32>>, Vec<Stats>) {
             args.as_bytes(),
         )
         .unwrap(),
-    );
+        &p,
+    ));
     outs.push(dev.download_u32(bins, 61).unwrap());
 
     let p = load(dev, 4, "reduce_sum");
     let out = dev.upload_u32(&[0; 20]).unwrap();
     let args = Args::new().ptr(dd).ptr(out).u32(n as u32);
-    stats.push(
+    stats.push(by_offset(
         dev.dispatch(
             &p,
             "_Z10reduce_sumIjEvPKT_PS0_j",
@@ -80,7 +89,8 @@ fn workload(dev: &Device) -> (Vec<Vec<u32>>, Vec<Stats>) {
             args.as_bytes(),
         )
         .unwrap(),
-    );
+        &p,
+    ));
     outs.push(dev.download_u32(out, 20).unwrap());
 
     let p = load(dev, 5, "matmul");
@@ -90,7 +100,7 @@ fn workload(dev: &Device) -> (Vec<Vec<u32>>, Vec<Stats>) {
     let (da, db) = (upload_f32(dev, &a), upload_f32(dev, &b));
     let dc = upload_f32(dev, &vec![0.0; (m * nn) as usize]);
     let args = Args::new().ptr(da).ptr(db).ptr(dc).u32(m).u32(nn).u32(k);
-    stats.push(
+    stats.push(by_offset(
         dev.dispatch(
             &p,
             "matmul_tiled",
@@ -99,7 +109,8 @@ fn workload(dev: &Device) -> (Vec<Vec<u32>>, Vec<Stats>) {
             args.as_bytes(),
         )
         .unwrap(),
-    );
+        &p,
+    ));
     outs.push(dev.download_u32(dc, (m * nn) as usize).unwrap());
     (outs, stats)
 }

@@ -70,7 +70,7 @@ fn out_of_bounds_store_then_next_dispatch_runs() {
     assert_eq!(f.kernel, "vector_add");
     assert_eq!(f.instruction, "global_store_dword v[0:1], v2, off");
     assert_eq!(f.pc_offset, 0x198c);
-    assert_eq!(f.pc, p.base + 0x198c);
+    assert_eq!(f.pc, p.image.unwrap() + 0x198c);
     // Some work-item at or past 500 stores outside `c` (which one depends on
     // what the host allocator placed after it); the report must agree with
     // the address it names.
@@ -162,7 +162,7 @@ fn s_trap_ends_the_dispatch() {
         .expect_err("must fault");
     assert_eq!(f.kind, FaultKind::Trap(2));
     assert_eq!(f.instruction, "s_trap 2");
-    assert_eq!(f.pc, p.base + 0x1900);
+    assert_eq!(f.pc, p.image.unwrap() + 0x1900);
     let good = load(&dev, 5, "vector_add");
     vector_add_ok(&dev, &good);
 }

@@ -80,3 +80,55 @@ pub fn hsa_headers_present() -> bool {
     Path::new("/usr/include/hsa/hsa.h").is_file()
         && Path::new("/usr/include/hsa/hsa_ext_amd.h").is_file()
 }
+
+/// Compiles tests/c/NAME.c against Debian's HSA headers and our library,
+/// runs it with `args` and asserts it exits 0 printing PASS; returns its
+/// standard output, or `None` when the compiler or headers are missing (and allowed to be).
+pub fn run_c_program(name: &str, args: &[String]) -> Option<String> {
+    let Some(cc) = c_compiler() else {
+        oracle_available("a C compiler (gcc)", false);
+        return None;
+    };
+    if !oracle_available(
+        "/usr/include/hsa headers (libhsa-runtime-dev)",
+        hsa_headers_present(),
+    ) {
+        return None;
+    }
+    // Tests of one binary run in parallel: each run gets its own directory.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = lib_dir(&format!("{name}-{run}"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(format!("{name}.c"));
+    let exe = dir.join(name);
+    let out = Command::new(&cc)
+        .args(["-std=gnu11", "-O1", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg(format!("-L{}", dir.display()))
+        .args(["-lhsa-runtime64", "-lpthread", "-ldl", "-lm"])
+        .output()
+        .expect("run the C compiler");
+    assert!(
+        out.status.success(),
+        "compiling {name}.c failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(&exe)
+        .args(args)
+        .env("LD_LIBRARY_PATH", &dir)
+        .env("INLAY_LOG", "1")
+        .output()
+        .expect("run the C program");
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(
+        run.status.success() && stdout.contains("PASS"),
+        "{name} {args:?} failed ({:?}):\n{stdout}\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(stdout)
+}
