@@ -31,7 +31,7 @@ fn run_c(name: &str, args: &[String]) {
         .arg(&exe)
         .arg(&src)
         .arg(format!("-L{}", dir.display()))
-        .args(["-lhsa-runtime64", "-lpthread", "-ldl"])
+        .args(["-lhsa-runtime64", "-lpthread", "-ldl", "-lm"])
         .output()
         .expect("run the C compiler");
     assert!(

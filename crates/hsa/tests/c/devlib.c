@@ -4,7 +4,8 @@
  * listed by iteration, with its size through the Inlay attribute.
  * argv: lib caller scale_value scale_size got_offset bias_value bias_size
  * (numbers from llvm-readelf-19 in the Rust harness). */
-#include "check.h"
+#include "dispatch.h"
+#include <math.h>
 #include <hsa/hsa_ven_amd_loader.h>
 #include "../../include/inlay_hsa_ext.h"
 
@@ -154,6 +155,29 @@ int main(int argc, char **argv) {
         calls = 0;
         OK(ldr.hsa_ven_amd_loader_executable_iterate_loaded_code_objects(exe, count_lco, &calls));
         CHECK(calls == 2);
+        /* Run the caller: y[i] = inlay_lib_scale(x[i], s) = x[i] * s + inlay_lib_bias,
+         * a call from one code object into the other; then again after the
+         * host changes the library's variable, which the function reads. */
+        hsa_queue_t *q;
+        OK(hsa_queue_create(e.gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX, &q));
+        kernel_t k = find_kernel(exe, e.gpu, "lib_caller");
+        enum { N = 300 };
+        float *x = host_alloc(&e, N * 4), *y = host_alloc(&e, N * 4);
+        for (int i = 0; i < N; i++) { x[i] = (float)i - 150.0f; y[i] = 0.0f; }
+        struct { float *x, *y; float s; uint32_t n; } args = {x, y, 2.5f, N};
+        uint32_t grid[3] = {N, 1, 1};
+        uint16_t wg[3] = {128, 1, 1};
+        for (int round = 0; round < 2; round++) {
+            float bias = round == 0 ? 1.0f : -7.25f;
+            *(float *)(uintptr_t)vaddr = bias;
+            launch(&e, q, k, &args, 24, grid, wg);
+            /* The library computes v * s + bias with one fused v_fmac_f32. */
+            for (int i = 0; i < N; i++) CHECK(y[i] == fmaf(x[i], 2.5f, bias));
+        }
+        OK(hsa_queue_destroy(q));
+        OK(hsa_amd_memory_pool_free(x));
+        OK(hsa_amd_memory_pool_free(y));
+
         OK(hsa_executable_destroy(exe));
         /* Handles of a destroyed executable are refused. */
         CHECK_STATUS(hsa_executable_symbol_get_info(f, HSA_EXECUTABLE_SYMBOL_INFO_TYPE, &kind), HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL);

@@ -44,7 +44,7 @@ static void fill_implicit(uint8_t *args, uint32_t size, uint32_t explicit_size,
 }
 
 /* Runs kernel `k` over `grid` in workgroups `wg` with `explicit_size` bytes
- * of explicit arguments; returns the completion signal's final value wait status. */
+ * of explicit arguments, and waits for its completion signal. */
 static void launch(const env_t *e, hsa_queue_t *q, kernel_t k, const void *explicit_args,
                    uint32_t explicit_size, const uint32_t grid[3], const uint16_t wg[3]) {
     uint32_t size = k.kernarg_size > explicit_size ? k.kernarg_size : explicit_size;
@@ -92,6 +92,15 @@ static void *device_alloc(const env_t *e, size_t size) {
     void *p = NULL;
     OK(hsa_amd_memory_pool_allocate(e->device, size, 0, &p));
     OK(hsa_amd_agents_allow_access(1, &e->cpu, NULL, p));
+    return p;
+}
+
+/* Memory the host reads and writes directly and the GPU may use:
+ * fine-grained system memory (the kernarg pool is one). */
+static void *host_alloc(const env_t *e, size_t size) {
+    void *p = NULL;
+    OK(hsa_amd_memory_pool_allocate(e->kernarg, size, 0, &p));
+    OK(hsa_amd_agents_allow_access(1, &e->gpu, NULL, p));
     return p;
 }
 

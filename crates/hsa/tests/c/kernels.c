@@ -15,13 +15,7 @@ static const char *fixture(const char *name) {
     return path;
 }
 
-/* Buffers the host reads and writes directly: fine-grained system memory. */
-static void *shared_alloc(size_t size) {
-    void *p = NULL;
-    OK(hsa_amd_memory_pool_allocate(E->kernarg, size, 0, &p));
-    OK(hsa_amd_agents_allow_access(1, &E->gpu, NULL, p));
-    return p;
-}
+static void *shared_alloc(size_t size) { return host_alloc(E, size); }
 
 static uint32_t rng_state = 12345;
 static uint32_t rng(void) {
