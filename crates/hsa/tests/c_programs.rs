@@ -71,6 +71,11 @@ fn queues_barriers_and_async_copies() {
 }
 
 #[test]
+fn barriers_across_queues_and_chained_copies_keep_their_order() {
+    run_c("ordering");
+}
+
+#[test]
 fn bad_input_is_refused_and_the_process_keeps_working() {
     run_c("badinput");
 }
