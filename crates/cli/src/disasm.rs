@@ -44,7 +44,12 @@ pub fn disasm_into(
         } else {
             entry.location.clone()
         };
-        let co = match CodeObject::parse(&entry.bytes) {
+        // The listing needs sections and symbols only; --kernel needs the kernels.
+        let parsed = match opts.kernel {
+            None => CodeObject::parse_code(&entry.bytes),
+            Some(_) => CodeObject::parse(&entry.bytes),
+        };
+        let co = match parsed {
             Ok(co) => co,
             Err(e) => {
                 problems.push(e.within(entry.location.clone()).to_string());

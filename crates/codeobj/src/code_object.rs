@@ -81,6 +81,31 @@ impl<'data> CodeObject<'data> {
         Ok(co)
     }
 
+    /// Parses only what a disassembly listing needs: header, target, sections,
+    /// segments and symbols, all validated as in [`CodeObject::parse`]. Notes,
+    /// metadata, relocations and kernels are left empty (not parsed, so a damaged
+    /// metadata note does not stop a listing, as it does not stop objdump).
+    pub fn parse_code(data: &'data [u8]) -> Result<CodeObject<'data>> {
+        let header = FileHeader::parse(data)?;
+        let target = TargetId::from_e_flags(header.e_flags).map_err(|e| Error::at(48, e.what))?;
+        let sections = elf::parse_sections(data, &header)?;
+        let segments = elf::parse_segments(data, &header)?;
+        let symbols = Symbols::parse(data, &sections)?;
+        Ok(CodeObject {
+            data,
+            code_object_version: header.code_object_version(),
+            header,
+            target,
+            sections,
+            segments,
+            notes: Vec::new(),
+            metadata: None,
+            symbols,
+            relocations: Vec::new(),
+            kernels: Vec::new(),
+        })
+    }
+
     /// The input bytes.
     pub fn data(&self) -> &'data [u8] {
         self.data

@@ -86,6 +86,28 @@ impl Decoder {
         Ok(len)
     }
 
+    /// Size of the instruction starting with `w0` if it is valid (4 or 8
+    /// bytes): cheaper than decoding, reads only the opcode tables.
+    pub(crate) fn valid_len(&self, w0: u32) -> usize {
+        let (enc, op, base) = classify(w0);
+        if base == 8 {
+            return 8;
+        }
+        let desc = self.tables.lookup(enc, op);
+        let i = Instruction {
+            words: [w0, 0],
+            len: 4,
+            encoding: enc,
+            target: self.target,
+            desc,
+        };
+        if desc != 0 && needs_literal(&i) {
+            8
+        } else {
+            4
+        }
+    }
+
     /// Decodes one instruction into a new value.
     pub fn decode(&self, bytes: &[u8]) -> Result<Instruction, DecodeError> {
         let mut i = Instruction::default();

@@ -125,8 +125,15 @@ fn write_section_with(target: Target, sec: &Section, cache: &mut LineCache, out:
         let start = out.len();
         let (n, branch, addr_at) = match cache.slot(w0, w1) {
             Some(line) => {
-                out.extend_from_slice(line.text());
-                (line.size as usize, line.branch, line.addr_at as usize)
+                // A fixed-size copy (no call), then cut to the line's length.
+                out.extend_from_slice(&line.line);
+                out.truncate(start + line.line_len as usize);
+                // Only valid instructions are kept, so the size follows from the
+                // words through the opcode tables; taking it from there instead of
+                // the entry keeps the next lookup from waiting on this one's load.
+                let n = dec.valid_len(w0);
+                debug_assert_eq!(n, line.size as usize);
+                (n, line.branch, line.addr_at as usize)
             }
             None => {
                 let n = match dec.decode_into(&bytes[off..], &mut inst) {
@@ -196,31 +203,26 @@ fn hex_padded(out: &mut Vec<u8>, v: u64, digits: usize, table: &[u8; 16]) {
 }
 
 /// Longest cached line (longer ones are formatted every time).
-const LINE_CAP: usize = 168;
+const LINE_CAP: usize = 116;
 /// Number of cache entries (a power of two).
 const CACHE_BITS: u32 = 14;
 
 /// One memoised instruction line: `\t{text}{pad}// ADDRESS: W0 W1`, with
-/// the address as a placeholder at `addr_at`.
+/// the address as a placeholder at `addr_at`. Two cache lines.
 #[derive(Clone)]
+#[repr(C, align(64))]
 struct Line {
     w0: u32,
     w1: u32,
-    /// The line depends on the second word (an 8-byte instruction).
-    uses_w1: bool,
     /// Instruction size in bytes; 0 = empty entry.
     size: u8,
+    /// The line depends on the second word (an 8-byte instruction).
+    uses_w1: bool,
     branch: bool,
     addr_at: u8,
     /// Length of the text in `line`.
     line_len: u8,
     line: [u8; LINE_CAP],
-}
-
-impl Line {
-    fn text(&self) -> &[u8] {
-        &self.line[..self.line_len as usize]
-    }
 }
 
 struct LineCache {
@@ -231,8 +233,8 @@ struct LineCache {
 const EMPTY_LINE: Line = Line {
     w0: 0,
     w1: 0,
-    uses_w1: false,
     size: 0,
+    uses_w1: false,
     branch: false,
     addr_at: 0,
     line_len: 0,
