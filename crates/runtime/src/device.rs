@@ -12,6 +12,8 @@ use crate::status::Status;
 pub struct KernelDispatch {
     /// Address of the queue's `hsa_queue_t`.
     pub queue: u64,
+    /// Address of the packet in the ring (valid until the dispatch completes).
+    pub address: u64,
     /// Packet id (the read index it was taken at).
     pub packet_id: u64,
     pub dimensions: u16,
@@ -98,7 +100,7 @@ impl VirtualGpu {
 
 impl Device for VirtualGpu {
     fn dispatch(&self, d: &KernelDispatch) -> Result<(), DispatchError> {
-        let packet = Packet::from_bytes(d.raw, d.queue, d.packet_id);
+        let packet = Packet::from_bytes(d.raw, d.address, d.queue, d.packet_id);
         match self.gpu.dispatch_packet(&packet) {
             Ok(stats) => {
                 *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);

@@ -302,6 +302,7 @@ fn dispatch(shared: &Shared, q: &Queue, read: u64, p: &[u8; 64]) -> Result<(), D
     let setup = u16_at(p, 2);
     let d = KernelDispatch {
         queue: q.addr,
+        address: q.ring + (read % u64::from(q.size)) * PACKET_SIZE,
         packet_id: read,
         dimensions: setup & 3,
         workgroup_size: [u16_at(p, 4), u16_at(p, 6), u16_at(p, 8)],

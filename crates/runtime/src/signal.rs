@@ -92,6 +92,9 @@ impl Notifier {
     }
 }
 
+/// How long a BLOCKED wait polls before it sleeps.
+const SPIN_BEFORE_BLOCKING: Duration = Duration::from_micros(50);
+
 /// One signal.
 pub struct Signal {
     value: AtomicI64,
@@ -219,16 +222,35 @@ impl Signal {
         o: Ordering,
     ) -> i64 {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        // A short spin first: most waits in a packet pipeline end quickly.
-        let spins = if state == WaitState::Active {
-            2000
-        } else {
-            100
+        // Spin first: most waits in a packet pipeline end within
+        // microseconds, and waking a blocked thread costs more than that.
+        // ACTIVE waits keep polling (yielding the core now and then) until
+        // the deadline; BLOCKED ones sleep after a short spin.
+        let spin_for = match state {
+            WaitState::Active => timeout.unwrap_or(Duration::MAX),
+            _ => SPIN_BEFORE_BLOCKING,
         };
-        for _ in 0..spins {
+        let start = Instant::now();
+        let mut n = 0u32;
+        loop {
             let v = self.load(o);
             if cond.holds(v, compare) {
                 return v;
+            }
+            n = n.wrapping_add(1);
+            if n % 64 == 0 {
+                let spent = start.elapsed();
+                if spent >= spin_for {
+                    if state == WaitState::Active {
+                        return v;
+                    }
+                    break;
+                }
+                // Past the first spin, give the core to whoever will
+                // set the signal (the packet processor may share it).
+                if spent >= SPIN_BEFORE_BLOCKING {
+                    std::thread::yield_now();
+                }
             }
             std::hint::spin_loop();
         }

@@ -272,20 +272,25 @@ impl Device {
             .private_segment_fixed_size
             .max(p.private_segment_size);
         check_launch(k, p.grid, p.workgroup, lds_size, priv_size)?;
-        // The kernel may read its packet through the dispatch pointer after
-        // the queue slot is reused, so it gets a copy of its own.
-        let packet = self
-            .mem
-            .alloc(64, 64, MemKind::Runtime, 0)
-            .map_err(|f| refuse(&name, format!("device memory: {f}")))?;
-        let _ = self.mem.write_bytes(packet, &p.raw);
+        // The dispatch pointer is the packet in its queue slot, which stays
+        // valid until the dispatch completes; without one, the kernel gets a copy.
+        let copy = if p.address == 0 {
+            let a = self
+                .mem
+                .alloc(64, 64, MemKind::Runtime, 0)
+                .map_err(|f| refuse(&name, format!("device memory: {f}")))?;
+            let _ = self.mem.write_bytes(a, &p.raw);
+            Some(a)
+        } else {
+            None
+        };
         let launch = Launch {
             program: &program,
             mem: &self.mem,
             kernel: k,
             grid: p.grid,
             wg_size: p.workgroup,
-            dispatch_ptr: packet,
+            dispatch_ptr: copy.unwrap_or(p.address),
             queue_ptr: p.queue,
             kernarg_ptr: p.kernarg_address,
             dispatch_id: p.dispatch_id,
@@ -294,7 +299,9 @@ impl Device {
             budget: self.budget,
         };
         let result = self.run(&launch);
-        let _ = self.mem.free(packet);
+        if let Some(a) = copy {
+            let _ = self.mem.free(a);
+        }
         result
     }
 
@@ -364,7 +371,9 @@ impl Device {
         let chunk = (total / (self.pool.current_num_threads() as u64 * 8)).max(1);
         let run_chunk = |c: u64| {
             let mut pcs = vec![0u64; n_insts];
-            let (mut lds, mut waves) = (Vec::new(), Vec::new());
+            // Each host thread keeps its LDS and wave states (large register
+            // files) from one dispatch to the next.
+            let (mut lds, mut waves) = WORKSPACE.with(|w| std::mem::take(&mut *w.borrow_mut()));
             for n in c * chunk..((c + 1) * chunk).min(total) {
                 if n > stop_after.load(Ordering::Relaxed) {
                     break;
@@ -383,20 +392,25 @@ impl Device {
                     break;
                 }
             }
+            WORKSPACE.with(|w| *w.borrow_mut() = (lds, waves));
             pcs
         };
-        let per_pc = self.pool.install(|| {
-            (0..total.div_ceil(chunk))
-                .into_par_iter()
-                .map(run_chunk)
-                .reduce(
+        let chunks = total.div_ceil(chunk);
+        // One chunk runs here: handing it to a worker costs more than small
+        // dispatches (an empty kernel) take.
+        let per_pc = if chunks == 1 {
+            run_chunk(0)
+        } else {
+            self.pool.install(|| {
+                (0..chunks).into_par_iter().map(run_chunk).reduce(
                     || vec![0u64; n_insts],
                     |mut a, b| {
                         a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
                         a
                     },
                 )
-        });
+            })
+        };
         let fault = first_fault.into_inner().unwrap_or_else(|e| e.into_inner());
         if let Some((_, wg, f)) = fault {
             return Err(Box::new(self.report(launch, wg, f)));
@@ -457,6 +471,9 @@ impl Device {
 pub struct Packet {
     /// The 64 bytes of `hsa_kernel_dispatch_packet_t`.
     pub raw: [u8; 64],
+    /// Where the packet is in device memory for the whole dispatch (its
+    /// queue slot), or 0 to give the kernel a copy.
+    pub address: u64,
     pub workgroup: [u32; 3],
     pub grid: [u32; 3],
     pub private_segment_size: u32,
@@ -471,7 +488,7 @@ pub struct Packet {
 impl Packet {
     /// Reads the fields of `hsa_kernel_dispatch_packet_t` (dimensions the
     /// packet does not use count as 1).
-    pub fn from_bytes(raw: [u8; 64], queue: u64, dispatch_id: u64) -> Packet {
+    pub fn from_bytes(raw: [u8; 64], address: u64, queue: u64, dispatch_id: u64) -> Packet {
         let u16_at = |o: usize| u16::from_le_bytes([raw[o], raw[o + 1]]);
         let u32_at = |o: usize| u32::from_le_bytes([raw[o], raw[o + 1], raw[o + 2], raw[o + 3]]);
         let u64_at = |o: usize| u64::from(u32_at(o)) | u64::from(u32_at(o + 4)) << 32;
@@ -484,6 +501,7 @@ impl Packet {
         }
         Packet {
             raw,
+            address,
             workgroup,
             grid,
             private_segment_size: u32_at(24),
@@ -546,6 +564,12 @@ fn check_launch(
         return no(format!("{} VGPRs", k.decoded.vgpr_count));
     }
     Ok(())
+}
+
+thread_local! {
+    /// LDS and wave states of the workgroups this thread runs, reused.
+    static WORKSPACE: std::cell::RefCell<(Vec<u8>, Vec<crate::wave::Wave>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
 #[derive(Default)]
