@@ -1,0 +1,438 @@
+//! Register liveness across the call graph, aware of EXEC masking.
+//!
+//! The state at a program point is a pair of register sets ([`Live`]):
+//! - `active`: registers whose current value some later instruction reads in
+//!   a lane that is enabled in EXEC *here* (all scalar registers live here:
+//!   SGPRs, VCC, EXEC, M0, SCC, TTMPs, FLAT_SCRATCH, XNACK_MASK);
+//! - `inactive`: VGPRs/AGPRs whose value is read later in a lane that is
+//!   switched *off* here (for instance by the other side of a branch, or
+//!   after the lanes are switched back on).
+//!
+//! Transfer, backwards over one instruction (see the crate docs for why):
+//! 1. If it writes EXEC, re-express the state in the lanes of the EXEC
+//!    before it: *narrowing* writes (`s_and_saveexec_b64`, `s_and_b64 exec,
+//!    exec, x`, `s_andn2_b64 exec, exec, x`, `v_cmpx_*`: new EXEC ⊆ old)
+//!    move `inactive` into `active`; *widening* writes (`s_or_saveexec_b64`,
+//!    `s_or_b64 exec, exec, x`, `s_orn2_b64 exec, exec, x`, `s_mov_b64 exec,
+//!    -1`: new ⊇ old) copy `active` vector registers into `inactive`; any
+//!    other EXEC write does both.
+//! 2. Writes kill: a full scalar write removes the register from `active`;
+//!    a VGPR/AGPR write (which only reaches enabled lanes) removes it from
+//!    `active` only; read-modify-writes and conditional writes kill nothing.
+//! 3. Reads add to `active`; reads that can see other lanes whatever EXEC
+//!    says (`v_readlane`, DPP, `ds_swizzle`/`ds_permute`/`ds_bpermute`) add
+//!    vector registers to `inactive` too.
+//!
+//! Calls use the callee's summary. Every transfer function is per register
+//! and distributes over union, so a function's effect from return to entry
+//! is exactly `f(A, I) = G ∪ (A ∩ PA) ∪ (I ∩ PI)` (componentwise), found by
+//! solving it for three return states. Unresolved callees follow LLVM's
+//! AMDGPU calling convention: they may read the argument and ABI input
+//! registers (s0–s33, v0–v31, EXEC, FLAT_SCRATCH) in any lane and are
+//! assumed to kill nothing.
+
+use inlay_isa::{info, Operand, RegFile};
+
+use crate::lift::{Callee, Exit, FuncId, FuncKind, InstId, Program};
+use crate::regs::{self, RegSet};
+
+/// Liveness at a program point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Live {
+    /// Registers needed later in lanes enabled here (and every live scalar register).
+    pub active: RegSet,
+    /// VGPRs/AGPRs needed later only in lanes disabled here (may overlap `active`).
+    pub inactive: RegSet,
+}
+
+impl Live {
+    /// Every register whose value is needed later, in any lane.
+    pub fn any(&self) -> RegSet {
+        self.active.union(&self.inactive)
+    }
+    fn union_with(&mut self, o: &Live) {
+        self.active.union_with(&o.active);
+        self.inactive.union_with(&o.inactive);
+    }
+    fn all() -> Live {
+        Live {
+            active: RegSet::all(),
+            inactive: RegSet::vector(),
+        }
+    }
+}
+
+/// What an EXEC write does to the set of enabled lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecEffect {
+    None,
+    /// New EXEC ⊆ old.
+    Narrow,
+    /// New EXEC ⊇ old.
+    Widen,
+    Unknown,
+}
+
+const KILL: u8 = 0;
+const READ: u8 = 1;
+const READ_ALL_LANES: u8 = 2;
+
+/// Per-instruction effects, precomputed from inlay-isa's def/use.
+pub(crate) struct Effects {
+    ranges: Vec<(u16, u16, u8)>,
+    /// (first range, number of ranges, exec effect, call site + 1 or 0)
+    per_inst: Vec<(u32, u16, ExecEffect, u32)>,
+}
+
+fn is_exec(op: Option<Operand>) -> bool {
+    matches!(op, Some(Operand::Special { code: 126, .. }))
+}
+
+/// How an instruction changes EXEC (by its semantics, not its syntax alone).
+pub fn exec_effect(i: &inlay_isa::Instruction) -> ExecEffect {
+    let inf = info(i);
+    let writes_exec = inf
+        .used_registers()
+        .iter()
+        .any(|u| u.register.file == RegFile::Exec && u.access.writes());
+    if !writes_exec {
+        return ExecEffect::None;
+    }
+    let name = i.opcode().map(|o| o.name()).unwrap_or("");
+    let dst_exec = is_exec(i.operand(0));
+    let src = |k: usize| i.operand(k);
+    match name {
+        // D = EXEC; EXEC = S0 & EXEC  /  EXEC = ~S0 & EXEC.
+        "s_and_saveexec_b64" | "s_andn1_saveexec_b64" | "s_andn1_wrexec_b64" => ExecEffect::Narrow,
+        "s_or_saveexec_b64" | "s_orn1_saveexec_b64" => ExecEffect::Widen,
+        "s_and_b64" if dst_exec && (is_exec(src(1)) || is_exec(src(2))) => ExecEffect::Narrow,
+        "s_andn2_b64" if dst_exec && is_exec(src(1)) => ExecEffect::Narrow,
+        "s_or_b64" if dst_exec && (is_exec(src(1)) || is_exec(src(2))) => ExecEffect::Widen,
+        "s_orn2_b64" if dst_exec && is_exec(src(1)) => ExecEffect::Widen,
+        "s_mov_b64" if dst_exec && src(1) == Some(Operand::Inline(193)) => ExecEffect::Widen,
+        // Inactive lanes get 0 in the compare result that becomes EXEC.
+        _ if name.starts_with("v_cmpx_") => ExecEffect::Narrow,
+        _ => ExecEffect::Unknown,
+    }
+}
+
+/// Whether the instruction's VGPR reads may see lanes EXEC disables.
+fn reads_other_lanes(i: &inlay_isa::Instruction) -> bool {
+    let name = i.opcode().map(|o| o.name()).unwrap_or("");
+    i.encoding().is_dpp()
+        || name.starts_with("v_readlane_")
+        || name.starts_with("ds_swizzle")
+        || name.starts_with("ds_permute")
+        || name.starts_with("ds_bpermute")
+}
+
+impl Effects {
+    pub(crate) fn new(prog: &Program) -> Effects {
+        let mut ranges = Vec::with_capacity(prog.insts.len() * 4);
+        let mut per_inst = Vec::with_capacity(prog.insts.len());
+        let mut call_of = vec![0u32; prog.insts.len()];
+        for (k, c) in prog.calls.iter().enumerate() {
+            if !c.tail {
+                if let Some(x) = call_of.get_mut(c.inst) {
+                    *x = k as u32 + 1;
+                }
+            }
+        }
+        for (id, ins) in prog.insts.iter().enumerate() {
+            let i = &ins.inst;
+            let start = ranges.len() as u32;
+            let all_lanes = reads_other_lanes(i);
+            for u in info(i).used_registers() {
+                let Some((b, n)) = regs::bits_of(&u.register) else {
+                    continue;
+                };
+                let vector = b >= regs::VGPR_BASE;
+                if u.access == inlay_isa::Access::Write {
+                    ranges.push((b, n, KILL));
+                }
+                if u.access.reads() {
+                    let kind = if vector && all_lanes {
+                        READ_ALL_LANES
+                    } else {
+                        READ
+                    };
+                    ranges.push((b, n, kind));
+                }
+            }
+            let n = (ranges.len() as u32 - start) as u16;
+            per_inst.push((start, n, exec_effect(i), call_of[id]));
+        }
+        Effects { ranges, per_inst }
+    }
+}
+
+/// A callee's effect from its return back to its entry (see module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Summary {
+    pub gen: Live,
+    pub from_active: Live,
+    pub from_inactive: Live,
+}
+
+impl Summary {
+    /// The state before a call given the state after it.
+    pub fn apply(&self, after: &Live) -> Live {
+        let mut out = self.gen;
+        let a = &after.active;
+        let i = &after.inactive;
+        out.active
+            .union_with(&self.from_active.active.intersection(a));
+        out.active
+            .union_with(&self.from_inactive.active.intersection(i));
+        out.inactive
+            .union_with(&self.from_active.inactive.intersection(a));
+        out.inactive
+            .union_with(&self.from_inactive.inactive.intersection(i));
+        out
+    }
+    fn union_with(&mut self, o: &Summary) {
+        self.gen.union_with(&o.gen);
+        self.from_active.union_with(&o.from_active);
+        self.from_inactive.union_with(&o.from_inactive);
+    }
+
+    /// An unresolved callee under LLVM's AMDGPU calling convention.
+    pub fn calling_convention() -> Summary {
+        let mut abi = RegSet::new();
+        abi.insert_range(0, 34); // s0-s33: arguments, ABI inputs, return address, SP, FP
+        abi.insert_range(regs::VGPR_BASE, 32); // v0-v31: arguments
+        abi.insert_range(regs::EXEC, 2);
+        abi.insert_range(regs::FLAT_SCRATCH, 2);
+        Summary {
+            gen: Live {
+                active: abi,
+                inactive: abi.intersection(&RegSet::vector()),
+            },
+            from_active: Live {
+                active: RegSet::all(),
+                inactive: RegSet::new(),
+            },
+            from_inactive: Live {
+                active: RegSet::new(),
+                inactive: RegSet::vector(),
+            },
+        }
+    }
+}
+
+/// Liveness of every instruction of a lifted program.
+#[derive(Debug, Clone)]
+pub struct Liveness {
+    /// State before each instruction.
+    before: Vec<Live>,
+    /// Callee summaries by function (the kernel's is unused).
+    pub summaries: Vec<Summary>,
+    /// State at the returns of each function (union over its call sites).
+    pub contexts: Vec<Live>,
+}
+
+impl Liveness {
+    /// State before instruction `i` (empty for an out-of-range id).
+    pub fn before(&self, i: InstId) -> Live {
+        self.before.get(i).copied().unwrap_or_default()
+    }
+}
+
+struct Solver<'a> {
+    prog: &'a Program,
+    fx: &'a Effects,
+    summaries: Vec<Summary>,
+}
+
+impl Solver<'_> {
+    fn site_summary(&self, site: usize) -> Summary {
+        let Some(c) = self.prog.calls.get(site) else {
+            return Summary::calling_convention();
+        };
+        match &c.callee {
+            Callee::Direct(f) => self.summaries[*f],
+            Callee::Table {
+                callees,
+                unresolved,
+                ..
+            } => {
+                let mut s = if *unresolved > 0 || callees.is_empty() {
+                    Summary::calling_convention()
+                } else {
+                    Summary::default()
+                };
+                for f in callees {
+                    s.union_with(&self.summaries[*f]);
+                }
+                s
+            }
+            Callee::External(_) | Callee::Unresolved => Summary::calling_convention(),
+        }
+    }
+
+    /// Backward over one instruction.
+    fn transfer(&self, id: InstId, st: &mut Live) {
+        let (start, n, exec, call) = self.fx.per_inst[id];
+        if call != 0 {
+            *st = self.site_summary(call as usize - 1).apply(st);
+        }
+        match exec {
+            ExecEffect::None => {}
+            ExecEffect::Narrow => {
+                let i = st.inactive;
+                st.active.union_with(&i);
+            }
+            ExecEffect::Widen => {
+                let a = st.active.intersection(&RegSet::vector());
+                st.inactive.union_with(&a);
+            }
+            ExecEffect::Unknown => {
+                let u = st.any().intersection(&RegSet::vector());
+                st.active.union_with(&u);
+                st.inactive.union_with(&u);
+            }
+        }
+        let rs = &self.fx.ranges[start as usize..start as usize + n as usize];
+        for &(b, len, kind) in rs {
+            if kind == KILL {
+                st.active.remove_range(b, len);
+            }
+        }
+        for &(b, len, kind) in rs {
+            if kind != KILL {
+                st.active.insert_range(b, len);
+                if kind == READ_ALL_LANES {
+                    st.inactive.insert_range(b, len);
+                }
+            }
+        }
+    }
+
+    /// State at the end of block `b` given its successors' entry states.
+    fn exit_state(&self, f: FuncId, b: usize, ctx: &Live, live_in: &[Live]) -> Live {
+        let base = self.prog.functions[f].blocks.start;
+        let bl = &self.prog.blocks[b];
+        match bl.exit {
+            Exit::EndProgram => Live::default(),
+            Exit::Return => *ctx,
+            Exit::TailCall(site) => self.site_summary(site).apply(ctx),
+            Exit::Unresolved => Live::all(),
+            Exit::FallThrough | Exit::Branch | Exit::CondBranch => {
+                let mut s = Live::default();
+                for &succ in &bl.succs {
+                    if let Some(l) = live_in.get(succ - base) {
+                        s.union_with(l);
+                    }
+                }
+                s
+            }
+        }
+    }
+
+    /// Block entry states of function `f` when its returns see `ctx`.
+    fn solve(&self, f: FuncId, ctx: &Live) -> Vec<Live> {
+        let blocks = self.prog.functions[f].blocks.clone();
+        let base = blocks.start;
+        let mut live_in = vec![Live::default(); blocks.len()];
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for b in blocks.clone().rev() {
+                let mut st = self.exit_state(f, b, ctx, &live_in);
+                for id in self.prog.blocks[b].insts.clone().rev() {
+                    self.transfer(id, &mut st);
+                }
+                if st != live_in[b - base] {
+                    live_in[b - base] = st;
+                    changed = true;
+                }
+            }
+        }
+        live_in
+    }
+
+    fn summarise(&self, f: FuncId) -> Summary {
+        let entry = |ctx: Live| self.solve(f, &ctx).first().copied().unwrap_or_default();
+        Summary {
+            gen: entry(Live::default()),
+            from_active: entry(Live {
+                active: RegSet::all(),
+                inactive: RegSet::new(),
+            }),
+            from_inactive: entry(Live {
+                active: RegSet::new(),
+                inactive: RegSet::vector(),
+            }),
+        }
+    }
+}
+
+/// Computes liveness before every instruction of `prog`.
+pub fn analyse(prog: &Program) -> Liveness {
+    let fx = Effects::new(prog);
+    let nf = prog.functions.len();
+    let mut s = Solver {
+        prog,
+        fx: &fx,
+        summaries: vec![Summary::default(); nf],
+    };
+    // Callee summaries, to a fixpoint (recursion converges from "never returns").
+    let mut changed = nf > 1;
+    while changed {
+        changed = false;
+        for f in (0..nf).rev() {
+            if prog.functions[f].kind != FuncKind::Device {
+                continue;
+            }
+            let new = s.summarise(f);
+            if new != s.summaries[f] {
+                s.summaries[f] = new;
+                changed = true;
+            }
+        }
+    }
+    // Contexts top-down, then the state before every instruction.
+    let mut contexts = vec![Live::default(); nf];
+    let mut before = vec![Live::default(); prog.insts.len()];
+    let mut dirty = vec![true; nf];
+    while let Some(f) = dirty.iter().position(|d| *d) {
+        dirty[f] = false;
+        let live_in = s.solve(f, &contexts[f]);
+        let base = prog.functions[f].blocks.start;
+        for b in prog.functions[f].blocks.clone() {
+            let mut st = s.exit_state(f, b, &contexts[f], &live_in);
+            let bl = &prog.blocks[b];
+            if let Exit::TailCall(site) = bl.exit {
+                for callee in prog.callees(site) {
+                    let mut c = contexts[callee];
+                    c.union_with(&contexts[f]);
+                    if c != contexts[callee] {
+                        contexts[callee] = c;
+                        dirty[callee] = true;
+                    }
+                }
+            }
+            for id in bl.insts.clone().rev() {
+                let (_, _, _, call) = fx.per_inst[id];
+                if call != 0 {
+                    for callee in prog.callees(call as usize - 1) {
+                        let mut c = contexts[callee];
+                        c.union_with(&st);
+                        if c != contexts[callee] {
+                            contexts[callee] = c;
+                            dirty[callee] = true;
+                        }
+                    }
+                }
+                s.transfer(id, &mut st);
+                before[id] = st;
+            }
+            debug_assert_eq!(st, live_in[b - base]);
+        }
+    }
+    Liveness {
+        before,
+        summaries: s.summaries,
+        contexts,
+    }
+}

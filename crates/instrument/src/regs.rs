@@ -1,0 +1,243 @@
+//! Register sets: one bit per 32-bit register of every file liveness tracks.
+//!
+//! Layout (bit numbers): the scalar part follows the hardware's 8-bit scalar
+//! operand codes, so `s0..s101` are bits 0..=101, FLAT_SCRATCH 102..=103,
+//! XNACK_MASK 104..=105, VCC 106..=107, TTMP0..15 108..=123, M0 124,
+//! EXEC 126..=127; SCC is bit 128; VGPRs `v0..v255` are bits 256..=511 and
+//! AGPRs `a0..a255` bits 512..=767. PC and hardware registers are not tracked.
+
+use inlay_isa::{RegFile, Register};
+
+/// Number of 64-bit words in a [`RegSet`].
+const WORDS: usize = 12;
+
+pub const SGPR_BASE: u16 = 0;
+/// SGPRs a gfx9 wave can name (`s0..s101`).
+pub const NUM_SGPRS: u16 = 102;
+pub const FLAT_SCRATCH: u16 = 102;
+pub const XNACK_MASK: u16 = 104;
+pub const VCC: u16 = 106;
+pub const TTMP_BASE: u16 = 108;
+pub const M0: u16 = 124;
+pub const EXEC: u16 = 126;
+pub const SCC: u16 = 128;
+pub const VGPR_BASE: u16 = 256;
+pub const AGPR_BASE: u16 = 512;
+pub const NUM_BITS: u16 = 768;
+
+/// A set of 32-bit registers (see the module docs for the bit layout).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct RegSet([u64; WORDS]);
+
+impl std::fmt::Debug for RegSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("{")?;
+        let mut first = true;
+        for b in self.iter() {
+            if !first {
+                f.write_str(" ")?;
+            }
+            first = false;
+            f.write_str(&bit_name(b))?;
+        }
+        f.write_str("}")
+    }
+}
+
+/// Printable name of a bit (`s4`, `v7`, `a0`, `vcc_lo`, `exec_hi`, `scc`, ...).
+pub fn bit_name(b: u16) -> String {
+    match b {
+        0..=101 => format!("s{b}"),
+        102 => "flat_scratch_lo".into(),
+        103 => "flat_scratch_hi".into(),
+        104 => "xnack_mask_lo".into(),
+        105 => "xnack_mask_hi".into(),
+        106 => "vcc_lo".into(),
+        107 => "vcc_hi".into(),
+        108..=123 => format!("ttmp{}", b - TTMP_BASE),
+        124 => "m0".into(),
+        126 => "exec_lo".into(),
+        127 => "exec_hi".into(),
+        128 => "scc".into(),
+        256..=511 => format!("v{}", b - VGPR_BASE),
+        512..=767 => format!("a{}", b - AGPR_BASE),
+        _ => format!("bit{b}"),
+    }
+}
+
+impl RegSet {
+    pub const fn new() -> RegSet {
+        RegSet([0; WORDS])
+    }
+
+    /// Every tracked register.
+    pub fn all() -> RegSet {
+        let mut s = RegSet::new();
+        s.insert_range(0, NUM_BITS);
+        s
+    }
+
+    /// All VGPRs and AGPRs.
+    pub fn vector() -> RegSet {
+        let mut s = RegSet::new();
+        s.insert_range(VGPR_BASE, NUM_BITS - VGPR_BASE);
+        s
+    }
+
+    /// The set holding the registers of `r` (empty for PC and hardware registers).
+    pub fn of(r: &Register) -> RegSet {
+        let mut s = RegSet::new();
+        if let Some((b, n)) = bits_of(r) {
+            s.insert_range(b, n);
+        }
+        s
+    }
+
+    pub fn contains(&self, bit: u16) -> bool {
+        let b = bit as usize;
+        b < WORDS * 64 && self.0[b / 64] >> (b % 64) & 1 != 0
+    }
+
+    pub fn insert(&mut self, bit: u16) {
+        let b = bit as usize;
+        if b < WORDS * 64 {
+            self.0[b / 64] |= 1 << (b % 64);
+        }
+    }
+
+    pub fn remove(&mut self, bit: u16) {
+        let b = bit as usize;
+        if b < WORDS * 64 {
+            self.0[b / 64] &= !(1 << (b % 64));
+        }
+    }
+
+    /// Inserts bits `start..start + len` (clipped to the set's size).
+    pub fn insert_range(&mut self, start: u16, len: u16) {
+        for b in start..start.saturating_add(len).min(NUM_BITS) {
+            self.insert(b);
+        }
+    }
+
+    pub fn remove_range(&mut self, start: u16, len: u16) {
+        for b in start..start.saturating_add(len).min(NUM_BITS) {
+            self.remove(b);
+        }
+    }
+
+    /// Whether any of bits `start..start + len` is set.
+    pub fn any_in(&self, start: u16, len: u16) -> bool {
+        (start..start.saturating_add(len).min(NUM_BITS)).any(|b| self.contains(b))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|w| *w == 0)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    pub fn union_with(&mut self, o: &RegSet) {
+        for (a, b) in self.0.iter_mut().zip(o.0.iter()) {
+            *a |= *b;
+        }
+    }
+
+    pub fn intersect_with(&mut self, o: &RegSet) {
+        for (a, b) in self.0.iter_mut().zip(o.0.iter()) {
+            *a &= *b;
+        }
+    }
+
+    pub fn subtract(&mut self, o: &RegSet) {
+        for (a, b) in self.0.iter_mut().zip(o.0.iter()) {
+            *a &= !*b;
+        }
+    }
+
+    pub fn union(mut self, o: &RegSet) -> RegSet {
+        self.union_with(o);
+        self
+    }
+
+    pub fn intersection(mut self, o: &RegSet) -> RegSet {
+        self.intersect_with(o);
+        self
+    }
+
+    pub fn difference(mut self, o: &RegSet) -> RegSet {
+        self.subtract(o);
+        self
+    }
+
+    /// Set bits in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = u16> + '_ {
+        self.0.iter().enumerate().flat_map(|(i, w)| {
+            let mut w = *w;
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    return None;
+                }
+                let t = w.trailing_zeros();
+                w &= w - 1;
+                Some((i * 64) as u16 + t as u16)
+            })
+        })
+    }
+
+    /// Whether `s<n>` is in the set.
+    pub fn has_sgpr(&self, n: u16) -> bool {
+        n < NUM_SGPRS && self.contains(SGPR_BASE + n)
+    }
+    pub fn has_vgpr(&self, n: u16) -> bool {
+        n < 256 && self.contains(VGPR_BASE + n)
+    }
+    pub fn has_agpr(&self, n: u16) -> bool {
+        n < 256 && self.contains(AGPR_BASE + n)
+    }
+}
+
+/// First bit and number of bits of a register, if liveness tracks its file.
+pub fn bits_of(r: &Register) -> Option<(u16, u16)> {
+    let n = r.count as u16;
+    let (base, limit) = match r.file {
+        RegFile::Sgpr => (SGPR_BASE, NUM_SGPRS),
+        RegFile::Vgpr => (VGPR_BASE, 256),
+        RegFile::Agpr => (AGPR_BASE, 256),
+        RegFile::Ttmp => (TTMP_BASE, 16),
+        RegFile::Vcc => (VCC, 2),
+        RegFile::Exec => (EXEC, 2),
+        RegFile::M0 => (M0, 1),
+        RegFile::Scc => (SCC, 1),
+        RegFile::FlatScratch => (FLAT_SCRATCH, 2),
+        RegFile::XnackMask => (XNACK_MASK, 2),
+        RegFile::Pc | RegFile::HwReg => return None,
+    };
+    if r.first >= limit || n == 0 {
+        return None;
+    }
+    Some((base + r.first, n.min(limit - r.first)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_matches_scalar_codes() {
+        let s = RegSet::of(&Register::new(RegFile::Vcc, 0, 2));
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![106, 107]);
+        let e = RegSet::of(&Register::new(RegFile::Exec, 1, 1));
+        assert_eq!(e.iter().collect::<Vec<_>>(), vec![127]);
+        let v = RegSet::of(&Register::new(RegFile::Vgpr, 254, 4));
+        assert_eq!(v.iter().collect::<Vec<_>>(), vec![510, 511]); // clipped
+        assert!(RegSet::of(&Register::new(RegFile::Pc, 0, 2)).is_empty());
+        assert_eq!(RegSet::all().len(), 768);
+        assert_eq!(RegSet::vector().len(), 512);
+        assert_eq!(
+            format!("{:?}", RegSet::of(&Register::new(RegFile::Sgpr, 4, 2))),
+            "{s4 s5}"
+        );
+    }
+}
