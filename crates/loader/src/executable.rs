@@ -9,6 +9,7 @@ use inlay_codeobj::TargetId;
 use crate::error::{ErrorKind, LoadError};
 use crate::image::Image;
 use crate::memory::DeviceMemory;
+use crate::names::NameMap;
 
 /// An agent as the loader sees it: a key chosen by the caller (the runtime
 /// uses its agent handle) and the target ID its code must be compatible with.
@@ -127,13 +128,13 @@ pub struct Executable {
     code_objects: Vec<LoadedCodeObject>,
     by_base: BTreeMap<u64, CodeObjectId>,
     symbols: Vec<Symbol>,
-    by_name: HashMap<String, Vec<SymbolId>>,
+    by_name: NameMap<Vec<SymbolId>>,
     kernels: Vec<SymbolId>,
     variables: Vec<SymbolId>,
     functions: Vec<SymbolId>,
     /// Addresses of global ELF names per agent (`None`: defined by the host for
     /// the whole program); undefined references resolve here.
-    exports: HashMap<(Option<u64>, String), u64>,
+    exports: HashMap<Option<u64>, NameMap<u64>>,
     frozen: bool,
 }
 
@@ -144,7 +145,7 @@ impl Executable {
             code_objects: Vec::new(),
             by_base: BTreeMap::new(),
             symbols: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: NameMap::default(),
             kernels: Vec::new(),
             variables: Vec::new(),
             functions: Vec::new(),
@@ -169,11 +170,8 @@ impl Executable {
     }
 
     fn exported(&self, agent: Option<u64>, name: &str) -> Option<u64> {
-        let key = (agent, name.to_string());
-        self.exports
-            .get(&key)
-            .or_else(|| self.exports.get(&(None, key.1)))
-            .copied()
+        let in_map = |a: Option<u64>| self.exports.get(&a).and_then(|m| m.get(name));
+        in_map(agent).or_else(|| in_map(None)).copied()
     }
 
     /// Loads a code object for `agent`: checks its target, copies its segments
@@ -185,6 +183,18 @@ impl Executable {
         bytes: &[u8],
         uri: Option<&str>,
     ) -> Result<CodeObjectId, LoadError> {
+        self.load_shared(agent, Arc::from(bytes), uri)
+    }
+
+    /// [`Executable::load`] from bytes the caller already shares: they are
+    /// kept as the code object's storage without another copy.
+    pub fn load_shared(
+        &mut self,
+        agent: &AgentRef,
+        storage: Arc<[u8]>,
+        uri: Option<&str>,
+    ) -> Result<CodeObjectId, LoadError> {
+        let bytes: &[u8] = &storage;
         let id = CodeObjectId(self.code_objects.len());
         let name = uri.map_or_else(|| format!("code object #{}", id.0), str::to_string);
         let here = Some(name.as_str());
@@ -233,7 +243,7 @@ impl Executable {
             target: image.target,
             code_object_version: image.version,
             name,
-            storage: Arc::from(bytes),
+            storage: storage.clone(),
             load_base: base,
             load_delta: delta,
             load_size: image.span_size,
@@ -281,7 +291,10 @@ impl Executable {
         for d in &image.defined {
             let address = delta.wrapping_add(d.value);
             if !d.local {
-                self.exports.insert((Some(agent), d.name.clone()), address);
+                self.exports
+                    .entry(Some(agent))
+                    .or_default()
+                    .insert(d.name.clone(), address);
             }
             let kind = match d.kind {
                 // ROCr lists global variables only; local data stays private.
@@ -320,7 +333,7 @@ impl Executable {
         self.check_unfrozen(None)?;
         let clash = match agent {
             Some(_) => self.exported(agent, name).is_some(),
-            None => self.exports.keys().any(|(_, n)| n == name),
+            None => self.exports.values().any(|m| m.contains_key(name)),
         };
         if clash {
             return Err(LoadError::new(
@@ -329,7 +342,10 @@ impl Executable {
                 format!("variable {name} is already defined"),
             ));
         }
-        self.exports.insert((agent, name.to_string()), address);
+        self.exports
+            .entry(agent)
+            .or_default()
+            .insert(name.to_string(), address);
         let id = SymbolId(self.symbols.len());
         self.push_symbol(Symbol {
             name: name.to_string(),

@@ -26,6 +26,7 @@ mod error;
 mod executable;
 mod image;
 pub mod memory;
+mod names;
 pub mod reloc;
 
 pub use error::{ErrorKind, LoadError};
