@@ -1,20 +1,24 @@
 //! Benchmark: inlay's listing vs `llvm-objdump-19 -d` on the same files.
 //!
-//!     cargo run --release -p inlay-isa --example bench_listing -- FILE...
+//!     cargo run --release -p inlay-isa --example bench_listing -- [--no-reference] FILE...
 //!
 //! inlay: best of 3 runs of decode + format + listing of every executable
-//! section into one String (ELF parsing excluded, done once). llvm-objdump:
-//! one run of the process, output to a pipe. Prints both and the ratio.
+//! section into one reused buffer (ELF parsing excluded, done once), on one
+//! thread. llvm-objdump: one run of the process, output to a pipe (skipped
+//! with `--no-reference`). Prints both and the ratio.
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use inlay_isa::listing::write_section;
+use inlay_isa::listing::write_section_bytes;
 
 fn main() {
-    let files: Vec<String> = std::env::args().skip(1).collect();
+    let mut files: Vec<String> = std::env::args().skip(1).collect();
+    let reference = !files.iter().any(|f| f == "--no-reference");
+    files.retain(|f| f != "--no-reference");
+    let mut out = Vec::new();
     let (mut ours, mut theirs, mut bytes, mut lines) =
         (Duration::ZERO, Duration::ZERO, 0usize, 0usize);
     for f in &files {
@@ -22,10 +26,10 @@ fn main() {
         let mut best = Duration::MAX;
         support::with_sections(&data, |target, sections| {
             for _ in 0..3 {
-                let mut out = String::new();
+                out.clear();
                 let t = Instant::now();
                 for s in sections {
-                    write_section(target, s, &mut out);
+                    write_section_bytes(target, s, &mut out);
                 }
                 best = best.min(t.elapsed());
                 std::hint::black_box(&out);
@@ -35,9 +39,11 @@ fn main() {
         .expect("code object");
         ours += best;
         bytes += data.len();
-        let t = Instant::now();
-        let _ = support::objdump(Path::new(f));
-        theirs += t.elapsed();
+        if reference {
+            let t = Instant::now();
+            let _ = support::objdump(Path::new(f));
+            theirs += t.elapsed();
+        }
     }
     println!(
         "{} files, {:.1} MB, ~{} instruction words: inlay {:.3}s, llvm-objdump-19 {:.3}s, ratio {:.1}x",

@@ -83,9 +83,7 @@ fn write_section_with(target: Target, sec: &Section, cache: &mut LineCache, out:
     let dec = Decoder::new(target);
     let mut inst = Instruction::default();
     let mut text = String::new();
-    let mut scratch = Vec::with_capacity(256);
     let bytes = sec.bytes;
-    let end = sec.address + bytes.len() as u64;
     let mut off = 0usize;
     let mut next_label = 0usize;
     out.reserve(bytes.len() * 4);
@@ -122,18 +120,33 @@ fn write_section_with(target: Target, sec: &Section, cache: &mut LineCache, out:
             }
         }
         let w1 = read_u32(bytes, off + 4);
-        let start = out.len();
-        let (n, branch, addr_at) = match cache.slot(w0, w1) {
-            Some(line) => {
-                // A fixed-size copy (no call), then cut to the line's length.
-                out.extend_from_slice(&line.line);
-                out.truncate(start + line.line_len as usize);
+        let base8 = base_len(w0) == 8;
+        if let Some(e) = cache.short.get(w0, w1, base8) {
+            // The common case: a short text, whose line has a fixed layout.
+            let n = dec.valid_len(w0);
+            debug_assert_eq!(n, e.size as usize);
+            emit_short(out, &e.text, addr, w0, w1.filter(|_| n == 8));
+            if e.branch {
+                annotate_branch(out, sec, &labels, branch_target_of(w0, addr));
+            }
+            out.push(b'\n');
+            off += n;
+            continue;
+        }
+        let hit = cache
+            .long
+            .get(w0, w1, base8)
+            .map(|e| (e.size, e.branch, &e.text[..], e.text_len));
+        let (n, branch) = match hit {
+            Some((size, branch, text, text_len)) => {
                 // Only valid instructions are kept, so the size follows from the
                 // words through the opcode tables; taking it from there instead of
                 // the entry keeps the next lookup from waiting on this one's load.
                 let n = dec.valid_len(w0);
-                debug_assert_eq!(n, line.size as usize);
-                (n, line.branch, line.addr_at as usize)
+                debug_assert_eq!(n, size as usize);
+                let w1 = if n == 8 { w1 } else { None };
+                emit_line(out, text, text_len as usize, addr, w0, w1);
+                (n, branch)
             }
             None => {
                 let n = match dec.decode_into(&bytes[off..], &mut inst) {
@@ -142,32 +155,14 @@ fn write_section_with(target: Target, sec: &Section, cache: &mut LineCache, out:
                 };
                 text.clear();
                 format(&inst, &mut text);
-                let (addr_at, branch) = build_line(&inst, &text, &mut scratch);
-                out.extend_from_slice(&scratch);
-                cache.keep(&inst, n, branch, addr_at, &scratch);
-                (n, branch, addr_at)
+                emit_line_slow(out, text.as_bytes(), addr, inst.words());
+                let branch = branch_target(&inst, addr).is_some();
+                cache.keep(&inst, n, branch, text.as_bytes());
+                (n, branch)
             }
         };
-        let at = start + addr_at;
-        if let Some(dst) = out.get_mut(at..at + 12) {
-            hex_into(dst, addr, HEX_UPPER);
-        }
         if branch {
-            let t = branch_target_of(w0, addr);
-            if (sec.address..end).contains(&t) {
-                let k = labels.partition_point(|(a, _)| *a <= t);
-                if let Some((la, name)) = k.checked_sub(1).and_then(|k| labels.get(k)) {
-                    out.extend_from_slice(b" <");
-                    out.extend_from_slice(name.as_bytes());
-                    if t != *la {
-                        out.extend_from_slice(b"+0x");
-                        let d = t - la;
-                        let digits = (64 - d.leading_zeros()).div_ceil(4).max(1) as usize;
-                        hex_padded(out, d, digits, HEX_LOWER);
-                    }
-                    out.push(b'>');
-                }
-            }
+            annotate_branch(out, sec, &labels, branch_target_of(w0, addr));
         }
         out.push(b'\n');
         off += n;
@@ -202,125 +197,239 @@ fn hex_padded(out: &mut Vec<u8>, v: u64, digits: usize, table: &[u8; 16]) {
     out.extend_from_slice(&buf[..n]);
 }
 
-/// Longest cached line (longer ones are formatted every time).
-const LINE_CAP: usize = 116;
-/// Number of cache entries (a power of two).
-const CACHE_BITS: u32 = 14;
-
-/// One memoised instruction line: `\t{text}{pad}// ADDRESS: W0 W1`, with
-/// the address as a placeholder at `addr_at`. Two cache lines.
+/// One memoised instruction text, padded with spaces to `CAP` bytes. Short
+/// texts (most) live in entries of one cache line, longer ones of two.
 #[derive(Clone)]
 #[repr(C, align(64))]
-struct Line {
+struct Entry<const CAP: usize> {
     w0: u32,
     w1: u32,
     /// Instruction size in bytes; 0 = empty entry.
     size: u8,
-    /// The line depends on the second word (an 8-byte instruction).
+    /// The text depends on the second word (an 8-byte instruction).
     uses_w1: bool,
     branch: bool,
-    addr_at: u8,
-    /// Length of the text in `line`.
-    line_len: u8,
-    line: [u8; LINE_CAP],
+    text_len: u8,
+    text: [u8; CAP],
 }
 
+const SHORT: usize = 52;
+const LONG: usize = 116;
+const SHORT_BITS: u32 = 15;
+const LONG_BITS: u32 = 12;
+
+impl<const CAP: usize> Entry<CAP> {
+    const EMPTY: Entry<CAP> = Entry {
+        w0: 0,
+        w1: 0,
+        size: 0,
+        uses_w1: false,
+        branch: false,
+        text_len: 0,
+        text: [b' '; CAP],
+    };
+}
+
+/// A direct-mapped table of texts keyed by the instruction words.
+struct Table<const CAP: usize> {
+    bits: u32,
+    entries: Vec<Entry<CAP>>,
+}
+
+impl<const CAP: usize> Table<CAP> {
+    fn index(&self, w0: u32, w1: u32, use_w1: bool) -> usize {
+        let key = u64::from(w0) | if use_w1 { u64::from(w1) << 32 } else { 0 };
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.bits)) as usize
+    }
+
+    fn get(&self, w0: u32, w1: Option<u32>, base8: bool) -> Option<&Entry<CAP>> {
+        let e = self.entries.get(self.index(w0, w1.unwrap_or(0), base8))?;
+        let hit = e.size != 0 && e.w0 == w0 && (!e.uses_w1 || w1 == Some(e.w1));
+        hit.then_some(e)
+    }
+
+    fn put(&mut self, words: &[u32], size: usize, branch: bool, text: &[u8]) {
+        let w0 = words.first().copied().unwrap_or(0);
+        let w1 = words.get(1).copied().unwrap_or(0);
+        let k = self.index(w0, w1, base_len(w0) == 8);
+        if let Some(e) = self.entries.get_mut(k) {
+            e.w0 = w0;
+            e.w1 = w1;
+            e.uses_w1 = size == 8;
+            e.size = size as u8;
+            e.branch = branch;
+            e.text_len = text.len() as u8;
+            e.text = [b' '; CAP];
+            e.text[..text.len()].copy_from_slice(text);
+        }
+    }
+}
+
+/// Per-thread memo of instruction texts for one target.
 struct LineCache {
     target: Option<Target>,
-    entries: Vec<Line>,
+    short: Table<SHORT>,
+    long: Table<LONG>,
 }
-
-const EMPTY_LINE: Line = Line {
-    w0: 0,
-    w1: 0,
-    size: 0,
-    uses_w1: false,
-    branch: false,
-    addr_at: 0,
-    line_len: 0,
-    line: [0; LINE_CAP],
-};
 
 thread_local! {
     static LINES: core::cell::RefCell<LineCache> = core::cell::RefCell::new(LineCache::new());
-}
-
-/// Cache index of an instruction (`w1` counts only for 8-byte encodings).
-fn index(w0: u32, w1: u32, use_w1: bool) -> usize {
-    let key = u64::from(w0) | if use_w1 { u64::from(w1) << 32 } else { 0 };
-    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CACHE_BITS)) as usize
 }
 
 impl LineCache {
     fn new() -> LineCache {
         LineCache {
             target: None,
-            entries: Vec::new(),
+            short: Table {
+                bits: SHORT_BITS,
+                entries: Vec::new(),
+            },
+            long: Table {
+                bits: LONG_BITS,
+                entries: Vec::new(),
+            },
         }
     }
 
     fn set_target(&mut self, target: Target) {
-        if self.target != Some(target) || self.entries.is_empty() {
-            self.entries.clear();
-            self.entries.resize(1 << CACHE_BITS, EMPTY_LINE);
+        if self.target != Some(target) || self.short.entries.is_empty() {
+            self.short.entries.clear();
+            self.short.entries.resize(1 << SHORT_BITS, Entry::EMPTY);
+            self.long.entries.clear();
+            self.long.entries.resize(1 << LONG_BITS, Entry::EMPTY);
             self.target = Some(target);
         }
     }
 
-    /// The line of an instruction starting with `w0` (followed by `w1` if
-    /// the section has one), if it is cached.
-    fn slot(&self, w0: u32, w1: Option<u32>) -> Option<&Line> {
-        let e = self
-            .entries
-            .get(index(w0, w1.unwrap_or(0), base_len(w0) == 8))?;
-        let hit = e.size != 0 && e.w0 == w0 && (!e.uses_w1 || w1 == Some(e.w1));
-        hit.then_some(e)
-    }
-
-    /// Keeps the line of a freshly decoded instruction of `size` bytes, if it
-    /// fits and can be reused.
-    fn keep(&mut self, inst: &Instruction, size: usize, branch: bool, addr_at: usize, line: &[u8]) {
+    /// Keeps the text of a freshly decoded instruction of `size` bytes.
+    fn keep(&mut self, inst: &Instruction, size: usize, branch: bool, text: &[u8]) {
         // An invalid result may come from rejected bits in the second word,
         // which the key does not hold for 4-byte results: never kept (rare).
-        if !inst.is_valid() || line.len() > LINE_CAP || addr_at > u8::MAX as usize {
+        if !inst.is_valid() {
             return;
         }
-        let words = inst.words();
-        let w0 = words.first().copied().unwrap_or(0);
-        let w1 = words.get(1).copied().unwrap_or(0);
-        let k = index(w0, w1, base_len(w0) == 8);
-        let Some(e) = self.entries.get_mut(k) else {
-            return;
-        };
-        e.w0 = w0;
-        e.w1 = w1;
-        e.uses_w1 = size == 8;
-        e.size = size as u8;
-        e.branch = branch;
-        e.addr_at = addr_at as u8;
-        e.line_len = line.len() as u8;
-        e.line[..line.len()].copy_from_slice(line);
+        if text.len() <= SHORT {
+            self.short.put(inst.words(), size, branch, text);
+        } else if text.len() <= LONG {
+            self.long.put(inst.words(), size, branch, text);
+        }
     }
 }
 
-/// `\t{text}{pad}// 000000000000: W0 W1` into `buf` (the address is a
-/// placeholder); returns where the address goes and whether it branches.
-fn build_line(inst: &Instruction, text: &str, buf: &mut Vec<u8>) -> (usize, bool) {
-    buf.clear();
-    buf.push(b'\t');
-    buf.extend_from_slice(text.as_bytes());
-    while buf.len() < COMMENT_COLUMN + 1 {
-        buf.push(b' ');
+/// Byte -> two upper-case hex digits.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [HEX_UPPER[i >> 4], HEX_UPPER[i & 15]];
+        i += 1;
     }
-    buf.extend_from_slice(b"// ");
-    let addr_at = buf.len();
-    buf.extend_from_slice(b"000000000000:");
-    for w in inst.words() {
-        buf.push(b' ');
-        hex_padded(buf, *w as u64, 8, HEX_UPPER);
+    t
+};
+
+/// Upper-case hex of the low `dst.len() / 2` bytes of `v` into `dst`.
+fn hex_pairs(dst: &mut [u8], v: u64) {
+    let n = dst.len() / 2;
+    for (k, pair) in dst.chunks_exact_mut(2).enumerate() {
+        let shift = 8 * (n - 1 - k);
+        let byte = if shift < 64 { (v >> shift) & 0xFF } else { 0 };
+        pair.copy_from_slice(&HEX_PAIRS[byte as usize]);
     }
-    (addr_at, branch_target(inst, 0).is_some())
 }
+
+/// Appends `\t{text}{pad}// ADDRESS: W0 W1` (no newline). `text` is the
+/// instruction text followed by spaces: `text_len` bytes count.
+fn emit_line(out: &mut Vec<u8>, text: &[u8], text_len: usize, addr: u64, w0: u32, w1: Option<u32>) {
+    const CAP: usize = 1 + LONG + 3 + 12 + 1 + 18;
+    let mut buf = [b' '; CAP];
+    buf[0] = b'\t';
+    let copy = text.len().min(LONG);
+    buf[1..1 + copy].copy_from_slice(&text[..copy]);
+    let p = 1 + text_len.clamp(COMMENT_COLUMN, LONG);
+    buf[p..p + 3].copy_from_slice(b"// ");
+    hex_pairs(&mut buf[p + 3..p + 15], addr);
+    buf[p + 15] = b':';
+    hex_pairs(&mut buf[p + 17..p + 25], u64::from(w0));
+    let mut len = p + 25;
+    if let Some(w1) = w1 {
+        hex_pairs(&mut buf[p + 26..p + 34], u64::from(w1));
+        len = p + 34;
+    }
+    // A fixed-size copy (no call), then cut to the line's length.
+    let start = out.len();
+    out.extend_from_slice(&buf);
+    out.truncate(start + len);
+}
+
+/// ` <label+0xOFF>` after a branch to `t`, if `t` is in the section.
+fn annotate_branch(out: &mut Vec<u8>, sec: &Section, labels: &[(u64, &str)], t: u64) {
+    let end = sec.address + sec.bytes.len() as u64;
+    if !(sec.address..end).contains(&t) {
+        return;
+    }
+    let k = labels.partition_point(|(a, _)| *a <= t);
+    if let Some((la, name)) = k.checked_sub(1).and_then(|k| labels.get(k)) {
+        out.extend_from_slice(b" <");
+        out.extend_from_slice(name.as_bytes());
+        if t != *la {
+            out.extend_from_slice(b"+0x");
+            let d = t - la;
+            let digits = (64 - d.leading_zeros()).div_ceil(4).max(1) as usize;
+            hex_padded(out, d, digits, HEX_LOWER);
+        }
+        out.push(b'>');
+    }
+}
+
+/// The line of a short text: `\t`, the text padded to the comment column,
+/// `// `, address, `:`, words, all at fixed positions.
+const SHORT_LINE: [u8; 95] = {
+    let mut t = [b' '; 95];
+    t[0] = b'\t';
+    t[60] = b'/';
+    t[61] = b'/';
+    t[75] = b':';
+    t
+};
+
+fn emit_short(out: &mut Vec<u8>, text: &[u8; SHORT], addr: u64, w0: u32, w1: Option<u32>) {
+    let start = out.len();
+    out.extend_from_slice(&SHORT_LINE);
+    let Some(line) = out.get_mut(start..start + SHORT_LINE.len()) else {
+        return;
+    };
+    line[1..1 + SHORT].copy_from_slice(text);
+    hex_pairs(&mut line[63..75], addr);
+    hex_pairs(&mut line[77..85], u64::from(w0));
+    let len = match w1 {
+        Some(w1) => {
+            hex_pairs(&mut line[86..94], u64::from(w1));
+            94
+        }
+        None => 85,
+    };
+    out.truncate(start + len);
+}
+
+/// Appends a line whose text is not memoised (any length).
+fn emit_line_slow(out: &mut Vec<u8>, text: &[u8], addr: u64, words: &[u32]) {
+    out.push(b'\t');
+    out.extend_from_slice(text);
+    for _ in text.len()..COMMENT_COLUMN {
+        out.push(b' ');
+    }
+    out.extend_from_slice(b"// ");
+    let mut buf = [0u8; 12];
+    hex_pairs(&mut buf, addr);
+    out.extend_from_slice(&buf);
+    out.push(b':');
+    for w in words {
+        out.push(b' ');
+        hex_pairs(&mut buf[..8], u64::from(*w));
+        out.extend_from_slice(&buf[..8]);
+    }
+}
+
 /// Address a branch instruction jumps to (`None` for other instructions).
 pub fn branch_target(i: &Instruction, addr: u64) -> Option<u64> {
     if i.encoding() != Encoding::Sopp && i.encoding() != Encoding::Sopk {
