@@ -138,19 +138,44 @@ impl Effects {
                 }
             }
         }
+        let indexed = gpr_indexed(prog);
         for (id, ins) in prog.insts.iter().enumerate() {
             let i = &ins.inst;
             let start = ranges.len() as u32;
             let all_lanes = reads_other_lanes(i);
+            let name = i.opcode().map(|o| o.name()).unwrap_or("");
+            // M0-relative moves read / write a register M0 past the named
+            // one; under s_set_gpr_idx_on, VALU VGPR operands are offset by
+            // M0 too. Their reads reach every register from the named one
+            // up, and their writes kill nothing.
+            let rel_read = name.starts_with("s_movrels") || name.starts_with("v_movrels");
+            let rel_write = name.starts_with("s_movreld") || name.starts_with("v_movreld");
+            let idx = indexed[id];
             for u in info(i).used_registers() {
                 let Some((b, n)) = regs::bits_of(&u.register) else {
                     continue;
                 };
                 let vector = b >= regs::VGPR_BASE;
-                if u.access == inlay_isa::Access::Write {
+                let relative = (rel_read || rel_write || (idx && vector))
+                    && matches!(
+                        u.register.file,
+                        RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr
+                    )
+                    && !u.is_implicit();
+                let n = if relative && u.access.reads() {
+                    let end = match u.register.file {
+                        RegFile::Sgpr => regs::NUM_SGPRS,
+                        RegFile::Vgpr => regs::VGPR_BASE + 256,
+                        _ => regs::AGPR_BASE + 256,
+                    };
+                    end.saturating_sub(b).max(n)
+                } else {
+                    n
+                };
+                if u.access == inlay_isa::Access::Write && !relative {
                     ranges.push((b, n, KILL));
                 }
-                if u.access.reads() {
+                if u.access.reads() && !(relative && u.access == inlay_isa::Access::Write) {
                     let kind = if vector && all_lanes {
                         READ_ALL_LANES
                     } else {
@@ -164,6 +189,38 @@ impl Effects {
         }
         Effects { ranges, per_inst }
     }
+}
+
+/// Instructions that may run in GPR-indexing mode: those between
+/// `s_set_gpr_idx_on` and `s_set_gpr_idx_off` in a block; if a block ends
+/// with the mode still on, every vector instruction of that function.
+fn gpr_indexed(prog: &Program) -> Vec<bool> {
+    let mut out = vec![false; prog.insts.len()];
+    let mut leaky = vec![false; prog.functions.len()];
+    for b in &prog.blocks {
+        let mut on = false;
+        for id in b.insts.clone() {
+            let name = prog.insts[id].inst.opcode().map(|o| o.name()).unwrap_or("");
+            if name == "s_set_gpr_idx_on" {
+                on = true;
+            } else if name == "s_set_gpr_idx_off" {
+                on = false;
+            } else if on {
+                out[id] = true;
+            }
+        }
+        if on {
+            leaky[b.function] = true;
+        }
+    }
+    for b in &prog.blocks {
+        if leaky[b.function] {
+            for id in b.insts.clone() {
+                out[id] = true;
+            }
+        }
+    }
+    out
 }
 
 /// A callee's effect from its return back to its entry (see module docs).
@@ -428,6 +485,16 @@ pub fn analyse(prog: &Program) -> Liveness {
                 before[id] = st;
             }
             debug_assert_eq!(st, live_in[b - base]);
+        }
+    }
+    // At the kernel's entry, lanes EXEC disables have never been written:
+    // nothing can need their values, so only `active` matters there.
+    if let Some(entry_block) = prog.functions.first().map(|f| f.blocks.start) {
+        let b = &prog.blocks[entry_block];
+        if b.preds.is_empty() {
+            if let Some(st) = before.get_mut(b.insts.start) {
+                st.inactive = RegSet::new();
+            }
         }
     }
     Liveness {
