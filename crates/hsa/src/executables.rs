@@ -16,8 +16,8 @@ use inlay_loader::{
     VariableAllocation,
 };
 use inlay_runtime::device::Device;
+use inlay_runtime::intercept::LoadedCode;
 use inlay_runtime::{Runtime, Status};
-use inlay_vgpu::CodeRegion;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -61,27 +61,23 @@ impl Drop for Exec {
 /// Freezes `exec` (linking its code objects) and hands their code to the
 /// device, which predecodes it once, so its kernels can be dispatched.
 fn freeze(rt: &Runtime, exec: Handle) -> Result<(), Status> {
-    with(|r| {
+    let loaded = with(|r| {
         let e = r.exec(exec)?;
         e.exe.freeze().map_err(fail)?;
-        let regions: Vec<CodeRegion> = e
-            .exe
-            .code_objects()
-            .iter()
-            .filter_map(|co| {
-                let (text, size) = co.text()?;
-                Some(CodeRegion {
-                    load_base: co.load_delta,
-                    text_vaddr: text.wrapping_sub(co.load_delta),
-                    text_size: size,
-                    code_object_version: co.code_object_version,
-                    kernels: co
-                        .kernel_objects()
-                        .map(|(name, kd)| (name.to_string(), kd))
-                        .collect(),
-                })
-            })
-            .collect();
+        let mut regions = Vec::new();
+        let mut loaded = Vec::new();
+        for co in e.exe.code_objects() {
+            regions.extend(co.code_region());
+            loaded.push(LoadedCode {
+                bytes: co.storage.clone(),
+                load_delta: co.load_delta,
+                kernels: co
+                    .kernel_objects()
+                    .map(|(name, kd)| (name.to_string(), kd))
+                    .collect(),
+                name: co.name.clone(),
+            });
+        }
         let device = rt.device();
         let id = device.add_code(&regions).map_err(|why| {
             if std::env::var_os("INLAY_LOG").is_some() {
@@ -90,8 +86,11 @@ fn freeze(rt: &Runtime, exec: Handle) -> Result<(), Status> {
             Status::InvalidCodeObject
         })?;
         e.code = Some((device, id));
-        Ok(())
-    })
+        Ok(loaded)
+    })?;
+    // Outside the registry: instrumentation may load code objects of its own.
+    rt.executable_frozen(&loaded);
+    Ok(())
 }
 
 #[derive(Default)]

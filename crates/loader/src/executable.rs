@@ -51,11 +51,19 @@ impl LoadedCodeObject {
         self.load_delta.wrapping_add(vaddr)
     }
 
-    /// Device address and size of its `.text` (the code a device executes).
-    pub fn text(&self) -> Option<(u64, u64)> {
-        self.image
-            .text
-            .map(|(vaddr, size)| (self.address_of(vaddr), size))
+    /// Its code as the virtual GPU predecodes it: `.text` and kernels.
+    pub fn code_region(&self) -> Option<inlay_vgpu::CodeRegion> {
+        let (vaddr, size) = self.image.text?;
+        Some(inlay_vgpu::CodeRegion {
+            load_base: self.load_delta,
+            text_vaddr: vaddr,
+            text_size: size,
+            code_object_version: self.code_object_version,
+            kernels: self
+                .kernel_objects()
+                .map(|(name, kd)| (name.to_string(), kd))
+                .collect(),
+        })
     }
 
     /// Names and device addresses of the descriptors of its kernels.

@@ -1,7 +1,7 @@
 //! What runs kernel-dispatch packets: the virtual GPU ([`VirtualGpu`]) by
 //! default, or [`NoEmulator`], which refuses every dispatch.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use inlay_vgpu::{CodeRegion, FaultKind, Memory, Packet, Program, Stats};
 
@@ -48,8 +48,9 @@ impl DispatchError {
 }
 
 pub trait Device: Send + Sync {
-    /// Runs one dispatch to completion (the packet processor waits for it).
-    fn dispatch(&self, packet: &KernelDispatch) -> Result<(), DispatchError>;
+    /// Runs one dispatch to completion (the packet processor waits for it);
+    /// returns its native counts when the device keeps them.
+    fn dispatch(&self, packet: &KernelDispatch) -> Result<Option<Stats>, DispatchError>;
 
     /// Makes the kernels of code objects already placed in device memory
     /// dispatchable; returns an id for [`Device::remove_code`].
@@ -62,7 +63,7 @@ pub trait Device: Send + Sync {
 pub struct NoEmulator;
 
 impl Device for NoEmulator {
-    fn dispatch(&self, packet: &KernelDispatch) -> Result<(), DispatchError> {
+    fn dispatch(&self, packet: &KernelDispatch) -> Result<Option<Stats>, DispatchError> {
         Err(DispatchError::new(
             Status::InvalidCodeObject,
             format!("no device runs the kernel at {:#x}", packet.kernel_object),
@@ -79,8 +80,6 @@ impl Device for NoEmulator {
 /// The virtual gfx90a, over the runtime's memory.
 pub struct VirtualGpu {
     gpu: inlay_vgpu::Device,
-    /// Statistics of the last completed dispatch (the oracle for counting tools).
-    last: Mutex<Option<Stats>>,
 }
 
 impl VirtualGpu {
@@ -88,24 +87,15 @@ impl VirtualGpu {
     pub fn new(memory: Arc<Memory>, threads: usize) -> Self {
         VirtualGpu {
             gpu: inlay_vgpu::Device::with_memory(memory, threads),
-            last: Mutex::new(None),
         }
-    }
-
-    /// The native counts of the last dispatch that completed.
-    pub fn last_stats(&self) -> Option<Stats> {
-        self.last.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
 impl Device for VirtualGpu {
-    fn dispatch(&self, d: &KernelDispatch) -> Result<(), DispatchError> {
+    fn dispatch(&self, d: &KernelDispatch) -> Result<Option<Stats>, DispatchError> {
         let packet = Packet::from_bytes(d.raw, d.address, d.queue, d.packet_id);
         match self.gpu.dispatch_packet(&packet) {
-            Ok(stats) => {
-                *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);
-                Ok(())
-            }
+            Ok(stats) => Ok(Some(stats)),
             Err(report) => {
                 let status = match &report.kind {
                     FaultKind::Memory(_)

@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod device;
 pub mod hostmem;
+pub mod intercept;
 pub mod pool;
 pub mod queue;
 pub mod signal;
@@ -61,12 +62,20 @@ pub(crate) struct Shared {
     device: RwLock<Arc<dyn Device>>,
     handlers: Mutex<Vec<AsyncHandler>>,
     events: Mutex<Vec<EventHandler>>,
+    interceptors: RwLock<Vec<intercept::SharedInterceptor>>,
     stopping: AtomicBool,
 }
 
 impl Shared {
     fn device(&self) -> Arc<dyn Device> {
         self.device
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn interceptors(&self) -> Vec<intercept::SharedInterceptor> {
+        self.interceptors
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
@@ -132,6 +141,7 @@ impl Runtime {
                 device: RwLock::new(gpu),
                 handlers: Mutex::new(Vec::new()),
                 events: Mutex::new(Vec::new()),
+                interceptors: RwLock::new(Vec::new()),
                 stopping: AtomicBool::new(false),
             }),
             agents: vec![agent::host_cpu(), agent::virtual_gfx90a()],
@@ -422,6 +432,23 @@ impl Runtime {
 
     pub fn register_event_handler(&self, handler: EventHandler) {
         lock(&self.shared.events).push(handler);
+    }
+
+    /// Adds an interceptor (instrumentation): it sees frozen executables and
+    /// every kernel dispatch from now on.
+    pub fn add_interceptor(&self, i: intercept::SharedInterceptor) {
+        self.shared
+            .interceptors
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(i);
+    }
+
+    /// Tells the interceptors that an executable was frozen.
+    pub fn executable_frozen(&self, code: &[intercept::LoadedCode]) {
+        for i in self.shared.interceptors() {
+            i.executable_frozen(code);
+        }
     }
 
     /// Hands an event to every registered system event handler.

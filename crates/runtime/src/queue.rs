@@ -328,7 +328,19 @@ fn dispatch(shared: &Shared, q: &Queue, read: u64, p: &[u8; 64]) -> Result<(), D
         return bad("group segment larger than 64 KiB");
     }
     let device = shared.device();
-    device.dispatch(&d)
+    let interceptors = shared.interceptors();
+    let mut d = d;
+    for i in &interceptors {
+        if let Some(object) = i.before_dispatch(&d) {
+            d.kernel_object = object;
+            d.raw[32..40].copy_from_slice(&object.to_le_bytes());
+        }
+    }
+    let outcome = device.dispatch(&d);
+    for i in &interceptors {
+        i.after_dispatch(&d, &outcome);
+    }
+    outcome.map(|_| ())
 }
 
 /// Waits until all (AND) or any (OR) of the non-null dependency signals are 0.
