@@ -1,7 +1,7 @@
 //! Decoding: bytes -> [`Instruction`], into a caller-owned value, no allocation.
 
 use crate::model::{Encoding as E, Instruction, Target};
-use crate::tables::{src_name, vop_src_name, Field, File, Slot, TargetTables};
+use crate::tables::{src_name, vop_src_name, ConstKind, Field, File, Slot, TargetTables};
 
 /// Why bytes could not be decoded at all. (Unknown encodings are not errors:
 /// they decode to an instruction with `Encoding::Invalid` and their word.)
@@ -75,7 +75,11 @@ impl Decoder {
         }
         let reject = out.desc().reject_bits;
         let rejected = out.words[0] & reject[0] != 0 || (len == 8 && out.words[1] & reject[1] != 0);
-        if rejected || !scalar_operands_valid(out, len) || !zero_fields_clear(out) {
+        if rejected
+            || !scalar_operands_valid(out, len)
+            || !zero_fields_clear(out)
+            || !saddr_valid(out)
+        {
             // LLVM rejects the whole instruction when an operand names no register.
             out.desc = 0;
             out.encoding = E::Invalid;
@@ -241,6 +245,21 @@ fn scalar_operands_valid(i: &Instruction, len: usize) -> bool {
         }
         _ => true,
     })
+}
+
+/// A GLOBAL/SCRATCH scalar base (any `saddr` but 0x7f, "off") names a
+/// register LLVM can print: 64 bits wide for GLOBAL (so not `flat_scratch_hi`,
+/// `vcc_hi` or `m0`), 32 bits for SCRATCH.
+fn saddr_valid(i: &Instruction) -> bool {
+    let regs = match i.encoding {
+        E::Global => 2,
+        E::Scratch => 1,
+        _ => return true,
+    };
+    let saddr = i.bits(1, 16, 7);
+    let has_slot =
+        matches!(i.slots().last(), Some(Slot::Fixed(t)) if Slot::fixed_text(*t) == "off");
+    saddr == 0x7F || !has_slot || !src_name(ConstKind::B32, regs, saddr as u8).is_empty()
 }
 
 /// Fields this opcode leaves unused are zero (LLVM rejects them otherwise).
