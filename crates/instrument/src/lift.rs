@@ -609,14 +609,29 @@ fn lift_function(
     entry: u64,
     kind: FuncKind,
 ) -> Result<(), LiftError> {
-    let mut seen: HashMap<u64, ()> = HashMap::new();
-    let mut found: Vec<(u64, Instruction)> = Vec::new();
+    // Visited addresses: a bitmap over the entry's section, a set elsewhere.
+    let (sec_base, sec_words) = img
+        .sections
+        .iter()
+        .find(|s| s.4 && entry >= s.1 && entry < s.1 + s.2)
+        .map_or((0, 0), |s| (s.1, (s.2 / 4 + 1) as usize));
+    let mut bitmap = vec![false; sec_words];
+    let mut other: std::collections::HashSet<u64> = Default::default();
+    let mut seen = |pc: u64| -> bool {
+        let k = pc.wrapping_sub(sec_base) / 4;
+        if pc >= sec_base && pc % 4 == 0 && (k as usize) < bitmap.len() {
+            std::mem::replace(&mut bitmap[k as usize], true)
+        } else {
+            !other.insert(pc)
+        }
+    };
+    let mut found: Vec<(u64, Instruction, Flow)> = Vec::new();
     let mut targets: Vec<u64> = vec![entry];
     let mut stack = vec![entry];
     while let Some(start) = stack.pop() {
         let mut pc = start;
         loop {
-            if seen.contains_key(&pc) {
+            if seen(pc) {
                 break;
             }
             let bytes = img
@@ -628,10 +643,10 @@ fn lift_function(
             if !i.is_valid() || i.is_empty() {
                 return Err(LiftError::Invalid { address: pc });
             }
-            seen.insert(pc, ());
-            found.push((pc, i));
+            let fl = flow(&i, pc);
+            found.push((pc, i, fl));
             let after = pc + i.len() as u64;
-            match flow(&i, pc) {
+            match fl {
                 Flow::Next | Flow::Call => pc = after,
                 Flow::Branch(t) => {
                     targets.push(t);
@@ -663,7 +678,8 @@ fn lift_function(
     let first_block = prog.blocks.len();
     let mut t = 0;
     let mut prev_end: Option<(u64, Flow)> = None;
-    for (addr, i) in &found {
+    let flows: Vec<Flow> = found.iter().map(|x| x.2).collect();
+    for (addr, i, fl) in &found {
         while t < targets.len() && targets[t] < *addr {
             t += 1;
         }
@@ -692,7 +708,7 @@ fn lift_function(
             inst: *i,
             block: prog.blocks.len() - 1,
         });
-        prev_end = Some((addr + i.len() as u64, flow(i, *addr)));
+        prev_end = Some((addr + i.len() as u64, *fl));
     }
     let end = prog.insts.len();
     if prog.blocks.len() > first_block {
@@ -723,9 +739,14 @@ fn lift_function(
     for b in first_block..last_block {
         let range = prog.blocks[b].insts.clone();
         let mut scan = Scan::new();
+        // Only blocks with a call or a jump through a register need the scan.
+        let scan_needed = flows[range.start - first_inst..range.end - first_inst]
+            .iter()
+            .any(|f| matches!(f, Flow::Call | Flow::SetPc));
         for id in range.clone() {
             let Inst { addr, inst, .. } = prog.insts[id];
-            if flow(&inst, addr) == Flow::Call {
+            let fl = flows[id - first_inst];
+            if fl == Flow::Call {
                 let callee = resolve(img, &scan, &inst, 1);
                 let site = prog.calls.len();
                 prog.calls.push(CallSite {
@@ -736,10 +757,12 @@ fn lift_function(
                 });
                 prog.functions[f].calls.push(site);
             }
-            step(img, &mut scan, &inst, addr);
+            if scan_needed {
+                step(img, &mut scan, &inst, addr);
+            }
             if id + 1 == range.end {
                 let after = addr + inst.len() as u64;
-                let (exit, succs) = match flow(&inst, addr) {
+                let (exit, succs) = match fl {
                     Flow::Next | Flow::Call => (Exit::FallThrough, vec![after]),
                     Flow::Branch(t) => (Exit::Branch, vec![t]),
                     Flow::CondBranch(t) => (Exit::CondBranch, vec![t, after]),

@@ -73,6 +73,8 @@ pub enum ExecEffect {
     Unknown,
 }
 
+const VECTOR: RegSet = RegSet::vector();
+
 const KILL: u8 = 0;
 const READ: u8 = 1;
 const READ_ALL_LANES: u8 = 2;
@@ -90,11 +92,14 @@ fn is_exec(op: Option<Operand>) -> bool {
 
 /// How an instruction changes EXEC (by its semantics, not its syntax alone).
 pub fn exec_effect(i: &inlay_isa::Instruction) -> ExecEffect {
-    let inf = info(i);
-    let writes_exec = inf
+    let writes_exec = info(i)
         .used_registers()
         .iter()
         .any(|u| u.register.file == RegFile::Exec && u.access.writes());
+    exec_effect_of(i, writes_exec)
+}
+
+fn exec_effect_of(i: &inlay_isa::Instruction, writes_exec: bool) -> ExecEffect {
     if !writes_exec {
         return ExecEffect::None;
     }
@@ -151,7 +156,9 @@ impl Effects {
             let rel_read = name.starts_with("s_movrels") || name.starts_with("v_movrels");
             let rel_write = name.starts_with("s_movreld") || name.starts_with("v_movreld");
             let idx = indexed[id];
+            let mut writes_exec = false;
             for u in info(i).used_registers() {
+                writes_exec |= u.register.file == RegFile::Exec && u.access.writes();
                 let Some((b, n)) = regs::bits_of(&u.register) else {
                     continue;
                 };
@@ -185,7 +192,7 @@ impl Effects {
                 }
             }
             let n = (ranges.len() as u32 - start) as u16;
-            per_inst.push((start, n, exec_effect(i), call_of[id]));
+            per_inst.push((start, n, exec_effect_of(i, writes_exec), call_of[id]));
         }
         Effects { ranges, per_inst }
     }
@@ -340,11 +347,11 @@ impl Solver<'_> {
                 st.active.union_with(&i);
             }
             ExecEffect::Widen => {
-                let a = st.active.intersection(&RegSet::vector());
+                let a = st.active.intersection(&VECTOR);
                 st.inactive.union_with(&a);
             }
             ExecEffect::Unknown => {
-                let u = st.any().intersection(&RegSet::vector());
+                let u = st.any().intersection(&VECTOR);
                 st.active.union_with(&u);
                 st.inactive.union_with(&u);
             }
@@ -388,20 +395,36 @@ impl Solver<'_> {
 
     /// Block entry states of function `f` when its returns see `ctx`.
     fn solve(&self, f: FuncId, ctx: &Live) -> Vec<Live> {
+        self.solve_into(f, ctx, None)
+    }
+
+    /// As [`Solver::solve`]; with `store`, also the state before each
+    /// instruction (a block's last visit sees its final exit state, since
+    /// every change of a successor queues it again).
+    fn solve_into(&self, f: FuncId, ctx: &Live, mut store: Option<&mut [Live]>) -> Vec<Live> {
         let blocks = self.prog.functions[f].blocks.clone();
         let base = blocks.start;
         let mut live_in = vec![Live::default(); blocks.len()];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for b in blocks.clone().rev() {
-                let mut st = self.exit_state(f, b, ctx, &live_in);
-                for id in self.prog.blocks[b].insts.clone().rev() {
-                    self.transfer(id, &mut st);
+        // Worklist, seeded in reverse address order (roughly postorder for
+        // backward flow); a block is revisited only when a successor changed.
+        let mut queued = vec![true; blocks.len()];
+        let mut work: Vec<usize> = blocks.clone().collect();
+        while let Some(b) = work.pop() {
+            queued[b - base] = false;
+            let mut st = self.exit_state(f, b, ctx, &live_in);
+            for id in self.prog.blocks[b].insts.clone().rev() {
+                self.transfer(id, &mut st);
+                if let Some(slot) = store.as_deref_mut().and_then(|s| s.get_mut(id)) {
+                    *slot = st;
                 }
-                if st != live_in[b - base] {
-                    live_in[b - base] = st;
-                    changed = true;
+            }
+            if st != live_in[b - base] {
+                live_in[b - base] = st;
+                for &p in &self.prog.blocks[b].preds {
+                    if !queued[p - base] {
+                        queued[p - base] = true;
+                        work.push(p);
+                    }
                 }
             }
         }
@@ -454,37 +477,37 @@ pub fn analyse(prog: &Program) -> Liveness {
     let mut dirty = vec![true; nf];
     while let Some(f) = dirty.iter().position(|d| *d) {
         dirty[f] = false;
-        let live_in = s.solve(f, &contexts[f]);
-        let base = prog.functions[f].blocks.start;
+        let live_in = s.solve_into(f, &contexts[f], Some(&mut before));
+        let mut updates: Vec<(FuncId, Live)> = Vec::new();
         for b in prog.functions[f].blocks.clone() {
-            let mut st = s.exit_state(f, b, &contexts[f], &live_in);
             let bl = &prog.blocks[b];
             if let Exit::TailCall(site) = bl.exit {
                 for callee in prog.callees(site) {
-                    let mut c = contexts[callee];
-                    c.union_with(&contexts[f]);
-                    if c != contexts[callee] {
-                        contexts[callee] = c;
-                        dirty[callee] = true;
-                    }
+                    updates.push((callee, contexts[f]));
                 }
             }
-            for id in bl.insts.clone().rev() {
+            for id in bl.insts.clone() {
                 let (_, _, _, call) = fx.per_inst[id];
-                if call != 0 {
-                    for callee in prog.callees(call as usize - 1) {
-                        let mut c = contexts[callee];
-                        c.union_with(&st);
-                        if c != contexts[callee] {
-                            contexts[callee] = c;
-                            dirty[callee] = true;
-                        }
-                    }
+                if call == 0 {
+                    continue;
                 }
-                s.transfer(id, &mut st);
-                before[id] = st;
+                let after = if id + 1 < bl.insts.end {
+                    before[id + 1]
+                } else {
+                    s.exit_state(f, b, &contexts[f], &live_in)
+                };
+                for callee in prog.callees(call as usize - 1) {
+                    updates.push((callee, after));
+                }
             }
-            debug_assert_eq!(st, live_in[b - base]);
+        }
+        for (callee, st) in updates {
+            let mut c = contexts[callee];
+            c.union_with(&st);
+            if c != contexts[callee] {
+                contexts[callee] = c;
+                dirty[callee] = true;
+            }
         }
     }
     // At the kernel's entry, lanes EXEC disables have never been written:

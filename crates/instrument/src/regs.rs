@@ -71,17 +71,26 @@ impl RegSet {
     }
 
     /// Every tracked register.
-    pub fn all() -> RegSet {
-        let mut s = RegSet::new();
-        s.insert_range(0, NUM_BITS);
-        s
+    pub const fn all() -> RegSet {
+        RegSet([u64::MAX; WORDS])
     }
 
     /// All VGPRs and AGPRs.
-    pub fn vector() -> RegSet {
-        let mut s = RegSet::new();
-        s.insert_range(VGPR_BASE, NUM_BITS - VGPR_BASE);
-        s
+    pub const fn vector() -> RegSet {
+        RegSet([
+            0,
+            0,
+            0,
+            0,
+            u64::MAX,
+            u64::MAX,
+            u64::MAX,
+            u64::MAX,
+            u64::MAX,
+            u64::MAX,
+            u64::MAX,
+            u64::MAX,
+        ])
     }
 
     /// The set holding the registers of `r` (empty for PC and hardware registers).
@@ -112,22 +121,44 @@ impl RegSet {
         }
     }
 
-    /// Inserts bits `start..start + len` (clipped to the set's size).
-    pub fn insert_range(&mut self, start: u16, len: u16) {
-        for b in start..start.saturating_add(len).min(NUM_BITS) {
-            self.insert(b);
+    /// Applies `f(word, mask)` to the words covering bits `start..start + len`.
+    #[inline]
+    fn for_range(&mut self, start: u16, len: u16, mut f: impl FnMut(&mut u64, u64)) {
+        let (mut b, end) = (
+            start as usize,
+            (start as usize + len as usize).min(NUM_BITS as usize),
+        );
+        while b < end {
+            let w = b / 64;
+            let lo = b % 64;
+            let hi = (end - w * 64).min(64);
+            let mask = if hi - lo == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << (hi - lo)) - 1) << lo
+            };
+            f(&mut self.0[w], mask);
+            b = w * 64 + hi;
         }
     }
 
+    /// Inserts bits `start..start + len` (clipped to the set's size).
+    #[inline]
+    pub fn insert_range(&mut self, start: u16, len: u16) {
+        self.for_range(start, len, |w, m| *w |= m);
+    }
+
+    #[inline]
     pub fn remove_range(&mut self, start: u16, len: u16) {
-        for b in start..start.saturating_add(len).min(NUM_BITS) {
-            self.remove(b);
-        }
+        self.for_range(start, len, |w, m| *w &= !m);
     }
 
     /// Whether any of bits `start..start + len` is set.
     pub fn any_in(&self, start: u16, len: u16) -> bool {
-        (start..start.saturating_add(len).min(NUM_BITS)).any(|b| self.contains(b))
+        let mut c = *self;
+        let mut any = false;
+        c.for_range(start, len, |w, m| any |= *w & m != 0);
+        any
     }
 
     pub fn is_empty(&self) -> bool {
