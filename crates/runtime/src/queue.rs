@@ -271,10 +271,10 @@ fn check_packet(shared: &Shared, header: u16, p: &[u8; 64]) -> Result<(), Dispat
                 ));
             }
         }
-        PACKET_BARRIER_AND | PACKET_BARRIER_OR => {
-            if u16_at(p, 2) != 0 || u32_at(p, 4) != 0 || u64_at(p, 48) != 0 {
-                return bad("reserved fields of a barrier packet are not zero".into());
-            }
+        PACKET_BARRIER_AND | PACKET_BARRIER_OR
+            if u16_at(p, 2) != 0 || u32_at(p, 4) != 0 || u64_at(p, 48) != 0 =>
+        {
+            return bad("reserved fields of a barrier packet are not zero".into());
         }
         _ => {}
     }

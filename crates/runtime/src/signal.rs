@@ -238,7 +238,7 @@ impl Signal {
                 return v;
             }
             n = n.wrapping_add(1);
-            if n % 64 == 0 {
+            if n.is_multiple_of(64) {
                 let spent = start.elapsed();
                 if spent >= spin_for {
                     if state == WaitState::Active {
