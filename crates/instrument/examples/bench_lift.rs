@@ -22,6 +22,7 @@ struct Row {
     lift: Duration,
     live: Duration,
     decode: Duration,
+    defuse: Duration,
 }
 
 fn best<T>(n: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
@@ -88,7 +89,15 @@ fn main() {
                 }
                 total
             });
+            // Part of liveness: inlay-isa's def/use of every instruction.
+            let (defuse, _) = best(5, || {
+                prog.insts
+                    .iter()
+                    .map(|i| inlay_isa::info(&i.inst).used_registers().len())
+                    .sum::<usize>()
+            });
             rows.push(Row {
+                defuse,
                 file: path.rsplit('/').next().unwrap_or(path).to_string(),
                 kernel: k.name.to_string(),
                 insts: prog.insts.len(),
@@ -103,13 +112,21 @@ fn main() {
     eprintln!();
     rows.sort_by_key(|r| std::cmp::Reverse(r.insts));
     println!(
-        "{:>7} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8}  kernel",
-        "insts", "funcs", "blocks", "lift ms", "live ms", "total ms", "ms/10k", "x decode"
+        "{:>7} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9}  kernel",
+        "insts",
+        "funcs",
+        "blocks",
+        "lift ms",
+        "live ms",
+        "total ms",
+        "ms/10k",
+        "x decode",
+        "defuse ms"
     );
     for r in rows.iter().take(25) {
         let total = r.lift + r.live;
         println!(
-            "{:>7} {:>5} {:>6} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>8.1}  {} {}",
+            "{:>7} {:>5} {:>6} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>8.1} {:>9.3}  {} {}",
             r.insts,
             r.functions,
             r.blocks,
@@ -118,6 +135,7 @@ fn main() {
             total.as_secs_f64() * 1e3,
             total.as_secs_f64() * 1e3 * 10_000.0 / r.insts.max(1) as f64,
             total.as_secs_f64() / r.decode.as_secs_f64().max(1e-9),
+            r.defuse.as_secs_f64() * 1e3,
             r.file,
             truncate(&r.kernel, 60)
         );

@@ -327,7 +327,7 @@ impl<'a, 'd> Image<'a, 'd> {
                 else {
                     continue;
                 };
-                base + r.offset
+                base.wrapping_add(r.offset)
             } else {
                 r.offset
             };
@@ -351,7 +351,7 @@ impl<'a, 'd> Image<'a, 'd> {
     fn is_code(&self, addr: u64) -> bool {
         self.sections
             .iter()
-            .any(|s| s.4 && addr >= s.1 && addr < s.1 + s.2)
+            .any(|s| s.4 && addr >= s.1 && addr - s.1 < s.2)
     }
 
     /// Bytes from `addr` to the end of its section.
@@ -359,7 +359,7 @@ impl<'a, 'd> Image<'a, 'd> {
         let s = self
             .sections
             .iter()
-            .find(|s| (!code || s.4) && addr >= s.1 && addr < s.1 + s.2)?;
+            .find(|s| (!code || s.4) && addr >= s.1 && addr - s.1 < s.2)?;
         s.3.get((addr - s.1) as usize..)
     }
 
@@ -375,7 +375,7 @@ impl<'a, 'd> Image<'a, 'd> {
         } else {
             0
         };
-        Some((base + s.value, true, s.name.to_string()))
+        Some((base.wrapping_add(s.value), true, s.name.to_string()))
     }
 
     /// Name of the function symbol at `addr`.
@@ -441,8 +441,8 @@ impl<'a, 'd> Image<'a, 'd> {
                 } else {
                     0
                 };
-                let start = base + s.value;
-                (addr >= start && addr < start + s.size).then_some((start, s.size))
+                let start = base.wrapping_add(s.value);
+                (addr >= start && addr - start < s.size).then_some((start, s.size))
             })
             .next()
     }
@@ -521,12 +521,18 @@ pub fn lift(co: &CodeObject<'_>, kernel: &str) -> Result<Program, LiftError> {
     let entry = if img.relocatable {
         let sym = k.entry_symbol.and_then(|n| co.symbols.get(n));
         match sym {
-            Some(s) => img.section_base(s.shndx as usize).unwrap_or(0) + s.value,
+            Some(s) => img
+                .section_base(s.shndx as usize)
+                .unwrap_or(0)
+                .wrapping_add(s.value),
             None => {
                 let off = k
                     .entry_address
                     .ok_or_else(|| LiftError::NoEntry(kernel.to_string()))?;
-                co.section(".text").map(|t| t.offset).unwrap_or(0) + off
+                co.section(".text")
+                    .map(|t| t.offset)
+                    .unwrap_or(0)
+                    .wrapping_add(off)
             }
         }
     } else {
@@ -613,8 +619,8 @@ fn lift_function(
     let (sec_base, sec_words) = img
         .sections
         .iter()
-        .find(|s| s.4 && entry >= s.1 && entry < s.1 + s.2)
-        .map_or((0, 0), |s| (s.1, (s.2 / 4 + 1) as usize));
+        .find(|s| s.4 && entry >= s.1 && entry - s.1 < s.2)
+        .map_or((0, 0), |s| (s.1, s.3.len() / 4 + 1));
     let mut bitmap = vec![false; sec_words];
     let mut other: std::collections::HashSet<u64> = Default::default();
     let mut seen = |pc: u64| -> bool {
@@ -645,7 +651,7 @@ fn lift_function(
             }
             let fl = flow(&i, pc);
             found.push((pc, i, fl));
-            let after = pc + i.len() as u64;
+            let after = pc.wrapping_add(i.len() as u64);
             match fl {
                 Flow::Next | Flow::Call => pc = after,
                 Flow::Branch(t) => {
@@ -665,7 +671,7 @@ fn lift_function(
     }
     found.sort_by_key(|x| x.0);
     for w in found.windows(2) {
-        if w[0].0 + w[0].1.len() as u64 > w[1].0 {
+        if w[0].0.saturating_add(w[0].1.len() as u64) > w[1].0 {
             return Err(LiftError::Overlap { address: w[1].0 });
         }
     }
@@ -708,7 +714,7 @@ fn lift_function(
             inst: *i,
             block: prog.blocks.len() - 1,
         });
-        prev_end = Some((addr + i.len() as u64, *fl));
+        prev_end = Some((addr.wrapping_add(i.len() as u64), *fl));
     }
     let end = prog.insts.len();
     if prog.blocks.len() > first_block {
@@ -761,7 +767,7 @@ fn lift_function(
                 step(img, &mut scan, &inst, addr);
             }
             if id + 1 == range.end {
-                let after = addr + inst.len() as u64;
+                let after = addr.wrapping_add(inst.len() as u64);
                 let (exit, succs) = match fl {
                     Flow::Next | Flow::Call => (Exit::FallThrough, vec![after]),
                     Flow::Branch(t) => (Exit::Branch, vec![t]),
@@ -846,12 +852,12 @@ fn resolve(img: &Image<'_, '_>, scan: &Scan, inst: &Instruction, op: usize) -> C
             let mut callees = Vec::new();
             let mut unresolved = 0;
             let mut at = a;
-            while at + 8 <= start + size {
+            while at.saturating_add(8) <= start.saturating_add(size) {
                 match img.pointer_at(at) {
                     Target64::Addr(t) if img.is_code(t) => callees.push(t as usize),
                     _ => unresolved += 1,
                 }
-                at += 8;
+                at = at.wrapping_add(8);
             }
             Callee::Table {
                 table: a,
@@ -869,7 +875,7 @@ fn const_of(img: &Image<'_, '_>, op: Operand, inst_addr: u64) -> Option<CVal> {
         Operand::Inline(v @ 128..=192) => Some(CVal::Val(v as u32 - 128)),
         Operand::Inline(v @ 193..=208) => Some(CVal::Val((-(v as i32 - 192)) as u32)),
         Operand::Literal(l) => {
-            let at = inst_addr + 4;
+            let at = inst_addr.wrapping_add(4);
             let Some(r) = img.relocs.get(&at).and_then(|k| img.co.relocations.get(*k)) else {
                 return Some(CVal::Val(l));
             };
@@ -917,7 +923,7 @@ fn step(img: &Image<'_, '_>, scan: &mut Scan, inst: &Instruction, addr: u64) {
     match name {
         "s_getpc_b64" => {
             if let Some(d) = sgpr(0) {
-                let pc = Ptr::Addr(addr + 4);
+                let pc = Ptr::Addr(addr.wrapping_add(4));
                 new.push((d, SVal::Lo(pc)));
                 new.push((d + 1, SVal::Hi(pc)));
             }

@@ -365,3 +365,54 @@ fn oracle_direct_target(dis: &str) -> Option<u64> {
     }
     None
 }
+
+/// Random words in place of a kernel's code: lifting and liveness return a
+/// result or an error, never panic, whatever the bytes.
+#[test]
+fn random_code_never_panics() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let original = std::fs::read(root.join("gfx90a/v5/device_call.hsaco")).unwrap();
+    let (text_off, text_len, kernels) = {
+        let co = CodeObject::parse(&original).unwrap();
+        let t = co.section(".text").unwrap();
+        let names: Vec<String> = co.kernels.iter().map(|k| k.name.to_string()).collect();
+        (t.offset as usize, t.size as usize, names)
+    };
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let (mut ok, mut err) = (0, 0);
+    for round in 0..300 {
+        let mut bytes = original.clone();
+        // Mostly branches, calls, setpc, endpgm and ordinary words, so that
+        // control flow goes everywhere.
+        for w in (text_off..text_off + text_len).step_by(4) {
+            let r = next();
+            let word: u32 = match r % 8 {
+                0 => 0xBF82_0000 | (r >> 8) as u32 & 0xFFFF, // s_branch
+                1 => 0xBF84_0000 | (r >> 8) as u32 & 0xFFFF, // s_cbranch_scc0
+                2 => 0xBE9E_1E00 | (r >> 8) as u32 & 0x7E,   // s_swappc_b64
+                3 => 0xBE80_1D00 | (r >> 8) as u32 & 0x7E,   // s_setpc_b64
+                4 if round % 2 == 0 => 0xBF81_0000,          // s_endpgm
+                _ => (r >> 16) as u32,
+            };
+            bytes[w..w + 4].copy_from_slice(&word.to_le_bytes());
+        }
+        let co = CodeObject::parse(&bytes).unwrap();
+        for k in &kernels {
+            match analyse(&co, k) {
+                Ok(a) => {
+                    ok += 1;
+                    let _ = a.free_before(a.program.insts.len().saturating_sub(1));
+                }
+                Err(_) => err += 1,
+            }
+        }
+    }
+    eprintln!("random code: {ok} lifted, {err} rejected");
+    assert!(ok + err == 600 && err > 0, "ok {ok} err {err}");
+}

@@ -472,3 +472,77 @@ fn unresolved_call_uses_calling_convention() {
         );
     });
 }
+
+/// `g` tail-calls `f` with `s_setpc_b64` to a computed address: `f` then
+/// returns straight to `g`'s caller, so what is live after the call in the
+/// kernel is live in `f` too, and `f`'s reads are live before the jump.
+#[test]
+fn tail_call() {
+    let funcs = "
+    .p2align 2
+    .type f,@function
+    f:
+        s_nop 6
+        v_add_u32 v0, v0, v7
+        s_setpc_b64 s[30:31]
+    .p2align 2
+    .type g,@function
+    g:
+        v_mov_b32 v7, s12
+        s_getpc_b64 s[16:17]
+        s_add_u32 s16, s16, f@rel32@lo+4
+        s_addc_u32 s17, s17, f@rel32@hi+12
+        s_nop 7
+        s_setpc_b64 s[16:17]";
+    let k = "
+        s_load_dwordx2 s[0:1], s[4:5], 0x0
+        v_lshlrev_b32 v2, 2, v0
+        v_mov_b32 v9, 1
+        s_mov_b32 s12, 5
+        s_getpc_b64 s[6:7]
+        s_add_u32 s6, s6, g@rel32@lo+4
+        s_addc_u32 s7, s7, g@rel32@hi+12
+        s_nop 1
+        s_swappc_b64 s[30:31], s[6:7]
+        s_nop 2
+        s_waitcnt lgkmcnt(0)
+        global_store_dword v2, v0, s[0:1]
+        global_store_dword v2, v9, s[0:1] offset:4
+        s_endpgm";
+    with_both(funcs, k, |a, w| {
+        let p = &a.program;
+        assert_eq!(p.functions.len(), 3, "{w}");
+        let name = |f: usize| p.functions[f].name.clone().unwrap_or_default();
+        let tail: Vec<_> = p.calls.iter().filter(|c| c.tail).collect();
+        assert_eq!(tail.len(), 1, "{w}");
+        let Callee::Direct(t) = tail[0].callee else {
+            panic!("{w}: {:?}", tail[0].callee)
+        };
+        assert_eq!(name(t), "f", "{w}");
+        assert_eq!(name(tail[0].caller), "g", "{w}");
+        // Before the jump in g: the jump target, f's reads, the return
+        // address f will use, and what the kernel needs after its call.
+        expect(
+            &at(a, 7),
+            "s16 s17 v0 v7 s30 s31 v2 v9 s0 s1 exec",
+            "s12 s6 s7 scc",
+            w,
+        );
+        // At f's entry: the same less the jump target.
+        expect(
+            &at(a, 6),
+            "v0 v7 s30 s31 v2 v9 s0 s1 exec",
+            "s16 s17 s12 s6 s7",
+            w,
+        );
+        // In the kernel before the call: g reads s12, f reads v0; v7 is
+        // written by g before f reads it.
+        expect(
+            &at(a, 1),
+            "s12 v0 s6 s7 v2 v9 s0 s1 exec",
+            "v7 s16 s17 s30 s31",
+            w,
+        );
+        expect(&at(a, 2), "v0 v2 v9 s0 s1 exec", "v7 s12 s30 s31", w);
+    });
+}
