@@ -78,6 +78,7 @@
 
 pub mod lift;
 pub mod liveness;
+pub mod rewrite;
 pub mod regs;
 
 pub use lift::{

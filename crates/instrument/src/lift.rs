@@ -625,7 +625,7 @@ fn lift_function(
     let mut other: std::collections::HashSet<u64> = Default::default();
     let mut seen = |pc: u64| -> bool {
         let k = pc.wrapping_sub(sec_base) / 4;
-        if pc >= sec_base && pc % 4 == 0 && (k as usize) < bitmap.len() {
+        if pc >= sec_base && pc & 3 == 0 && (k as usize) < bitmap.len() {
             std::mem::replace(&mut bitmap[k as usize], true)
         } else {
             !other.insert(pc)
