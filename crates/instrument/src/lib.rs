@@ -78,7 +78,6 @@
 
 pub mod lift;
 pub mod liveness;
-pub mod rewrite;
 pub mod regs;
 
 pub use lift::{
