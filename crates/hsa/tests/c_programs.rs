@@ -76,6 +76,15 @@ fn barriers_across_queues_and_chained_copies_keep_their_order() {
 }
 
 #[test]
+fn kernels_chained_across_two_queues_by_barrier_packets() {
+    let vector_add = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/gfx90a/v5/vector_add.hsaco")
+        .display()
+        .to_string();
+    run_c_with("kernel_ordering", &[vector_add]);
+}
+
+#[test]
 fn bad_input_is_refused_and_the_process_keeps_working() {
     run_c("badinput");
 }
