@@ -444,6 +444,9 @@ static void packets(const char *path90a) {
     /* vector_add(const float *a, const float *b, float *c, unsigned n) */
     float *data = NULL;
     OK(hsa_amd_memory_pool_allocate(E.device, 3 * 64 * sizeof(float), 0, (void **)&data));
+    OK(hsa_amd_memory_fill(data, 0x3f800000u, 64));       /* a = 1.0f */
+    OK(hsa_amd_memory_fill(data + 64, 0x40000000u, 64));  /* b = 2.0f */
+    OK(hsa_amd_memory_fill(data + 128, 0xdeadbeefu, 64)); /* c: garbage until the kernel runs */
     void **kernarg = NULL;
     OK(hsa_amd_memory_pool_allocate(E.kernarg, 4096, 0, (void **)&kernarg));
     kernarg[0] = data; kernarg[1] = data + 64; kernarg[2] = data + 128;
@@ -492,8 +495,7 @@ static void packets(const char *path90a) {
     CHECK(submit_bad(&b) == HSA_STATUS_ERROR_INVALID_PACKET_FORMAT);
     /* None of them completed the signal. */
     CHECK(hsa_signal_load_relaxed(done) == 1);
-    /* The unedited packet is well formed: if the device cannot run it, the
-     * reason is not the packet's format or its signal. */
+    /* The unedited packet is well formed: it runs and completes. */
     hsa_queue_t *q = NULL;
     queue_error = HSA_STATUS_SUCCESS;
     OK(hsa_queue_create(E.gpu, 64, HSA_QUEUE_TYPE_MULTI, on_queue_error, NULL, 0, 0, &q));
@@ -503,8 +505,10 @@ static void packets(const char *path90a) {
     __atomic_store_n(&slot->header, good.header, __ATOMIC_RELEASE);
     hsa_signal_store_screlease(q->doorbell_signal, (hsa_signal_value_t)id);
     for (int i = 0; i < 5000 && queue_error == HSA_STATUS_SUCCESS && hsa_signal_load_scacquire(done) != 0; i++) sleep_ms(1);
-    CHECK(queue_error != HSA_STATUS_ERROR_INVALID_PACKET_FORMAT && queue_error != HSA_STATUS_ERROR_INVALID_SIGNAL);
-    CHECK(queue_error != HSA_STATUS_SUCCESS || hsa_signal_load_scacquire(done) == 0);
+    CHECK(queue_error == HSA_STATUS_SUCCESS && hsa_signal_load_scacquire(done) == 0);
+    float host[64];
+    OK(hsa_memory_copy(host, data + 128, sizeof host));
+    for (int i = 0; i < 64; i++) CHECK(host[i] == 3.0f);
     OK(hsa_queue_destroy(q));
     OK(hsa_amd_memory_pool_free(kernarg));
     OK(hsa_amd_memory_pool_free(data));
