@@ -109,7 +109,6 @@
 //! (BENCHMARKS.md, issue 6); `examples/dump.rs` prints a lifted kernel with
 //! its liveness.
 
-pub mod emit;
 pub mod lift;
 pub mod liveness;
 pub mod regs;
