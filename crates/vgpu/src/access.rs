@@ -196,3 +196,97 @@ impl Span {
         true
     }
 }
+
+/// The addresses of one instruction's active lanes, each with `n` bytes,
+/// checked once to lie inside one live allocation: the lanes then read and
+/// write without a lookup or a range test each.
+pub struct Lanes {
+    addr: [u64; 64],
+    exec: u64,
+    n: u64,
+}
+
+impl Lanes {
+    /// Checks the `n` bytes at the address of every lane `exec` enables;
+    /// None if they are not all inside one allocation (or no lane is active).
+    pub fn check(mem: &Memory, addr: [u64; 64], exec: u64, n: u64) -> Option<Lanes> {
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            lo = lo.min(addr[l]);
+            hi = hi.max(addr[l].checked_add(n)?);
+        }
+        if lo >= hi {
+            return None;
+        }
+        mem.check(lo, hi - lo).ok()?;
+        Some(Lanes { addr, exec, n })
+    }
+
+    /// Dword `k` (bytes 4k..4k+4 of each lane's `n`) of every active lane
+    /// into `out`; inactive lanes are left alone.
+    #[inline]
+    pub fn load_dword(&self, k: u64, out: &mut [u32; 64]) {
+        if 4 * k + 4 > self.n {
+            return;
+        }
+        let read = |l: usize| {
+            // SAFETY: lane l is active, so addr[l]..addr[l]+n was checked to be
+            // inside one live allocation, and 4k+4 <= n.
+            u32::from_le(unsafe { std::ptr::read_unaligned((self.addr[l] + 4 * k) as *const u32) })
+        };
+        if self.exec == u64::MAX {
+            for (l, o) in out.iter_mut().enumerate() {
+                *o = read(l);
+            }
+        } else {
+            let mut m = self.exec;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                out[l] = read(l);
+            }
+        }
+    }
+
+    /// The first `out.len()` (at most `n`) bytes of lane `l`; false (and
+    /// nothing read) if the lane is not active or the length is too long.
+    #[inline]
+    pub fn load_bytes(&self, l: usize, out: &mut [u8]) -> bool {
+        if l >= 64 || self.exec >> l & 1 == 0 || out.len() as u64 > self.n {
+            return false;
+        }
+        // SAFETY: as in `load_dword`, for out.len() <= n bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.addr[l] as *const u8, out.as_mut_ptr(), out.len())
+        };
+        true
+    }
+
+    /// Writes dword `v` at bytes 4k..4k+4 of lane `l`; false (and nothing
+    /// written) if the lane is not active or the dword is outside its `n` bytes.
+    #[inline]
+    pub fn store_dword(&self, l: usize, k: u64, v: u32) -> bool {
+        if l >= 64 || self.exec >> l & 1 == 0 || 4 * k + 4 > self.n {
+            return false;
+        }
+        // SAFETY: as in `load_dword`, for the destination.
+        unsafe { std::ptr::write_unaligned((self.addr[l] + 4 * k) as *mut u32, v.to_le()) };
+        true
+    }
+
+    /// Writes `data` (at most `n` bytes) at lane `l`'s address.
+    #[inline]
+    pub fn store_bytes(&self, l: usize, data: &[u8]) -> bool {
+        if l >= 64 || self.exec >> l & 1 == 0 || data.len() as u64 > self.n {
+            return false;
+        }
+        // SAFETY: as in `load_bytes`, for the destination.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.addr[l] as *mut u8, data.len())
+        };
+        true
+    }
+}

@@ -1,6 +1,8 @@
 //! Vector ALU: per-lane operations under EXEC, VOPC compares, carries,
 //! cross-lane moves (DPP, readlane/writelane, mbcnt), AGPR moves and MFMA.
 
+use std::cell::Cell;
+
 use crate::fault::{Exception, FaultKind};
 use crate::inst::{Inst, Op, Src, Ty};
 use crate::wave::{bfe32, cond_mask, lanes, Wave, EXEC};
@@ -189,30 +191,82 @@ fn class_bit_f32(x: f32) -> u32 {
     class_bit_f64(x as f64)
 }
 
-/// Fused multiply-add of whole f32 columns, with the CPU's FMA unit when it
-/// has one (the portable `mul_add` is a library call per lane otherwise).
-fn fma32_cols(x: &[u32; 64], y: &[u32; 64], z: &[u32; 64], o: &mut [u32; 64]) {
+/// Fused multiply-add on f32 columns under EXEC, with the CPU's FMA unit
+/// when it has one (the portable `mul_add` is a library call per lane).
+fn fma32_run(x: &Col, y: &Col, z: &Col, d: &Col, exec: u64) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2")
     {
         // SAFETY: the CPU has the features the function is compiled for.
-        unsafe { fma32_cols_avx2(x, y, z, o) };
+        unsafe { fma32_run_avx2(x, y, z, d, exec) };
         return;
     }
-    for l in 0..64 {
-        o[l] = f32b(x[l]).mul_add(f32b(y[l]), f32b(z[l])).to_bits();
-    }
+    run3(x, y, z, d, exec, |a, b, c| {
+        f32b(a).mul_add(f32b(b), f32b(c)).to_bits()
+    });
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn fma32_cols_avx2(x: &[u32; 64], y: &[u32; 64], z: &[u32; 64], o: &mut [u32; 64]) {
-    for l in 0..64 {
-        o[l] = f32b(x[l]).mul_add(f32b(y[l]), f32b(z[l])).to_bits();
+fn fma32_run_avx2(x: &Col, y: &Col, z: &Col, d: &Col, exec: u64) {
+    run3(x, y, z, d, exec, |a, b, c| {
+        f32b(a).mul_add(f32b(b), f32b(c)).to_bits()
+    });
+}
+
+/// A register column as cells: one operation may read and write the same
+/// register, lane by lane, without copying it first.
+pub(crate) type Col = [Cell<u32>; 64];
+
+/// A register file (or the broadcast columns) as cells.
+#[inline(always)]
+pub(crate) fn cells(file: &mut [[u32; 64]]) -> &[Cell<u32>] {
+    Cell::from_mut(file.as_flattened_mut()).as_slice_of_cells()
+}
+
+/// Column `n` of a file seen through [`cells`].
+#[inline(always)]
+pub(crate) fn col_at(file: &[Cell<u32>], n: usize) -> &Col {
+    let c = &file[n * 64..n * 64 + 64];
+    c.try_into().expect("a range of 64 lanes")
+}
+
+/// `d = f(x, y, z)` in the lanes EXEC enables, eight lanes at a time: each
+/// group is read completely before it is written (so `d` may be a source)
+/// and is straight-line code the compiler turns into vector instructions.
+#[inline(always)]
+pub(crate) fn run3(
+    x: &Col,
+    y: &Col,
+    z: &Col,
+    d: &Col,
+    exec: u64,
+    f: impl Fn(u32, u32, u32) -> u32,
+) {
+    for c in 0..8 {
+        let b = c * 8;
+        let e = (exec >> b) as u32 & 0xff;
+        if e == 0 {
+            continue;
+        }
+        let mut r = [0u32; 8];
+        for j in 0..8 {
+            r[j] = f(x[b + j].get(), y[b + j].get(), z[b + j].get());
+        }
+        if e == 0xff {
+            for j in 0..8 {
+                d[b + j].set(r[j]);
+            }
+        } else {
+            for j in 0..8 {
+                let m = (e >> j & 1).wrapping_neg();
+                d[b + j].set(r[j] & m | d[b + j].get() & !m);
+            }
+        }
     }
 }
 
-/// [`fma32_cols`] for f64.
+/// Fused multiply-add of whole f64 columns (see [`fma32_run`]).
 fn fma64_cols(x: &[u64; 64], y: &[u64; 64], z: &[u64; 64], o: &mut [u64; 64]) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2")
@@ -233,6 +287,11 @@ fn fma64_cols_avx2(x: &[u64; 64], y: &[u64; 64], z: &[u64; 64], o: &mut [u64; 64
         o[l] = f64b(x[l]).mul_add(f64b(y[l]), f64b(z[l])).to_bits();
     }
 }
+
+/// Broadcast columns (`Wave::bc`): 8 shared by value, then one of each
+/// source's own, then one that stays zero (an absent source).
+pub(crate) const BC_OWN: usize = 8;
+pub(crate) const ZERO_COL: usize = 11;
 
 /// An absent source: zeros.
 static ZERO: [u32; 64] = [0; 64];
@@ -392,27 +451,64 @@ impl Wave {
         r.to_bits()
     }
 
+    /// Broadcasts the scalar and constant sources into the wave's spare
+    /// columns; returns the column of each source. The columns are a small
+    /// cache keyed by value: a column is only ever written whole with one
+    /// value, so one whose first lane holds the value holds it in every lane,
+    /// and the constants and SGPRs a loop uses again need no writing.
+    #[inline(always)]
+    fn broadcast(&mut self, s: [Src; 3]) -> [usize; 3] {
+        let mut at = [ZERO_COL; 3];
+        for (k, &src) in s.iter().enumerate() {
+            if matches!(src, Src::V(_) | Src::A(_) | Src::None) {
+                continue;
+            }
+            let v = self.rd(src, 0);
+            // Direct-mapped by a hash of the value; a slot an earlier source
+            // of this instruction holds is not taken: that source's own slot is.
+            let slot = (v.wrapping_mul(0x9E37_79B1) >> 29) as usize;
+            let c = if at[..k].contains(&slot) { BC_OWN + k } else { slot };
+            if self.bc[c][0] != v || c >= BC_OWN {
+                self.bc[c] = [v; 64];
+            }
+            at[k] = c;
+        }
+        at
+    }
+
     /// The three 32-bit source columns of a VALU instruction without DPP or
     /// SDWA: vector registers in place, scalars and constants broadcast into
     /// the wave's spare columns, an absent source as zeros.
     #[inline(always)]
     pub(crate) fn src3(&mut self, s: [Src; 3]) -> [&[u32; 64]; 3] {
-        for (k, &src) in s.iter().enumerate() {
-            if !matches!(src, Src::V(_) | Src::A(_) | Src::None) {
-                let v = self.rd(src, 0);
-                self.bc[k] = [v; 64];
-            }
-        }
+        let at = self.broadcast(s);
         let w = &*self;
         let pick = |k: usize| -> &[u32; 64] {
             match s[k] {
                 Src::V(n) => &w.v[n as usize],
                 Src::A(n) => &w.a[n as usize],
                 Src::None => &ZERO,
-                _ => &w.bc[k],
+                _ => &w.bc[at[k]],
             }
         };
         [pick(0), pick(1), pick(2)]
+    }
+
+    /// Runs `f` on the source columns (scalars and constants broadcast
+    /// first, an absent source as zeros) and the destination column, all as
+    /// cells of the register files.
+    #[inline(always)]
+    fn with_cols<R>(&mut self, s: [Src; 3], dst: u16, f: impl FnOnce([&Col; 3], &Col) -> R) -> R {
+        let at = self.broadcast(s);
+        let v = cells(&mut self.v);
+        let a = cells(&mut self.a);
+        let bc = cells(&mut self.bc);
+        let pick = |k: usize| match s[k] {
+            Src::V(n) => col_at(v, n as usize),
+            Src::A(n) => col_at(a, n as usize),
+            _ => col_at(bc, at[k]),
+        };
+        f([pick(0), pick(1), pick(2)], col_at(v, dst as usize))
     }
 
     /// 32-bit in, 32-bit out, lane by lane (DPP- and SDWA-aware).
@@ -422,12 +518,12 @@ impl Wave {
             // The common case: every lane computed from columns read in
             // place (a loop the compiler vectorizes), then written under EXEC.
             let exec = self.exec();
-            let [x, y, z] = self.src3(i.src);
-            let mut out = [0u32; 64];
-            for l in 0..64 {
-                out[l] = f(x[l], y[l], z[l]);
-            }
-            put32(&mut self.v[i.dst as usize], &out, exec);
+            self.with_cols(
+                i.src,
+                i.dst,
+                #[inline(always)]
+                |[x, y, z], d| run3(x, y, z, d, exec, f),
+            );
             return;
         }
         let (x, y, z, write) = self.sources32(i);
@@ -479,50 +575,75 @@ impl Wave {
     /// (FP_DENORM bit 0: keep input denormals, bit 1: keep output denormals).
     #[inline(always)]
     fn mapf32(&mut self, i: &Inst, f: impl Fn(f32, f32, f32) -> f32) {
-        self.mapf32_cols(i, &f, |x, y, z, o| {
-            for l in 0..64 {
-                o[l] = f(f32b(x[l]), f32b(y[l]), f32b(z[l])).to_bits();
-            }
+        self.mapf32_with(i, &f, |x, y, z, d, exec| {
+            run3(x, y, z, d, exec, |a, b, c| {
+                f(f32b(a), f32b(b), f32b(c)).to_bits()
+            })
         })
     }
 
-    /// [`Wave::mapf32`] with the whole-column form of the operation given
-    /// separately (`cols`), for operations that have a faster column kernel.
+    /// [`Wave::mapf32`] with the unmodified case (no abs, neg, clamp, omod,
+    /// denormals kept) run by `plain`, for operations with a faster kernel.
     #[inline(always)]
-    fn mapf32_cols(
+    fn mapf32_with(
         &mut self,
         i: &Inst,
         f: &impl Fn(f32, f32, f32) -> f32,
-        cols: impl Fn(&[u32; 64], &[u32; 64], &[u32; 64], &mut [u32; 64]),
+        plain: impl Fn(&Col, &Col, &Col, &Col, u64),
     ) {
         let denorm = self.hwreg[1] >> 4 & 3;
         if i.dpp == 0 && i.sdwa == 0 {
             let exec = self.exec();
-            let mut out = [0u32; 64];
-            let flush_in = denorm & 1 == 0;
-            if (i.abs | i.neg) == 0 && !flush_in {
-                let [x, y, z] = self.src3(i.src);
-                cols(x, y, z, &mut out);
-            } else {
-                let src = self.src3(i.src);
-                let mut m = [[0u32; 64]; 3];
-                for k in 0..3 {
-                    let abs = if i.abs >> k & 1 != 0 { !SIGN32 } else { !0 };
-                    let neg = if i.neg >> k & 1 != 0 { SIGN32 } else { 0 };
-                    for l in 0..64 {
-                        let v = src[k][l] & abs ^ neg;
-                        m[k][l] = if flush_in { flush32(v) } else { v };
-                    }
-                }
-                cols(&m[0], &m[1], &m[2], &mut out);
+            if (i.abs | i.neg) == 0 && denorm == 3 && !i.clamp && i.omod == 0 {
+                self.with_cols(
+                    i.src,
+                    i.dst,
+                    #[inline(always)]
+                    |[x, y, z], d| plain(x, y, z, d, exec),
+                );
+                return;
             }
-            if i.clamp || i.omod != 0 || denorm & 2 == 0 {
-                for o in out.iter_mut() {
-                    let r = Self::fout32(f32b(*o), i);
-                    *o = if denorm & 2 == 0 { flush32(r) } else { r };
-                }
+            let absm: [u32; 3] =
+                std::array::from_fn(|k| if i.abs >> k & 1 != 0 { !SIGN32 } else { !0 });
+            let negm: [u32; 3] =
+                std::array::from_fn(|k| if i.neg >> k & 1 != 0 { SIGN32 } else { 0 });
+            if denorm == 3 && !i.clamp && i.omod == 0 {
+                // Only abs and neg: bit operations on the inputs, vectorizable.
+                let g = |a: u32, b: u32, c: u32| {
+                    let m = |v: u32, k: usize| f32b(v & absm[k] ^ negm[k]);
+                    f(m(a, 0), m(b, 1), m(c, 2)).to_bits()
+                };
+                self.with_cols(
+                    i.src,
+                    i.dst,
+                    #[inline(always)]
+                    |[x, y, z], d| run3(x, y, z, d, exec, g),
+                );
+                return;
             }
-            put32(&mut self.v[i.dst as usize], &out, exec);
+            let fin = |v: u32, k: usize| {
+                let v = v & absm[k] ^ negm[k];
+                if denorm & 1 == 0 {
+                    flush32(v)
+                } else {
+                    v
+                }
+            };
+            let g = |a: u32, b: u32, c: u32| {
+                let r = f(f32b(fin(a, 0)), f32b(fin(b, 1)), f32b(fin(c, 2)));
+                let r = Self::fout32(r, i);
+                if denorm & 2 == 0 {
+                    flush32(r)
+                } else {
+                    r
+                }
+            };
+            self.with_cols(
+                i.src,
+                i.dst,
+                #[inline(always)]
+                |[x, y, z], d| run3(x, y, z, d, exec, g),
+            );
             return;
         }
         let (x, y, z, write) = self.sources32(i);
@@ -879,7 +1000,26 @@ impl Wave {
         Ok(())
     }
 
+    /// Executes a VALU instruction: with AVX2 and FMA where the CPU has them
+    /// (twice the lanes per host instruction as the baseline x86-64 build).
     pub(crate) fn valu(&mut self, i: &Inst) -> Result<(), Exception> {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has the features the function is compiled for.
+            return unsafe { self.valu_avx2(i) };
+        }
+        self.valu_impl(i)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,bmi1,bmi2,lzcnt,popcnt")]
+    fn valu_avx2(&mut self, i: &Inst) -> Result<(), Exception> {
+        self.valu_impl(i)
+    }
+
+    #[inline(always)]
+    fn valu_impl(&mut self, i: &Inst) -> Result<(), Exception> {
         use Op::*;
         match i.op {
             VMovB32 => self.map32(i, |x, _, _| x),
@@ -912,7 +1052,7 @@ impl Wave {
             VMaxF32 => self.mapf32(i, |x, y, _| x.max(y)),
             VMin3F32 => self.mapf32(i, |x, y, z| x.min(y).min(z)),
             VMax3F32 => self.mapf32(i, |x, y, z| x.max(y).max(z)),
-            VFmaF32 | VFmacF32 => self.mapf32_cols(i, &|x: f32, y: f32, z: f32| x.mul_add(y, z), fma32_cols),
+            VFmaF32 | VFmacF32 => self.mapf32_with(i, &|x: f32, y: f32, z: f32| x.mul_add(y, z), fma32_run),
             VMacF32 | VMadF32 | VMadmkF32 | VMadakF32 => self.mapf32(i, |x, y, z| x * y + z),
             VPermB32 => self.map32(i, |x, y, sel| {
                 // Each result byte picks a byte of {S0, S1} (S1 low) by selector

@@ -3,7 +3,7 @@
 //! checked (device memory through the allocation table, LDS and scratch
 //! against their sizes) before it is made.
 
-use crate::access::{atomic32, atomic64, load, rmw32, store, Span};
+use crate::access::{atomic32, atomic64, load, rmw32, store, Lanes, Span};
 use crate::fault::{Exception, FaultKind};
 use crate::inst::{Atomic, Inst, Op, Src, Width};
 use crate::valu::put32;
@@ -296,20 +296,6 @@ impl Wave {
         Some(a)
     }
 
-    /// The span covering `n` bytes at each active lane's address, if it lies
-    /// inside one allocation: one table lookup for the whole instruction.
-    fn span_of(a: &[u64; 64], n: usize, exec: u64, env: &Env<'_>) -> Option<Span> {
-        let (mut lo, mut hi) = (u64::MAX, 0u64);
-        for l in lanes(exec) {
-            lo = lo.min(a[l]);
-            hi = hi.max(a[l].checked_add(n as u64)?);
-        }
-        if lo >= hi {
-            return None;
-        }
-        Span::check(env.mem, lo, hi)
-    }
-
     /// Global/flat loads whose lanes all read inside one allocation. False
     /// when the general path must run (it also reports any fault).
     fn vload_fast(&mut self, i: &Inst, env: &Env<'_>) -> bool {
@@ -318,7 +304,7 @@ impl Wave {
             return false;
         };
         let n = i.width.bytes();
-        let Some(span) = Self::span_of(&a, n, exec, env) else {
+        let Some(lanes) = Lanes::check(env.mem, a, exec, n as u64) else {
             return false;
         };
         let file = if i.acc { &mut self.a } else { &mut self.v };
@@ -326,17 +312,15 @@ impl Wave {
             Width::D1 | Width::D2 | Width::D3 | Width::D4 => {
                 for k in 0..i.width.dwords() {
                     let mut out = [0u32; 64];
-                    for l in lanes(exec) {
-                        out[l] = span.read_u32(a[l] + 4 * k as u64).unwrap_or(0);
-                    }
+                    lanes.load_dword(k as u64, &mut out);
                     put32(&mut file[i.dst as usize + k], &out, exec);
                 }
             }
             w => {
                 let mut out = [0u32; 64];
-                for l in lanes(exec) {
+                for l in crate::wave::lanes(exec) {
                     let mut b = [0u8; 4];
-                    span.read(a[l], &mut b[..n]);
+                    lanes.load_bytes(l, &mut b[..n]);
                     out[l] = extend(w, u32::from_le_bytes(b));
                 }
                 put32(&mut file[i.dst as usize], &out, exec);
@@ -353,30 +337,24 @@ impl Wave {
             return false;
         };
         let n = i.width.bytes();
-        let Some(span) = Self::span_of(&a, n, exec, env) else {
+        let Some(lanes) = Lanes::check(env.mem, a, exec, n as u64) else {
             return false;
         };
         let file = if i.acc { &self.a } else { &self.v };
         let data = Self::vreg(i.src[1]) as usize;
         match i.width {
-            Width::D1 => {
-                let src = &file[data];
-                for l in lanes(exec) {
-                    span.write_u32(a[l], src[l]);
-                }
-            }
-            Width::D2 | Width::D3 | Width::D4 => {
+            Width::D1 | Width::D2 | Width::D3 | Width::D4 => {
                 let dw = i.width.dwords();
-                for l in lanes(exec) {
+                for l in crate::wave::lanes(exec) {
                     for k in 0..dw {
-                        span.write_u32(a[l] + 4 * k as u64, file[data + k][l]);
+                        lanes.store_dword(l, k as u64, file[data + k][l]);
                     }
                 }
             }
             _ => {
                 let src = &file[data];
-                for l in lanes(exec) {
-                    span.write(a[l], &src[l].to_le_bytes()[..n]);
+                for l in crate::wave::lanes(exec) {
+                    lanes.store_bytes(l, &src[l].to_le_bytes()[..n]);
                 }
             }
         }
@@ -414,9 +392,11 @@ impl Wave {
             return false;
         }
         let lds = &mut *env.lds;
+        // One range check and one load per dword (always inside: see `top`).
         let rd = |lds: &[u8], at: u64| {
             let s = at as usize;
-            u32::from_le_bytes([lds[s], lds[s + 1], lds[s + 2], lds[s + 3]])
+            lds.get(s..s + 4)
+                .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         };
         let file = if i.acc { &mut self.a } else { &mut self.v };
         let copies = if two { 2 } else { 1 };

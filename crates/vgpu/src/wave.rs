@@ -55,8 +55,9 @@ pub struct Wave {
     /// MODE is kept but not yet honoured by the float operations.
     pub hwreg: [u32; 8],
     /// Scalar and constant sources broadcast to columns, so the VALU lane
-    /// loops read every source as a plain array (see `Wave::src3`).
-    pub bc: [[u32; 64]; 3],
+    /// loops read every source as a plain array (see `Wave::broadcast`); the
+    /// last one is never written and reads as zeros.
+    pub bc: [[u32; 64]; 12],
 }
 
 /// A 32-bit source as the lane loops see it (see [`Wave::opnd`]).
@@ -102,7 +103,7 @@ impl Wave {
             done: false,
             executed: 0,
             hwreg: [0; 8],
-            bc: [[0; 64]; 3],
+            bc: [[0; 64]; 12],
         }
     }
 
@@ -167,7 +168,7 @@ impl Wave {
     }
 
     /// A 32-bit source value for `lane` (scalar sources ignore the lane).
-    #[inline]
+    #[inline(always)]
     pub fn rd(&self, s: Src, lane: usize) -> u32 {
         match s {
             Src::V(n) => self.v[n as usize][lane],

@@ -95,18 +95,28 @@ impl Launch<'_> {
         // Work-item IDs, packed into v0 on gfx90a: x | y << 10 | z << 20.
         let n = size[0] * size[1] * size[2];
         let mut exec = 0u64;
+        // The wave's first work-item, then counted up (no divisions per lane).
+        let first = w * 64;
+        let (mut x, mut y, mut z) = (
+            first % size[0],
+            first / size[0] % size[1],
+            first / (size[0] * size[1]),
+        );
         for l in 0..64u32 {
-            let id = w * 64 + l;
-            if id >= n {
+            if first + l >= n {
                 break;
             }
-            let (x, y, z) = (
-                id % size[0],
-                id / size[0] % size[1],
-                id / (size[0] * size[1]),
-            );
             wave.v[0][l as usize] = x | y << 10 | z << 20;
             exec |= 1 << l;
+            x += 1;
+            if x == size[0] {
+                x = 0;
+                y += 1;
+                if y == size[1] {
+                    y = 0;
+                    z += 1;
+                }
+            }
         }
         wave.set_exec(exec);
         wave.pc = self.kernel.entry;
