@@ -1,12 +1,15 @@
 //! Lift + liveness time per kernel against kernel size.
 //!
-//!     cargo run --release -p inlay-instrument --example bench_lift -- FILES...
+//!     cargo run --release -p inlay-instrument --example bench_lift -- [--objdump] FILES...
 //!
 //! For every kernel of every code object: the time to lift it (decode by
 //! recursive descent, blocks, calls) and to compute liveness at every
 //! instruction, best of 5 runs, next to the time to merely decode the same
 //! instructions once more with inlay-isa (the reference, measured in the
 //! same run). Prints the largest kernels, failures by kind, and a summary.
+//! With `--objdump`, also times `llvm-objdump-19 -d` over the same files
+//! (LLVM disassembling the same code, output discarded) as an outside
+//! reference.
 
 use std::time::{Duration, Instant};
 
@@ -38,7 +41,9 @@ fn best<T>(n: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
 }
 
 fn main() {
-    let files: Vec<String> = std::env::args().skip(1).collect();
+    let mut files: Vec<String> = std::env::args().skip(1).collect();
+    let objdump = files.iter().any(|f| f == "--objdump");
+    files.retain(|f| f != "--objdump");
     if files.is_empty() {
         eprintln!("usage: bench_lift FILES...");
         std::process::exit(2);
@@ -174,6 +179,32 @@ fn main() {
         }
     }
     println!("wall {:.1} s", wall.elapsed().as_secs_f64());
+    if objdump {
+        let t = Instant::now();
+        let mut ok = 0;
+        for (n, path) in files.iter().enumerate() {
+            eprint!(
+                "\r[{}/{}] llvm-objdump-19 -d {path}        ",
+                n + 1,
+                files.len()
+            );
+            let st = std::process::Command::new("llvm-objdump-19")
+                .args(["-d", path])
+                .stdout(std::process::Stdio::null())
+                .status();
+            ok += st.map(|s| s.success() as usize).unwrap_or(0);
+        }
+        eprintln!();
+        let ref_s = t.elapsed().as_secs_f64();
+        println!(
+            "reference: llvm-objdump-19 -d over the same {} files ({ok} ran): {:.2} s; \
+             lift + liveness of every kernel: {:.2} s; ratio {:.1}x",
+            files.len(),
+            ref_s,
+            lift + live,
+            ref_s / (lift + live).max(1e-9)
+        );
+    }
 }
 
 fn truncate(s: &str, n: usize) -> String {
