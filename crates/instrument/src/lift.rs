@@ -208,6 +208,27 @@ impl Program {
             .find(|c| c.inst == inst)
     }
 
+    /// Instructions that end the wave (`s_endpgm*`), in every function.
+    pub fn wave_ends(&self) -> Vec<InstId> {
+        self.blocks
+            .iter()
+            .filter(|b| b.exit == Exit::EndProgram)
+            .map(|b| b.insts.end - 1)
+            .collect()
+    }
+
+    /// Return instructions (`s_setpc_b64` of the return address) of `f`.
+    pub fn returns(&self, f: FuncId) -> Vec<InstId> {
+        let Some(fun) = self.functions.get(f) else {
+            return Vec::new();
+        };
+        fun.blocks
+            .clone()
+            .filter(|b| self.blocks[*b].exit == Exit::Return)
+            .map(|b| self.blocks[b].insts.end - 1)
+            .collect()
+    }
+
     /// Functions a call site may transfer to.
     pub fn callees(&self, site: usize) -> Vec<FuncId> {
         match self.calls.get(site).map(|c| &c.callee) {

@@ -313,8 +313,14 @@ impl Solver<'_> {
         let Some(c) = self.prog.calls.get(site) else {
             return Summary::calling_convention();
         };
+        // A kernel has no summary (it never returns): calls into one fall
+        // back to the calling convention.
+        let summary = |f: FuncId| match self.prog.functions.get(f) {
+            Some(fun) if fun.kind == FuncKind::Device => self.summaries[f],
+            _ => Summary::calling_convention(),
+        };
         match &c.callee {
-            Callee::Direct(f) => self.summaries[*f],
+            Callee::Direct(f) => summary(*f),
             Callee::Table {
                 callees,
                 unresolved,
@@ -326,7 +332,7 @@ impl Solver<'_> {
                     Summary::default()
                 };
                 for f in callees {
-                    s.union_with(&self.summaries[*f]);
+                    s.union_with(&summary(*f));
                 }
                 s
             }

@@ -101,18 +101,18 @@ fn every_fixture_kernel_lifts_with_sound_structure() {
                 }
             }
             // Kernels end waves; device functions return.
-            let ends = p
-                .blocks
-                .iter()
-                .filter(|b| b.exit == Exit::EndProgram && b.function == 0);
-            assert!(ends.count() >= 1, "{ctx}: no s_endpgm");
+            let ends = p.wave_ends();
+            assert!(!ends.is_empty(), "{ctx}: no s_endpgm");
+            for e in &ends {
+                assert!(p.insts[*e].inst.mnemonic().starts_with("s_endpgm"), "{ctx}");
+            }
             for (fi, f) in p.functions.iter().enumerate().skip(1) {
                 assert_eq!(f.kind, FuncKind::Device);
-                let rets = f
-                    .blocks
-                    .clone()
-                    .filter(|b| p.blocks[*b].exit == Exit::Return)
-                    .count();
+                let rets = p.returns(fi);
+                assert!(rets
+                    .iter()
+                    .all(|r| p.insts[*r].inst.mnemonic() == "s_setpc_b64"));
+                let rets = rets.len();
                 assert!(rets >= 1, "{ctx}: function {fi} never returns");
             }
             // Scalar liveness equals an independent oracle (per-register
