@@ -115,14 +115,20 @@ impl Image {
                 SymbolKind::Other => {}
             }
         }
+        // Metadata by descriptor symbol, indexed once (a scan per kernel was
+        // quadratic: 640 kernels in one librocsparse code object).
+        let by_symbol: HashMap<&str, &inlay_codeobj::metadata::KernelMetadata> = co
+            .metadata
+            .iter()
+            .flat_map(|m| m.kernels.iter())
+            .map(|mk| (mk.symbol.as_str(), mk))
+            .rev() // the first entry wins, as the scan's did
+            .collect();
         let kernels = co
             .kernels
             .iter()
             .map(|k| {
-                let md = co.metadata.as_ref().and_then(|m| {
-                    let kd = format!("{}.kd", k.name);
-                    m.kernels.iter().find(|mk| mk.symbol == kd)
-                });
+                let md = by_symbol.get(format!("{}.kd", k.name).as_str()).copied();
                 let d = &k.descriptor;
                 let u32_of = |v: Option<u64>, fallback: u32| {
                     v.and_then(|v| u32::try_from(v).ok()).unwrap_or(fallback)
