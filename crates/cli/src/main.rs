@@ -72,6 +72,13 @@ enum Command {
     /// Run a program against Inlay's HSA runtime (drop-in libhsa-runtime64.so.1) and its
     /// virtual GPU. Build the runtime first: `cargo build --release` builds it with inlay.
     Run {
+        /// Attach a tool (instr-count, opcode-hist, kernel-args); repeatable.
+        #[arg(long = "tool", value_name = "NAME")]
+        tools: Vec<String>,
+        /// A tool option KEY=VALUE (instr-count/opcode-hist: mode=block|instruction,
+        /// count=wave|thread; any tool: output=PATH for text, json=PATH for JSON Lines).
+        #[arg(long = "tool-opt", value_name = "KEY=VALUE")]
+        tool_opts: Vec<String>,
         /// The program and its arguments.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<std::ffi::OsString>,
@@ -158,8 +165,12 @@ fn main() -> ExitCode {
                 )
             }),
         Command::Demo => demo(),
-        Command::Run { command } => {
-            return match run::run(&command) {
+        Command::Run {
+            tools,
+            tool_opts,
+            command,
+        } => {
+            return match run::run(&command, &tools, &tool_opts) {
                 Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
                 Err(e) => {
                     eprintln!("inlay: {e}");

@@ -111,10 +111,20 @@ fn kfd_usable() -> bool {
 
 /// Runs `command` against the drop-in runtime and returns its exit code
 /// (128 + signal number if a signal ended it, as shells report).
-pub fn run(command: &[OsString]) -> Result<i32, String> {
+/// Runs `command` against Inlay's runtime, with `tools` attached (passed
+/// to the runtime in `INLAY_TOOL` and `INLAY_TOOL_OPTS`).
+pub fn run(command: &[OsString], tools: &[String], tool_opts: &[String]) -> Result<i32, String> {
     let (program, args) = command
         .split_first()
-        .ok_or("usage: inlay run -- COMMAND [ARGS...]")?;
+        .ok_or("usage: inlay run [--tool NAME [--tool-opt KEY=VALUE]...] -- COMMAND [ARGS...]")?;
+    if let Some(bad) = tool_opts
+        .iter()
+        .find(|o| !o.contains('=') || o.contains(';'))
+    {
+        return Err(format!(
+            "--tool-opt {bad}: expected KEY=VALUE (without ';')"
+        ));
+    }
     let dir = library_dir()?;
     let mut path = OsString::from(driver_stub_dir(&dir)?);
     if let Some(old) = std::env::var_os("PATH") {
@@ -130,6 +140,10 @@ pub fn run(command: &[OsString]) -> Result<i32, String> {
         c.env("INLAY_OLD_DEV", dir.with_file_name("olddev"));
         c
     };
+    if !tools.is_empty() {
+        cmd.env("INLAY_TOOL", tools.join(","));
+        cmd.env("INLAY_TOOL_OPTS", tool_opts.join(";"));
+    }
     let status = cmd
         .args(args)
         .env("LD_LIBRARY_PATH", library_path(&dir))

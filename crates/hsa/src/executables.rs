@@ -67,8 +67,10 @@ fn freeze(rt: &Runtime, exec: Handle) -> Result<(), Status> {
         let mut regions = Vec::new();
         let mut loaded = Vec::new();
         for co in e.exe.code_objects() {
-            regions.extend(co.code_region());
+            let region = co.code_region();
+            regions.extend(region.clone());
             loaded.push(LoadedCode {
+                region,
                 bytes: co.storage.clone(),
                 load_delta: co.load_delta,
                 kernels: co

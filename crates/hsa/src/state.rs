@@ -26,9 +26,42 @@ pub fn init() -> Result<(), Status> {
         return Err(Status::RefcountOverflow);
     }
     if g.runtime.is_none() {
-        g.runtime = Some(Arc::new(Runtime::new()));
+        let rt = Arc::new(Runtime::new());
+        attach_tools(&rt)?;
+        g.runtime = Some(rt);
     }
     g.refs += 1;
+    Ok(())
+}
+
+/// Attaches the tools `INLAY_TOOL` names (comma-separated), configured by
+/// `INLAY_TOOL_OPTS` (`KEY=VALUE;...`; `output=PATH` sends their text to a
+/// file instead of standard error, `json=PATH` writes JSON Lines). This is
+/// how `inlay run --tool NAME` reaches a program's runtime.
+fn attach_tools(rt: &Arc<Runtime>) -> Result<(), Status> {
+    let Some(names) = std::env::var("INLAY_TOOL").ok().filter(|s| !s.is_empty()) else {
+        return Ok(());
+    };
+    let refuse = |why: String| {
+        eprintln!("inlay: {why}");
+        Status::InvalidArgument
+    };
+    let options = inlay_tools::parse_options(&std::env::var("INLAY_TOOL_OPTS").unwrap_or_default())
+        .map_err(refuse)?;
+    let get = |k: &str| {
+        options
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    };
+    let out = inlay_tools::Output::new(get("output"), get("json")).map_err(refuse)?;
+    let tools = names
+        .split(',')
+        .map(|n| inlay_tools::by_name(n.trim(), &options))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(refuse)?;
+    let host = inlay_tools::Host::new(rt.memory().clone(), rt.device(), tools, out);
+    rt.add_interceptor(Arc::new(host));
     Ok(())
 }
 

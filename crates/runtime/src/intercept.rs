@@ -19,6 +19,8 @@ pub struct LoadedCode {
     pub kernels: Vec<(String, u64)>,
     /// URI or name given at load.
     pub name: String,
+    /// Its code, as the device predecodes it.
+    pub region: Option<inlay_vgpu::CodeRegion>,
 }
 
 pub trait Interceptor: Send + Sync {

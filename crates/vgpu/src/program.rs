@@ -92,6 +92,8 @@ pub struct Program {
     pub decoded: Vec<Instruction>,
     /// Sorted by start address.
     regions: Vec<Region>,
+    /// What it was built from.
+    sources: Vec<CodeRegion>,
     pub kernels: HashMap<String, KernelInfo>,
 }
 
@@ -219,6 +221,31 @@ impl Program {
         Ok(program)
     }
 
+    /// The code objects it holds.
+    pub fn code_regions(&self) -> &[CodeRegion] {
+        &self.sources
+    }
+
+    /// One program holding the code of all of `programs` (already in
+    /// `mem`), so that code in one calls into another: an instrumented
+    /// kernel into its original code object's functions, say. Kernels keep
+    /// their argument metadata; the result owns no image.
+    pub fn merge(mem: &Memory, programs: &[&Program]) -> Result<Program, LoadError> {
+        let regions: Vec<CodeRegion> = programs
+            .iter()
+            .flat_map(|p| p.sources.iter().cloned())
+            .collect();
+        let mut merged = Self::from_memory(mem, &regions)?;
+        for p in programs {
+            for (name, k) in &p.kernels {
+                if let Some(m) = merged.kernels.get_mut(name) {
+                    m.args = k.args.clone();
+                }
+            }
+        }
+        Ok(merged)
+    }
+
     /// Predecodes code objects already in device memory. Kernels whose
     /// descriptor cannot be read or whose entry is not an instruction are
     /// left out (dispatching them is an error, not a crash).
@@ -230,6 +257,7 @@ impl Program {
             insts: Vec::new(),
             decoded: Vec::new(),
             regions: Vec::new(),
+            sources: regions.to_vec(),
             kernels: HashMap::new(),
         };
         for r in &order {

@@ -1,0 +1,730 @@
+//! Rewriting a lifted kernel with hooks: hook code inserted before chosen
+//! instructions, the kernel and the device functions it calls laid out anew
+//! in one block of code, branches re-aimed, PC-relative computations kept
+//! pointing where they pointed, and the kernel descriptor grown for the
+//! registers the hooks use.
+//!
+//! # Where the new code points
+//! The rewritten code runs from an address known only once it is loaded,
+//! while everything it computes from its own PC must keep its meaning. So:
+//! - `s_getpc_b64` that starts a call (`s_getpc_b64`, `s_add_u32`,
+//!   `s_addc_u32`, then `s_swappc_b64`/`s_setpc_b64` of that pair) to a
+//!   function in the new code stays a `s_getpc_b64`, and the two literals are
+//!   recomputed for the callee's new place: calls reach the rewritten callee.
+//! - Any other `s_getpc_b64` becomes two `s_mov_b32` of the address the
+//!   original instruction would have produced (the original code object is
+//!   loaded at a known place), so data references reach the original code
+//!   object's variables, which the rewritten kernel therefore shares.
+//! - Branches are re-aimed at the new place of their target, or rather at
+//!   the hook code before it, so a hook before a branch target runs on every
+//!   path that reaches it.
+//!
+//! # Registers
+//! Hooks count with scalar memory atomics (`s_atomic_add_x2`), which need no
+//! VGPR and leave EXEC, VCC and SCC alone: a pair holding the counters' base
+//! address and a pair holding (1, 0). When the kernel and its callees leave
+//! SGPRs unused above the highest one they name (and, if they make calls this
+//! code cannot see into, above s33, the callee-saved range), those are
+//! reserved and set once by a preamble before the kernel's first instruction;
+//! the kernel's initial registers stay where it expects them. Otherwise each
+//! hook takes SGPRs dead at its point (from liveness) and sets them itself.
+//! Counting active lanes needs `s_bcnt1_i32_b64`, which writes SCC: SCC is
+//! saved and restored around it when it is live.
+
+use std::collections::BTreeMap;
+
+use inlay_codeobj::KernelDescriptor;
+use inlay_isa::tables::{ImmKind, Slot};
+use inlay_isa::{encode, Builder, Encoding, Instruction, Operand, Target};
+
+use crate::lift::{Callee, InstId};
+use crate::Analysis;
+
+/// Code a hook runs, chosen from the engine's built-in set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// Adds 1 to the u64 counter at byte `offset` of the counter buffer,
+    /// once per wave that gets there.
+    Count { offset: u32 },
+    /// Adds the number of lanes EXEC enables there to the u64 at `offset`.
+    CountLanes { offset: u32 },
+}
+
+/// What to insert: hooks before instructions, counting into a buffer.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Device address of the counter buffer (8-byte aligned).
+    pub counters: u64,
+    /// Hooks before instructions (several per instruction run in order).
+    pub hooks: Vec<(InstId, Hook)>,
+}
+
+/// The rewritten kernel.
+#[derive(Debug, Clone)]
+pub struct Rewritten {
+    /// Its code: the kernel's entry first, then the device functions.
+    pub code: Vec<u8>,
+    /// The original descriptor with SGPRs grown; its entry offset is left
+    /// for whoever places the code (the code-object writer sets it).
+    pub descriptor: KernelDescriptor,
+    /// Instructions added in total (static count), and by hooks alone.
+    pub added: usize,
+    pub added_by_hooks: usize,
+    /// New offset of each original instruction of the program (index = InstId).
+    pub new_offset: Vec<u64>,
+    /// Calls left pointing at the original code: (call instruction, why).
+    pub calls_to_original: Vec<(InstId, &'static str)>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RewriteError {
+    #[error("counter offset {0:#x} does not fit a scalar memory offset (20 bits)")]
+    CounterOffset(u32),
+    #[error("no SGPRs for hook code before the instruction at {addr:#x}: every SGPR is live there (spilling is not implemented)")]
+    NoRegisters { addr: u64 },
+    #[error(
+        "branch at {addr:#x} cannot reach its target after rewriting (more than 128 KiB away)"
+    )]
+    BranchRange { addr: u64 },
+    #[error("cannot build {0}: {1}")]
+    Build(&'static str, inlay_isa::BuildError),
+    #[error("gfx908 and gfx942 rewriting is not supported yet (scalar atomics)")]
+    Target,
+}
+
+/// Largest offset `s_atomic_*` takes as an immediate on gfx9.
+const MAX_SMEM_OFFSET: u32 = (1 << 20) - 1;
+/// SGPRs gfx90a code can name (s0..s101).
+const SGPRS: u16 = 102;
+/// First SGPR a callee must preserve under LLVM's AMDGPU calling convention
+/// (s30-s33 hold the return address, stack and frame pointers).
+const FIRST_SAFE_ACROSS_CALLS: u16 = 34;
+
+/// Registers hook code runs with.
+#[derive(Clone, Copy, Debug)]
+struct Regs {
+    /// Pair holding the counter buffer's address.
+    base: u16,
+    /// Pair holding (1, 0), or (lanes, 0) while counting lanes.
+    data: u16,
+    /// One SGPR saving SCC around code that writes it.
+    scc: u16,
+    /// Two pairs translating a code address loaded from memory (a table
+    /// call) to the rewritten callee's.
+    t: u16,
+    u: u16,
+}
+
+struct Asm {
+    b: Builder,
+}
+
+impl Asm {
+    fn sgpr(n: u16, count: u8) -> Operand {
+        Operand::Sgpr { first: n, count }
+    }
+
+    fn konst(v: u32) -> Operand {
+        if v <= 64 {
+            Operand::Inline(128 + v as u8)
+        } else {
+            Operand::Literal(v)
+        }
+    }
+
+    fn build(
+        &self,
+        enc: Encoding,
+        m: &'static str,
+        ops: &[Operand],
+    ) -> Result<Instruction, RewriteError> {
+        self.b
+            .build(enc, m, ops)
+            .map_err(|e| RewriteError::Build(m, e))
+    }
+
+    fn mov(&self, d: u16, v: u32) -> Result<Instruction, RewriteError> {
+        self.build(
+            Encoding::Sop1,
+            "s_mov_b32",
+            &[Self::sgpr(d, 1), Self::konst(v)],
+        )
+    }
+
+    /// `s_mov_b32 sd, v` with `v` as a literal whatever its value, so the
+    /// size does not depend on the value.
+    fn mov_lit(&self, d: u16, v: u32) -> Result<Instruction, RewriteError> {
+        self.build(
+            Encoding::Sop1,
+            "s_mov_b32",
+            &[Self::sgpr(d, 1), Operand::Literal(v)],
+        )
+    }
+
+    fn add_lit(&self, m: &'static str, d: u16, v: u32) -> Result<Instruction, RewriteError> {
+        self.build(
+            Encoding::Sop2,
+            m,
+            &[Self::sgpr(d, 1), Self::sgpr(d, 1), Operand::Literal(v)],
+        )
+    }
+
+    /// `s_atomic_add_x2 s[data:data+1], s[base:base+1], offset`.
+    fn atomic_add(&self, r: &Regs, offset: u32) -> Result<Instruction, RewriteError> {
+        self.build(
+            Encoding::Smem,
+            "s_atomic_add_x2",
+            &[
+                Self::sgpr(r.data, 2),
+                Self::sgpr(r.base, 2),
+                Operand::Imm(offset),
+            ],
+        )
+    }
+
+    /// Sets up `r` (base address, and data = (1, 0)).
+    fn setup(&self, r: &Regs, counters: u64) -> Result<Vec<Instruction>, RewriteError> {
+        Ok(vec![
+            self.mov(r.base, counters as u32)?,
+            self.mov(r.base + 1, (counters >> 32) as u32)?,
+            self.mov(r.data, 1)?,
+            self.mov(r.data + 1, 0)?,
+        ])
+    }
+
+    /// The code of one hook.
+    fn hook(
+        &self,
+        h: Hook,
+        r: &Regs,
+        scc_live: bool,
+        out: &mut Vec<Instruction>,
+    ) -> Result<(), RewriteError> {
+        match h {
+            Hook::Count { offset } => out.push(self.atomic_add(r, offset)?),
+            Hook::CountLanes { offset } => {
+                if scc_live {
+                    out.push(self.build(
+                        Encoding::Sop2,
+                        "s_cselect_b32",
+                        &[Self::sgpr(r.scc, 1), Self::konst(1), Self::konst(0)],
+                    )?);
+                }
+                out.push(self.build(
+                    Encoding::Sop1,
+                    "s_bcnt1_i32_b64",
+                    &[
+                        Self::sgpr(r.data, 1),
+                        Operand::Special {
+                            code: 126,
+                            count: 2,
+                        },
+                    ],
+                )?);
+                out.push(self.atomic_add(r, offset)?);
+                out.push(self.mov(r.data, 1)?);
+                if scc_live {
+                    out.push(self.build(
+                        Encoding::Sopc,
+                        "s_cmp_lg_u32",
+                        &[Self::sgpr(r.scc, 1), Self::konst(0)],
+                    )?);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Code before a call through a pointer loaded from memory: the original
+/// address of each known callee becomes its rewritten copy's.
+struct Translation {
+    /// The pair holding the target.
+    pair: u16,
+    /// Entry instruction of each callee, and its original device address.
+    callees: Vec<(InstId, u64)>,
+    regs: Regs,
+    scc_live: bool,
+}
+
+impl Translation {
+    /// Bytes: per callee getpc (4), add/addc with literals (8 + 8), two
+    /// literal moves (8 + 8), s_cmp_eq_u64 (4), s_cselect_b64 (4); SCC save
+    /// and restore (4 + 4) when SCC is live.
+    fn size(&self) -> u64 {
+        self.callees.len() as u64 * 44 + if self.scc_live { 8 } else { 0 }
+    }
+
+    /// The code, placed at offset `at`; `label` gives each instruction's new place.
+    fn code(&self, asm: &Asm, at: u64, label: &[u64]) -> Result<Vec<Instruction>, RewriteError> {
+        let (r, x) = (&self.regs, self.pair);
+        let mut out = Vec::new();
+        let mut here = at;
+        if self.scc_live {
+            out.push(asm.build(
+                Encoding::Sop2,
+                "s_cselect_b32",
+                &[Asm::sgpr(r.scc, 1), Asm::konst(1), Asm::konst(0)],
+            )?);
+            here += 4;
+        }
+        for &(entry, original) in &self.callees {
+            let dist = label[entry].wrapping_sub(here + 4);
+            out.push(asm.build(Encoding::Sop1, "s_getpc_b64", &[Asm::sgpr(r.u, 2)])?);
+            out.push(asm.add_lit("s_add_u32", r.u, dist as u32)?);
+            out.push(asm.add_lit("s_addc_u32", r.u + 1, (dist >> 32) as u32)?);
+            out.push(asm.mov_lit(r.t, original as u32)?);
+            out.push(asm.mov_lit(r.t + 1, (original >> 32) as u32)?);
+            out.push(asm.build(
+                Encoding::Sopc,
+                "s_cmp_eq_u64",
+                &[Asm::sgpr(x, 2), Asm::sgpr(r.t, 2)],
+            )?);
+            out.push(asm.build(
+                Encoding::Sop2,
+                "s_cselect_b64",
+                &[Asm::sgpr(x, 2), Asm::sgpr(r.u, 2), Asm::sgpr(x, 2)],
+            )?);
+            here += 44;
+        }
+        if self.scc_live {
+            out.push(asm.build(
+                Encoding::Sopc,
+                "s_cmp_lg_u32",
+                &[Asm::sgpr(r.scc, 1), Asm::konst(0)],
+            )?);
+        }
+        Ok(out)
+    }
+}
+
+/// How one original instruction is emitted.
+#[derive(Clone, Copy, Debug)]
+enum Emit {
+    /// As it was.
+    Same,
+    /// A branch re-aimed at the new place of the instruction at this address.
+    Branch { target: InstId },
+    /// `s_getpc_b64 s[d:d+1]` kept (it starts a call into the new code).
+    KeepGetpc,
+    /// `s_add_u32`/`s_addc_u32` of a kept call sequence: half of the
+    /// distance from the `s_getpc_b64` at `getpc` to `callee`'s entry.
+    CallLiteral {
+        getpc: InstId,
+        callee: InstId,
+        high: bool,
+    },
+    /// `s_getpc_b64 s[d:d+1]` made into two moves of `pc` (original address).
+    MaterializePc { d: u16, pc: u64 },
+}
+
+impl Emit {
+    fn size(&self, i: &Instruction) -> u64 {
+        match self {
+            Emit::MaterializePc { .. } => 16,
+            _ => i.len() as u64,
+        }
+    }
+}
+
+/// Rewrites `an`'s kernel with `plan`; `load_delta` is where the original
+/// code object is loaded (device address minus virtual address).
+pub fn rewrite(
+    an: &Analysis,
+    load_delta: u64,
+    descriptor: &KernelDescriptor,
+    plan: &Plan,
+) -> Result<Rewritten, RewriteError> {
+    let prog = &an.program;
+    if prog.target != Target::Gfx90a {
+        return Err(RewriteError::Target);
+    }
+    let asm = Asm {
+        b: Builder::new(prog.target),
+    };
+    let mut hooks: BTreeMap<InstId, Vec<Hook>> = BTreeMap::new();
+    for &(i, h) in &plan.hooks {
+        let (Hook::Count { offset } | Hook::CountLanes { offset }) = h;
+        if offset > MAX_SMEM_OFFSET - 7 {
+            return Err(RewriteError::CounterOffset(offset));
+        }
+        hooks.entry(i).or_default().push(h);
+    }
+
+    let reserved = reserve(an, !hooks.is_empty() || has_table_calls(an));
+    let (emits, redirected) = plan_emits(an, load_delta);
+
+    // Hook code per instruction (sizes are known before addresses).
+    let mut hook_code: BTreeMap<InstId, Vec<Instruction>> = BTreeMap::new();
+    let mut added_by_hooks = 0;
+    for (&i, hs) in &hooks {
+        let free = an.free_before(i);
+        let (regs, mut code) = match reserved {
+            Some(r) => (r, Vec::new()),
+            None => {
+                let r = per_point(&free.sgprs).ok_or(RewriteError::NoRegisters {
+                    addr: prog.insts[i].addr,
+                })?;
+                (r, asm.setup(&r, plan.counters)?)
+            }
+        };
+        for &h in hs {
+            asm.hook(h, &regs, free.scc_live, &mut code)?;
+        }
+        added_by_hooks += code.len();
+        hook_code.insert(i, code);
+    }
+    let mut translations: BTreeMap<InstId, Translation> = BTreeMap::new();
+    let mut redirected = redirected;
+    for (n, c) in prog.calls.iter().enumerate() {
+        let Callee::Table { callees, .. } = &c.callee else {
+            continue;
+        };
+        let Some(pair) = call_pair(&prog.insts[c.inst].inst) else {
+            continue;
+        };
+        let free = an.free_before(c.inst);
+        let regs = match reserved {
+            Some(r) => r,
+            None => per_point(&free.sgprs).ok_or(RewriteError::NoRegisters {
+                addr: prog.insts[c.inst].addr,
+            })?,
+        };
+        let callees = callees
+            .iter()
+            .filter_map(|&f| {
+                let entry = prog.functions[f].entry;
+                Some((prog.inst_at(f, entry)?, load_delta.wrapping_add(entry)))
+            })
+            .collect();
+        translations.insert(
+            c.inst,
+            Translation {
+                pair,
+                callees,
+                regs,
+                scc_live: free.scc_live,
+            },
+        );
+        redirected[n] = true;
+    }
+    let uses_reserved = !hooks.is_empty() || !translations.is_empty();
+    let preamble = match reserved {
+        Some(r) if uses_reserved => asm.setup(&r, plan.counters)?,
+        _ => Vec::new(),
+    };
+
+    // Layout: preamble, then every function's instructions in address
+    // order, each preceded by its hook code (its label).
+    let order: Vec<InstId> = prog
+        .functions
+        .iter()
+        .flat_map(|f| f.blocks.clone())
+        .flat_map(|b| prog.blocks[b].insts.clone())
+        .collect();
+    let mut label = vec![0u64; prog.insts.len()];
+    let mut new_offset = vec![0u64; prog.insts.len()];
+    let mut at: u64 = preamble.iter().map(|i| i.len() as u64).sum();
+    for &i in &order {
+        label[i] = at;
+        at += hook_code
+            .get(&i)
+            .map_or(0, |c| c.iter().map(|x| x.len() as u64).sum());
+        at += translations.get(&i).map_or(0, Translation::size);
+        new_offset[i] = at;
+        at += emits[i].size(&prog.insts[i].inst);
+    }
+
+    let mut code = Vec::with_capacity(at as usize);
+    for i in &preamble {
+        code.extend_from_slice(&encode(i));
+    }
+    let mut added = preamble.len() + added_by_hooks;
+    for &i in &order {
+        for h in hook_code.get(&i).into_iter().flatten() {
+            code.extend_from_slice(&encode(h));
+        }
+        if let Some(t) = translations.get(&i) {
+            let at = code.len() as u64;
+            let tc = t.code(&asm, at, &label)?;
+            added += tc.len();
+            for x in &tc {
+                code.extend_from_slice(&encode(x));
+            }
+            debug_assert_eq!(code.len() as u64 - at, t.size());
+        }
+        let mut inst = prog.insts[i].inst;
+        let here = new_offset[i];
+        match emits[i] {
+            Emit::Same | Emit::KeepGetpc => {}
+            Emit::Branch { target } => {
+                inst.set_branch_target(here, label[target]).map_err(|_| {
+                    RewriteError::BranchRange {
+                        addr: prog.insts[i].addr,
+                    }
+                })?;
+            }
+            Emit::CallLiteral {
+                getpc,
+                callee,
+                high,
+            } => {
+                // The kept s_getpc_b64 yields the address after itself.
+                let dist = label[callee].wrapping_sub(new_offset[getpc] + 4);
+                let d = sdst(&inst);
+                inst = if high {
+                    asm.add_lit("s_addc_u32", d, (dist >> 32) as u32)?
+                } else {
+                    asm.add_lit("s_add_u32", d, dist as u32)?
+                };
+            }
+            Emit::MaterializePc { d, pc } => {
+                code.extend_from_slice(&encode(&asm.mov(d, pc as u32)?));
+                inst = asm.mov(d + 1, (pc >> 32) as u32)?;
+                added += 1;
+            }
+        }
+        code.extend_from_slice(&encode(&inst));
+    }
+    debug_assert_eq!(code.len() as u64, at);
+
+    let mut kd = *descriptor;
+    if let Some(r) = reserved.filter(|_| uses_reserved) {
+        grow_sgprs(&mut kd, r.u + 1);
+    } else {
+        let most = hook_code
+            .values()
+            .flatten()
+            .filter_map(max_sgpr)
+            .chain(translations.values().map(|t| t.regs.u.max(t.regs.t) + 1))
+            .max();
+        if let Some(m) = most {
+            grow_sgprs(&mut kd, m);
+        }
+    }
+    let calls_to_original = prog
+        .calls
+        .iter()
+        .enumerate()
+        .filter(|(n, _)| !redirected[*n])
+        .map(|(_, c)| {
+            let why = match &c.callee {
+                Callee::Direct(_) => {
+                    "its target is not computed by a getpc/add/addc sequence used only for the call"
+                }
+                Callee::Table { .. } => "called through a pointer loaded from memory",
+                Callee::External(_) => "defined in another code object",
+                Callee::Unresolved => "target unknown",
+            };
+            (c.inst, why)
+        })
+        .collect();
+    Ok(Rewritten {
+        code,
+        descriptor: kd,
+        added,
+        added_by_hooks,
+        new_offset,
+        calls_to_original,
+    })
+}
+
+fn has_table_calls(an: &Analysis) -> bool {
+    an.program
+        .calls
+        .iter()
+        .any(|c| matches!(c.callee, Callee::Table { .. }))
+}
+
+/// The SGPR pair a `s_swappc_b64` or `s_setpc_b64` jumps to.
+fn call_pair(i: &Instruction) -> Option<u16> {
+    let n = match i.opcode()?.name() {
+        "s_swappc_b64" => 1,
+        "s_setpc_b64" => 0,
+        _ => return None,
+    };
+    match i.operand(n)? {
+        Operand::Sgpr { first, count: 2 } => Some(first),
+        _ => None,
+    }
+}
+
+/// First SGPR written by `i`, for an instruction whose destination is one.
+fn sdst(i: &Instruction) -> u16 {
+    match i.operand(0) {
+        Some(Operand::Sgpr { first, .. }) => first,
+        _ => 0,
+    }
+}
+
+fn max_sgpr(i: &Instruction) -> Option<u16> {
+    i.operands()
+        .filter_map(|o| match o {
+            Operand::Sgpr { first, count } => Some(first + u16::from(count) - 1),
+            _ => None,
+        })
+        .max()
+}
+
+/// SGPRs no instruction of the program names, if enough of them (aligned
+/// pairs for base and data, one for SCC) lie below s102.
+fn reserve(an: &Analysis, wanted: bool) -> Option<Regs> {
+    if !wanted {
+        return None;
+    }
+    let opaque_calls = an
+        .program
+        .calls
+        .iter()
+        .any(|c| matches!(c.callee, Callee::External(_) | Callee::Unresolved));
+    let mut first = an.resources.sgprs_used as u16;
+    if opaque_calls {
+        first = first.max(FIRST_SAFE_ACROSS_CALLS);
+    }
+    let first = first.next_multiple_of(2);
+    (first + 10 <= SGPRS).then_some(Regs {
+        base: first,
+        data: first + 2,
+        scc: first + 4,
+        t: first + 6,
+        u: first + 8,
+    })
+}
+
+/// Registers for code at one point among SGPRs dead there.
+fn per_point(dead: &[u16]) -> Option<Regs> {
+    let mut pairs = dead
+        .iter()
+        .copied()
+        .filter(|&n| n % 2 == 0 && dead.contains(&(n + 1)));
+    let (base, data, t, u) = (pairs.next()?, pairs.next()?, pairs.next()?, pairs.next()?);
+    let taken = [base, data, t, u];
+    let scc = dead.iter().copied().find(|&n| !taken.contains(&(n & !1)))?;
+    Some(Regs {
+        base,
+        data,
+        scc,
+        t,
+        u,
+    })
+}
+
+/// Makes the descriptor allocate SGPRs up to `highest` (plus the six gfx9
+/// keeps for VCC, FLAT_SCRATCH and XNACK_MASK).
+fn grow_sgprs(kd: &mut KernelDescriptor, highest: u16) {
+    let need = u32::from(highest) + 1 + 6;
+    let field = need.div_ceil(8).saturating_sub(1).min(15);
+    let old = (kd.compute_pgm_rsrc1 >> 6) & 0xf;
+    if field > old {
+        kd.compute_pgm_rsrc1 = (kd.compute_pgm_rsrc1 & !(0xf << 6)) | field << 6;
+    }
+}
+
+/// Decides how each instruction is emitted: branches, call sequences into
+/// the new code, and every other `s_getpc_b64`; and which call sites
+/// (by index) now reach the rewritten callee.
+fn plan_emits(an: &Analysis, load_delta: u64) -> (Vec<Emit>, Vec<bool>) {
+    let prog = &an.program;
+    let mut emits = vec![Emit::Same; prog.insts.len()];
+    for (i, ins) in prog.insts.iter().enumerate() {
+        let f = prog.blocks[ins.block].function;
+        if ins.inst.slots().contains(&Slot::Imm(ImmKind::Branch)) {
+            if let crate::lift::Flow::Branch(t) | crate::lift::Flow::CondBranch(t) =
+                crate::lift::flow(&ins.inst, ins.addr)
+            {
+                if let Some(target) = prog.inst_at(f, t) {
+                    emits[i] = Emit::Branch { target };
+                }
+            }
+        }
+        if ins.inst.opcode().map(|o| o.name()) == Some("s_getpc_b64") {
+            let d = sdst(&ins.inst);
+            emits[i] = Emit::MaterializePc {
+                d,
+                pc: load_delta.wrapping_add(ins.addr + 4),
+            };
+        }
+    }
+    let mut redirected = vec![false; prog.calls.len()];
+    for (n, c) in prog.calls.iter().enumerate() {
+        let Callee::Direct(f) = c.callee else {
+            continue;
+        };
+        let Some(entry) = prog.inst_at(f, prog.functions[f].entry) else {
+            continue;
+        };
+        if let Some((g, a, ac)) = call_sequence(an, c.inst) {
+            emits[g] = Emit::KeepGetpc;
+            emits[a] = Emit::CallLiteral {
+                getpc: g,
+                callee: entry,
+                high: false,
+            };
+            emits[ac] = Emit::CallLiteral {
+                getpc: g,
+                callee: entry,
+                high: true,
+            };
+            redirected[n] = true;
+        }
+    }
+    (emits, redirected)
+}
+
+/// The `s_getpc_b64 s[X:X+1]; s_add_u32 sX, sX, lit; s_addc_u32 sX+1, sX+1,
+/// lit` that computes the target of the call at `call`, if its pair is used
+/// for nothing else: not read between the sequence and the call, not live
+/// after the call.
+fn call_sequence(an: &Analysis, call: InstId) -> Option<(InstId, InstId, InstId)> {
+    let prog = &an.program;
+    let target = call_pair(&prog.insts[call].inst)?;
+    let block = &prog.blocks[prog.insts[call].block];
+    let is = |k: InstId, name: &str| prog.insts[k].inst.opcode().map(|o| o.name()) == Some(name);
+    let reg_is = |k: InstId, n: usize, want: u16| matches!(prog.insts[k].inst.operand(n), Some(Operand::Sgpr { first, .. }) if first == want);
+    let lit = |k: InstId| matches!(prog.insts[k].inst.operand(2), Some(Operand::Literal(_)));
+    let mut k = call;
+    while k > block.insts.start {
+        k -= 1;
+        if is(k, "s_getpc_b64") && reg_is(k, 0, target) {
+            let (a, c) = (k + 1, k + 2);
+            if c >= call
+                || !(is(a, "s_add_u32") && reg_is(a, 0, target) && reg_is(a, 1, target) && lit(a))
+                || !(is(c, "s_addc_u32")
+                    && reg_is(c, 0, target + 1)
+                    && reg_is(c, 1, target + 1)
+                    && lit(c))
+            {
+                return None;
+            }
+            let pair = [target, target + 1];
+            let reads_pair = |m: InstId| {
+                let info = inlay_isa::info(&prog.insts[m].inst);
+                info.used_registers().iter().any(|u| {
+                    u.access.reads()
+                        && u.register.file == inlay_isa::RegFile::Sgpr
+                        && pair.iter().any(|&p| u.register.overlaps(&sgpr_reg(p)))
+                })
+            };
+            if (c + 1..call).any(reads_pair) {
+                return None;
+            }
+            // After a call (not a tail call) the pair must be dead.
+            if block.insts.contains(&(call + 1)) {
+                let after = an.live_before(call + 1).any();
+                if pair.iter().any(|&p| after.has_sgpr(p)) {
+                    return None;
+                }
+            }
+            return Some((k, a, c));
+        }
+    }
+    None
+}
+
+fn sgpr_reg(n: u16) -> inlay_isa::Register {
+    inlay_isa::Register {
+        file: inlay_isa::RegFile::Sgpr,
+        first: n,
+        count: 1,
+    }
+}

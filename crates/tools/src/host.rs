@@ -1,0 +1,358 @@
+//! The runtime's interceptor: keeps the kernels of frozen executables,
+//! builds instrumented copies when a tool asks (once per kernel and way of
+//! counting), swaps them in per dispatch and hands the counts back.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use inlay_codeobj::symbols::SymbolKind as ElfKind;
+use inlay_codeobj::CodeObject;
+use inlay_instrument::rewrite::{rewrite, Hook, Plan};
+use inlay_instrument::{analyse, emit};
+use inlay_loader::{AgentRef, Executable, SymbolKind};
+use inlay_runtime::device::{Device, DispatchError, KernelDispatch};
+use inlay_runtime::intercept::{Interceptor, LoadedCode};
+use inlay_vgpu::{MemKind, Memory, Stats};
+
+use crate::{Counting, Executed, Launch, Outcome, Output, Tool};
+
+/// A kernel of a frozen executable.
+struct KernelRef {
+    name: String,
+    code: Arc<LoadedCode>,
+    /// Every code object of its executable (calls and data reach them).
+    executable: Arc<Vec<Arc<LoadedCode>>>,
+}
+
+/// An instrumented copy of a kernel, loaded and ready to dispatch.
+struct Instrumented {
+    object: u64,
+    counters: u64,
+    /// Per counter: the instructions (address, opcode) it counts for.
+    sites: Vec<Vec<(u64, &'static str)>>,
+    added: usize,
+    /// Keeps the copy's code object loaded.
+    _executable: Executable,
+}
+
+struct Active {
+    launch: Launch,
+    instrumented: Option<Arc<Instrumented>>,
+    error: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    kernels: HashMap<u64, KernelRef>,
+    built: HashMap<(u64, Counting), Arc<Instrumented>>,
+    /// Dispatches in flight by (queue, packet id).
+    active: HashMap<(u64, u64), Active>,
+    launches: u64,
+}
+
+pub struct Host {
+    memory: Arc<Memory>,
+    device: Arc<dyn Device>,
+    tools: Vec<Box<dyn Tool>>,
+    out: Output,
+    state: Mutex<State>,
+}
+
+impl Host {
+    pub fn new(
+        memory: Arc<Memory>,
+        device: Arc<dyn Device>,
+        tools: Vec<Box<dyn Tool>>,
+        out: Output,
+    ) -> Host {
+        Host {
+            memory,
+            device,
+            tools,
+            out,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn launch(&self, k: &KernelRef, d: &KernelDispatch, index: u64) -> Launch {
+        let co = CodeObject::parse(&k.code.bytes).ok();
+        let md = co
+            .as_ref()
+            .and_then(|c| c.metadata.as_ref())
+            .and_then(|m| m.kernels.iter().find(|km| km.name == k.name));
+        let size = md.and_then(|m| m.kernarg_segment_size).unwrap_or(0) as usize;
+        let mut kernarg = vec![0u8; size.min(64 * 1024)];
+        if self
+            .memory
+            .read_bytes(d.kernarg_address, &mut kernarg)
+            .is_err()
+        {
+            kernarg.clear();
+        }
+        let dims = d.dimensions.clamp(1, 3) as usize;
+        let mut grid = [1; 3];
+        let mut workgroup = [1; 3];
+        for i in 0..dims {
+            grid[i] = d.grid_size[i];
+            workgroup[i] = u32::from(d.workgroup_size[i]);
+        }
+        Launch {
+            index,
+            kernel: k.name.clone(),
+            grid,
+            workgroup,
+            kernarg,
+            args: md.map(|m| m.args.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// Lifts, rewrites, writes and loads the instrumented copy of `k`.
+    fn build(&self, k: &KernelRef, how: Counting) -> Result<Instrumented, String> {
+        let co = CodeObject::parse(&k.code.bytes).map_err(|e| e.to_string())?;
+        let an = analyse(&co, &k.name).map_err(|e| e.to_string())?;
+        let prog = &an.program;
+        let starts: Vec<usize> = if how.per_block {
+            prog.blocks.iter().map(|b| b.insts.start).collect()
+        } else {
+            (0..prog.insts.len()).collect()
+        };
+        let sites: Vec<Vec<(u64, &'static str)>> = starts
+            .iter()
+            .map(|&i| {
+                let range = if how.per_block {
+                    prog.blocks[prog.insts[i].block].insts.clone()
+                } else {
+                    i..i + 1
+                };
+                range
+                    .map(|j| {
+                        let ins = &prog.insts[j];
+                        (
+                            ins.addr,
+                            ins.inst.opcode().map_or("<invalid>", |o| o.name()),
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let counters = self
+            .memory
+            .alloc((8 * starts.len().max(1)) as u64, 8, MemKind::Device, 0)
+            .map_err(|e| e.to_string())?;
+        let hooks = starts
+            .iter()
+            .enumerate()
+            .map(|(n, &i)| {
+                let offset = 8 * n as u32;
+                let h = if how.lanes {
+                    Hook::CountLanes { offset }
+                } else {
+                    Hook::Count { offset }
+                };
+                (i, h)
+            })
+            .collect();
+        let kd = co
+            .kernel(&k.name)
+            .ok_or_else(|| format!("no kernel {}", k.name))?
+            .descriptor;
+        let result = (|| {
+            let rw = rewrite(&an, k.code.load_delta, &kd, &Plan { counters, hooks })
+                .map_err(|e| e.to_string())?;
+            let bytes = emit::code_object(&co, &k.name, &rw).map_err(|e| e.to_string())?;
+            let (executable, object) = self.load(k, &co, &bytes)?;
+            Ok(Instrumented {
+                object,
+                counters,
+                sites,
+                added: rw.added,
+                _executable: executable,
+            })
+        })();
+        if result.is_err() {
+            let _ = self.memory.free(counters);
+        }
+        result
+    }
+
+    /// Loads the instrumented code object beside the original: its
+    /// undefined symbols resolve to what the original executable defines,
+    /// and the device gets one program for both, so calls between them land.
+    fn load(
+        &self,
+        k: &KernelRef,
+        co: &CodeObject<'_>,
+        bytes: &[u8],
+    ) -> Result<(Executable, u64), String> {
+        let agent = AgentRef {
+            key: 1,
+            target: co.target,
+        };
+        let mut exe = Executable::new(self.memory.clone());
+        exe.load(
+            &agent,
+            bytes,
+            Some(&format!("{} (instrumented)", k.code.name)),
+        )
+        .map_err(|e| e.to_string())?;
+        let copy = CodeObject::parse(bytes).map_err(|e| e.to_string())?;
+        for s in copy.symbols.of_kind(ElfKind::Undefined) {
+            if let Some(addr) = defined_in(&k.executable, s.name) {
+                exe.define_variable(Some(agent.key), s.name, addr, false)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        exe.freeze().map_err(|e| e.to_string())?;
+        let name = emit::instrumented_name(&k.name);
+        let object = exe
+            .symbol(&name, Some(agent.key))
+            .and_then(|id| exe.get(id))
+            .and_then(|s| match &s.kind {
+                SymbolKind::Kernel(info) => Some(info.object),
+                _ => None,
+            })
+            .ok_or_else(|| format!("the instrumented code object has no kernel {name}"))?;
+        let mut regions: Vec<_> = k
+            .executable
+            .iter()
+            .filter_map(|c| c.region.clone())
+            .collect();
+        regions.extend(exe.code_objects().iter().filter_map(|c| c.code_region()));
+        self.device.add_code(&regions)?;
+        Ok((exe, object))
+    }
+
+    fn executed(&self, ins: &Instrumented) -> Executed {
+        let mut counts = vec![0u64; ins.sites.len()];
+        let mut per_instruction = Vec::new();
+        if let Ok(c) = read_u64s(&self.memory, ins.counters, ins.sites.len()) {
+            counts = c;
+        }
+        for (site, n) in ins.sites.iter().zip(counts) {
+            for &(addr, op) in site {
+                per_instruction.push((addr, op, n));
+            }
+        }
+        Executed {
+            per_instruction,
+            added_instructions: ins.added,
+        }
+    }
+}
+
+/// Address of a global symbol the code objects of an executable define.
+fn defined_in(executable: &[Arc<LoadedCode>], name: &str) -> Option<u64> {
+    executable.iter().find_map(|c| {
+        let co = CodeObject::parse(&c.bytes).ok()?;
+        let s = co.symbols.get(name)?;
+        s.is_defined().then(|| c.load_delta.wrapping_add(s.value))
+    })
+}
+
+fn read_u64s(mem: &Memory, addr: u64, n: usize) -> Result<Vec<u64>, inlay_vgpu::Fault> {
+    let mut b = vec![0u8; 8 * n];
+    mem.read_bytes(addr, &mut b)?;
+    Ok(b.chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+        .collect())
+}
+
+impl Interceptor for Host {
+    fn executable_frozen(&self, code: &[LoadedCode]) {
+        let all: Arc<Vec<Arc<LoadedCode>>> = Arc::new(code.iter().cloned().map(Arc::new).collect());
+        let mut st = self.state();
+        for c in all.iter() {
+            for (name, object) in &c.kernels {
+                st.kernels.insert(
+                    *object,
+                    KernelRef {
+                        name: name.clone(),
+                        code: c.clone(),
+                        executable: all.clone(),
+                    },
+                );
+            }
+        }
+        drop(st);
+        for c in code {
+            for t in &self.tools {
+                t.code_object_loaded(c, &self.out);
+            }
+        }
+    }
+
+    fn before_dispatch(&self, d: &KernelDispatch) -> Option<u64> {
+        let mut st = self.state();
+        let k = st.kernels.get(&d.kernel_object)?;
+        let index = st.launches;
+        let launch = self.launch(k, d, index);
+        let want = self
+            .tools
+            .iter()
+            .find_map(|t| t.before_launch(&launch, &self.out));
+        let (code, name, executable) = (k.code.clone(), k.name.clone(), k.executable.clone());
+        st.launches += 1;
+        let mut active = Active {
+            launch,
+            instrumented: None,
+            error: None,
+        };
+        if let Some(how) = want {
+            let key = (d.kernel_object, how);
+            let built = match st.built.get(&key) {
+                Some(b) => Ok(b.clone()),
+                None => {
+                    let k = KernelRef {
+                        name,
+                        code,
+                        executable,
+                    };
+                    self.build(&k, how).map(Arc::new)
+                }
+            };
+            match built {
+                Ok(b) => {
+                    st.built.insert(key, b.clone());
+                    let zeros = vec![0u8; 8 * b.sites.len()];
+                    let _ = self.memory.write_bytes(b.counters, &zeros);
+                    active.instrumented = Some(b);
+                }
+                Err(e) => {
+                    self.out.line(&format!(
+                        "inlay: cannot instrument {}: {e}; running it as it is",
+                        active.launch.kernel
+                    ));
+                    active.error = Some(e);
+                }
+            }
+        }
+        let object = active.instrumented.as_ref().map(|b| b.object);
+        st.active.insert((d.queue, d.packet_id), active);
+        object
+    }
+
+    fn after_dispatch(&self, d: &KernelDispatch, outcome: &Result<Option<Stats>, DispatchError>) {
+        let Some(a) = self.state().active.remove(&(d.queue, d.packet_id)) else {
+            return;
+        };
+        let mut o = Outcome {
+            executed: None,
+            native: None,
+            error: a.error,
+        };
+        match outcome {
+            Ok(stats) => {
+                o.native = stats.clone();
+                o.executed = a.instrumented.as_ref().map(|b| self.executed(b));
+            }
+            Err(e) => o.error = Some(e.message.clone()),
+        }
+        for t in &self.tools {
+            t.after_launch(&a.launch, &o, &self.out);
+        }
+    }
+}
