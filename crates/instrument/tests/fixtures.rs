@@ -115,7 +115,7 @@ fn every_fixture_kernel_lifts_with_sound_structure() {
                 let rets = rets.len();
                 assert!(rets >= 1, "{ctx}: function {fi} never returns");
             }
-            // Scalar liveness equals an independent oracle (per-register
+            // Liveness against an independent oracle (per-register
             // reachability), in kernels without calls.
             if p.calls.is_empty() {
                 check_scalar_liveness(&a, &ctx);
@@ -150,11 +150,13 @@ fn every_fixture_kernel_lifts_with_sound_structure() {
     assert!(calls >= 6, "only {calls} call sites");
 }
 
-/// For each scalar register, the instructions before which it is live are
-/// those from which a read of it is reachable along the instruction-level
-/// control flow without passing a write (backward search from the reads).
+/// For each register, the instructions before which it is live are those
+/// from which a read of it is reachable along the instruction-level control
+/// flow without passing a write (backward search from the reads). Scalar
+/// registers must match exactly; for VGPRs/AGPRs, where this search ignores
+/// EXEC (every write kills), it is a lower bound of the EXEC-aware answer.
 fn check_scalar_liveness(a: &inlay_instrument::Analysis, ctx: &str) {
-    use inlay_instrument::regs::bits_of;
+    use inlay_instrument::regs::{bit_name, bits_of, NUM_BITS, VGPR_BASE};
     let p = &a.program;
     let n = p.insts.len();
     // Instruction-level predecessors.
@@ -174,18 +176,16 @@ fn check_scalar_liveness(a: &inlay_instrument::Analysis, ctx: &str) {
                 continue;
             };
             for bit in b..b + len {
-                if bit < 256 {
-                    if u.access.reads() {
-                        reads[i].push(bit);
-                    }
-                    if u.access == inlay_isa::Access::Write {
-                        kills[i].push(bit);
-                    }
+                if u.access.reads() {
+                    reads[i].push(bit);
+                }
+                if u.access == inlay_isa::Access::Write {
+                    kills[i].push(bit);
                 }
             }
         }
     }
-    for bit in 0u16..256 {
+    for bit in 0u16..NUM_BITS {
         let mut live = vec![false; n];
         let mut stack: Vec<usize> = (0..n).filter(|i| reads[*i].contains(&bit)).collect();
         for i in &stack {
@@ -201,14 +201,13 @@ fn check_scalar_liveness(a: &inlay_instrument::Analysis, ctx: &str) {
             }
         }
         for (i, want) in live.iter().enumerate() {
-            let got = a.live_before(i).active.contains(bit);
-            assert_eq!(
-                got,
-                *want,
-                "{ctx}: {} before {:#x}",
-                inlay_instrument::regs::bit_name(bit),
-                p.insts[i].addr
-            );
+            let l = a.live_before(i);
+            let what = format!("{ctx}: {} before {:#x}", bit_name(bit), p.insts[i].addr);
+            if bit < VGPR_BASE {
+                assert_eq!(l.active.contains(bit), *want, "{what}");
+            } else if *want {
+                assert!(l.any().contains(bit), "{what}");
+            }
         }
     }
 }
