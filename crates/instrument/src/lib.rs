@@ -54,8 +54,12 @@
 //! all of a typical kernel's code runs. It relies only on the direction of
 //! each EXEC write, which the instruction's semantics give.
 //!
-//! At the kernel's entry itself, `inactive` is empty: lanes EXEC disables at
-//! launch have never been written, so no later read can need their values.
+//! In the kernel's prologue — every point that no path from the entry
+//! reaches through an EXEC write or a call — `inactive` is empty: lanes EXEC
+//! disables at launch have never been enabled, hence never written, so no
+//! later read can need their values there. (This makes a VGPR defined in the
+//! prologue dead before its definition even when later code switches lanes
+//! off and on.)
 //!
 //! Operands the def/use tables cannot pin down are read conservatively:
 //! `s_movrels*`/`v_movrels*` read a register M0 past the named one, so they
@@ -109,11 +113,9 @@
 //! (BENCHMARKS.md, issue 6); `examples/dump.rs` prints a lifted kernel with
 //! its liveness.
 
-pub mod emit;
 pub mod lift;
 pub mod liveness;
 pub mod regs;
-pub mod rewrite;
 
 pub use lift::{
     lift, Block, BlockId, CallSite, Callee, Exit, FuncId, FuncKind, Function, Inst, InstId,

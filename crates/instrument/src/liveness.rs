@@ -453,6 +453,51 @@ impl Solver<'_> {
     }
 }
 
+/// Instructions of the kernel reached only along paths from its entry with
+/// no EXEC write and no call before them (forward must-analysis).
+fn prologue(prog: &Program, fx: &Effects) -> Vec<InstId> {
+    let Some(kernel) = prog.functions.first() else {
+        return Vec::new();
+    };
+    let blocks = kernel.blocks.clone();
+    let base = blocks.start;
+    let dirty = |id: InstId| {
+        let (_, _, exec, call) = fx.per_inst[id];
+        exec != ExecEffect::None || call != 0
+    };
+    let clean_through = |b: usize| !prog.blocks[b].insts.clone().any(dirty);
+    // Greatest fixpoint: start from "clean everywhere", remove until stable.
+    let mut clean_in = vec![true; blocks.len()];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for b in blocks.clone() {
+            // (The entry is also reached from the launch, which is clean.)
+            let c = prog.blocks[b]
+                .preds
+                .iter()
+                .all(|p| clean_in[*p - base] && clean_through(*p));
+            if c != clean_in[b - base] {
+                clean_in[b - base] = c;
+                changed = true;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for b in blocks {
+        if !clean_in[b - base] {
+            continue;
+        }
+        for id in prog.blocks[b].insts.clone() {
+            out.push(id);
+            if dirty(id) {
+                break;
+            }
+        }
+    }
+    out
+}
+
 /// Computes liveness before every instruction of `prog`.
 pub fn analyse(prog: &Program) -> Liveness {
     let fx = Effects::new(prog);
@@ -516,14 +561,12 @@ pub fn analyse(prog: &Program) -> Liveness {
             }
         }
     }
-    // At the kernel's entry, lanes EXEC disables have never been written:
-    // nothing can need their values, so only `active` matters there.
-    if let Some(entry_block) = prog.functions.first().map(|f| f.blocks.start) {
-        let b = &prog.blocks[entry_block];
-        if b.preds.is_empty() {
-            if let Some(st) = before.get_mut(b.insts.start) {
-                st.inactive = RegSet::new();
-            }
+    // Lanes EXEC disables at launch are never written until EXEC is first
+    // written or a function is called, so up to that point (on every path
+    // from the entry) nothing can need their values: `inactive` is empty.
+    for id in prologue(prog, &fx) {
+        if let Some(st) = before.get_mut(id) {
+            st.inactive = RegSet::new();
         }
     }
     Liveness {

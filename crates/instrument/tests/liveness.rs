@@ -183,6 +183,7 @@ fn if_else_under_exec_masking() {
     let k = "
         s_load_dwordx2 s[0:1], s[4:5], 0x0
         v_mov_b32 v1, 1
+        s_nop 5
         v_mov_b32 v2, 3
         v_cmp_gt_u32 vcc, 8, v0
         s_and_saveexec_b64 s[6:7], vcc
@@ -241,8 +242,13 @@ fn if_else_under_exec_masking() {
         let m4 = at(a, 4);
         expect(&m4, "v0 v1 v2 s0 s1 exec", "v3 v4 s6 s7 vcc scc", w);
         assert!(m4.inactive.difference(&m4.active).is_empty(), "{w}: {m4:?}");
-        // Kernel entry: lanes off at entry hold nothing, so v1 and v2 (written
-        // first) are dead there.
+        // Prologue (no EXEC write yet): lanes off at launch hold nothing, so
+        // v2 is dead before its first write although it is needed later in
+        // lanes that the branches switch off and on again.
+        let m5 = at(a, 5);
+        expect(&m5, "v0 v1 s0 s1 exec", "v2 v3 v4 s6 s7 vcc", w);
+        assert!(m5.inactive.is_empty(), "{w}: {m5:?}");
+        // Kernel entry: v1 and v2 (written first) are dead there.
         expect(
             &a.live_at_entry(),
             "v0 s4 s5 exec",
