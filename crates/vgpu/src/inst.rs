@@ -420,6 +420,9 @@ pub struct Inst {
     pub idxen: bool,
     /// Destination / data in AGPRs (gfx90a acc bit).
     pub acc: bool,
+    /// A vector ALU instruction (VOP1/2/C/3/3P, DPP, SDWA): the executor
+    /// runs it without going through the scalar and memory dispatch.
+    pub valu: bool,
 }
 
 impl Default for Inst {
@@ -455,6 +458,7 @@ impl Default for Inst {
             offen: false,
             idxen: false,
             acc: false,
+            valu: false,
         }
     }
 }
@@ -482,6 +486,20 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
     let w1 = w.get(1).copied().unwrap_or(0);
     let f = |fl: Field| i.field(fl);
     p.op = by_name(name);
+    p.valu = matches!(
+        i.encoding(),
+        Encoding::Vop1
+            | Encoding::Vop2
+            | Encoding::Vopc
+            | Encoding::Vop3
+            | Encoding::Vop3p
+            | Encoding::Vop1Dpp
+            | Encoding::Vop2Dpp
+            | Encoding::VopcDpp
+            | Encoding::Vop1Sdwa
+            | Encoding::Vop2Sdwa
+            | Encoding::VopcSdwa
+    );
     match i.encoding() {
         Encoding::Sop2 | Encoding::Sop1 => {
             p.dst = f(Field::Sdst) as u16;

@@ -214,6 +214,37 @@ fn fma32_run_avx2(x: &Col, y: &Col, z: &Col, d: &Col, exec: u64) {
     });
 }
 
+/// [`run3`] for 64-bit lanes held in register pairs (low, high column).
+#[inline(always)]
+pub(crate) fn run3_64(
+    x: (&Col, &Col),
+    y: (&Col, &Col),
+    z: (&Col, &Col),
+    d: (&Col, &Col),
+    exec: u64,
+    f: impl Fn(u64, u64, u64) -> u64,
+) {
+    let get = |c: (&Col, &Col), l: usize| c.0[l].get() as u64 | (c.1[l].get() as u64) << 32;
+    for c in 0..8 {
+        let b = c * 8;
+        let e = (exec >> b) as u32 & 0xff;
+        if e == 0 {
+            continue;
+        }
+        let mut r = [0u64; 8];
+        for j in 0..8 {
+            r[j] = f(get(x, b + j), get(y, b + j), get(z, b + j));
+        }
+        for j in 0..8 {
+            let m = if e >> j & 1 != 0 { u64::MAX } else { 0 };
+            let old = get(d, b + j);
+            let v = r[j] & m | old & !m;
+            d.0[b + j].set(v as u32);
+            d.1[b + j].set((v >> 32) as u32);
+        }
+    }
+}
+
 /// A register column as cells: one operation may read and write the same
 /// register, lane by lane, without copying it first.
 pub(crate) type Col = [Cell<u32>; 64];
@@ -243,6 +274,20 @@ pub(crate) fn run3(
     exec: u64,
     f: impl Fn(u32, u32, u32) -> u32,
 ) {
+    if exec == u64::MAX {
+        // Full EXEC: no lane tests at all.
+        for c in 0..8 {
+            let b = c * 8;
+            let mut r = [0u32; 8];
+            for j in 0..8 {
+                r[j] = f(x[b + j].get(), y[b + j].get(), z[b + j].get());
+            }
+            for j in 0..8 {
+                d[b + j].set(r[j]);
+            }
+        }
+        return;
+    }
     for c in 0..8 {
         let b = c * 8;
         let e = (exec >> b) as u32 & 0xff;
@@ -266,32 +311,29 @@ pub(crate) fn run3(
     }
 }
 
-/// Fused multiply-add of whole f64 columns (see [`fma32_run`]).
-fn fma64_cols(x: &[u64; 64], y: &[u64; 64], z: &[u64; 64], o: &mut [u64; 64]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2")
-    {
-        // SAFETY: the CPU has the features the function is compiled for.
-        unsafe { fma64_cols_avx2(x, y, z, o) };
-        return;
-    }
-    for l in 0..64 {
-        o[l] = f64b(x[l]).mul_add(f64b(y[l]), f64b(z[l])).to_bits();
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn fma64_cols_avx2(x: &[u64; 64], y: &[u64; 64], z: &[u64; 64], o: &mut [u64; 64]) {
-    for l in 0..64 {
-        o[l] = f64b(x[l]).mul_add(f64b(y[l]), f64b(z[l])).to_bits();
+/// The column a 32-bit source reads: its register, or broadcast column `at`.
+#[inline(always)]
+fn pick_col<'a>(
+    s: Src,
+    at: usize,
+    v: &'a [Cell<u32>],
+    a: &'a [Cell<u32>],
+    bc: &'a [Cell<u32>],
+) -> &'a Col {
+    match s {
+        Src::V(n) => col_at(v, n as usize),
+        Src::A(n) => col_at(a, n as usize),
+        _ => col_at(bc, at),
     }
 }
 
 /// Broadcast columns (`Wave::bc`): 8 shared by value, then one of each
-/// source's own, then one that stays zero (an absent source).
+/// source's own, then one that stays zero (an absent source), then a pair
+/// for each 64-bit source.
 pub(crate) const BC_OWN: usize = 8;
 pub(crate) const ZERO_COL: usize = 11;
+/// Pairs of broadcast columns for 64-bit sources (two per source).
+pub(crate) const BC64: usize = 12;
 
 /// An absent source: zeros.
 static ZERO: [u32; 64] = [0; 64];
@@ -503,12 +545,12 @@ impl Wave {
         let v = cells(&mut self.v);
         let a = cells(&mut self.a);
         let bc = cells(&mut self.bc);
-        let pick = |k: usize| match s[k] {
-            Src::V(n) => col_at(v, n as usize),
-            Src::A(n) => col_at(a, n as usize),
-            _ => col_at(bc, at[k]),
-        };
-        f([pick(0), pick(1), pick(2)], col_at(v, dst as usize))
+        let srcs = [
+            pick_col(s[0], at[0], v, a, bc),
+            pick_col(s[1], at[1], v, a, bc),
+            pick_col(s[2], at[2], v, a, bc),
+        ];
+        f(srcs, col_at(v, dst as usize))
     }
 
     /// 32-bit in, 32-bit out, lane by lane (DPP- and SDWA-aware).
@@ -673,38 +715,72 @@ impl Wave {
     /// f64 operation with modifiers.
     #[inline(always)]
     fn mapf64(&mut self, i: &Inst, f: impl Fn(f64, f64, f64) -> f64) {
-        self.mapf64_cols(i, |x, y, z, o| {
-            for l in 0..64 {
-                o[l] = f(f64b(x[l]), f64b(y[l]), f64b(z[l])).to_bits();
-            }
-        })
+        let exec = self.exec();
+        if (i.abs | i.neg) == 0 && !i.clamp && i.omod == 0 {
+            self.with_cols64(
+                i.src,
+                [true; 3],
+                i.dst,
+                #[inline(always)]
+                |[x, y, z], d| {
+                    run3_64(x, y, z, d, exec, |a, b, c| {
+                        f(f64b(a), f64b(b), f64b(c)).to_bits()
+                    })
+                },
+            );
+            return;
+        }
+        let absm: [u64; 3] =
+            std::array::from_fn(|k| if i.abs >> k & 1 != 0 { !SIGN64 } else { !0 });
+        let negm: [u64; 3] =
+            std::array::from_fn(|k| if i.neg >> k & 1 != 0 { SIGN64 } else { 0 });
+        let g = |a: u64, b: u64, c: u64| {
+            let m = |v: u64, k: usize| f64b(v & absm[k] ^ negm[k]);
+            Self::fout64(f(m(a, 0), m(b, 1), m(c, 2)), i)
+        };
+        self.with_cols64(
+            i.src,
+            [true; 3],
+            i.dst,
+            #[inline(always)]
+            |[x, y, z], d| run3_64(x, y, z, d, exec, g),
+        );
     }
 
+    /// [`Wave::with_cols`] for 64-bit operands: each source and the
+    /// destination as the two columns of a register pair; scalar and
+    /// constant sources (`float`: f64 inline constants and a literal in the
+    /// high half) broadcast into each source's own pair of spare columns.
     #[inline(always)]
-    fn mapf64_cols(
+    fn with_cols64<R>(
         &mut self,
-        i: &Inst,
-        cols: impl Fn(&[u64; 64], &[u64; 64], &[u64; 64], &mut [u64; 64]),
-    ) {
-        let exec = self.exec();
-        let mut out = [0u64; 64];
-        let mut x = self.col64(i.src[0], true);
-        let mut y = self.col64(i.src[1], true);
-        let mut z = self.col64(i.src[2], true);
-        if (i.abs | i.neg) != 0 {
-            for (k, c) in [&mut x, &mut y, &mut z].into_iter().enumerate() {
-                let abs = if i.abs >> k & 1 != 0 { !SIGN64 } else { !0 };
-                let neg = if i.neg >> k & 1 != 0 { SIGN64 } else { 0 };
-                c.iter_mut().for_each(|v| *v = *v & abs ^ neg);
+        s: [Src; 3],
+        float: [bool; 3],
+        dst: u16,
+        f: impl FnOnce([(&Col, &Col); 3], (&Col, &Col)) -> R,
+    ) -> R {
+        for (k, &src) in s.iter().enumerate() {
+            if matches!(src, Src::V(_) | Src::A(_) | Src::None) {
+                continue;
+            }
+            let v = self.rd64(src, 0, float[k]);
+            for (c, half) in [(BC64 + 2 * k, v as u32), (BC64 + 2 * k + 1, (v >> 32) as u32)] {
+                if self.bc[c][0] != half {
+                    self.bc[c] = [half; 64];
+                }
             }
         }
-        cols(&x, &y, &z, &mut out);
-        if i.clamp || i.omod != 0 {
-            for o in out.iter_mut() {
-                *o = Self::fout64(f64b(*o), i);
-            }
-        }
-        self.write64(i.dst, exec, &out);
+        let v = cells(&mut self.v);
+        let a = cells(&mut self.a);
+        let bc = cells(&mut self.bc);
+        let pick = |k: usize| match s[k] {
+            Src::V(n) => (col_at(v, n as usize), col_at(v, n as usize + 1)),
+            Src::A(n) => (col_at(a, n as usize), col_at(a, n as usize + 1)),
+            Src::None => (col_at(bc, ZERO_COL), col_at(bc, ZERO_COL)),
+            _ => (col_at(bc, BC64 + 2 * k), col_at(bc, BC64 + 2 * k + 1)),
+        };
+        let d = (col_at(v, dst as usize), col_at(v, dst as usize + 1));
+        f([pick(0), pick(1), pick(2)], d)
     }
 
     /// General lane-wise form: compute every active lane first, then write
@@ -1002,6 +1078,7 @@ impl Wave {
 
     /// Executes a VALU instruction: with AVX2 and FMA where the CPU has them
     /// (twice the lanes per host instruction as the baseline x86-64 build).
+    #[inline(always)]
     pub(crate) fn valu(&mut self, i: &Inst) -> Result<(), Exception> {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
@@ -1009,6 +1086,11 @@ impl Wave {
             // SAFETY: the CPU has the features the function is compiled for.
             return unsafe { self.valu_avx2(i) };
         }
+        self.valu_base(i)
+    }
+
+    #[inline(never)]
+    fn valu_base(&mut self, i: &Inst) -> Result<(), Exception> {
         self.valu_impl(i)
     }
 
@@ -1216,13 +1298,32 @@ impl Wave {
             VLogF32 => self.mapf32(i, |x, _, _| x.log2()),
             VCvtF16F32 => self.map32(i, |x, _, _| f32_to_f16(f32b(x)) as u32),
             VCvtF32F16 => self.map32(i, |x, _, _| f16_to_f32(x as u16).to_bits()),
-            VCvtF64F32 => self.lanewise(i, true, |w, l| {
-                (f32b(w.fin32(w.rd(i.src[0], l), i, 0)) as f64).to_bits()
-            }),
-            VCvtF64I32 => {
-                self.lanewise(i, true, |w, l| (w.rd(i.src[0], l) as i32 as f64).to_bits())
+            VCvtF64F32 | VCvtF64I32 | VCvtF64U32 => {
+                let exec = self.exec();
+                let (absm, negm) = (
+                    if i.abs & 1 != 0 { !SIGN32 } else { !0 },
+                    if i.neg & 1 != 0 { SIGN32 } else { 0 },
+                );
+                let op = i.op;
+                self.with_cols64(
+                    [i.src[0], Src::None, Src::None],
+                    [false; 3],
+                    i.dst,
+                    #[inline(always)]
+                    |[x, y, z], d| {
+                        // Only the low column of the 32-bit source is read.
+                        let x = (x.0, x.0);
+                        run3_64(x, y, z, d, exec, |a, _, _| {
+                            let a = a as u32;
+                            match op {
+                                VCvtF64I32 => (a as i32 as f64).to_bits(),
+                                VCvtF64U32 => (a as f64).to_bits(),
+                                _ => (f32b(a & absm ^ negm) as f64).to_bits(),
+                            }
+                        })
+                    },
+                );
             }
-            VCvtF64U32 => self.lanewise(i, true, |w, l| (w.rd(i.src[0], l) as f64).to_bits()),
             VCvtF32F64 => self.lanewise(i, false, |w, l| {
                 (f64b(w.fin64(w.rd64(i.src[0], l, true), i, 0)) as f32).to_bits() as u64
             }),
@@ -1236,14 +1337,30 @@ impl Wave {
             VMulF64 => self.mapf64(i, |x, y, _| x * y),
             VMinF64 => self.mapf64(i, |x, y, _| x.min(y)),
             VMaxF64 => self.mapf64(i, |x, y, _| x.max(y)),
-            VFmaF64 | VFmacF64 => self.mapf64_cols(i, fma64_cols),
+            VFmaF64 | VFmacF64 => self.mapf64(i, |x, y, z| x.mul_add(y, z)),
             VRcpF64 => self.mapf64(i, |x, _, _| 1.0 / x),
             VRsqF64 => self.mapf64(i, |x, _, _| 1.0 / x.sqrt()),
             VSqrtF64 => self.mapf64(i, |x, _, _| x.sqrt()),
-            VLdexpF64 => self.lanewise(i, true, |w, l| {
-                let x = f64b(w.fin64(w.rd64(i.src[0], l, true), i, 0));
-                ldexp(x, w.rd(i.src[1], l) as i32).to_bits()
-            }),
+            VLdexpF64 => {
+                let exec = self.exec();
+                let (absm, negm) = (
+                    if i.abs & 1 != 0 { !SIGN64 } else { !0 },
+                    if i.neg & 1 != 0 { SIGN64 } else { 0 },
+                );
+                self.with_cols64(
+                    [i.src[0], i.src[1], Src::None],
+                    [true, false, false],
+                    i.dst,
+                    #[inline(always)]
+                    |[x, y, z], d| {
+                        // The exponent is the low column of src1.
+                        let y = (y.0, y.0);
+                        run3_64(x, y, z, d, exec, |a, e, _| {
+                            ldexp(f64b(a & absm ^ negm), e as u32 as i32).to_bits()
+                        })
+                    },
+                );
+            }
             VLshlrevB64 | VLshrrevB64 | VAshrrevI64 => {
                 let exec = self.exec();
                 let v = self.col64(i.src[1], false);
@@ -1329,6 +1446,27 @@ impl Wave {
                 self.mapf32(i, |q, d, n| div_fixup(q as f64, d as f64, n as f64) as f32)
             }
             VDivFixupF64 => self.mapf64(i, div_fixup),
+            VPkMovB32
+                if i.src[..2]
+                    .iter()
+                    .all(|s| matches!(s, Src::V(_) | Src::A(_) | Src::S(_))) =>
+            {
+                // Low result: the half of src0 opsel[0] picks; high result:
+                // the half of src1 opsel[1] picks.
+                let exec = self.exec();
+                let (h0, h1) = (i.opsel & 1 != 0, i.opsel & 2 != 0);
+                self.with_cols64(
+                    [i.src[0], i.src[1], Src::None],
+                    [false; 3],
+                    i.dst,
+                    #[inline(always)]
+                    |[x, y, _], d| {
+                        let lo = if h0 { x.1 } else { x.0 };
+                        let hi = if h1 { y.1 } else { y.0 };
+                        run3_64((lo, hi), (lo, hi), (lo, hi), d, exec, |a, _, _| a)
+                    },
+                );
+            }
             VPkMovB32 | VPkAddF32 | VPkMulF32 | VPkFmaF32 => self.packed(i),
             _ => return Err(Exception::new(FaultKind::Unimplemented)),
         }

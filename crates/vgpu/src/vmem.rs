@@ -198,6 +198,8 @@ impl Wave {
         Ok(start..start + len)
     }
 
+    // Out of line: its lane arrays would otherwise make every scalar step's frame large.
+    #[inline(never)]
     pub(crate) fn vmem(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
         match i.op {
             Op::GlobalLoad | Op::FlatLoad | Op::ScratchLoad | Op::BufLoad => self.vload(i, env),

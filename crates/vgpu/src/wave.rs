@@ -57,7 +57,7 @@ pub struct Wave {
     /// Scalar and constant sources broadcast to columns, so the VALU lane
     /// loops read every source as a plain array (see `Wave::broadcast`); the
     /// last one is never written and reads as zeros.
-    pub bc: [[u32; 64]; 12],
+    pub bc: [[u32; 64]; 18],
 }
 
 /// A 32-bit source as the lane loops see it (see [`Wave::opnd`]).
@@ -103,7 +103,7 @@ impl Wave {
             done: false,
             executed: 0,
             hwreg: [0; 8],
-            bc: [[0; 64]; 12],
+            bc: [[0; 64]; 18],
         }
     }
 
@@ -187,7 +187,7 @@ impl Wave {
 
     /// A 64-bit source value; `float` selects f64 inline constants and
     /// places a 32-bit literal in the high half.
-    #[inline]
+    #[inline(always)]
     pub fn rd64(&self, s: Src, lane: usize, float: bool) -> u64 {
         match s {
             Src::V(n) => {

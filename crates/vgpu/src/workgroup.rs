@@ -204,7 +204,15 @@ impl Launch<'_> {
                 }));
             }
             per_pc[pc] += 1;
-            match wave.step(inst, env)? {
+            // Vector ALU instructions go straight to the VALU (no scalar or
+            // memory dispatch in between): most of a kernel's instructions.
+            let flow = if inst.valu {
+                wave.valu(inst)?;
+                Flow::Next
+            } else {
+                wave.step(inst, env)?
+            };
+            match flow {
                 Flow::Next => wave.pc += 1,
                 Flow::Jump(t) => wave.pc = t,
                 Flow::Barrier => {
