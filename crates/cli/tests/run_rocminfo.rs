@@ -16,18 +16,7 @@ fn rocminfo_runs_under_inlay_run() {
     if missing("rocminfo (Debian package rocminfo)", present) {
         return;
     }
-    // `cargo test` does not link the drop-in runtime; `inlay run` looks for it
-    // beside the inlay binary, so build it into the same profile directory.
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut build = Command::new(cargo);
-    build.args(["build", "-q", "-p", "inlay-hsa"]);
-    if env!("CARGO_BIN_EXE_inlay").contains("/release/") {
-        build.arg("--release");
-    }
-    assert!(
-        build.status().expect("cargo build").success(),
-        "cargo build -p inlay-hsa"
-    );
+    build_runtime();
 
     let out = inlay()
         .args(["run", "--", "rocminfo"])

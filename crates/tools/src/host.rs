@@ -30,6 +30,9 @@ struct Instrumented {
     counters: u64,
     /// Per counter: the instructions (address, opcode) it counts for.
     sites: Vec<Vec<(u64, &'static str)>>,
+    /// Every original instruction (address, opcode) and the device address
+    /// of its copy in the instrumented code.
+    copies: Vec<(u64, &'static str, u64)>,
     added: usize,
     /// Keeps the copy's code object loaded.
     _executable: Executable,
@@ -164,11 +167,21 @@ impl Host {
             let rw = rewrite(&an, k.code.load_delta, &kd, &Plan { counters, hooks })
                 .map_err(|e| e.to_string())?;
             let bytes = emit::code_object(&co, &k.name, &rw).map_err(|e| e.to_string())?;
-            let (executable, object) = self.load(k, &co, &bytes)?;
+            let (executable, object, entry) = self.load(k, &co, &bytes)?;
+            let copies = prog
+                .insts
+                .iter()
+                .zip(&rw.new_offset)
+                .map(|(ins, &off)| {
+                    let op = ins.inst.opcode().map_or("<invalid>", |o| o.name());
+                    (ins.addr, op, entry + off)
+                })
+                .collect();
             Ok(Instrumented {
                 object,
                 counters,
                 sites,
+                copies,
                 added: rw.added,
                 _executable: executable,
             })
@@ -187,7 +200,7 @@ impl Host {
         k: &KernelRef,
         co: &CodeObject<'_>,
         bytes: &[u8],
-    ) -> Result<(Executable, u64), String> {
+    ) -> Result<(Executable, u64, u64), String> {
         let agent = AgentRef {
             key: 1,
             target: co.target,
@@ -208,11 +221,11 @@ impl Host {
         }
         exe.freeze().map_err(|e| e.to_string())?;
         let name = emit::instrumented_name(&k.name);
-        let object = exe
+        let (object, entry) = exe
             .symbol(&name, Some(agent.key))
             .and_then(|id| exe.get(id))
             .and_then(|s| match &s.kind {
-                SymbolKind::Kernel(info) => Some(info.object),
+                SymbolKind::Kernel(info) => Some((info.object, info.entry?)),
                 _ => None,
             })
             .ok_or_else(|| format!("the instrumented code object has no kernel {name}"))?;
@@ -223,7 +236,7 @@ impl Host {
             .collect();
         regions.extend(exe.code_objects().iter().filter_map(|c| c.code_region()));
         self.device.add_code(&regions)?;
-        Ok((exe, object))
+        Ok((exe, object, entry))
     }
 
     fn executed(&self, ins: &Instrumented) -> Executed {
@@ -241,6 +254,19 @@ impl Host {
             per_instruction,
             added_instructions: ins.added,
         }
+    }
+}
+
+/// The virtual GPU's own counts of the instrumented dispatch, at the copies
+/// of the original instructions: what the hooks must have counted.
+fn native_executed(b: &Instrumented, s: &Stats) -> Executed {
+    Executed {
+        per_instruction: b
+            .copies
+            .iter()
+            .map(|&(addr, op, copy)| (addr, op, s.per_pc.get(&copy).copied().unwrap_or(0)))
+            .collect(),
+        added_instructions: b.added,
     }
 }
 
@@ -340,14 +366,16 @@ impl Interceptor for Host {
             return;
         };
         let mut o = Outcome {
-            executed: None,
-            native: None,
             error: a.error,
+            ..Outcome::default()
         };
         match outcome {
             Ok(stats) => {
                 o.native = stats.clone();
-                o.executed = a.instrumented.as_ref().map(|b| self.executed(b));
+                if let Some(b) = &a.instrumented {
+                    o.executed = Some(self.executed(b));
+                    o.native_executed = stats.as_ref().map(|s| native_executed(b, s));
+                }
             }
             Err(e) => o.error = Some(e.message.clone()),
         }

@@ -73,12 +73,18 @@ impl Tool for InstrCount {
                 "instr-count: kernel {} {name}: no count ({why})",
                 launch.index
             ));
+            out.json(&json!({
+                "tool": "instr-count",
+                "launch": launch.index,
+                "kernel": launch.kernel,
+                "error": why,
+            }));
             return;
         };
         let total = e.total();
         // The virtual GPU counts wave instructions itself: say whether the
         // hooks agree (they must).
-        let native = o.native.as_ref().map(|s| s.instructions);
+        let native = o.native_executed.as_ref().map(|n| n.total());
         let check = match (self.how.lanes, native) {
             (false, Some(n)) if n == total => " (the virtual GPU counted the same)".to_string(),
             (false, Some(n)) => format!(" (MISMATCH: the virtual GPU counted {n})"),
@@ -97,6 +103,7 @@ impl Tool for InstrCount {
             "count": if self.how.lanes { "thread" } else { "wave" },
             "instructions": total,
             "native_wave_instructions": native,
+            "dispatch_wave_instructions": o.native.as_ref().map(|s| s.instructions),
             "added_instructions": e.added_instructions,
             "error": o.error,
         }));

@@ -78,7 +78,14 @@ impl Tool for KernelArgs {
             let ty = a.type_name.as_deref().unwrap_or("");
             let v = value(bytes, &a.value_kind, ty);
             let name = a.name.as_deref().unwrap_or("");
-            out.line(&format!("  arg {i} {name} ({ty}): {v}"));
+            // HIP's metadata has no names or types: say what it does know.
+            let what = match (name, ty) {
+                ("", "") => format!("({}, {} bytes)", a.value_kind, a.size),
+                (n, "") => format!("{n} ({}, {} bytes)", a.value_kind, a.size),
+                ("", t) => format!("({t})"),
+                (n, t) => format!("{n} ({t})"),
+            };
+            out.line(&format!("  arg {i} {what}: {v}"));
             args.push(
                 json!({"index": i, "name": name, "type": ty, "kind": a.value_kind, "value": v}),
             );

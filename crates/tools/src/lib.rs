@@ -77,7 +77,12 @@ impl Executed {
 pub struct Outcome {
     /// The hooks' counts, if the launch was instrumented.
     pub executed: Option<Executed>,
-    /// The virtual GPU's own counts of the dispatch that ran.
+    /// The virtual GPU's own counts of the same original instructions in
+    /// that dispatch (wave executions of their copies in the instrumented
+    /// code): the oracle the hooks' wave counts must equal.
+    pub native_executed: Option<Executed>,
+    /// The virtual GPU's own counts of the dispatch that ran (the
+    /// instrumented kernel when instrumented: hooks included).
     pub native: Option<inlay_vgpu::Stats>,
     /// Why the dispatch or its instrumentation failed.
     pub error: Option<String>,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use crate::instr_count::{counting, mode_name};
-use crate::{display_name, Counting, Launch, Outcome, Output, Tool};
+use crate::{display_name, Counting, Executed, Launch, Outcome, Output, Tool};
 
 pub struct OpcodeHist {
     how: Counting,
@@ -20,6 +20,16 @@ impl OpcodeHist {
             how: counting(options, "opcode-hist")?,
         })
     }
+}
+
+fn histogram(e: &Executed) -> BTreeMap<&'static str, u64> {
+    let mut hist = BTreeMap::new();
+    for &(_, op, n) in &e.per_instruction {
+        if n > 0 {
+            *hist.entry(op).or_default() += n;
+        }
+    }
+    hist
 }
 
 impl Tool for OpcodeHist {
@@ -39,16 +49,17 @@ impl Tool for OpcodeHist {
                 "opcode-hist: kernel {} {name}: no histogram ({why})",
                 launch.index
             ));
+            out.json(&json!({
+                "tool": "opcode-hist",
+                "launch": launch.index,
+                "kernel": launch.kernel,
+                "error": why,
+            }));
             return;
         };
-        let mut hist: BTreeMap<&str, u64> = BTreeMap::new();
-        for &(_, op, n) in &e.per_instruction {
-            if n > 0 {
-                *hist.entry(op).or_default() += n;
-            }
-        }
-        let agrees = match (&o.native, self.how.lanes) {
-            (Some(s), false) => Some(s.per_opcode == hist),
+        let hist = histogram(e);
+        let agrees = match (&o.native_executed, self.how.lanes) {
+            (Some(n), false) => Some(histogram(n) == hist),
             _ => None,
         };
         let note = match agrees {

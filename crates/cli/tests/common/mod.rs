@@ -83,3 +83,18 @@ pub fn extract_code_objects(library: &Path, targets: &[&str], dir: &Path) -> Vec
     }
     out
 }
+
+/// Builds the drop-in runtime into the inlay binary's profile directory:
+/// `cargo test` does not link it, and `inlay run` looks for it there.
+pub fn build_runtime() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = Command::new(cargo);
+    build.args(["build", "-q", "-p", "inlay-hsa"]);
+    if env!("CARGO_BIN_EXE_inlay").contains("/release/") {
+        build.arg("--release");
+    }
+    assert!(
+        build.status().expect("cargo build").success(),
+        "cargo build -p inlay-hsa"
+    );
+}

@@ -1,0 +1,180 @@
+//! `inlay run --tool ...` end to end: a C program written against the HSA API
+//! (the fixture kernels in the flow of LLVM libc's loader, results checked
+//! by the program itself) runs with instrumentation tools attached. The
+//! program must still pass (instrumented kernels compute what the originals
+//! do), every count must equal the virtual GPU's own count of the same
+//! dispatch, and kernel-args must print each launch's geometry and arguments.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::*;
+
+/// Compiles crates/hsa/tests/c/kernels.c against the headers and our runtime.
+fn kernels_program() -> Option<PathBuf> {
+    let cc_present = Command::new("gcc").arg("--version").output().is_ok();
+    let headers = std::path::Path::new("/usr/include/hsa/hsa.h").is_file();
+    if missing(
+        "gcc and Debian's HSA headers (libhsa-runtime-dev)",
+        cc_present && headers,
+    ) {
+        return None;
+    }
+    build_runtime();
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_inlay"));
+    let lib_dir = bin.parent().expect("profile dir").to_path_buf();
+    let dir = std::env::temp_dir().join(format!("inlay-run-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let link = dir.join("libhsa-runtime64.so");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(lib_dir.join("libhsa_runtime64.so"), &link).expect("symlink");
+    let exe = dir.join("kernels");
+    let src = root().join("crates/hsa/tests/c/kernels.c");
+    let out = Command::new("gcc")
+        .args(["-std=gnu11", "-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg(format!("-L{}", dir.display()))
+        .args(["-lhsa-runtime64", "-lpthread", "-lm"])
+        .output()
+        .expect("gcc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(exe)
+}
+
+/// Runs the program under `inlay run` with `args`; returns (stdout, stderr).
+fn run(exe: &PathBuf, tool_args: &[&str]) -> (String, String) {
+    let fixtures = root().join("fixtures/gfx90a/v5");
+    let out = inlay()
+        .arg("run")
+        .args(tool_args)
+        .arg("--")
+        .arg(exe)
+        .arg(&fixtures)
+        .output()
+        .expect("inlay run");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success() && stdout.contains("PASS"),
+        "{tool_args:?}: the program failed under instrumentation ({:?})\n{stdout}\n{stderr}",
+        out.status
+    );
+    (stdout, stderr)
+}
+
+/// The program launches 9 kernels; the 8th faults on purpose.
+const LAUNCHES: usize = 9;
+const FAULTING: &str = "kernel 7 ";
+
+#[test]
+fn instr_count_and_opcode_hist_match_the_virtual_gpu() {
+    let Some(exe) = kernels_program() else {
+        return;
+    };
+    for mode in ["block", "instruction"] {
+        let opt = format!("mode={mode}");
+        let json = std::env::temp_dir().join(format!(
+            "inlay-run-tools-{}-{mode}.jsonl",
+            std::process::id()
+        ));
+        let json_opt = format!("json={}", json.display());
+        let (_, stderr) = run(
+            &exe,
+            &[
+                "--tool",
+                "instr-count",
+                "--tool",
+                "opcode-hist",
+                "--tool-opt",
+                &opt,
+                "--tool-opt",
+                &json_opt,
+            ],
+        );
+        for tool in ["instr-count:", "opcode-hist:"] {
+            let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with(tool)).collect();
+            assert_eq!(lines.len(), LAUNCHES, "{tool} {mode}:\n{stderr}");
+            for l in &lines {
+                if l.contains(FAULTING) {
+                    assert!(l.contains("memory fault"), "{l}");
+                } else {
+                    assert!(
+                        l.ends_with("(the virtual GPU counted the same)")
+                            && l.contains(&format!("hooks per {mode}")),
+                        "{l}"
+                    );
+                }
+            }
+        }
+        // JSON Lines: one record per launch and tool, counts as in the text.
+        let records: Vec<serde_json::Value> = std::fs::read_to_string(&json)
+            .expect("json output")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON object per line"))
+            .collect();
+        let _ = std::fs::remove_file(&json);
+        let counts: Vec<&serde_json::Value> = records
+            .iter()
+            .filter(|r| r["tool"] == "instr-count")
+            .collect();
+        assert_eq!(counts.len(), LAUNCHES);
+        for r in counts.iter().filter(|r| r["error"].is_null()) {
+            assert_eq!(r["instructions"], r["native_wave_instructions"], "{r}");
+            assert!(r["instructions"].as_u64().unwrap_or(0) > 0, "{r}");
+        }
+        for r in records
+            .iter()
+            .filter(|r| r["tool"] == "opcode-hist" && !r["matches_native"].is_null())
+        {
+            assert_eq!(r["matches_native"], true, "{r}");
+        }
+    }
+}
+
+#[test]
+fn kernel_args_prints_geometry_and_arguments() {
+    let Some(exe) = kernels_program() else {
+        return;
+    };
+    let (_, stderr) = run(&exe, &["--tool", "kernel-args"]);
+    let heads: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("Kernel "))
+        .collect();
+    assert_eq!(heads.len(), LAUNCHES, "{stderr}");
+    // kernels.c: vector_add over 1000 elements in workgroups of 256;
+    // matmul_tiled over 48 x 48 work-items in 16 x 16 groups.
+    assert_eq!(
+        heads[0],
+        "Kernel 0 - vector_add: Total Grid Size Dims (1000, 1, 1) Workgroup Dims (256, 1, 1) : GridDim (4, 1, 1)"
+    );
+    assert!(heads[5].starts_with(
+        "Kernel 5 - matmul_tiled: Total Grid Size Dims (48, 48, 1) Workgroup Dims (16, 16, 1) : GridDim (3, 3, 1)"
+    ), "{}", heads[5]);
+    // vector_add's fourth argument is n = 1000; matmul's m, n, k are 37, 45, 29.
+    let after = |head: &str| -> Vec<String> {
+        stderr
+            .lines()
+            .skip_while(|l| *l != head)
+            .skip(1)
+            .take_while(|l| l.starts_with("  arg "))
+            .map(str::to_string)
+            .collect()
+    };
+    let va = after(heads[0]);
+    assert_eq!(va.len(), 4, "{va:?}");
+    assert!(va[0].contains("0x") && va[3].ends_with(": 1000"), "{va:?}");
+    let mm = after(heads[5]);
+    assert_eq!(mm.len(), 6, "{mm:?}");
+    assert!(
+        mm[3].ends_with(": 37") && mm[4].ends_with(": 45") && mm[5].ends_with(": 29"),
+        "{mm:?}"
+    );
+}
