@@ -238,6 +238,9 @@ def main():
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w") as f:
         f.write("".join(w))
+    # The committed file is rustfmt's layout of the output.
+    import subprocess
+    subprocess.run(["rustfmt", "--edition", "2021", OUT], check=False)
     print("wrote", OUT, sum(len(x) for x in w), "bytes,", len(descs), "descs,", len(opcodes), "opcodes")
 
 

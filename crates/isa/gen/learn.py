@@ -257,6 +257,14 @@ REJECT_BITS = {
 }
 
 
+# The same for the SDWA and DPP dword: clamp, omod, sext/neg/abs of each
+# source (integer operations take sext only, float ones neg/abs only).
+REJECT_BITS_EXT = {
+    "SDWA": [(1, b) for b in (13, 14, 15, 19, 20, 21, 27, 28, 29)],
+    "DPP": [(1, b) for b in (20, 21, 22, 23)],
+}
+
+
 def learn_rejects(target, result):
     """Per opcode, the bits of REJECT_BITS whose setting makes llvm-mc reject
     the learned probe: adds 'reject' = [mask0, mask1]. Also re-checks each
@@ -264,7 +272,8 @@ def learn_rejects(target, result):
     probes, owners = [], []
     for table, layout, seg in table_encodings():
         for op, d in result[table].items():
-            for dword, bit in REJECT_BITS.get(layout, []):
+            ext = REJECT_BITS_EXT.get(seg, []) if isinstance(seg, str) else []
+            for dword, bit in REJECT_BITS.get(layout, []) + ext:
                 w = words(layout, seg, int(op), d["vals"])
                 if w[dword] >> bit & 1:
                     continue

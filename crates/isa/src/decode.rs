@@ -79,6 +79,8 @@ impl Decoder {
             || !scalar_operands_valid(out, len)
             || !zero_fields_clear(out)
             || !saddr_valid(out)
+            || !vector_ranges_valid(out)
+            || !named_rules_hold(out)
         {
             // LLVM rejects the whole instruction when an operand names no register.
             out.desc = 0;
@@ -247,6 +249,27 @@ fn scalar_operands_valid(i: &Instruction, len: usize) -> bool {
     })
 }
 
+/// Rules llvm-mc-19 applies to single operations: ds_nop takes no offset;
+/// gfx942's fp8/bf8 conversions write whole dwords under SDWA.
+fn named_rules_hold(i: &Instruction) -> bool {
+    match i.encoding {
+        E::Ds if i.mnemonic() == "ds_nop" => i.bits(0, 0, 16) == 0,
+        E::Vop1Sdwa if crate::format::sdwa_without_dst(i.mnemonic()) => i.bits(1, 8, 3) == 6,
+        _ => true,
+    }
+}
+
+/// Vector register tuples end at v255/a255 (LLVM rejects `v[255:256]`).
+fn vector_ranges_valid(i: &Instruction) -> bool {
+    i.operands().all(|o| match o {
+        crate::model::Operand::Vgpr { first, count }
+        | crate::model::Operand::Agpr { first, count } => {
+            u32::from(first) + u32::from(count.max(1)) <= 256
+        }
+        _ => true,
+    })
+}
+
 /// A GLOBAL/SCRATCH scalar base (any `saddr` but 0x7f, "off") names a
 /// register LLVM can print: 64 bits wide for GLOBAL (so not `flat_scratch_hi`,
 /// `vcc_hi` or `m0`), 32 bits for SCRATCH.
@@ -254,6 +277,8 @@ fn saddr_valid(i: &Instruction) -> bool {
     let regs = match i.encoding {
         E::Global => 2,
         E::Scratch => 1,
+        // FLAT proper has no scalar base: the field is zero (as llvm-mc-19 decides)
+        E::Flat => return i.bits(1, 16, 7) == 0,
         _ => return true,
     };
     let saddr = i.bits(1, 16, 7);

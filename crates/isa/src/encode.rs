@@ -128,6 +128,8 @@ impl Builder {
         };
         match enc {
             // SDWA: all selects DWORD (VOP1 has no src1_sel, VOPC no dst_sel).
+            // v_nop_sdwa, v_clrexcp_sdwa: LLVM's form has every select zero
+            E::Vop1Sdwa if slots.is_empty() => i.words[1] = 0,
             E::Vop1Sdwa => i.words[1] = 6 << 8 | 6 << 16,
             E::Vop2Sdwa => i.words[1] = 6 << 8 | 6 << 16 | 6 << 24,
             E::VopcSdwa => i.words[1] = 6 << 16 | 6 << 24,

@@ -22,11 +22,26 @@ pub fn format(i: &Instruction, out: &mut String) {
         E::Vintrp => return vintrp(i, out),
         _ => {}
     }
+    let lds = lds_load(i);
+    let mut first = true;
     for (n, slot) in i.slots().iter().enumerate() {
         if *slot == Slot::Imm(ImmKind::DecNonzero) && i.imm_value() == 0 {
             continue;
         }
-        out.push_str(if n == 0 { " " } else { ", " });
+        // A load into LDS names no data register.
+        if lds
+            && matches!(
+                slot,
+                Slot::Reg {
+                    field: Field::Vdata | Field::Vdst,
+                    ..
+                }
+            )
+        {
+            continue;
+        }
+        out.push_str(if first { " " } else { ", " });
+        first = false;
         operand(i, n, *slot, out);
     }
     modifiers(i, out);
@@ -37,6 +52,16 @@ pub fn to_string(i: &Instruction) -> String {
     let mut s = String::new();
     format(i, &mut s);
     s
+}
+
+/// A buffer or global/scratch load whose `lds` bit sends the data to LDS.
+fn lds_load(i: &Instruction) -> bool {
+    match i.encoding {
+        E::Mubuf => i.bits(0, 16, 1) != 0,
+        E::Global => i.bits(0, 13, 1) != 0,
+        E::Scratch => !info(i.target).scratch_sve && i.bits(0, 13, 1) != 0,
+        _ => false,
+    }
 }
 
 fn operand(i: &Instruction, n: usize, slot: Slot, out: &mut String) {
@@ -51,7 +76,13 @@ fn operand(i: &Instruction, n: usize, slot: Slot, out: &mut String) {
         }
         Slot::Lit => literal(i.w1(), ConstKind::B32, out),
         Slot::Imm(k) => imm(i, k, out),
-        Slot::FieldImm(f) => num::dec(out, i.field(f) as u64),
+        Slot::FieldImm(f) => match i.field(f) {
+            v @ 0..=64 => num::dec(out, v as u64),
+            v => {
+                out.push_str("0x");
+                num::hex(out, v as u64);
+            }
+        },
         Slot::Reg {
             field,
             regs,
@@ -142,12 +173,22 @@ fn reg_operand(
     match field {
         Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1 => {
             let (neg, abs) = src_mods(i, field);
+            let sext = src_sext(i, field);
+            if sext {
+                out.push_str("sext(");
+            }
             if neg {
                 out.push('-');
             }
             if abs {
                 out.push('|');
             }
+            // SDWA constants print as the operation's e32 form prints them.
+            let ck = if i.encoding.is_sdwa() && (128..255).contains(&v) {
+                e32_const_kind(i, field).unwrap_or(ck)
+            } else {
+                ck
+            };
             if v >= 256 {
                 vgprs(v - 256, regs, file, out);
             } else if v >= 249 && v != 255 && matches!(i.encoding, E::Vop1 | E::Vop2 | E::Vopc) {
@@ -157,6 +198,9 @@ fn reg_operand(
             }
             if abs {
                 out.push('|');
+            }
+            if sext {
+                out.push(')');
             }
         }
         _ if file == File::S => scalar(v as u8, regs, ck, i.w1(), out),
@@ -391,11 +435,60 @@ fn src_mods(i: &Instruction, f: Field) -> (bool, bool) {
         E::Vop1Sdwa | E::Vop2Sdwa | E::VopcSdwa => {
             (i.bits(1, 20 + 8 * k, 1) != 0, i.bits(1, 21 + 8 * k, 1) != 0)
         }
-        E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp => {
-            (i.bits(1, 20 + 2 * k, 1) != 0, i.bits(1, 21 + 2 * k, 1) != 0)
-        }
+        // integer dot products print no source modifiers (LLVM ignores the bits)
+        E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp if dpp_without_mods(i.mnemonic()) => (false, false),
+        E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp => (
+            i.bits(1, 20 + 2 * k, 1) != 0 && !dpp_int_source(i, k),
+            i.bits(1, 21 + 2 * k, 1) != 0,
+        ),
         _ => (false, false),
     }
+}
+
+fn dpp_without_mods(m: &str) -> bool {
+    m.starts_with("v_dot") && m.contains("_i32_")
+}
+
+/// An integer DPP source: its abs bit is refused (learned), and its neg bit
+/// means sign extension.
+fn dpp_int_source(i: &Instruction, k: u32) -> bool {
+    i.desc().reject_bits[1] & (1 << (21 + 2 * k)) != 0
+}
+
+/// `sext(...)` on an SDWA or DPP integer source.
+fn src_sext(i: &Instruction, f: Field) -> bool {
+    let k = match f {
+        Field::Src0 => 0,
+        Field::Src1 | Field::Vsrc1 => 1,
+        _ => return false,
+    };
+    match i.encoding {
+        E::Vop1Sdwa | E::Vop2Sdwa | E::VopcSdwa => i.bits(1, 19 + 8 * k, 1) != 0,
+        E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp => {
+            i.bits(1, 20 + 2 * k, 1) != 0 && dpp_int_source(i, k) && !dpp_without_mods(i.mnemonic())
+        }
+        _ => false,
+    }
+}
+
+/// Constant kind of the same source in the operation's VOP3 form.
+fn e32_const_kind(i: &Instruction, field: Field) -> Option<ConstKind> {
+    let op = i.desc().opcode;
+    let tables = crate::tables::TargetTables::of(i.target);
+    let d = tables
+        .table(E::Vop3)
+        .iter()
+        .map(|d| crate::tables::desc(*d))
+        .find(|d| *d != crate::tables::desc(0) && d.opcode == op)?;
+    let want = if field == Field::Vsrc1 {
+        Field::Src1
+    } else {
+        Field::Src0
+    };
+    d.slots().iter().find_map(|s| match *s {
+        Slot::Reg { field, ck, .. } if field == want => Some(ck),
+        _ => None,
+    })
 }
 
 pub(crate) const F_NEG: u8 = 1;
@@ -437,7 +530,8 @@ fn modifiers(i: &Instruction, out: &mut String) {
     let t = info(i.target);
     let flags = i.desc().flags;
     match i.encoding {
-        E::Smem if i.bits(0, 16, 1) != 0 => out.push_str(" glc"),
+        // only loads, stores and atomics have a cache policy
+        E::Smem if i.bits(0, 16, 1) != 0 && smem_has_glc(i.mnemonic()) => out.push_str(" glc"),
         E::Ds => {
             let (o0, o1) = (i.bits(0, 0, 8), i.bits(0, 8, 8));
             let m = i.mnemonic();
@@ -462,7 +556,7 @@ fn modifiers(i: &Instruction, out: &mut String) {
         }
         E::Flat | E::Global | E::Scratch => {
             let off = if i.encoding == E::Flat {
-                i.bits(0, 0, 12) as i32
+                i.bits(0, 0, 13) as i32
             } else {
                 ((i.bits(0, 0, 13) << 19) as i32) >> 19
             };
@@ -475,6 +569,9 @@ fn modifiers(i: &Instruction, out: &mut String) {
                 [i.bits(0, 16, 1), i.bits(0, 17, 1), i.bits(0, 25, 1)],
                 out,
             );
+            if lds_load(i) {
+                out.push_str(" lds");
+            }
         }
         E::Mubuf | E::Mtbuf => {
             if i.encoding == E::Mtbuf {
@@ -487,7 +584,8 @@ fn modifiers(i: &Instruction, out: &mut String) {
                 out.push_str(" offen");
             }
             let off = i.bits(0, 0, 12);
-            if off != 0 {
+            // cache maintenance (no operands) prints no offset
+            if off != 0 && !i.slots().is_empty() {
                 let _ = write!(out, " offset:{off}");
             }
             let scc = if i.encoding == E::Mubuf {
@@ -537,6 +635,8 @@ fn modifiers(i: &Instruction, out: &mut String) {
                 let _ = write!(out, " blgp:{blgp}");
             }
         }
+        // v_accvgpr_read/write/mov print no VOP3P modifiers
+        E::Vop3p if i.mnemonic().starts_with("v_accvgpr") => {}
         E::Vop3p => {
             let n = nsrc(i);
             let sel = [i.bits(0, 11, 1), i.bits(0, 12, 1), i.bits(0, 13, 1), 0];
@@ -562,6 +662,8 @@ fn modifiers(i: &Instruction, out: &mut String) {
             }
         }
         E::Mimg => mimg(i, t.acc_memory, out),
+        // v_nop, v_clrexcp: LLVM prints the SDWA form bare
+        E::Vop1Sdwa if i.slots().is_empty() => {}
         E::Vop1Sdwa | E::Vop2Sdwa | E::VopcSdwa => sdwa(i, out),
         E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp => dpp(i, out),
         _ => {}
@@ -637,8 +739,25 @@ const SEL: [&str; 8] = [
 ];
 const UNUSED: [&str; 4] = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "3"];
 
+/// gfx942's fp8/bf8 -> f32 conversions have no SDWA destination select.
+pub(crate) fn sdwa_without_dst(m: &str) -> bool {
+    [
+        "v_cvt_f32_fp8",
+        "v_cvt_f32_bf8",
+        "v_cvt_pk_f32_fp8",
+        "v_cvt_pk_f32_bf8",
+    ]
+    .iter()
+    .any(|p| m.starts_with(p))
+}
+
 fn sdwa(i: &Instruction, out: &mut String) {
-    if i.encoding != E::VopcSdwa {
+    if i.encoding != E::VopcSdwa && sdwa_without_dst(i.mnemonic()) {
+        if i.bits(1, 13, 1) != 0 {
+            out.push_str(" clamp");
+        }
+        omod(i.bits(1, 14, 2), out);
+    } else if i.encoding != E::VopcSdwa {
         if i.bits(1, 13, 1) != 0 {
             out.push_str(" clamp");
         }
@@ -727,7 +846,25 @@ fn mimg(i: &Instruction, acc_memory: bool, out: &mut String) {
 /// Registers an MIMG vdata operand spans: one per dmask bit, halved by
 /// d16, plus one for tfe.
 pub(crate) fn mimg_vdata_regs(i: &Instruction, acc_memory: bool) -> u8 {
-    let mut n = i.bits(0, 8, 4).count_ones().max(1);
+    let m = i.mnemonic();
+    // gather4 returns four channels whatever dmask selects; atomics their data size
+    let mut n = if m.contains("gather4") {
+        4
+    } else if m.starts_with("image_atomic") {
+        i.slots()
+            .iter()
+            .find_map(|s| match *s {
+                Slot::Reg {
+                    field: Field::Vdata,
+                    regs,
+                    ..
+                } => Some(u32::from(regs)),
+                _ => None,
+            })
+            .unwrap_or(1)
+    } else {
+        i.bits(0, 8, 4).count_ones().max(1)
+    };
     if i.bits(1, 31, 1) != 0 {
         n = n.div_ceil(2);
     }
@@ -735,6 +872,21 @@ pub(crate) fn mimg_vdata_regs(i: &Instruction, acc_memory: bool) -> u8 {
         n += 1;
     }
     n as u8
+}
+
+/// SMEM operations with a `glc` bit: loads, stores, atomics.
+fn smem_has_glc(m: &str) -> bool {
+    [
+        "s_load",
+        "s_buffer_load",
+        "s_store",
+        "s_buffer_store",
+        "s_scratch",
+        "s_atomic",
+        "s_buffer_atomic",
+    ]
+    .iter()
+    .any(|p| m.starts_with(p))
 }
 
 /// Export target name (LLVM spells unknown ones `invalid_target_N`).

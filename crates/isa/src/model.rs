@@ -255,7 +255,10 @@ impl Instruction {
 }
 
 fn operand_of(field: Field, v: u32, regs: u8, file: File, lit: u32) -> Operand {
-    let is_src9 = matches!(field, Field::Src0 | Field::Src1 | Field::Src2);
+    let is_src9 = matches!(
+        field,
+        Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1
+    );
     let vreg = |n: u32| match file {
         File::A => Operand::Agpr {
             first: n as u16,

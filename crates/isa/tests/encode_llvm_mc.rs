@@ -135,19 +135,11 @@ fn check_target(target: Target) -> (usize, usize, Vec<String>) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run llvm-mc-19");
-    // A VOP3 form LLVM prints without `_e64` (v_nop, v_clrexcp) reads back as the
-    // shorter VOP1 form; ask the assembler for the VOP3 one explicitly.
+    // Forms LLVM prints without their suffix (v_nop, v_clrexcp in VOP3 and
+    // SDWA) read back as VOP1: ask the assembler for the form explicitly.
     let input: String = built
         .iter()
-        .map(|(t, i)| {
-            let m = i.mnemonic();
-            if i.encoding() == inlay_isa::Encoding::Vop3 && !m.ends_with("_e64") && t.starts_with(m)
-            {
-                format!("{m}_e64{}\n", &t[m.len()..])
-            } else {
-                format!("{t}\n")
-            }
-        })
+        .map(|(_, i)| format!("{}\n", assembler_text(i)))
         .collect();
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
@@ -230,5 +222,546 @@ fn every_opcode_encodes_like_llvm_mc() {
         "{} mismatches:\n{}",
         all.len(),
         all[..all.len().min(30)].join("\n")
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Every operand form: each opcode's instance above, varied field by field.
+// ---------------------------------------------------------------------------
+
+/// One variation: fields (dword, low bit, width, value) set together.
+type Variant = Vec<(usize, u32, u32, u32)>;
+
+/// 9-bit source codes: SGPRs (even, odd), vcc_lo/hi, m0, exec_lo, constants
+/// 0, 1, 64, -1, -16, 0.5, -4.0, 1/(2*pi), src_shared_base, a literal, VGPRs.
+const SRC9: [u32; 18] = [
+    10, 11, 106, 107, 124, 126, 128, 129, 192, 193, 208, 240, 247, 248, 235, 255, 286, 511,
+];
+/// Scalar-only (8-bit) source codes.
+const SRC8: [u32; 15] = [
+    10, 11, 106, 107, 124, 126, 128, 129, 192, 193, 208, 240, 248, 235, 255,
+];
+/// Scalar destinations: s10, vcc_lo, exec_lo, m0, ttmp0, ttmp4.
+const SDST: [u32; 6] = [10, 106, 126, 124, 108, 112];
+const IMM16: [u32; 8] = [0, 1, 0x40, 0x41, 0x1234, 0x7fff, 0x8000, 0xffff];
+const DPP_CTRL: [u32; 20] = [
+    0x00, 0x1b, 0xe4, 0xff, 0x101, 0x10f, 0x111, 0x11f, 0x121, 0x12f, 0x130, 0x134, 0x138, 0x13c,
+    0x140, 0x141, 0x142, 0x143, 0x150, 0x15f,
+];
+
+fn each(dword: usize, lo: u32, width: u32, values: &[u32]) -> Vec<Variant> {
+    values
+        .iter()
+        .map(|v| vec![(dword, lo, width, *v)])
+        .collect()
+}
+
+/// The variations of an encoding: operand kinds in every source and
+/// destination field, and every modifier field with a few values each.
+fn variations(enc: Encoding) -> Vec<Variant> {
+    use Encoding as E;
+    let mut v = Vec::new();
+    match enc {
+        E::Sop2 | E::Sopc => {
+            v.extend(each(0, 0, 8, &SRC8));
+            v.extend(each(0, 8, 8, &SRC8));
+            if enc == E::Sop2 {
+                v.extend(each(0, 16, 7, &SDST));
+            }
+        }
+        E::Sop1 => {
+            v.extend(each(0, 0, 8, &SRC8));
+            v.extend(each(0, 16, 7, &SDST));
+        }
+        E::Sopk => {
+            v.extend(each(0, 0, 16, &IMM16));
+            v.extend(each(0, 16, 7, &SDST));
+        }
+        E::Sopp => v.extend(each(0, 0, 16, &IMM16)),
+        E::Smem => {
+            v.extend(each(0, 16, 1, &[1]));
+            v.push(vec![(0, 17, 1, 0), (1, 0, 21, 12)]); // soffset register
+            v.push(vec![(0, 17, 1, 0), (1, 0, 21, 124)]);
+            v.push(vec![(0, 14, 1, 1), (1, 25, 7, 20)]); // soffset + imm offset
+            v.push(vec![(0, 14, 1, 1), (1, 25, 7, 20), (1, 0, 21, 0)]);
+            v.extend(each(1, 0, 21, &[0, 0xfffff, 0x1fffff, 0x100000]));
+            v.extend(each(0, 6, 7, &[106, 108, 126, 124]));
+            v.extend(each(0, 0, 6, &[5, 54]));
+        }
+        E::Vop1 | E::Vop2 | E::Vopc => {
+            v.extend(each(0, 0, 9, &SRC9));
+            v.extend(each(0, 9, 8, &[255]));
+            v.extend(each(0, 17, 8, &[255]));
+        }
+        E::Vop3 => {
+            v.extend(each(1, 0, 9, &SRC9));
+            v.extend(each(1, 9, 9, &SRC9));
+            v.extend(each(1, 18, 9, &SRC9));
+            v.extend(each(0, 8, 3, &[1, 2, 4, 7]));
+            v.extend(each(0, 11, 4, &[1, 2, 4, 8, 15]));
+            v.extend(each(0, 15, 1, &[1]));
+            v.extend(each(1, 27, 2, &[1, 2, 3]));
+            v.extend(each(1, 29, 3, &[1, 2, 4, 7]));
+            v.extend(each(0, 0, 8, &[255]));
+        }
+        E::Vop3p => {
+            v.extend(each(1, 0, 9, &SRC9));
+            v.extend(each(1, 9, 9, &SRC9));
+            v.extend(each(1, 18, 9, &SRC9));
+            v.extend(each(0, 8, 3, &[1, 2, 4, 7]));
+            v.extend(each(0, 11, 4, &[1, 2, 4, 8, 15]));
+            v.extend(each(0, 14, 1, &[0, 1]));
+            v.extend(each(0, 15, 1, &[0, 1]));
+            v.extend(each(1, 27, 2, &[0, 1, 2, 3]));
+            v.extend(each(1, 29, 3, &[1, 2, 4, 7]));
+        }
+        E::Vop1Sdwa | E::Vop2Sdwa | E::VopcSdwa => {
+            for s in [10, 106, 128, 193, 240, 124] {
+                v.push(vec![(1, 0, 8, s), (1, 23, 1, 1)]);
+            }
+            v.extend(each(1, 0, 8, &[255]));
+            if enc != E::VopcSdwa {
+                v.extend(each(1, 8, 3, &[0, 1, 2, 3, 4, 5]));
+                v.extend(each(1, 11, 2, &[0, 1, 2]));
+                v.extend(each(1, 13, 1, &[1]));
+                v.extend(each(1, 14, 2, &[1, 2, 3]));
+            } else {
+                v.push(vec![(1, 8, 7, 10), (1, 15, 1, 1)]);
+                v.push(vec![(1, 8, 7, 106), (1, 15, 1, 1)]);
+                v.push(vec![(1, 8, 7, 126), (1, 15, 1, 1)]);
+            }
+            v.extend(each(1, 16, 3, &[0, 1, 2, 3, 4, 5]));
+            v.extend(each(1, 19, 1, &[1]));
+            v.extend(each(1, 20, 1, &[1]));
+            v.extend(each(1, 21, 1, &[1]));
+            if enc != E::Vop1Sdwa {
+                v.extend(each(1, 24, 3, &[0, 1, 2, 3, 4, 5]));
+                v.extend(each(1, 27, 1, &[1]));
+                v.extend(each(1, 28, 1, &[1]));
+                v.extend(each(1, 29, 1, &[1]));
+                for s in [10, 106, 128, 240] {
+                    v.push(vec![(0, 9, 8, s), (1, 31, 1, 1)]);
+                }
+            }
+        }
+        E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp => {
+            v.extend(each(1, 8, 9, &DPP_CTRL));
+            v.extend(each(1, 19, 1, &[1]));
+            v.extend(each(1, 20, 1, &[1]));
+            v.extend(each(1, 21, 1, &[1]));
+            if enc != E::Vop1Dpp {
+                v.extend(each(1, 22, 1, &[1]));
+                v.extend(each(1, 23, 1, &[1]));
+            }
+            v.extend(each(1, 24, 4, &[0, 5]));
+            v.extend(each(1, 28, 4, &[0, 10]));
+            v.extend(each(1, 0, 8, &[255]));
+        }
+        E::Ds => {
+            v.extend(each(0, 0, 8, &[1, 255]));
+            v.extend(each(0, 8, 8, &[1, 255]));
+            v.extend(each(0, 0, 16, &[0xffff]));
+            v.extend(each(0, 16, 1, &[1]));
+            v.extend(each(0, 25, 1, &[1]));
+        }
+        E::Flat | E::Global | E::Scratch => {
+            v.extend(each(0, 0, 13, &[1, 0xfff, 0x1000, 0x1fff]));
+            v.extend(each(0, 13, 1, &[1]));
+            v.extend(each(0, 16, 1, &[1]));
+            v.extend(each(0, 17, 1, &[1]));
+            v.extend(each(0, 25, 1, &[1]));
+            v.extend(each(1, 16, 7, &[10, 0x7f, 106, 108, 125]));
+            v.extend(each(1, 23, 1, &[1]));
+        }
+        E::Mubuf | E::Mtbuf => {
+            v.extend(each(0, 0, 12, &[1, 0xfff]));
+            v.extend(each(0, 12, 2, &[1, 2, 3]));
+            v.extend(each(0, 14, 1, &[1]));
+            if enc == E::Mubuf {
+                v.extend(each(0, 15, 1, &[1]));
+                v.extend(each(0, 16, 1, &[1]));
+                v.extend(each(0, 17, 1, &[1]));
+            } else {
+                v.extend(each(0, 19, 4, &[0, 2, 4, 14, 15]));
+                v.extend(each(0, 23, 3, &[0, 1, 4, 7]));
+                v.extend(each(1, 21, 1, &[1]));
+                v.extend(each(1, 22, 1, &[1]));
+            }
+            v.extend(each(1, 23, 1, &[1]));
+            v.extend(each(1, 24, 8, &[128, 124, 10, 193, 106]));
+        }
+        E::Mimg => {
+            v.extend(each(0, 8, 4, &[0, 1, 3, 7, 15]));
+            for bit in [12, 13, 14, 15, 16, 17, 25] {
+                v.extend(each(0, bit, 1, &[1]));
+            }
+            v.extend(each(1, 31, 1, &[1]));
+        }
+        E::Exp => {
+            v.extend(each(0, 0, 4, &[0, 1, 3, 5, 0xf]));
+            v.extend(each(0, 4, 6, &[0, 7, 8, 9, 10, 12, 15, 16, 32, 63]));
+            v.extend(each(0, 10, 1, &[1]));
+            v.extend(each(0, 11, 1, &[1]));
+            v.extend(each(0, 12, 1, &[1]));
+        }
+        E::Vintrp => {
+            v.extend(each(0, 8, 2, &[0, 1, 2, 3]));
+            v.extend(each(0, 10, 6, &[0, 31, 32, 63]));
+            v.extend(each(0, 0, 8, &[0, 1, 2, 3, 255]));
+        }
+        E::Invalid => {}
+    }
+    v
+}
+
+/// The literal a variant with source code 255 carries.
+const LITERAL: u32 = 0x4049_0fdb;
+
+/// Every form: base instances (one per opcode, as above, plus EXP and
+/// VINTRP), then each variation of each. Returns (bytes, decoded), distinct.
+fn forms(target: Target) -> Vec<(Vec<u8>, Instruction)> {
+    let tables = TargetTables::of(target);
+    let b = Builder::new(target);
+    let dec = Decoder::new(target);
+    let mut bases: Vec<[u32; 2]> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for enc in ENCODINGS {
+        for op in 0..1024u32 {
+            let d = tables.lookup(enc, op);
+            if d == 0 {
+                continue;
+            }
+            let desc = inlay_isa::tables::desc(d);
+            if !seen.insert((enc, desc.mnemonic)) {
+                continue;
+            }
+            let Some(ops) = operands_for(desc.slots()) else {
+                continue;
+            };
+            if let Ok(i) = b.build(enc, desc.mnemonic, &ops) {
+                let w = i.words();
+                bases.push([w[0], w.get(1).copied().unwrap_or(0)]);
+            }
+        }
+    }
+    // exp mrt0 v1, v2, v3, v4 and v_interp_{p1,p2,mov}_f32 v4, v8, attr3.y
+    bases.push([0xC400_000F, 0x0403_0201]);
+    for op in 0..3 {
+        bases.push([0xD400_0000 | 4 << 18 | op << 16 | 3 << 10 | 1 << 8 | 8, 0]);
+    }
+    let mut out = Vec::new();
+    let mut have = std::collections::HashSet::new();
+    for base in bases {
+        let Ok(bi) = dec.decode(&words_bytes(&base)) else {
+            continue;
+        };
+        let mut all = vec![Vec::new()];
+        all.extend(variations(bi.encoding()));
+        for var in all {
+            let mut w = base;
+            for (dword, lo, width, value) in &var {
+                let mask = if *width == 32 {
+                    u32::MAX
+                } else {
+                    (1 << width) - 1
+                };
+                w[*dword] = (w[*dword] & !(mask << lo)) | (value & mask) << lo;
+            }
+            // a 4-byte encoding reads a second word only as a literal
+            if bi.len() == 4 {
+                w[1] = LITERAL;
+            }
+            let Ok(i) = dec.decode(&words_bytes(&w)) else {
+                continue;
+            };
+            // an invalid result stands for the whole base-length words
+            let len = if i.is_valid() { i.len() } else { bi.len() };
+            let bytes = words_bytes(&w)[..len].to_vec();
+            if have.insert(bytes.clone()) {
+                out.push((bytes, i));
+            }
+        }
+    }
+    out
+}
+
+fn words_bytes(w: &[u32; 2]) -> Vec<u8> {
+    w.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Text llvm-mc should read back as exactly this instruction.
+fn assembler_text(i: &Instruction) -> String {
+    let t = to_string(i);
+    let m = i.mnemonic();
+    if i.encoding() == Encoding::Vop3 && !m.ends_with("_e64") && t.starts_with(m) {
+        format!("{m}_e64{}", &t[m.len()..])
+    } else if i.encoding() == Encoding::Vop1Sdwa && i.slots().is_empty() {
+        // v_nop/v_clrexcp print bare in SDWA form; ask for that form
+        format!("{m}_sdwa")
+    } else {
+        t
+    }
+}
+
+/// Runs llvm-mc-19 with `args` on `input`; returns (stdout, stderr).
+fn llvm_mc(target: Target, args: &[&str], input: String) -> (String, String) {
+    let mut child = Command::new("llvm-mc-19")
+        .args([
+            "-triple=amdgcn-amd-amdhsa",
+            &format!("-mcpu={}", target.name()),
+        ])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run llvm-mc-19");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Assembles one instruction per line: per line, the bytes or the error.
+fn assemble(target: Target, lines: &[String]) -> Vec<Result<Vec<u8>, String>> {
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let (stdout, stderr) = llvm_mc(target, &["-show-encoding"], input);
+    let mut errors = std::collections::HashMap::new();
+    for l in stderr.lines() {
+        let Some(rest) = l.strip_prefix("<stdin>:") else {
+            continue;
+        };
+        let mut it = rest.splitn(3, ':');
+        let (Some(line), Some(_col), Some(msg)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        if let (Ok(n), Some(m)) = (line.parse::<usize>(), msg.trim().strip_prefix("error: ")) {
+            errors.entry(n).or_insert_with(|| m.to_string());
+        }
+    }
+    let mut encodings = stdout
+        .lines()
+        .filter_map(|l| l.split("encoding: [").nth(1))
+        .map(|e| {
+            e.trim_end_matches(']')
+                .split(',')
+                .filter_map(|x| u8::from_str_radix(x.trim().trim_start_matches("0x"), 16).ok())
+                .collect::<Vec<u8>>()
+        });
+    (1..=lines.len())
+        .map(|n| match errors.get(&n) {
+            Some(e) => Err(e.clone()),
+            None => encodings.next().ok_or_else(|| "no output".to_string()),
+        })
+        .collect()
+}
+
+/// Disassembles each byte sequence alone: per case, LLVM's text or `None`
+/// when it finds no valid instruction there.
+fn disassemble(target: Target, cases: &[Vec<u8>]) -> Vec<Option<String>> {
+    let marker = |n: usize| 0x100 + (n as u32 % 0xFE00);
+    let mut input = String::new();
+    for (n, bytes) in cases.iter().enumerate() {
+        let mut fed = bytes.clone();
+        fed.extend_from_slice(&[0, 0, 0x80, 0xbf]); // s_nop 0: padding
+        let line: Vec<String> = fed.iter().map(|b| format!("0x{b:02x}")).collect();
+        input.push_str(&line.join(","));
+        input.push('\n');
+        let m = marker(n);
+        input.push_str(&format!("0x{:02x},0x{:02x},0x80,0xbf\n", m & 0xFF, m >> 8));
+    }
+    let (stdout, stderr) = llvm_mc(target, &["--disassemble"], input);
+    let bad: std::collections::HashSet<usize> = stderr
+        .lines()
+        .filter(|l| l.contains("invalid instruction encoding"))
+        .filter_map(|l| {
+            let mut it = l.strip_prefix("<stdin>:")?.split(':');
+            let line = it.next()?.parse().ok()?;
+            (it.next()? == "1").then_some(line)
+        })
+        .collect();
+    let mut lines = stdout.lines().skip(1).map(str::trim);
+    (0..cases.len())
+        .map(|n| {
+            let end = format!("s_nop 0x{:x}", marker(n));
+            let mut first = None;
+            for l in lines.by_ref() {
+                if l == end {
+                    break;
+                }
+                first = first.or(Some(l.to_string()));
+            }
+            if bad.contains(&(2 * n + 1)) {
+                None
+            } else {
+                first
+            }
+        })
+        .collect()
+}
+
+/// The forms oracle on one target: (forms, encoded by llvm-mc, rejections by
+/// reason, failures).
+/// Refusals by llvm-mc: (reason, count, an example text).
+type Refusals = Vec<(String, usize, String)>;
+
+fn check_forms(target: Target) -> (usize, usize, Refusals, Vec<String>) {
+    let forms = forms(target);
+    let valid: Vec<&(Vec<u8>, Instruction)> = forms.iter().filter(|(_, i)| i.is_valid()).collect();
+    let mut failures = Vec::new();
+    // 1. Assembler: our text of every valid form encodes to our bytes.
+    let texts: Vec<String> = valid.iter().map(|(_, i)| assembler_text(i)).collect();
+    let results = assemble(target, &texts);
+    let mut by_reason: std::collections::BTreeMap<String, (usize, String)> = Default::default();
+    let mut encoded = 0;
+    let mut aliases = 0;
+    let dec = Decoder::new(target);
+    for ((bytes, i), (text, r)) in valid.iter().zip(texts.iter().zip(&results)) {
+        match r {
+            Ok(theirs) => {
+                encoded += 1;
+                // Some texts stand for several encodings (an odd SGPR pair prints
+                // aligned, a literal equal to a constant prints as the constant):
+                // LLVM then picks one, which must read back as the same text.
+                let alias = dec
+                    .decode(theirs)
+                    .ok()
+                    .filter(|j| j.is_valid() && j.len() == theirs.len())
+                    .is_some_and(|j| to_string(&j) == to_string(i));
+                if alias && theirs != bytes {
+                    aliases += 1;
+                } else if encode(i) != *theirs || bytes != theirs {
+                    failures.push(format!(
+                        "{} encode {text}: ours {:02x?} llvm-mc {:02x?}",
+                        target.name(),
+                        encode(i),
+                        theirs
+                    ));
+                }
+            }
+            Err(reason) => {
+                let e = by_reason.entry(reason.clone()).or_insert((0, text.clone()));
+                e.0 += 1;
+            }
+        }
+    }
+    // 2. Disassembler: every form (valid or not) reads the same in LLVM.
+    let bytes: Vec<Vec<u8>> = forms.iter().map(|(b, _)| b.clone()).collect();
+    for ((b, i), theirs) in forms.iter().zip(disassemble(target, &bytes)) {
+        let ours = i.is_valid().then(|| to_string(i));
+        // LLVM annotates some operands it considers invalid with comments.
+        if theirs.as_deref().is_some_and(|t| t.contains("/*")) {
+            continue;
+        }
+        if ours != theirs {
+            failures.push(format!(
+                "{} decode {:02x?}: ours {ours:?} llvm-mc {theirs:?}",
+                target.name(),
+                b
+            ));
+        }
+    }
+    let reasons = by_reason.into_iter().map(|(r, (n, e))| (r, n, e)).collect();
+    eprintln!(
+        "{}: {aliases} forms whose text LLVM encodes another way that reads back the same",
+        target.name()
+    );
+    (forms.len(), encoded, reasons, failures)
+}
+
+/// Differences from llvm-mc-19 that remain, each with its reason and the
+/// number of forms it covers over the three targets (a ceiling: the test fails
+/// if one grows or anything else differs). Each is a gap in our model, listed
+/// in the issue-3 closing note.
+const KNOWN: [(&str, &[&str], usize); 7] = [
+    (
+        "LLVM ignores abs on the integer source of these VOP3 operations; we print |x|",
+        &["v_cvt_pk_u8_f32", "v_trig_preop_f64", "v_ldexp_", "v_cvt_pkaccum_u8_f32"],
+        54,
+    ),
+    (
+        "gfx942 v_cvt_sr_{fp8,bf8}_f32: op_sel bits 13/14 are a byte select LLVM prints and encodes its own way",
+        &["v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32"],
+        24,
+    ),
+    (
+        "ds_swizzle_b32: LLVM prints the offset as a swizzle(...) macro; we print the number",
+        &["ds_swizzle_b32"],
+        9,
+    ),
+    (
+        "gfx942 v_mfma_f64: the blgp bits mean neg:[...] there",
+        &["v_mfma_f64_"],
+        8,
+    ),
+    (
+        "image atomics: LLVM sizes the data register from dmask irregularly (0xf gives five, tfe adds none)",
+        &["image_atomic_"],
+        51,
+    ),
+    (
+        "buffer cache maintenance (wbinvl1, wbl2, inv, invl2): cache-policy bits print differently",
+        &["buffer_wbinvl1", "buffer_wbl2", "buffer_inv"],
+        16,
+    ),
+    (
+        "gfx942 v_smfmac: the index operand's register file",
+        &["v_smfmac_"],
+        14,
+    ),
+];
+
+#[test]
+fn every_operand_form_encodes_and_decodes_like_llvm_mc() {
+    if !support::have_tool("llvm-mc-19") {
+        return;
+    }
+    let mut all = Vec::new();
+    for t in [Target::Gfx908, Target::Gfx90a, Target::Gfx942] {
+        let (n, encoded, reasons, failures) = check_forms(t);
+        eprintln!(
+            "{}: {n} forms, {encoded} encoded by llvm-mc identically or listed below",
+            t.name()
+        );
+        for (reason, count, example) in &reasons {
+            eprintln!("  llvm-mc refuses {count}: {reason} (e.g. `{example}`)");
+        }
+        assert!(n > 20_000, "{}: only {n} forms", t.name());
+        all.extend(failures);
+    }
+    let mut known = [0usize; KNOWN.len()];
+    all.retain(|f| {
+        let text = f.split_once(": ours").map_or(f.as_str(), |x| x.1);
+        let enc_text = f.split(" encode ").nth(1).unwrap_or("");
+        match KNOWN.iter().position(|(_, names, _)| {
+            names
+                .iter()
+                .any(|n| text.contains(&format!("\"{n}")) || enc_text.starts_with(n))
+        }) {
+            Some(k) => {
+                known[k] += 1;
+                false
+            }
+            None => true,
+        }
+    });
+    for ((reason, _, ceiling), n) in KNOWN.iter().zip(known) {
+        eprintln!("known difference, {n} forms: {reason}");
+        assert!(n <= *ceiling, "{n} forms (more than {ceiling}): {reason}");
+    }
+    let show = if std::env::var("SHOW_ALL").is_ok() {
+        all.len()
+    } else {
+        40
+    };
+    assert!(
+        all.is_empty(),
+        "{} differences from llvm-mc-19:\n{}",
+        all.len(),
+        all[..all.len().min(show)].join("\n")
     );
 }
