@@ -346,8 +346,12 @@ impl Runtime {
                             signal::WaitState::Blocked,
                             Ordering::Acquire,
                         );
-                        if v == 0 || shared.stopping.load(Ordering::Acquire) {
+                        if v == 0 {
                             break;
+                        }
+                        if shared.stopping.load(Ordering::Acquire) {
+                            // Shut down before the dependencies were met: no copy.
+                            return;
                         }
                     }
                 }

@@ -276,7 +276,21 @@ int main(void) {
     destroy_while_blocked();
     OK(hsa_queue_destroy(qa));
     OK(hsa_queue_destroy(qb));
+
+    /* A copy whose dependency never reaches 0 never happens, not even when
+     * the runtime shuts down under it (host memory, registered, so it stays
+     * readable after the shut-down). */
+    static uint32_t src[1024] __attribute__((aligned(4096))), dst[1024] __attribute__((aligned(4096)));
+    for (int i = 0; i < 1024; i++) { src[i] = 7; dst[i] = 0; }
+    OK(hsa_memory_register(src, sizeof src));
+    OK(hsa_memory_register(dst, sizeof dst));
+    hsa_signal_t never = new_signal(1), copied = new_signal(1);
+    OK(hsa_amd_memory_async_copy(dst, E.cpu, src, E.cpu, sizeof src, 1, &never, copied));
+    sleep_ms(20);
+    CHECK(dst[0] == 0 && hsa_signal_load_scacquire(copied) == 1);
     OK(hsa_shut_down());
+    sleep_ms(200); /* the copy's waiter looks at least every 50 ms */
+    for (int i = 0; i < 1024; i++) CHECK(dst[i] == 0);
     puts("PASS");
     return 0;
 }
