@@ -260,6 +260,41 @@ static void destroy_while_blocked(void) {
     OK(hsa_signal_destroy(never)); OK(hsa_signal_destroy(done));
 }
 
+/* 7. Callbacks that destroy what called them: a queue's error callback
+ * destroys its queue; a signal's async handler destroys its signal. */
+static volatile int cb_state;
+static volatile hsa_status_t cb_destroy_status = HSA_STATUS_ERROR;
+static void destroy_from_error_callback(hsa_status_t st, hsa_queue_t *q, void *d) {
+    (void)d;
+    CHECK(st == HSA_STATUS_ERROR_INVALID_PACKET_FORMAT);
+    cb_destroy_status = hsa_queue_destroy(q);
+    cb_state = 1;
+}
+static hsa_signal_t self_destroying;
+static bool destroy_from_handler(hsa_signal_value_t v, void *arg) {
+    (void)v; (void)arg;
+    cb_state = hsa_signal_destroy(self_destroying) == HSA_STATUS_SUCCESS ? 2 : -1;
+    return false;
+}
+static void callbacks_destroy_their_source(void) {
+    hsa_queue_t *q = NULL;
+    OK(hsa_queue_create(E.gpu, 64, HSA_QUEUE_TYPE_MULTI, destroy_from_error_callback, NULL, 0, 0, &q));
+    uint64_t id = hsa_queue_add_write_index_relaxed(q, 1);
+    hsa_kernel_dispatch_packet_t *p = (hsa_kernel_dispatch_packet_t *)q->base_address + id;
+    memset((char *)p + 2, 0, sizeof *p - 2); /* no dimensions: malformed */
+    __atomic_store_n(&p->header, (uint16_t)(HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE), __ATOMIC_RELEASE);
+    hsa_signal_store_screlease(q->doorbell_signal, (hsa_signal_value_t)id);
+    for (int i = 0; i < 5000 && cb_state != 1; i++) sleep_ms(1);
+    CHECK(cb_state == 1 && cb_destroy_status == HSA_STATUS_SUCCESS);
+    CHECK_STATUS(hsa_queue_destroy(q), HSA_STATUS_ERROR_INVALID_QUEUE);
+    self_destroying = new_signal(1);
+    OK(hsa_amd_signal_async_handler(self_destroying, HSA_SIGNAL_CONDITION_EQ, 0, destroy_from_handler, NULL));
+    hsa_signal_store_screlease(self_destroying, 0);
+    for (int i = 0; i < 5000 && cb_state != 2; i++) sleep_ms(1);
+    CHECK(cb_state == 2);
+    CHECK_STATUS(hsa_signal_destroy(self_destroying), HSA_STATUS_ERROR_INVALID_SIGNAL);
+}
+
 int main(void) {
     E = setup();
     hsa_queue_t *qa = NULL, *qb = NULL;
@@ -274,6 +309,7 @@ int main(void) {
     many_producers(qb);
     chained_copies(qa);
     destroy_while_blocked();
+    callbacks_destroy_their_source();
     OK(hsa_queue_destroy(qa));
     OK(hsa_queue_destroy(qb));
 
