@@ -166,8 +166,10 @@ fn text_matches_llvm_mc_disassembler() {
         literal_failures.join("\n")
     );
     // Random words still hit rare forms we print differently (LLVM's operand
-    // modifiers on v_fma_mix/v_dot, FLAT/MUBUF validity corners, ...): keep
-    // the rate from growing, and show them.
+    // modifiers on v_fma_mix/v_dot, combinations of memory modifiers LLVM
+    // refuses, ...; single fields are covered exactly by the forms oracle in
+    // encode_llvm_mc.rs): keep the rate from growing (912 of 84,000 on
+    // 2026-11-24), and show them.
     let n = failures.len();
     eprintln!(
         "{n} of {total} random words differ, e.g.\n{}",
@@ -179,7 +181,7 @@ fn text_matches_llvm_mc_disassembler() {
             .join("\n")
     );
     assert!(
-        n * 100 <= total * 2,
-        "{n} of {total} random words differ (limit 2%)"
+        n * 1000 <= total * 12,
+        "{n} of {total} random words differ (limit 1.2%)"
     );
 }
