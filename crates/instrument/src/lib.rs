@@ -113,9 +113,11 @@
 //! (BENCHMARKS.md, issue 6); `examples/dump.rs` prints a lifted kernel with
 //! its liveness.
 
+pub mod emit;
 pub mod lift;
 pub mod liveness;
 pub mod regs;
+pub mod rewrite;
 
 pub use lift::{
     lift, Block, BlockId, CallSite, Callee, Exit, FuncId, FuncKind, Function, Inst, InstId,
