@@ -107,3 +107,164 @@ fn pools_allocate_and_pointer_info_names_the_owner() {
     assert_eq!(rt.free(p), Err(Status::InvalidArgument));
     assert!(rt.pointer_info(p).is_none());
 }
+
+/// Submits one packet (`header`, 64-bit words at byte offsets) to a fresh queue
+/// and returns what its error callback reported, the read index afterwards and
+/// the completion signal's value.
+fn submit_one(rt: &Runtime, header: u16, body: &[(usize, u64)]) -> (Vec<Status>, u64, i64) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let q = rt
+        .queue_create(
+            GPU,
+            64,
+            0,
+            Some(Arc::new(move |st, _| s2.lock().unwrap().push(st))),
+        )
+        .unwrap();
+    let done = rt.signal_create(1, vec![]).unwrap();
+    let mut words = body.to_vec();
+    if !words.iter().any(|&(off, _)| off == 56) {
+        words.push((56, done));
+    }
+    let w = q.write_index().fetch_add(1, Ordering::AcqRel);
+    write_packet(q.ring, w, header, &words);
+    rt.signal(q.doorbell)
+        .unwrap()
+        .store(w as i64, Ordering::Release);
+    let completion = rt.signal(done).unwrap();
+    for _ in 0..2000 {
+        if !seen.lock().unwrap().is_empty() || completion.load(Ordering::Acquire) == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let read = q.read_index().load(Ordering::Acquire);
+    let value = rt.signal(done).unwrap().load(Ordering::Acquire);
+    rt.queue_destroy(q.addr).unwrap();
+    let statuses = seen.lock().unwrap().clone();
+    (statuses, read, value)
+}
+
+#[test]
+fn malformed_packets_are_refused_before_they_run() {
+    let rt = Runtime::new();
+    let barrier = PACKET_BARRIER_AND as u16 | 1 << 8;
+    let dispatch = PACKET_KERNEL_DISPATCH as u16 | 1 << 8;
+    // A dispatch: 1 dimension, 64x1x1 workgroup, grid 64x1x1, kernel object
+    // and kernargs at aligned (made-up) addresses.
+    let d = |edits: &[(usize, u64)]| {
+        let mut w = vec![
+            (0, 1 << 16 | 64 << 32),
+            (8, 1 | 1 << 32),
+            (16, 1 | 1 << 32),
+            (24, 0),
+            (32, 0x7000_0000_0040),
+            (40, 0x7000_0001_0000),
+            (48, 0),
+        ];
+        for &(off, v) in edits {
+            w.retain(|&(o, _)| o != off);
+            w.push((off, v));
+        }
+        w
+    };
+    let unknown_signal = 0x1234_5678;
+    let cases: Vec<(&str, u16, Vec<(usize, u64)>, Status)> = vec![
+        (
+            "reserved header bits",
+            barrier | 1 << 13,
+            vec![],
+            Status::InvalidPacketFormat,
+        ),
+        (
+            "fence scope 3",
+            barrier | 3 << 9,
+            vec![],
+            Status::InvalidPacketFormat,
+        ),
+        (
+            "vendor-specific type",
+            0,
+            vec![],
+            Status::InvalidPacketFormat,
+        ),
+        (
+            "agent-dispatch type",
+            4,
+            vec![],
+            Status::InvalidPacketFormat,
+        ),
+        (
+            "barrier reserved field",
+            barrier,
+            vec![(0, 7 << 32)],
+            Status::InvalidPacketFormat,
+        ),
+        (
+            "barrier reserved2",
+            barrier,
+            vec![(48, 1)],
+            Status::InvalidPacketFormat,
+        ),
+        (
+            "unknown dependency",
+            barrier,
+            vec![(16, unknown_signal)],
+            Status::InvalidSignal,
+        ),
+        (
+            "unknown completion",
+            barrier,
+            vec![(56, unknown_signal)],
+            Status::InvalidSignal,
+        ),
+        (
+            "reserved setup bits",
+            dispatch,
+            d(&[(0, 1 << 16 | 1 << 20 | 64 << 32)]),
+            Status::InvalidPacketFormat,
+        ),
+        (
+            "zero grid",
+            dispatch,
+            d(&[(16, 1 << 32)]),
+            Status::InvalidPacketFormat,
+        ),
+        (
+            "null kernel object",
+            dispatch,
+            d(&[(32, 0)]),
+            Status::InvalidPacketFormat,
+        ),
+        (
+            "misaligned kernel object",
+            dispatch,
+            d(&[(32, 0x7000_0000_0044)]),
+            Status::InvalidPacketFormat,
+        ),
+        (
+            "misaligned kernarg",
+            dispatch,
+            d(&[(40, 0x7000_0001_0008)]),
+            Status::InvalidPacketFormat,
+        ),
+        (
+            "dispatch reserved2",
+            dispatch,
+            d(&[(48, 5)]),
+            Status::InvalidPacketFormat,
+        ),
+    ];
+    for (what, header, body, want) in cases {
+        let (statuses, read, value) = submit_one(&rt, header, &body);
+        assert_eq!(statuses, vec![want], "{what}");
+        assert_eq!(read, 0, "{what}: the packet was consumed");
+        assert_eq!(value, 1, "{what}: the completion signal moved");
+    }
+    // The unedited barrier packet is accepted and completes.
+    let (statuses, read, value) = submit_one(&rt, barrier, &[]);
+    assert!(statuses.is_empty(), "{statuses:?}");
+    assert_eq!((read, value), (1, 0));
+    rt.shut_down();
+}
