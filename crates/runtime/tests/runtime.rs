@@ -146,6 +146,9 @@ fn submit_one(rt: &Runtime, header: u16, body: &[(usize, u64)]) -> (Vec<Status>,
     (statuses, read, value)
 }
 
+/// What is wrong, the header, the packet's words, the status expected.
+type Case = (&'static str, u16, Vec<(usize, u64)>, Status);
+
 #[test]
 fn malformed_packets_are_refused_before_they_run() {
     let rt = Runtime::new();
@@ -170,7 +173,7 @@ fn malformed_packets_are_refused_before_they_run() {
         w
     };
     let unknown_signal = 0x1234_5678;
-    let cases: Vec<(&str, u16, Vec<(usize, u64)>, Status)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "reserved header bits",
             barrier | 1 << 13,
