@@ -6,7 +6,7 @@
 use crate::access::{atomic32, atomic64, load, rmw32, store, Lanes, Span};
 use crate::fault::{Exception, FaultKind};
 use crate::inst::{Atomic, Inst, Op, Src, Width};
-use crate::valu::put32;
+use crate::valu::{cells, col_at, put32};
 use crate::wave::{lanes, Env, Wave, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI};
 
 /// Where one lane's access goes.
@@ -386,30 +386,44 @@ impl Wave {
         let base: [u32; 64] = self.v[Self::vreg(i.src[0]) as usize];
         let lds_len = env.lds.len() as u64;
         let last = offs[two as usize];
-        let mut top = 0u64;
-        for l in lanes(exec) {
-            top = top.max(base[l] as u64 + offs[0].max(last) + n);
-        }
-        if top > lds_len {
+        // The highest base address of an active lane (independent lanes,
+        // not a chain through EXEC's bits, when every lane is active).
+        let full = exec == u64::MAX;
+        let hi_base = if full {
+            base.iter().fold(0u32, |m, &b| m.max(b))
+        } else {
+            lanes(exec).fold(0u32, |m, l| m.max(base[l]))
+        };
+        let top = hi_base as u64 + offs[0].max(last) + n;
+        if exec != 0 && top > lds_len {
             return false;
         }
         let lds = &mut *env.lds;
-        // One range check and one load per dword (always inside: see `top`).
-        let rd = |lds: &[u8], at: u64| {
-            let s = at as usize;
-            lds.get(s..s + 4)
-                .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        };
         let file = if i.acc { &mut self.a } else { &mut self.v };
         let copies = if two { 2 } else { 1 };
         if matches!(i.op, Op::DsRead | Op::DsRead2) {
+            let ptr = lds.as_ptr();
+            // A dword at `at`, for lanes whose accesses were checked above:
+            // base + offset + n <= top <= the LDS size.
+            let rd = |at: u64| {
+                // SAFETY: `at + 4 <= top <= lds.len()` (see `top`), so the four
+                // bytes lie inside the LDS slice, which nothing else borrows.
+                u32::from_le(unsafe { std::ptr::read_unaligned(ptr.add(at as usize) as *const u32) })
+            };
+            let file = cells(file);
             for (c, &o) in offs.iter().enumerate().take(copies) {
                 for k in 0..dw {
-                    let mut out = [0u32; 64];
-                    for l in lanes(exec) {
-                        out[l] = rd(lds, base[l] as u64 + o + 4 * k as u64);
+                    let d = col_at(file, i.dst as usize + c * dw + k);
+                    let at = o + 4 * k as u64;
+                    if full {
+                        for l in 0..64 {
+                            d[l].set(rd(base[l] as u64 + at));
+                        }
+                    } else {
+                        for l in lanes(exec) {
+                            d[l].set(rd(base[l] as u64 + at));
+                        }
                     }
-                    put32(&mut file[i.dst as usize + c * dw + k], &out, exec);
                 }
             }
         } else {
@@ -426,7 +440,71 @@ impl Wave {
         true
     }
 
+    /// MUBUF dword accesses through a private (add_tid) V# with a VGPR
+    /// offset: each lane's own scratch, checked once for all lanes. False
+    /// when the general path must run (it also reports any fault).
+    fn buf_private_fast(&mut self, i: &Inst) -> bool {
+        let (Src::S(r), Src::V(va)) = (i.src[1], i.src[0]) else {
+            return false;
+        };
+        let r = r as usize;
+        if i.idxen || !i.offen || r + 3 >= self.s.len() || self.s[r + 3] >> 23 & 1 == 0 {
+            return false;
+        }
+        let (Width::D1 | Width::D2 | Width::D3 | Width::D4) = i.width else {
+            return false;
+        };
+        let n = i.width.bytes() as u64;
+        let dw = i.width.dwords();
+        let base = self.s[r] as u64 | ((self.s[r + 1] & 0xffff) as u64) << 32;
+        let start = base
+            .wrapping_add(self.s32(i.src[2]) as u64)
+            .wrapping_add(i.imm as i64 as u64);
+        let exec = self.exec();
+        let size = self.priv_size as u64;
+        let vaddr = &self.v[va as usize];
+        let mut off = [0u32; 64];
+        let mut ok = true;
+        for l in lanes(exec) {
+            let o = start.wrapping_add(vaddr[l] as u64) & 0xffff_ffff;
+            ok &= o + n <= size;
+            off[l] = o as u32;
+        }
+        if !ok {
+            return false;
+        }
+        let priv_size = self.priv_size as usize;
+        if i.op == Op::BufLoad {
+            let file = if i.acc { &mut self.a } else { &mut self.v };
+            let file = cells(file);
+            for k in 0..dw {
+                let d = col_at(file, i.dst as usize + k);
+                for l in lanes(exec) {
+                    let s = l * priv_size + off[l] as usize + 4 * k;
+                    if let Some(b) = self.scratch.get(s..s + 4) {
+                        d[l].set(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                    }
+                }
+            }
+        } else {
+            let file = if i.acc { &self.a } else { &self.v };
+            for l in lanes(exec) {
+                for k in 0..dw {
+                    let s = l * priv_size + off[l] as usize + 4 * k;
+                    let v = file[i.dst as usize + k][l].to_le_bytes();
+                    if let Some(b) = self.scratch.get_mut(s..s + 4) {
+                        b.copy_from_slice(&v);
+                    }
+                }
+            }
+        }
+        true
+    }
+
     fn vload(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
+        if i.op == Op::BufLoad && self.buf_private_fast(i) {
+            return Ok(());
+        }
         if self.vload_fast(i, env) {
             return Ok(());
         }
@@ -470,6 +548,9 @@ impl Wave {
     }
 
     fn vstore(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
+        if i.op == Op::BufStore && self.buf_private_fast(i) {
+            return Ok(());
+        }
         if self.vstore_fast(i, env) {
             return Ok(());
         }
