@@ -8,6 +8,7 @@
  * ran early would read the previous buffer's sentinel, so every buffer is
  * checked. argv: the gfx90a v5 vector_add code object. */
 #include "dispatch.h"
+#include <unistd.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -81,6 +82,7 @@ static void *opener(void *arg) {
 }
 
 int main(int argc, char **argv) {
+    alarm(120); /* a hang fails the test instead of stalling CI */
     CHECK(argc == 2);
     (void)launch; /* dispatch.h's waiting launcher; this test submits without waiting */
     E = setup();

@@ -4,6 +4,7 @@
  * submit to one queue at once; chains of async copies ordered only by their
  * dependency signals, mixed with barrier packets. */
 #include "check.h"
+#include <unistd.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -296,6 +297,7 @@ static void callbacks_destroy_their_source(void) {
 }
 
 int main(void) {
+    alarm(120); /* a hang fails the test instead of stalling CI */
     E = setup();
     hsa_queue_t *qa = NULL, *qb = NULL;
     OK(hsa_queue_create(E.gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX, &qa));
