@@ -65,7 +65,7 @@ fn check(a: &Analysis, ctx: &str, bad: &mut usize) -> usize {
         oracle.push(live);
     }
     let mut union = inlay_instrument::RegSet::new();
-    for i in 0..n {
+    for (i, ins) in p.insts.iter().enumerate() {
         let l = a.live_before(i);
         union.union_with(&l.any());
         let any = l.any();
@@ -83,7 +83,7 @@ fn check(a: &Analysis, ctx: &str, bad: &mut usize) -> usize {
                     println!(
                         "MISMATCH {ctx}: {} before {:#x}: oracle {want}",
                         bit_name(bit),
-                        p.insts[i].addr
+                        ins.addr
                     );
                 }
             }

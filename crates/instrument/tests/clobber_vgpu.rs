@@ -24,14 +24,16 @@ fn fixture(version: u32, name: &str) -> Vec<u8> {
     std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
 }
 
+/// Builds a launch's arguments on a device; returns them and the output
+/// buffers (address, number of dwords).
+type Setup = fn(&Device) -> (Args, Vec<(u64, usize)>);
+
 /// One launch: the kernel's arguments and the buffers it writes.
 struct Launch {
     kernel: &'static str,
     grid: [u32; 3],
     wg: [u32; 3],
-    /// Builds the arguments on a device; returns them and the output buffers
-    /// (address, number of dwords).
-    setup: fn(&Device) -> (Args, Vec<(u64, usize)>),
+    setup: Setup,
 }
 
 fn rng(seed: &mut u64) -> u32 {
