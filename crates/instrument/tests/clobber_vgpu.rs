@@ -310,3 +310,81 @@ fn wave_ops_dead_registers_are_dead() {
         check_kernel(5, "wave_ops", &l);
     }
 }
+
+fn floats_in_out(dev: &Device, seed: u64) -> (u64, u64) {
+    let mut s = seed;
+    let x: Vec<u32> = (0..1024)
+        .map(|_| ((rng(&mut s) % 200) as f32 / 16.0 - 6.0).to_bits())
+        .collect();
+    (
+        dev.upload_u32(&x).unwrap(),
+        dev.upload_u32(&[0; 1024]).unwrap(),
+    )
+}
+
+fn call_direct(dev: &Device) -> (Args, Vec<(u64, usize)>) {
+    let (x, y) = floats_in_out(dev, 23);
+    (Args::new().ptr(x).ptr(y).u32(900), vec![(y, 1024)])
+}
+
+fn call_indirect(dev: &Device, op: u32) -> (Args, Vec<(u64, usize)>) {
+    let (x, y) = floats_in_out(dev, 29);
+    (Args::new().ptr(x).ptr(y).u32(900).u32(op), vec![(y, 1024)])
+}
+
+fn daxpy(dev: &Device) -> (Args, Vec<(u64, usize)>) {
+    let mut s = 31;
+    let n = 1000usize;
+    let mut f = || -> Vec<u32> {
+        (0..n)
+            .flat_map(|_| {
+                let v = ((rng(&mut s) % 512) as f64 / 32.0).to_bits();
+                [v as u32, (v >> 32) as u32]
+            })
+            .collect()
+    };
+    let (x, y) = (f(), f());
+    let (dx, dy) = (dev.upload_u32(&x).unwrap(), dev.upload_u32(&y).unwrap());
+    (
+        Args::new().f64(1.5).ptr(dx).ptr(dy).u32(n as u32),
+        vec![(dy, 2 * n)],
+    )
+}
+
+/// Calls: slots inside the callees (their leading s_waitcnt) and around the
+/// calls test the callee summaries and the return contexts.
+#[test]
+fn device_calls_dead_registers_are_dead() {
+    let l = Launch {
+        kernel: "call_direct",
+        grid: [1024, 1, 1],
+        wg: [256, 1, 1],
+        setup: call_direct,
+    };
+    check_kernel(5, "device_call", &l);
+    let ops: [Setup; 3] = [
+        |d| call_indirect(d, 0),
+        |d| call_indirect(d, 1),
+        |d| call_indirect(d, 5),
+    ];
+    for setup in ops {
+        let l = Launch {
+            kernel: "call_indirect",
+            grid: [1024, 1, 1],
+            wg: [256, 1, 1],
+            setup,
+        };
+        check_kernel(5, "device_call", &l);
+    }
+}
+
+#[test]
+fn daxpy_dead_registers_are_dead() {
+    let l = Launch {
+        kernel: "daxpy",
+        grid: [1024, 1, 1],
+        wg: [64, 1, 1],
+        setup: daxpy,
+    };
+    check_kernel(5, "daxpy", &l);
+}
