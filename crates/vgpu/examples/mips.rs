@@ -12,20 +12,26 @@
 //! FILTER keeps the kernels whose name contains it; `--scale` multiplies the
 //! problem sizes (default 1); each kernel runs once to warm up, then `--reps`
 //! times (default 3), and the fastest run is reported.
+//!
+//! Columns: `mem%` is the share of executed instructions that access memory
+//! (device, LDS or scratch; a kernel is "memory"-bound from 2 %), `MIPS` is
+//! wave instructions per second of dispatch wall time, `MIPS/cpu` per second
+//! of CPU time all threads spent in the dispatch (on a shared machine wall
+//! time also counts what other processes took), `native ms` the best of
+//! three runs of the same computation in plain Rust on one host thread, and
+//! `slowdown` the dispatch wall time over the native time. The suite: ten
+//! kernels from `fixtures/` and three ALU-bound ones from
+//! `examples/mips_kernels/alu.cl`, built with clang-19 when it is installed.
 
 use std::time::{Duration, Instant};
 
 use inlay_vgpu::kernarg::Args;
 use inlay_vgpu::{Device, Program, Stats};
 
-/// What bounds a kernel on a real GPU, by its inner loop.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Class {
-    /// Arithmetic, LDS and cross-lane work; device memory only at the edges.
-    Alu,
-    /// Streams device memory (loads, stores, atomics) with little work per element.
-    Memory,
-}
+/// A kernel is memory-bound when at least this share of the instructions
+/// it executed access memory (device memory, LDS or scratch), ALU-bound
+/// below it: the class comes from the native counts, not from a label.
+const MEMORY_BOUND: f64 = 0.02;
 
 /// CPU time of this process so far (all threads, in ns): the sum of the
 /// run times the scheduler reports per thread in /proc, 0 where there is no
@@ -53,7 +59,6 @@ struct Run {
 struct Case {
     name: &'static str,
     file: &'static str,
-    class: Class,
     run: fn(&Device, &Program, usize) -> Run,
 }
 
@@ -69,7 +74,14 @@ fn code_object(name: &str) -> Option<Vec<u8>> {
         let out = std::env::temp_dir().join(format!("inlay-mips-alu-{}.hsaco", std::process::id()));
         let status = std::process::Command::new("clang-19")
             .args(["-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa"])
-            .args(["-mcpu=gfx90a", "-mcode-object-version=5", "-O2", "-nogpulib", src, "-o"])
+            .args([
+                "-mcpu=gfx90a",
+                "-mcode-object-version=5",
+                "-O2",
+                "-nogpulib",
+                src,
+                "-o",
+            ])
             .arg(&out)
             .status();
         let bytes = match status {
@@ -160,7 +172,10 @@ fn native<T>(mut f: impl FnMut() -> T) -> (T, Duration) {
 fn check<T: PartialEq + std::fmt::Debug>(name: &str, got: &[T], want: &[T]) {
     assert_eq!(got.len(), want.len(), "{name}: length");
     if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
-        panic!("{name}: element {i}: emulated {:?}, host {:?}", got[i], want[i]);
+        panic!(
+            "{name}: element {i}: emulated {:?}, host {:?}",
+            got[i], want[i]
+        );
     }
 }
 
@@ -175,7 +190,11 @@ fn vector_add(dev: &Device, p: &Program, scale: usize) -> Run {
     let n = (1 << 22) * scale;
     let a: Vec<f32> = (0..n).map(|i| small(i, 1000)).collect();
     let b: Vec<f32> = (0..n).map(|i| small(i * 7, 999)).collect();
-    let (da, db, dc) = (up32(dev, &f32s(&a)), up32(dev, &f32s(&b)), up32(dev, &vec![0; n]));
+    let (da, db, dc) = (
+        up32(dev, &f32s(&a)),
+        up32(dev, &f32s(&b)),
+        up32(dev, &vec![0; n]),
+    );
     let args = Args::new().ptr(da).ptr(db).ptr(dc).u32(n as u32);
     let stats = dispatch(dev, p, "vector_add", [n as u32, 1, 1], [256, 1, 1], &args);
     let (want, t) = native(|| a.iter().zip(&b).map(|(x, y)| x + y).collect::<Vec<f32>>());
@@ -235,7 +254,11 @@ fn matmul(dev: &Device, p: &Program, scale: usize) -> Run {
     let n = s * s;
     let a: Vec<f32> = (0..n).map(|i| small(i, 7)).collect();
     let b: Vec<f32> = (0..n).map(|i| small(i, 5)).collect();
-    let (da, db, dc) = (up32(dev, &f32s(&a)), up32(dev, &f32s(&b)), up32(dev, &vec![0; n]));
+    let (da, db, dc) = (
+        up32(dev, &f32s(&a)),
+        up32(dev, &f32s(&b)),
+        up32(dev, &vec![0; n]),
+    );
     let su = s as u32;
     let args = Args::new().ptr(da).ptr(db).ptr(dc).u32(su).u32(su).u32(su);
     let stats = dispatch(dev, p, "matmul_tiled", [su, su, 1], [16, 16, 1], &args);
@@ -260,7 +283,9 @@ fn matmul(dev: &Device, p: &Program, scale: usize) -> Run {
 
 fn reduce(dev: &Device, p: &Program, scale: usize) -> Run {
     let n = (1 << 22) * scale;
-    let input: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let input: Vec<u32> = (0..n as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
     let (di, dout) = (up32(dev, &input), up32(dev, &vec![0; n / 256]));
     let args = Args::new().ptr(di).ptr(dout).u32(n as u32);
     let k = "_Z10reduce_sumIjEvPKT_PS0_j";
@@ -282,7 +307,9 @@ fn reduce(dev: &Device, p: &Program, scale: usize) -> Run {
 fn histogram(dev: &Device, p: &Program, scale: usize) -> Run {
     let n = (1 << 20) * scale;
     let nbins = 256u32;
-    let data: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761) >> 7).collect();
+    let data: Vec<u32> = (0..n as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761) >> 7)
+        .collect();
     let (dd, db) = (up32(dev, &data), up32(dev, &vec![0; nbins as usize]));
     let args = Args::new().ptr(dd).u32(n as u32).ptr(db).u32(nbins);
     let stats = dispatch(dev, p, "histogram", [n as u32, 1, 1], [256, 1, 1], &args);
@@ -304,7 +331,14 @@ fn scan(dev: &Device, p: &Program, scale: usize) -> Run {
     let input: Vec<u32> = (0..n as u32).map(|i| i % 1013).collect();
     let (di, dout) = (up32(dev, &input), up32(dev, &vec![0; n]));
     let args = Args::new().ptr(di).ptr(dout).u32(n as u32);
-    let stats = dispatch(dev, p, "scan_inclusive", [n as u32, 1, 1], [256, 1, 1], &args);
+    let stats = dispatch(
+        dev,
+        p,
+        "scan_inclusive",
+        [n as u32, 1, 1],
+        [256, 1, 1],
+        &args,
+    );
     let (want, t) = native(|| {
         let mut out = Vec::with_capacity(n);
         for c in input.chunks(256) {
@@ -327,10 +361,19 @@ fn scan(dev: &Device, p: &Program, scale: usize) -> Run {
 fn scratch(dev: &Device, p: &Program, scale: usize) -> Run {
     let n = (1 << 14) * scale;
     let seed: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(747_796_405)).collect();
-    let idx: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_891_336_453)).collect();
+    let idx: Vec<u32> = (0..n as u32)
+        .map(|i| i.wrapping_mul(2_891_336_453))
+        .collect();
     let (ds, di, dout) = (up32(dev, &seed), up32(dev, &idx), up32(dev, &vec![0; n]));
     let args = Args::new().ptr(ds).ptr(di).ptr(dout).u32(n as u32);
-    let stats = dispatch(dev, p, "scratch_lookup", [n as u32, 1, 1], [256, 1, 1], &args);
+    let stats = dispatch(
+        dev,
+        p,
+        "scratch_lookup",
+        [n as u32, 1, 1],
+        [256, 1, 1],
+        &args,
+    );
     let (want, t) = native(|| {
         seed.iter()
             .zip(&idx)
@@ -355,7 +398,9 @@ fn scratch(dev: &Device, p: &Program, scale: usize) -> Run {
 
 fn wave_sum(dev: &Device, p: &Program, scale: usize) -> Run {
     let n = (1 << 20) * scale;
-    let input: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(40_503) % 100_000).collect();
+    let input: Vec<u32> = (0..n as u32)
+        .map(|i| i.wrapping_mul(40_503) % 100_000)
+        .collect();
     let (di, dout) = (up32(dev, &input), up32(dev, &vec![0; n]));
     let args = Args::new().ptr(di).ptr(dout);
     let stats = dispatch(dev, p, "wave_sum_xor", [n as u32, 1, 1], [64, 1, 1], &args);
@@ -397,10 +442,19 @@ fn call_direct(dev: &Device, p: &Program, scale: usize) -> Run {
 fn xorshift(dev: &Device, p: &Program, scale: usize) -> Run {
     let n = (1 << 16) * scale;
     let rounds = 1024u32;
-    let seed: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761) | 1).collect();
+    let seed: Vec<u32> = (0..n as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761) | 1)
+        .collect();
     let (ds, dout) = (up32(dev, &seed), up32(dev, &vec![0; n]));
     let args = Args::new().ptr(ds).ptr(dout).u32(rounds);
-    let stats = dispatch(dev, p, "xorshift_rounds", [n as u32, 1, 1], [256, 1, 1], &args);
+    let stats = dispatch(
+        dev,
+        p,
+        "xorshift_rounds",
+        [n as u32, 1, 1],
+        [256, 1, 1],
+        &args,
+    );
     let (want, t) = native(|| {
         seed.iter()
             .map(|&s| {
@@ -482,93 +536,89 @@ const CASES: &[Case] = &[
     Case {
         name: "xorshift",
         file: "alu",
-        class: Class::Alu,
         run: xorshift,
     },
     Case {
         name: "julia_f32",
         file: "alu",
-        class: Class::Alu,
         run: julia,
     },
     Case {
         name: "horner_f64",
         file: "alu",
-        class: Class::Alu,
         run: horner,
     },
     Case {
         name: "vector_add",
         file: "vector_add",
-        class: Class::Memory,
         run: vector_add,
     },
     Case {
         name: "daxpy",
         file: "daxpy",
-        class: Class::Memory,
         run: daxpy,
     },
     Case {
         name: "dnorm_fma",
         file: "daxpy",
-        class: Class::Memory,
         run: dnorm,
     },
     Case {
         name: "histogram",
         file: "histogram",
-        class: Class::Memory,
         run: histogram,
     },
     Case {
         name: "reduce_sum",
         file: "reduce_sum",
-        class: Class::Alu,
         run: reduce,
     },
     Case {
         name: "scan",
         file: "prefix_scan",
-        class: Class::Alu,
         run: scan,
     },
     Case {
         name: "matmul",
         file: "matmul",
-        class: Class::Alu,
         run: matmul,
     },
     Case {
         name: "scratch",
         file: "scratch",
-        class: Class::Alu,
         run: scratch,
     },
     Case {
         name: "wave_sum_xor",
         file: "wave_ops",
-        class: Class::Alu,
         run: wave_sum,
     },
     Case {
         name: "call_direct",
         file: "device_call",
-        class: Class::Alu,
         run: call_direct,
     },
 ];
 
-/// Share of the executed instructions that access device memory (global,
-/// flat, buffer, scalar loads and atomics), from the native counts.
+/// Share of the executed instructions that access memory: global, flat,
+/// buffer, scratch, scalar loads, atomics and LDS (`ds_*`), from the native
+/// per-opcode counts.
 fn memory_share(s: &Stats) -> f64 {
     let mem: u64 = s
         .per_opcode
         .iter()
         .filter(|(k, _)| {
-            ["global_", "flat_", "buffer_", "s_load_", "s_buffer_load_"]
-                .iter()
-                .any(|p| k.starts_with(p))
+            [
+                "global_",
+                "flat_",
+                "buffer_",
+                "scratch_",
+                "s_load_",
+                "s_buffer_load_",
+                "ds_",
+            ]
+            .iter()
+            .any(|p| k.starts_with(p))
         })
         .map(|(_, c)| c)
         .sum();
@@ -613,7 +663,8 @@ fn main() {
         "slowdown"
     );
     // MIPS of each kernel by thread count, for the summary.
-    let mut table: Vec<(&Case, Vec<f64>)> = cases.iter().map(|c| (*c, Vec::new())).collect();
+    // (wall MIPS, CPU seconds) of each kernel by thread count, for the summary.
+    let mut table: Vec<(&Case, Vec<(f64, f64)>)> = cases.iter().map(|c| (*c, Vec::new())).collect();
     for &t in &threads {
         let dev = Device::with_threads(t);
         for (case, mips) in table.iter_mut() {
@@ -631,13 +682,14 @@ fn main() {
                 .min_by_key(|r| r.stats.wall)
                 .expect("at least one run");
             let s = &r.stats;
-            mips.push(s.mips());
+            mips.push((s.mips(), r.cpu.as_secs_f64()));
             println!(
-                "{:<13} {:<6} {:>4.0}% {:>3} {:>12} {:>9.1} {:>8.1} {:>9.1} {:>9.1} {:>10.2} {:>8.0}x",
+                "{:<13} {:<6} {:>4.0}% {:>3} {:>12} {:>9.1} {:>8.1} {:>9.1} {:>9.1} {:>10.2} {:>8.1}x",
                 case.name,
-                match case.class {
-                    Class::Alu => "alu",
-                    Class::Memory => "memory",
+                if memory_share(s) < MEMORY_BOUND {
+                    "alu"
+                } else {
+                    "memory"
                 },
                 memory_share(s) * 100.0,
                 t,
@@ -654,15 +706,19 @@ fn main() {
     if threads.len() > 1 {
         println!();
         println!(
-            "speedup of {} threads over {}:",
+            "{} threads over {}: wall-time speedup, and CPU time ratio (1.00: no work lost to threading)",
             threads[threads.len() - 1],
             threads[0]
         );
-        for (case, mips) in &table {
+        for (case, runs) in &table {
+            let (Some(first), Some(last)) = (runs.first(), runs.last()) else {
+                continue;
+            };
             println!(
-                "  {:<13} {:.2}x",
+                "  {:<13} {:>5.2}x   cpu {:>4.2}",
                 case.name,
-                mips[mips.len() - 1] / mips[0].max(1e-9)
+                last.0 / first.0.max(1e-9),
+                last.1 / first.1.max(1e-9)
             );
         }
     }

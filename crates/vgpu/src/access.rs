@@ -200,16 +200,16 @@ impl Span {
 /// The addresses of one instruction's active lanes, each with `n` bytes,
 /// checked once to lie inside one live allocation: the lanes then read and
 /// write without a lookup or a range test each.
-pub struct Lanes {
-    addr: [u64; 64],
+pub struct Lanes<'a> {
+    addr: &'a [u64; 64],
     exec: u64,
     n: u64,
 }
 
-impl Lanes {
+impl<'a> Lanes<'a> {
     /// Checks the `n` bytes at the address of every lane `exec` enables;
     /// None if they are not all inside one allocation (or no lane is active).
-    pub fn check(mem: &Memory, addr: [u64; 64], exec: u64, n: u64) -> Option<Lanes> {
+    pub fn check(mem: &Memory, addr: &'a [u64; 64], exec: u64, n: u64) -> Option<Lanes<'a>> {
         let (mut lo, mut hi) = (u64::MAX, 0u64);
         let mut m = exec;
         while m != 0 {
@@ -225,10 +225,10 @@ impl Lanes {
         Some(Lanes { addr, exec, n })
     }
 
-    /// Dword `k` (bytes 4k..4k+4 of each lane's `n`) of every active lane
-    /// into `out`; inactive lanes are left alone.
+    /// Dword `k` (bytes 4k..4k+4 of each lane's `n`) of every active lane,
+    /// handed to `put` with its lane; inactive lanes are skipped.
     #[inline]
-    pub fn load_dword(&self, k: u64, out: &mut [u32; 64]) {
+    pub fn load_dword(&self, k: u64, mut put: impl FnMut(usize, u32)) {
         if 4 * k + 4 > self.n {
             return;
         }
@@ -238,15 +238,15 @@ impl Lanes {
             u32::from_le(unsafe { std::ptr::read_unaligned((self.addr[l] + 4 * k) as *const u32) })
         };
         if self.exec == u64::MAX {
-            for (l, o) in out.iter_mut().enumerate() {
-                *o = read(l);
+            for l in 0..64 {
+                put(l, read(l));
             }
         } else {
             let mut m = self.exec;
             while m != 0 {
                 let l = m.trailing_zeros() as usize;
                 m &= m - 1;
-                out[l] = read(l);
+                put(l, read(l));
             }
         }
     }

@@ -1,6 +1,9 @@
 //! Vector ALU: per-lane operations under EXEC, VOPC compares, carries,
 //! cross-lane moves (DPP, readlane/writelane, mbcnt), AGPR moves and MFMA.
 
+// Lane loops index several columns with the same lane number.
+#![allow(clippy::needless_range_loop)]
+
 use std::cell::Cell;
 
 use crate::fault::{Exception, FaultKind};
@@ -195,8 +198,7 @@ fn class_bit_f32(x: f32) -> u32 {
 /// when it has one (the portable `mul_add` is a library call per lane).
 fn fma32_run(x: &Col, y: &Col, z: &Col, d: &Col, exec: u64) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2")
-    {
+    if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has the features the function is compiled for.
         unsafe { fma32_run_avx2(x, y, z, d, exec) };
         return;
@@ -509,7 +511,11 @@ impl Wave {
             // Direct-mapped by a hash of the value; a slot an earlier source
             // of this instruction holds is not taken: that source's own slot is.
             let slot = (v.wrapping_mul(0x9E37_79B1) >> 29) as usize;
-            let c = if at[..k].contains(&slot) { BC_OWN + k } else { slot };
+            let c = if at[..k].contains(&slot) {
+                BC_OWN + k
+            } else {
+                slot
+            };
             if self.bc[c][0] != v || c >= BC_OWN {
                 self.bc[c] = [v; 64];
             }
@@ -732,8 +738,7 @@ impl Wave {
         }
         let absm: [u64; 3] =
             std::array::from_fn(|k| if i.abs >> k & 1 != 0 { !SIGN64 } else { !0 });
-        let negm: [u64; 3] =
-            std::array::from_fn(|k| if i.neg >> k & 1 != 0 { SIGN64 } else { 0 });
+        let negm: [u64; 3] = std::array::from_fn(|k| if i.neg >> k & 1 != 0 { SIGN64 } else { 0 });
         let g = |a: u64, b: u64, c: u64| {
             let m = |v: u64, k: usize| f64b(v & absm[k] ^ negm[k]);
             Self::fout64(f(m(a, 0), m(b, 1), m(c, 2)), i)
@@ -764,7 +769,10 @@ impl Wave {
                 continue;
             }
             let v = self.rd64(src, 0, float[k]);
-            for (c, half) in [(BC64 + 2 * k, v as u32), (BC64 + 2 * k + 1, (v >> 32) as u32)] {
+            for (c, half) in [
+                (BC64 + 2 * k, v as u32),
+                (BC64 + 2 * k + 1, (v >> 32) as u32),
+            ] {
                 if self.bc[c][0] != half {
                     self.bc[c] = [half; 64];
                 }
@@ -827,16 +835,36 @@ impl Wave {
         };
         if i.dpp == 0 {
             let exec = self.exec();
-            let [x, y, _] = self.src3([i.src[0], i.src[1], Src::None]);
-            let mut out = [0u32; 64];
-            let mut carry = [false; 64];
-            for l in 0..64 {
-                let (r, c) = f(x[l], y[l], (mask >> l & 1) as u32);
-                out[l] = r;
-                carry[l] = c;
-            }
-            put32(&mut self.v[i.dst as usize], &out, exec);
-            self.sw64(i.sdst as u16, pack(&carry) & exec);
+            let cout = self.with_cols(
+                [i.src[0], i.src[1], Src::None],
+                i.dst,
+                #[inline(always)]
+                |[x, y, _], d| {
+                    // Eight lanes at a time, read before written (d may be a source).
+                    let mut cout = 0u64;
+                    for c in 0..8 {
+                        let b = c * 8;
+                        let e = (exec >> b) as u32 & 0xff;
+                        if e == 0 {
+                            continue;
+                        }
+                        let mut r = [0u32; 8];
+                        let mut co = [false; 8];
+                        for j in 0..8 {
+                            let cin = (mask >> (b + j) & 1) as u32;
+                            (r[j], co[j]) = f(x[b + j].get(), y[b + j].get(), cin);
+                        }
+                        for j in 0..8 {
+                            if e >> j & 1 != 0 {
+                                d[b + j].set(r[j]);
+                                cout |= (co[j] as u64) << (b + j);
+                            }
+                        }
+                    }
+                    cout
+                },
+            );
+            self.sw64(i.sdst as u16, cout);
             return;
         }
         let (x, write) = self.src0_col(i);
@@ -1134,7 +1162,9 @@ impl Wave {
             VMaxF32 => self.mapf32(i, |x, y, _| x.max(y)),
             VMin3F32 => self.mapf32(i, |x, y, z| x.min(y).min(z)),
             VMax3F32 => self.mapf32(i, |x, y, z| x.max(y).max(z)),
-            VFmaF32 | VFmacF32 => self.mapf32_with(i, &|x: f32, y: f32, z: f32| x.mul_add(y, z), fma32_run),
+            VFmaF32 | VFmacF32 => {
+                self.mapf32_with(i, &|x: f32, y: f32, z: f32| x.mul_add(y, z), fma32_run)
+            }
             VMacF32 | VMadF32 | VMadmkF32 | VMadakF32 => self.mapf32(i, |x, y, z| x * y + z),
             VPermB32 => self.map32(i, |x, y, sel| {
                 // Each result byte picks a byte of {S0, S1} (S1 low) by selector

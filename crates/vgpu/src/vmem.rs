@@ -3,6 +3,9 @@
 //! checked (device memory through the allocation table, LDS and scratch
 //! against their sizes) before it is made.
 
+// Lane loops index several columns with the same lane number.
+#![allow(clippy::needless_range_loop)]
+
 use crate::access::{atomic32, atomic64, load, rmw32, store, Lanes, Span};
 use crate::fault::{Exception, FaultKind};
 use crate::inst::{Atomic, Inst, Op, Src, Width};
@@ -306,16 +309,16 @@ impl Wave {
             return false;
         };
         let n = i.width.bytes();
-        let Some(lanes) = Lanes::check(env.mem, a, exec, n as u64) else {
+        let Some(lanes) = Lanes::check(env.mem, &a, exec, n as u64) else {
             return false;
         };
         let file = if i.acc { &mut self.a } else { &mut self.v };
         match i.width {
             Width::D1 | Width::D2 | Width::D3 | Width::D4 => {
+                let file = cells(file);
                 for k in 0..i.width.dwords() {
-                    let mut out = [0u32; 64];
-                    lanes.load_dword(k as u64, &mut out);
-                    put32(&mut file[i.dst as usize + k], &out, exec);
+                    let d = col_at(file, i.dst as usize + k);
+                    lanes.load_dword(k as u64, |l, v| d[l].set(v));
                 }
             }
             w => {
@@ -339,7 +342,7 @@ impl Wave {
             return false;
         };
         let n = i.width.bytes();
-        let Some(lanes) = Lanes::check(env.mem, a, exec, n as u64) else {
+        let Some(lanes) = Lanes::check(env.mem, &a, exec, n as u64) else {
             return false;
         };
         let file = if i.acc { &self.a } else { &self.v };
@@ -408,7 +411,9 @@ impl Wave {
             let rd = |at: u64| {
                 // SAFETY: `at + 4 <= top <= lds.len()` (see `top`), so the four
                 // bytes lie inside the LDS slice, which nothing else borrows.
-                u32::from_le(unsafe { std::ptr::read_unaligned(ptr.add(at as usize) as *const u32) })
+                u32::from_le(unsafe {
+                    std::ptr::read_unaligned(ptr.add(at as usize) as *const u32)
+                })
             };
             let file = cells(file);
             for (c, &o) in offs.iter().enumerate().take(copies) {
