@@ -13,7 +13,15 @@ use inlay_codeobj::CodeObject;
 use inlay_instrument::regs::{bit_name, bits_of, NUM_BITS, VGPR_BASE};
 use inlay_instrument::Analysis;
 
-fn check(a: &Analysis, ctx: &str, bad: &mut usize) -> usize {
+/// Vector (register, instruction) pairs: live by the EXEC-blind search, and
+/// live by the analysis (its extra ones are the price of EXEC masking).
+#[derive(Default)]
+struct VectorCounts {
+    blind: usize,
+    ours: usize,
+}
+
+fn check(a: &Analysis, ctx: &str, bad: &mut usize, vc: &mut VectorCounts) -> usize {
     let p = &a.program;
     let n = p.insts.len();
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -75,6 +83,8 @@ fn check(a: &Analysis, ctx: &str, bad: &mut usize) -> usize {
             let wrong = if bit < VGPR_BASE {
                 l.active.contains(bit) != want
             } else {
+                vc.blind += want as usize;
+                vc.ours += any.contains(bit) as usize;
                 want && !any.contains(bit)
             };
             if wrong {
@@ -105,6 +115,8 @@ fn main() {
     let files: Vec<String> = std::env::args().skip(1).collect();
     let (mut kernels, mut skipped, mut points, mut bad) = (0usize, 0usize, 0usize, 0usize);
     let mut failed = 0usize;
+    let mut vc = VectorCounts::default();
+    let mut exec_kinds: std::collections::BTreeMap<String, usize> = Default::default();
     for (k, path) in files.iter().enumerate() {
         eprint!("\r[{}/{}] {path}   ", k + 1, files.len());
         let Ok(bytes) = std::fs::read(path) else {
@@ -124,12 +136,19 @@ fn main() {
                     continue;
                 }
             };
+            for ins in &a.program.insts {
+                let e = inlay_instrument::liveness::exec_effect(&ins.inst);
+                if e != inlay_instrument::ExecEffect::None {
+                    let key = format!("{e:?} {}", ins.inst.mnemonic());
+                    *exec_kinds.entry(key).or_default() += 1;
+                }
+            }
             if !a.program.calls.is_empty() {
                 skipped += 1;
                 continue;
             }
             kernels += 1;
-            points += check(&a, &format!("{path} {}", kern.name), &mut bad);
+            points += check(&a, &format!("{path} {}", kern.name), &mut bad, &mut vc);
         }
     }
     eprintln!();
@@ -137,6 +156,19 @@ fn main() {
         "{kernels} kernels checked ({skipped} with calls skipped, {failed} not lifted), \
          {points} (register, instruction) pairs, {bad} mismatches"
     );
+    println!(
+        "vector registers live (register, instruction pairs): {} by the EXEC-blind search, \
+         {} by the analysis ({:+.1}%)",
+        vc.blind,
+        vc.ours,
+        (vc.ours as f64 / vc.blind.max(1) as f64 - 1.0) * 100.0
+    );
+    let mut kinds: Vec<_> = exec_kinds.into_iter().collect();
+    kinds.sort_by_key(|k| std::cmp::Reverse(k.1));
+    println!("EXEC writes by kind:");
+    for (k, n) in kinds.iter().take(12) {
+        println!("  {n:>8}  {k}");
+    }
     if bad > 0 || failed > 0 {
         std::process::exit(1);
     }
