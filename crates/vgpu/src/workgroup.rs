@@ -24,6 +24,28 @@ pub struct Launch<'a> {
     pub budget: u64,
 }
 
+/// Appends initial SGPR values in order (values past the end are dropped).
+struct SgprWriter<'a> {
+    s: &'a mut [u32],
+    n: &'a mut usize,
+}
+
+impl SgprWriter<'_> {
+    fn push(&mut self, v: u32) {
+        if let Some(r) = self.s.get_mut(*self.n) {
+            *r = v;
+        }
+        *self.n += 1;
+    }
+    fn extend_from_slice(&mut self, v: &[u32]) {
+        v.iter().for_each(|&x| self.push(x));
+    }
+    /// The next value goes to SGPR `k` at the earliest (the ones skipped stay 0).
+    fn skip_to(&mut self, k: usize) {
+        *self.n = (*self.n).max(k);
+    }
+}
+
 /// A fault inside a workgroup: which wave, which instruction.
 pub struct WaveFault {
     pub wave: u32,
@@ -47,7 +69,12 @@ impl Launch<'_> {
         wave.reset(self.kernel.vgpr_count, self.priv_size);
         let p = &self.kernel.decoded.properties;
         let r2 = &self.kernel.decoded.rsrc2;
-        let mut s: Vec<u32> = Vec::with_capacity(16);
+        // Straight into the (cleared) SGPRs: s0 up, at most the 102 SGPRs.
+        let mut n = 0usize;
+        let mut s = SgprWriter {
+            s: &mut wave.s[..102],
+            n: &mut n,
+        };
         if p.enable_sgpr_private_segment_buffer {
             // A V# with add_tid_enable: MUBUF accesses through it are the lane's
             // own private memory at offset base + soffset + ... (base 0).
@@ -73,7 +100,7 @@ impl Launch<'_> {
             s.push(self.priv_size);
         }
         // System SGPRs follow the user SGPRs the descriptor counts.
-        s.resize((r2.user_sgpr_count as usize).max(s.len()), 0);
+        s.skip_to(r2.user_sgpr_count as usize);
         if r2.enable_sgpr_workgroup_id_x {
             s.push(wg[0]);
         }
@@ -88,9 +115,6 @@ impl Launch<'_> {
         }
         if r2.enable_private_segment {
             s.push(0); // private segment wave byte offset
-        }
-        for (k, v) in s.iter().take(102).enumerate() {
-            wave.s[k] = *v;
         }
         // Work-item IDs, packed into v0 on gfx90a: x | y << 10 | z << 20.
         let n = size[0] * size[1] * size[2];
