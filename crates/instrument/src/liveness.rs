@@ -14,8 +14,10 @@
 //!    exec, x`, `s_andn2_b64 exec, exec, x`, `v_cmpx_*`: new EXEC ⊆ old)
 //!    move `inactive` into `active`; *widening* writes (`s_or_saveexec_b64`,
 //!    `s_or_b64 exec, exec, x`, `s_orn2_b64 exec, exec, x`, `s_mov_b64 exec,
-//!    -1`: new ⊇ old) copy `active` vector registers into `inactive`; any
-//!    other EXEC write does both.
+//!    -1`: new ⊇ old) copy `active` vector registers into `inactive`;
+//!    `s_andn2_saveexec_b64` (EXEC = S0 & ~EXEC: new ∩ old = ∅) makes the
+//!    old `inactive` the new `active` and adds the old `active` to
+//!    `inactive`; any other EXEC write does both of the first two.
 //! 2. Writes kill: a full scalar write removes the register from `active`;
 //!    a VGPR/AGPR write (which only reaches enabled lanes) removes it from
 //!    `active` only; read-modify-writes and conditional writes kill nothing.
@@ -70,6 +72,9 @@ pub enum ExecEffect {
     Narrow,
     /// New EXEC ⊇ old.
     Widen,
+    /// New EXEC ∩ old = ∅ (`s_andn2_saveexec_b64`: EXEC = S0 & ~EXEC, the
+    /// switch to the `else` side).
+    Disjoint,
     Unknown,
 }
 
@@ -110,6 +115,7 @@ fn exec_effect_of(i: &inlay_isa::Instruction, writes_exec: bool) -> ExecEffect {
         // D = EXEC; EXEC = S0 & EXEC  /  EXEC = ~S0 & EXEC.
         "s_and_saveexec_b64" | "s_andn1_saveexec_b64" | "s_andn1_wrexec_b64" => ExecEffect::Narrow,
         "s_or_saveexec_b64" | "s_orn1_saveexec_b64" => ExecEffect::Widen,
+        "s_andn2_saveexec_b64" => ExecEffect::Disjoint,
         "s_and_b64" if dst_exec && (is_exec(src(1)) || is_exec(src(2))) => ExecEffect::Narrow,
         "s_andn2_b64" if dst_exec && is_exec(src(1)) => ExecEffect::Narrow,
         "s_or_b64" if dst_exec && (is_exec(src(1)) || is_exec(src(2))) => ExecEffect::Widen,
@@ -354,6 +360,14 @@ impl Solver<'_> {
             }
             ExecEffect::Widen => {
                 let a = st.active.intersection(&VECTOR);
+                st.inactive.union_with(&a);
+            }
+            ExecEffect::Disjoint => {
+                // Lanes enabled before are disabled after: their needs are
+                // among `inactive`; lanes disabled before may be either.
+                let (a, i) = (st.active.intersection(&VECTOR), st.inactive);
+                st.active.subtract(&VECTOR);
+                st.active.union_with(&i);
                 st.inactive.union_with(&a);
             }
             ExecEffect::Unknown => {

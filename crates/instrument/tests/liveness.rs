@@ -634,3 +634,59 @@ fn table_and_got_calls() {
         );
     });
 }
+
+/// LLVM's current if/else: `s_andn2_saveexec_b64` switches from the `then`
+/// lanes to the `else` lanes (new EXEC disjoint from the old). A value only
+/// the `else` lanes need is dead in the lanes enabled on the `then` side.
+#[test]
+fn if_else_with_andn2_saveexec() {
+    let k = "
+        s_load_dwordx2 s[0:1], s[4:5], 0x0
+        v_mov_b32 v1, 1
+        v_mov_b32 v5, 7
+        v_cmp_gt_u32 vcc, 8, v0
+        s_and_saveexec_b64 s[6:7], vcc
+        s_xor_b64 s[6:7], exec, s[6:7]
+        s_cbranch_execz .Lelse
+        s_nop 1
+        v_mov_b32 v1, 2
+    .Lelse:
+        s_andn2_saveexec_b64 s[6:7], s[6:7]
+        s_cbranch_execz .Lend
+        s_nop 2
+        v_add_u32 v1, v1, v5
+    .Lend:
+        s_or_b64 exec, exec, s[6:7]
+        s_nop 3
+        s_waitcnt lgkmcnt(0)
+        global_store_dword v0, v1, s[0:1]
+        s_endpgm";
+    with_both("", k, |a, w| {
+        // Then side: v5 (else only) and v1 (overwritten here, but the else
+        // lanes add to the old value) live only in the disabled lanes; v0
+        // (stored after the join by every lane) in the enabled ones too.
+        let m1 = at(a, 1);
+        expect(&m1, "v0 v1 v5 s0 s1 s6 s7 exec", "v2 vcc scc", w);
+        assert!(
+            !has(&m1.active, "v5") && has(&m1.inactive, "v5"),
+            "{w}: {m1:?}"
+        );
+        assert!(
+            !has(&m1.active, "v1") && has(&m1.inactive, "v1"),
+            "{w}: {m1:?}"
+        );
+        assert!(has(&m1.active, "v0"), "{w}: {m1:?}");
+        let free = a.free_before(index_of(a, 1));
+        assert!(free.vgprs_active_lanes.contains(&5), "{w}: {free:?}");
+        assert!(!free.vgprs.contains(&5) && !free.vgprs.contains(&0), "{w}");
+        // Else side: v1 and v5 read by the enabled lanes.
+        let m2 = at(a, 2);
+        expect(&m2, "v0 v1 v5 s0 s1 s6 s7 exec", "vcc", w);
+        assert!(
+            has(&m2.active, "v1") && has(&m2.active, "v5"),
+            "{w}: {m2:?}"
+        );
+        // After the join: v5 is dead.
+        expect(&at(a, 3), "v0 v1 s0 s1 exec", "v5 s6 s7 vcc", w);
+    });
+}
