@@ -42,8 +42,11 @@
 //! lanes enabled before may be disabled after, so `inactive` joins `active`;
 //! when it can only widen EXEC (`s_or_b64 exec, exec, …`,
 //! `s_or_saveexec_b64`, `s_mov_b64 exec, -1`) the lanes disabled before may
-//! be enabled after, so `active` vector registers join `inactive`; any other
-//! EXEC write does both. Reads that can see disabled lanes (DPP,
+//! be enabled after, so `active` vector registers join `inactive`;
+//! `s_andn2_saveexec_b64` (EXEC = S0 & ~EXEC, LLVM's switch to an `else`
+//! side) enables only lanes that were off: before it, `active` is the
+//! vector part of `inactive` after it, and `active` after it joins
+//! `inactive`; any other EXEC write does both of the first two. Reads that can see disabled lanes (DPP,
 //! `v_readlane`, `ds_swizzle`/`ds_permute`/`ds_bpermute`) count in both sets.
 //!
 //! Why this rule rather than "vector writes never kill unless EXEC is
