@@ -46,8 +46,9 @@
 //! `s_andn2_saveexec_b64` (EXEC = S0 & ~EXEC, LLVM's switch to an `else`
 //! side) enables only lanes that were off: before it, `active` is the
 //! vector part of `inactive` after it, and `active` after it joins
-//! `inactive`; any other EXEC write does both of the first two. Reads that can see disabled lanes (DPP,
-//! `v_readlane`, `ds_swizzle`/`ds_permute`/`ds_bpermute`) count in both sets.
+//! `inactive`; any other EXEC write does both of the first two. Reads that
+//! can see disabled lanes (DPP, `v_readlane`, `ds_swizzle`/`ds_permute`/
+//! `ds_bpermute`) count in both sets.
 //!
 //! Why this rule rather than "vector writes never kill unless EXEC is
 //! provably full": it is as safe (a register is reported dead only if no
