@@ -121,6 +121,7 @@
 //! (BENCHMARKS.md, issue 6); `examples/dump.rs` prints a lifted kernel with
 //! its liveness.
 
+pub mod counting;
 pub mod emit;
 pub mod lift;
 pub mod liveness;

@@ -67,9 +67,11 @@ pub struct Rewritten {
     /// The original descriptor with SGPRs grown; its entry offset is left
     /// for whoever places the code (the code-object writer sets it).
     pub descriptor: KernelDescriptor,
-    /// Instructions added in total (static count), and by hooks alone.
+    /// Instructions added in total (static count), by hooks alone, and by
+    /// the preamble each wave runs once.
     pub added: usize,
     pub added_by_hooks: usize,
+    pub preamble: usize,
     /// New offset of each original instruction of the program (index = InstId).
     pub new_offset: Vec<u64>,
     /// Calls left pointing at the original code: (call instruction, why).
@@ -182,13 +184,17 @@ impl Asm {
         )
     }
 
-    /// Sets up `r` (base address, and data = (1, 0)).
+    /// Sets up `r`: the base address, and data = (1, 0) in one 64-bit move
+    /// of the inline constant 1.
     fn setup(&self, r: &Regs, counters: u64) -> Result<Vec<Instruction>, RewriteError> {
         Ok(vec![
             self.mov(r.base, counters as u32)?,
             self.mov(r.base + 1, (counters >> 32) as u32)?,
-            self.mov(r.data, 1)?,
-            self.mov(r.data + 1, 0)?,
+            self.build(
+                Encoding::Sop1,
+                "s_mov_b64",
+                &[Self::sgpr(r.data, 2), Self::konst(1)],
+            )?,
         ])
     }
 
@@ -355,13 +361,27 @@ pub fn rewrite(
     let (emits, redirected) = plan_emits(an, load_delta);
 
     // Hook code per instruction (sizes are known before addresses).
+    // Who sets the hooks' registers: once they are set, nothing else writes
+    // them. A hook whose block is dominated by another hook's block finds
+    // them set; otherwise a hook in kernel code that runs at most once per
+    // wave sets them itself, which costs less than a preamble every wave
+    // runs. If any hook could run unset more than once (in a loop, in a
+    // device function), the preamble sets them for all.
+    let hooked: Vec<usize> = hooks.keys().map(|&i| prog.insts[i].block).collect();
+    let setup_blocks = blocks_setting_registers(prog, &hooked);
+    let needs_preamble = reserved.is_some() && setup_blocks.is_none();
     let mut hook_code: BTreeMap<InstId, Vec<Instruction>> = BTreeMap::new();
     let mut added_by_hooks = 0;
+    let mut set_in_block = std::collections::HashSet::new();
     for (&i, hs) in &hooks {
         let free = an.free_before(i);
-        let (regs, mut code) = match reserved {
-            Some(r) => (r, Vec::new()),
-            None => {
+        let block = prog.insts[i].block;
+        let (regs, mut code) = match (reserved, &setup_blocks) {
+            (Some(r), Some(sb)) if sb.contains(&block) && set_in_block.insert(block) => {
+                (r, asm.setup(&r, plan.counters)?)
+            }
+            (Some(r), _) => (r, Vec::new()),
+            (None, _) => {
                 let r = per_point(&free.sgprs).ok_or(RewriteError::NoRegisters {
                     addr: prog.insts[i].addr,
                 })?;
@@ -410,7 +430,7 @@ pub fn rewrite(
     }
     let uses_reserved = !hooks.is_empty() || !translations.is_empty();
     let preamble = match reserved {
-        Some(r) if uses_reserved => asm.setup(&r, plan.counters)?,
+        Some(r) if needs_preamble => asm.setup(&r, plan.counters)?,
         _ => Vec::new(),
     };
 
@@ -524,9 +544,194 @@ pub fn rewrite(
         descriptor: kd,
         added,
         added_by_hooks,
+        preamble: preamble.len(),
         new_offset,
         calls_to_original,
     })
+}
+
+/// The hooked block that must set the hook registers itself (the one no
+/// other hooked block dominates), or `None` when a preamble is the better
+/// place: when such a block may run more than once per wave, or when there
+/// are several of them.
+fn blocks_setting_registers(prog: &crate::lift::Program, hooked: &[usize]) -> Option<Vec<usize>> {
+    let kernel = prog.functions.first()?;
+    let blocks = kernel.blocks.clone();
+    let repeats = blocks_that_may_repeat(prog);
+    let idom = dominators(prog, blocks.clone());
+    let is_hooked = |b: usize| hooked.contains(&b);
+    let mut out = Vec::new();
+    for &b in hooked {
+        if out.contains(&b) {
+            continue;
+        }
+        if !blocks.contains(&b) {
+            return None; // a device function's block
+        }
+        // Walk up the dominator tree looking for another hooked block.
+        let mut d = idom[b - blocks.start];
+        let mut covered = false;
+        while let Some(x) = d {
+            if is_hooked(x) {
+                covered = true;
+                break;
+            }
+            d = idom[x - blocks.start];
+        }
+        if !covered {
+            if repeats[b] {
+                return None;
+            }
+            out.push(b);
+        }
+    }
+    // Several setting blocks may all run in one wave (a chain of ifs):
+    // only a single one is sure to cost no more than the preamble.
+    (out.len() <= 1).then_some(out)
+}
+
+/// Immediate dominators of the blocks of one function (`range`; its first
+/// block is the entry), by the iterative algorithm of Cooper, Harvey and
+/// Kennedy; `None` for the entry and for unreachable blocks.
+fn dominators(prog: &crate::lift::Program, range: std::ops::Range<usize>) -> Vec<Option<usize>> {
+    let n = range.len();
+    let local = |b: usize| range.contains(&b).then(|| b - range.start);
+    // Reverse postorder from the entry.
+    let mut order = Vec::with_capacity(n);
+    let mut seen = vec![false; n];
+    let mut stack = vec![(0usize, 0usize)];
+    if n > 0 {
+        seen[0] = true;
+    }
+    while let Some(&mut (v, ref mut k)) = stack.last_mut() {
+        let succs = &prog.blocks[range.start + v].succs;
+        if let Some(&w) = succs.get(*k) {
+            *k += 1;
+            if let Some(w) = local(w) {
+                if !seen[w] {
+                    seen[w] = true;
+                    stack.push((w, 0));
+                }
+            }
+            continue;
+        }
+        order.push(v);
+        stack.pop();
+    }
+    order.reverse();
+    let mut rpo = vec![usize::MAX; n];
+    for (i, &v) in order.iter().enumerate() {
+        rpo[v] = i;
+    }
+    let mut idom: Vec<Option<usize>> = vec![None; n];
+    if n == 0 {
+        return idom;
+    }
+    idom[0] = Some(0);
+    let intersect = |idom: &[Option<usize>], mut a: usize, mut b: usize| {
+        while a != b {
+            while rpo[a] > rpo[b] {
+                a = idom[a].unwrap_or(0);
+            }
+            while rpo[b] > rpo[a] {
+                b = idom[b].unwrap_or(0);
+            }
+        }
+        a
+    };
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &v in order.iter().skip(1) {
+            let mut new: Option<usize> = None;
+            for &p in &prog.blocks[range.start + v].preds {
+                let Some(p) = local(p) else { continue };
+                if idom[p].is_none() {
+                    continue;
+                }
+                new = Some(match new {
+                    None => p,
+                    Some(x) => intersect(&idom, p, x),
+                });
+            }
+            if new.is_some() && idom[v] != new {
+                idom[v] = new;
+                changed = true;
+            }
+        }
+    }
+    idom[0] = None;
+    idom.into_iter()
+        .map(|d| d.map(|x| range.start + x))
+        .collect()
+}
+
+/// Blocks that may run more than once per wave: those on a cycle of their
+/// function's control flow, and every block of a device function (it may be
+/// called many times).
+fn blocks_that_may_repeat(prog: &crate::lift::Program) -> Vec<bool> {
+    let n = prog.blocks.len();
+    let mut repeat = vec![false; n];
+    for f in &prog.functions {
+        if f.kind != crate::lift::FuncKind::Kernel {
+            for b in f.blocks.clone() {
+                repeat[b] = true;
+            }
+        }
+    }
+    // Tarjan's strongly connected components, iteratively.
+    let (mut index, mut low) = (vec![usize::MAX; n], vec![0usize; n]);
+    let (mut on_stack, mut stack, mut next) = (vec![false; n], Vec::new(), 0usize);
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        let mut frames = vec![(root, 0usize)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut k)) = frames.last_mut() {
+            if let Some(&w) = prog.blocks[v].succs.get(*k) {
+                *k += 1;
+                if w == v {
+                    repeat[v] = true;
+                }
+                if index[w] == usize::MAX {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    frames.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            frames.pop();
+            if let Some(&(u, _)) = frames.last() {
+                low[u] = low[u].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut members = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    members.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if members.len() > 1 {
+                    for w in members {
+                        repeat[w] = true;
+                    }
+                }
+            }
+        }
+    }
+    repeat
 }
 
 fn has_table_calls(an: &Analysis) -> bool {

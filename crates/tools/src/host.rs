@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use inlay_codeobj::symbols::SymbolKind as ElfKind;
 use inlay_codeobj::CodeObject;
 use inlay_instrument::rewrite::{rewrite, Hook, Plan};
+use inlay_instrument::counting::{self, Form};
 use inlay_instrument::{analyse, emit};
 use inlay_loader::{AgentRef, Executable, SymbolKind};
 use inlay_runtime::device::{Device, DispatchError, KernelDispatch};
@@ -28,8 +29,11 @@ struct KernelRef {
 struct Instrumented {
     object: u64,
     counters: u64,
-    /// Per counter: the instructions (address, opcode) it counts for.
-    sites: Vec<Vec<(u64, &'static str)>>,
+    /// Counters (one per hook).
+    hooks: usize,
+    /// Every original instruction (address, opcode) and its executions as
+    /// a linear form of the counters and the wave count.
+    counts: Vec<(u64, &'static str, Form)>,
     /// Every original instruction (address, opcode) and the device address
     /// of its copy in the instrumented code.
     copies: Vec<(u64, &'static str, u64)>,
@@ -118,29 +122,51 @@ impl Host {
         let co = CodeObject::parse(&k.code.bytes).map_err(|e| e.to_string())?;
         let an = analyse(&co, &k.name).map_err(|e| e.to_string())?;
         let prog = &an.program;
-        let starts: Vec<usize> = if how.per_block {
-            prog.blocks.iter().map(|b| b.insts.start).collect()
+        let op = |i: usize| prog.insts[i].inst.opcode().map_or("<invalid>", |o| o.name());
+        // Where hooks go, and each instruction's count in terms of them.
+        let (starts, forms): (Vec<usize>, Vec<Form>) = if how.per_block && !how.lanes {
+            // Waves: hooks on the blocks the flow equations cannot solve.
+            let plan = counting::plan(prog);
+            let starts = plan
+                .measured
+                .iter()
+                .map(|&b| prog.blocks[b].insts.start)
+                .collect();
+            let forms = prog
+                .insts
+                .iter()
+                .map(|ins| plan.forms[ins.block].clone())
+                .collect();
+            (starts, forms)
         } else {
-            (0..prog.insts.len()).collect()
+            // Every instruction, or every region of constant EXEC.
+            let starts = if how.per_block {
+                counting::lane_region_starts(prog)
+            } else {
+                (0..prog.insts.len()).collect()
+            };
+            let mut forms = vec![Form::default(); prog.insts.len()];
+            for (k, &s) in starts.iter().enumerate() {
+                let end = starts
+                    .get(k + 1)
+                    .copied()
+                    .filter(|&e| e > s && e <= prog.blocks[prog.insts[s].block].insts.end)
+                    .unwrap_or(prog.blocks[prog.insts[s].block].insts.end);
+                for f in &mut forms[s..end] {
+                    *f = Form {
+                        waves: 0,
+                        terms: vec![(k, 1)],
+                    };
+                }
+            }
+            (starts, forms)
         };
-        let sites: Vec<Vec<(u64, &'static str)>> = starts
+        let counts = prog
+            .insts
             .iter()
-            .map(|&i| {
-                let range = if how.per_block {
-                    prog.blocks[prog.insts[i].block].insts.clone()
-                } else {
-                    i..i + 1
-                };
-                range
-                    .map(|j| {
-                        let ins = &prog.insts[j];
-                        (
-                            ins.addr,
-                            ins.inst.opcode().map_or("<invalid>", |o| o.name()),
-                        )
-                    })
-                    .collect()
-            })
+            .zip(forms)
+            .enumerate()
+            .map(|(i, (ins, f))| (ins.addr, op(i), f))
             .collect();
         let counters = self
             .memory
@@ -180,7 +206,8 @@ impl Host {
             Ok(Instrumented {
                 object,
                 counters,
-                sites,
+                hooks: starts.len(),
+                counts,
                 copies,
                 added: rw.added,
                 _executable: executable,
@@ -239,19 +266,14 @@ impl Host {
         Ok((exe, object, entry))
     }
 
-    fn executed(&self, ins: &Instrumented) -> Executed {
-        let mut counts = vec![0u64; ins.sites.len()];
-        let mut per_instruction = Vec::new();
-        if let Ok(c) = read_u64s(&self.memory, ins.counters, ins.sites.len()) {
-            counts = c;
-        }
-        for (site, n) in ins.sites.iter().zip(counts) {
-            for &(addr, op) in site {
-                per_instruction.push((addr, op, n));
-            }
-        }
+    fn executed(&self, ins: &Instrumented, waves: u64) -> Executed {
+        let counters = read_u64s(&self.memory, ins.counters, ins.hooks).unwrap_or_default();
         Executed {
-            per_instruction,
+            per_instruction: ins
+                .counts
+                .iter()
+                .map(|(addr, op, f)| (*addr, *op, f.eval(&counters, waves)))
+                .collect(),
             added_instructions: ins.added,
         }
     }
@@ -343,7 +365,7 @@ impl Interceptor for Host {
             match built {
                 Ok(b) => {
                     st.built.insert(key, b.clone());
-                    let zeros = vec![0u8; 8 * b.sites.len()];
+                    let zeros = vec![0u8; 8 * b.hooks];
                     let _ = self.memory.write_bytes(b.counters, &zeros);
                     active.instrumented = Some(b);
                 }
@@ -373,7 +395,8 @@ impl Interceptor for Host {
             Ok(stats) => {
                 o.native = stats.clone();
                 if let Some(b) = &a.instrumented {
-                    o.executed = Some(self.executed(b));
+                    let waves = counting::waves(a.launch.grid, a.launch.workgroup);
+                    o.executed = Some(self.executed(b, waves));
                     o.native_executed = stats.as_ref().map(|s| native_executed(b, s));
                 }
             }
