@@ -75,26 +75,23 @@ fn system(prog: &Program) -> System {
         }
     }
     let var = |e: usize| n + e;
+    let mut ins: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut outs: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (k, &(from, to)) in edges.iter().enumerate() {
+        outs[from].push(k);
+        ins[to].push(k);
+    }
     let mut equations = Vec::new();
-    let entries: Vec<(BlockId, FuncKind)> = prog
-        .functions
-        .iter()
-        .filter(|f| !f.blocks.is_empty())
-        .map(|f| (f.blocks.start, f.kind))
-        .collect();
+    let mut entry: Vec<Option<FuncKind>> = vec![None; n];
+    for f in prog.functions.iter().filter(|f| !f.blocks.is_empty()) {
+        entry[f.blocks.start] = Some(f.kind);
+    }
     for (b, bl) in prog.blocks.iter().enumerate() {
-        let entry = entries.iter().find(|e| e.0 == b).map(|e| e.1);
         // In: count(b) - Σ in-edges = waves (kernel entry) or 0.
-        if entry != Some(FuncKind::Device) {
+        if entry[b] != Some(FuncKind::Device) {
             let mut lhs = vec![(b, 1)];
-            lhs.extend(
-                edges
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, e)| e.1 == b)
-                    .map(|(k, _)| (var(k), -1)),
-            );
-            let waves = i64::from(entry == Some(FuncKind::Kernel));
+            lhs.extend(ins[b].iter().map(|&k| (var(k), -1)));
+            let waves = i64::from(entry[b] == Some(FuncKind::Kernel));
             equations.push((lhs, waves));
         }
         // Out: count(b) - Σ out-edges = 0, where control goes on to
@@ -102,13 +99,7 @@ fn system(prog: &Program) -> System {
         let stays = matches!(bl.exit, Exit::FallThrough | Exit::Branch | Exit::CondBranch);
         if stays {
             let mut lhs = vec![(b, 1)];
-            lhs.extend(
-                edges
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, e)| e.0 == b)
-                    .map(|(k, _)| (var(k), -1)),
-            );
+            lhs.extend(outs[b].iter().map(|&k| (var(k), -1)));
             equations.push((lhs, 0));
         }
     }

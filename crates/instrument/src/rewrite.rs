@@ -153,6 +153,23 @@ impl Asm {
         )
     }
 
+    /// `v_writelane_b32 vV, sS, lane` or `v_readlane_b32 sS, vV, lane`.
+    fn lane(
+        &self,
+        m: &'static str,
+        v: u16,
+        sgpr: u16,
+        lane: u8,
+    ) -> Result<Instruction, RewriteError> {
+        let (vop, sop) = (Operand::Vgpr { first: v, count: 1 }, Self::sgpr(sgpr, 1));
+        let ops = if m == "v_writelane_b32" {
+            [vop, sop, Self::konst(u32::from(lane))]
+        } else {
+            [sop, vop, Self::konst(u32::from(lane))]
+        };
+        self.build(Encoding::Vop3, m, &ops)
+    }
+
     /// `s_mov_b32 sd, v` with `v` as a literal whatever its value, so the
     /// size does not depend on the value.
     fn mov_lit(&self, d: u16, v: u32) -> Result<Instruction, RewriteError> {
@@ -374,7 +391,14 @@ pub fn rewrite(
     let mut added_by_hooks = 0;
     let mut set_in_block = std::collections::HashSet::new();
     for (&i, hs) in &hooks {
-        let free = an.free_before(i);
+        // Liveness is needed for the registers of hooks without reserved
+        // ones, and for SCC around lane counting.
+        let lanes = hs.iter().any(|h| matches!(h, Hook::CountLanes { .. }));
+        let free = if reserved.is_none() || lanes {
+            an.free_before(i)
+        } else {
+            crate::FreeRegisters::default()
+        };
         let block = prog.insts[i].block;
         let (regs, mut code) = match (reserved, &setup_blocks) {
             (Some(r), Some(sb)) if sb.contains(&block) && set_in_block.insert(block) => {
@@ -382,10 +406,38 @@ pub fn rewrite(
             }
             (Some(r), _) => (r, Vec::new()),
             (None, _) => {
-                let r = per_point(&free.sgprs).ok_or(RewriteError::NoRegisters {
-                    addr: prog.insts[i].addr,
-                })?;
-                (r, asm.setup(&r, plan.counters)?)
+                match per_point(&free.sgprs, lanes && free.scc_live) {
+                    Some(r) => (r, asm.setup(&r, plan.counters)?),
+                    None => {
+                        // Too few dead SGPRs: borrow s0-s4, saving the live
+                        // ones in lanes of a VGPR dead in every lane.
+                        let v = *free.vgprs.first().ok_or(RewriteError::NoRegisters {
+                            addr: prog.insts[i].addr,
+                        })?;
+                        let r = Regs {
+                            base: 0,
+                            data: 2,
+                            scc: 4,
+                            t: 0,
+                            u: 0,
+                        };
+                        let saved: Vec<u16> = (0..5).filter(|n| !free.sgprs.contains(n)).collect();
+                        let mut code = Vec::new();
+                        for (lane, &sr) in saved.iter().enumerate() {
+                            code.push(asm.lane("v_writelane_b32", v, sr, lane as u8)?);
+                        }
+                        code.extend(asm.setup(&r, plan.counters)?);
+                        for &h in hs {
+                            asm.hook(h, &r, free.scc_live, &mut code)?;
+                        }
+                        for (lane, &sr) in saved.iter().enumerate() {
+                            code.push(asm.lane("v_readlane_b32", v, sr, lane as u8)?);
+                        }
+                        added_by_hooks += code.len();
+                        hook_code.insert(i, code);
+                        continue;
+                    }
+                }
             }
         };
         for &h in hs {
@@ -406,9 +458,11 @@ pub fn rewrite(
         let free = an.free_before(c.inst);
         let regs = match reserved {
             Some(r) => r,
-            None => per_point(&free.sgprs).ok_or(RewriteError::NoRegisters {
-                addr: prog.insts[c.inst].addr,
-            })?,
+            None => per_point_translation(&free.sgprs, free.scc_live).ok_or(
+                RewriteError::NoRegisters {
+                    addr: prog.insts[c.inst].addr,
+                },
+            )?,
         };
         let callees = callees
             .iter()
@@ -559,10 +613,15 @@ fn blocks_setting_registers(prog: &crate::lift::Program, hooked: &[usize]) -> Op
     let blocks = kernel.blocks.clone();
     let repeats = blocks_that_may_repeat(prog);
     let idom = dominators(prog, blocks.clone());
-    let is_hooked = |b: usize| hooked.contains(&b);
-    let mut out = Vec::new();
+    let mut is_hooked = vec![false; prog.blocks.len()];
     for &b in hooked {
-        if out.contains(&b) {
+        is_hooked[b] = true;
+    }
+    let is_hooked = |b: usize| is_hooked[b];
+    let mut out = Vec::new();
+    let mut done = vec![false; prog.blocks.len()];
+    for &b in hooked {
+        if std::mem::replace(&mut done[b], true) {
             continue;
         }
         if !blocks.contains(&b) {
@@ -796,18 +855,49 @@ fn reserve(an: &Analysis, wanted: bool) -> Option<Regs> {
     })
 }
 
-/// Registers for code at one point among SGPRs dead there.
-fn per_point(dead: &[u16]) -> Option<Regs> {
-    let mut pairs = dead
-        .iter()
+/// Even SGPRs starting a dead pair, and the first dead SGPR outside
+/// `taken` pairs.
+fn dead_pairs(dead: &[u16]) -> impl Iterator<Item = u16> + '_ {
+    dead.iter()
         .copied()
-        .filter(|&n| n % 2 == 0 && dead.contains(&(n + 1)));
-    let (base, data, t, u) = (pairs.next()?, pairs.next()?, pairs.next()?, pairs.next()?);
-    let taken = [base, data, t, u];
-    let scc = dead.iter().copied().find(|&n| !taken.contains(&(n & !1)))?;
+        .filter(|&n| n % 2 == 0 && dead.contains(&(n + 1)))
+}
+
+fn dead_single(dead: &[u16], taken: &[u16]) -> Option<u16> {
+    dead.iter().copied().find(|&n| !taken.contains(&(n & !1)))
+}
+
+/// Registers for a hook among SGPRs dead before it: the base and data
+/// pairs, and an SGPR saving SCC if the hook must.
+fn per_point(dead: &[u16], save_scc: bool) -> Option<Regs> {
+    let mut pairs = dead_pairs(dead);
+    let (base, data) = (pairs.next()?, pairs.next()?);
+    let scc = if save_scc {
+        dead_single(dead, &[base, data])?
+    } else {
+        0
+    };
     Some(Regs {
         base,
         data,
+        scc,
+        t: 0,
+        u: 0,
+    })
+}
+
+/// Registers for a table-call translation among SGPRs dead before it.
+fn per_point_translation(dead: &[u16], save_scc: bool) -> Option<Regs> {
+    let mut pairs = dead_pairs(dead);
+    let (t, u) = (pairs.next()?, pairs.next()?);
+    let scc = if save_scc {
+        dead_single(dead, &[t, u])?
+    } else {
+        0
+    };
+    Some(Regs {
+        base: 0,
+        data: 0,
         scc,
         t,
         u,

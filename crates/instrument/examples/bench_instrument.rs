@@ -1,0 +1,176 @@
+//! Instrumentation time per kernel against kernel size: lift and analyse
+//! (liveness), plan the counting hooks, rewrite, and write the instrumented
+//! code object, for the largest kernels of the given code objects.
+//!
+//!     cargo run --release -p inlay-instrument --example bench_instrument -- [--top N] FILES...
+//!
+//! Hooks are counting hooks per basic block (the blocks the counting plan
+//! measures) or, with `--every-instruction`, before every instruction. The
+//! times are the best of 3 runs. Kernels are ranked by instructions reached
+//! (the kernel and every device function it calls).
+
+use std::time::{Duration, Instant};
+
+use inlay_codeobj::CodeObject;
+use inlay_instrument::rewrite::{rewrite, Hook, Plan};
+use inlay_instrument::{analyse, counting, emit};
+
+struct Row {
+    file: String,
+    kernel: String,
+    insts: usize,
+    hooks: usize,
+    analyse: Duration,
+    rewrite: Duration,
+    emit: Duration,
+    error: Option<String>,
+}
+
+fn best<T>(mut f: impl FnMut() -> T) -> (Duration, T) {
+    let mut best = Duration::MAX;
+    let mut out = None;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let r = f();
+        best = best.min(t.elapsed());
+        out = Some(r);
+    }
+    (best, out.expect("ran"))
+}
+
+fn measure(file: &str, bytes: &[u8], kernel: &str, every: bool) -> Row {
+    let mut row = Row {
+        file: file.to_string(),
+        kernel: kernel.to_string(),
+        insts: 0,
+        hooks: 0,
+        analyse: Duration::ZERO,
+        rewrite: Duration::ZERO,
+        emit: Duration::ZERO,
+        error: None,
+    };
+    let co = match CodeObject::parse(bytes) {
+        Ok(c) => c,
+        Err(e) => {
+            row.error = Some(e.to_string());
+            return row;
+        }
+    };
+    let (t, an) = best(|| analyse(&co, kernel));
+    row.analyse = t;
+    let an = match an {
+        Ok(a) => a,
+        Err(e) => {
+            row.error = Some(format!("lift: {e}"));
+            return row;
+        }
+    };
+    row.insts = an.program.insts.len();
+    let Some(kd) = co.kernel(kernel).map(|k| k.descriptor) else {
+        row.error = Some("no descriptor".into());
+        return row;
+    };
+    let (t, rw) = best(|| {
+        let prog = &an.program;
+        let sites: Vec<usize> = if every {
+            (0..prog.insts.len()).collect()
+        } else {
+            counting::plan(prog)
+                .measured
+                .iter()
+                .map(|&b| prog.blocks[b].insts.start)
+                .collect()
+        };
+        let plan = Plan {
+            counters: 0x7f00_0000_0000,
+            hooks: sites
+                .iter()
+                .enumerate()
+                .map(|(n, &i)| {
+                    (
+                        i,
+                        Hook::Count {
+                            offset: 8 * n as u32,
+                        },
+                    )
+                })
+                .collect(),
+        };
+        (sites.len(), rewrite(&an, 0x7e00_0000_0000, &kd, &plan))
+    });
+    row.rewrite = t;
+    row.hooks = rw.0;
+    let rw = match rw.1 {
+        Ok(r) => r,
+        Err(e) => {
+            row.error = Some(format!("rewrite: {e}"));
+            return row;
+        }
+    };
+    let (t, out) = best(|| emit::code_object(&co, kernel, &rw));
+    row.emit = t;
+    if let Err(e) = out {
+        row.error = Some(format!("emit: {e}"));
+    }
+    row
+}
+
+fn main() {
+    let mut top = 10usize;
+    let mut every = false;
+    let mut files = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--top" => top = args.next().and_then(|n| n.parse().ok()).unwrap_or(10),
+            "--every-instruction" => every = true,
+            _ => files.push(a),
+        }
+    }
+    // Rank kernels by code size first (cheap), then measure the largest.
+    let mut candidates: Vec<(u64, String, String)> = Vec::new();
+    let mut data = std::collections::HashMap::new();
+    for f in &files {
+        let Ok(bytes) = std::fs::read(f) else {
+            eprintln!("{f}: cannot read");
+            continue;
+        };
+        if let Ok(co) = CodeObject::parse(&bytes) {
+            for k in &co.kernels {
+                let size = co.symbols.get(k.name).map_or(0, |s| s.size);
+                candidates.push((size, f.clone(), k.name.to_string()));
+            }
+        }
+        data.insert(f.clone(), bytes);
+    }
+    candidates.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut rows: Vec<Row> = candidates
+        .iter()
+        .take(top)
+        .map(|(_, f, k)| measure(f, &data[f], k, every))
+        .collect();
+    rows.sort_by(|a, b| b.insts.cmp(&a.insts));
+    println!(
+        "{:>8} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}  kernel",
+        "insts", "hooks", "analyse", "rewrite", "emit", "total", "per 10k"
+    );
+    for r in &rows {
+        let total = r.analyse + r.rewrite + r.emit;
+        let per10k = total.as_secs_f64() * 1e3 * 10_000.0 / r.insts.max(1) as f64;
+        let name: String = r.kernel.chars().take(60).collect();
+        match &r.error {
+            None => println!(
+                "{:>8} {:>7} {:>8.2}ms {:>8.2}ms {:>8.2}ms {:>8.2}ms {:>8.2}ms  {name} ({})",
+                r.insts,
+                r.hooks,
+                r.analyse.as_secs_f64() * 1e3,
+                r.rewrite.as_secs_f64() * 1e3,
+                r.emit.as_secs_f64() * 1e3,
+                total.as_secs_f64() * 1e3,
+                per10k,
+                r.file.rsplit('/').next().unwrap_or(""),
+            ),
+            Some(e) => println!("{:>8} {name}: {e}", r.insts),
+        }
+    }
+}
