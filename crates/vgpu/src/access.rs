@@ -63,6 +63,8 @@ pub fn rmw32(op: Atomic, old: u32, v: u32, cmp: u32) -> u32 {
             }
         }
         Atomic::AddF32 => (f32::from_bits(old) + f32::from_bits(v)).to_bits(),
+        // Only 64-bit atomics decode to AddF64 (inst.rs: `ds_add_f64`).
+        Atomic::AddF64 => old,
     }
 }
 
@@ -103,6 +105,7 @@ pub fn rmw64(op: Atomic, old: u64, v: u64, cmp: u64) -> u64 {
         // No 64-bit atomic decodes to AddF32 (inst.rs maps only `*_add_f32`, which has
         // no _x2 form); global_atomic_add_f64 is unimplemented and faults before this.
         Atomic::AddF32 => old,
+        Atomic::AddF64 => (f64::from_bits(old) + f64::from_bits(v)).to_bits(),
     }
 }
 

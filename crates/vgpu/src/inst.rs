@@ -156,6 +156,7 @@ pub enum Atomic {
     Inc,
     Dec,
     AddF32,
+    AddF64,
 }
 
 macro_rules! ops {
@@ -269,6 +270,17 @@ ops! {
     VAccvgprMovB32 = "v_accvgpr_mov_b32", VMfmaF32_32x32x2f32 = "v_mfma_f32_32x32x2f32",
     VPkMovB32 = "v_pk_mov_b32", VPkAddF32 = "v_pk_add_f32", VPkMulF32 = "v_pk_mul_f32",
     VPkFmaF32 = "v_pk_fma_f32",
+    // Added for librocsparse coverage.
+    SBitcmp0B32 = "s_bitcmp0_b32", SBitcmp1B32 = "s_bitcmp1_b32",
+    SBitcmp0B64 = "s_bitcmp0_b64", SBitcmp1B64 = "s_bitcmp1_b64",
+    BufferWbinvl1 = "buffer_wbinvl1", BufferWbinvl1Vol = "buffer_wbinvl1_vol",
+    VAddU16 = "v_add_u16", VSubU16 = "v_sub_u16", VSubrevU16 = "v_subrev_u16",
+    VMulLoU16 = "v_mul_lo_u16", VLshlrevB16 = "v_lshlrev_b16", VLshrrevB16 = "v_lshrrev_b16",
+    VAshrrevI16 = "v_ashrrev_i16", VMinU16 = "v_min_u16", VMaxU16 = "v_max_u16",
+    VMinI16 = "v_min_i16", VMaxI16 = "v_max_i16",
+    VCvtF32Ubyte0 = "v_cvt_f32_ubyte0", VCvtF32Ubyte1 = "v_cvt_f32_ubyte1",
+    VCvtF32Ubyte2 = "v_cvt_f32_ubyte2", VCvtF32Ubyte3 = "v_cvt_f32_ubyte3",
+    VMadI32I24 = "v_mad_i32_i24", VMulHiU32U24 = "v_mul_hi_u32_u24", VMulHiI32I24 = "v_mul_hi_i32_i24",
     // DS (non-generic)
     DsBpermuteB32 = "ds_bpermute_b32", DsPermuteB32 = "ds_permute_b32", DsSwizzleB32 = "ds_swizzle_b32",
 }
@@ -314,24 +326,41 @@ fn atomic_of(name: &str) -> Option<(Atomic, bool)> {
     Some((a, wide))
 }
 
-fn ds_atomic_of(name: &str) -> Option<(Atomic, bool)> {
-    let (base, ret) = match name.strip_suffix("_rtn_u32") {
-        Some(b) => (b, true),
-        None => (name.strip_suffix("_u32")?, false),
-    };
-    let a = match base {
-        "add" => Atomic::Add,
-        "sub" => Atomic::Sub,
-        "min" => Atomic::UMin,
-        "max" => Atomic::UMax,
-        "and" => Atomic::And,
-        "or" => Atomic::Or,
-        "xor" => Atomic::Xor,
-        "inc" => Atomic::Inc,
-        "dec" => Atomic::Dec,
+/// A DS atomic by name (without `ds_`): the operation, whether it returns
+/// the old value (`_rtn`), and whether it is 64-bit.
+fn ds_atomic_of(name: &str) -> Option<(Atomic, bool, bool)> {
+    let (rest, ty) = name.rsplit_once('_')?;
+    let wide = match ty {
+        "u32" | "i32" | "b32" | "f32" => false,
+        "u64" | "i64" | "b64" | "f64" => true,
         _ => return None,
     };
-    Some((a, ret))
+    let (base, ret) = match rest.strip_suffix("_rtn") {
+        Some(b) => (b, true),
+        None => (rest, false),
+    };
+    let (signed, float) = (ty.starts_with('i'), ty.starts_with('f'));
+    let a = match (base, float) {
+        ("add", false) => Atomic::Add,
+        ("add", true) if wide => Atomic::AddF64,
+        ("add", true) => Atomic::AddF32,
+        ("sub", false) => Atomic::Sub,
+        ("min", false) if signed => Atomic::SMin,
+        ("min", false) => Atomic::UMin,
+        ("max", false) if signed => Atomic::SMax,
+        ("max", false) => Atomic::UMax,
+        ("and", false) => Atomic::And,
+        ("or", false) => Atomic::Or,
+        ("xor", false) => Atomic::Xor,
+        ("inc", false) => Atomic::Inc,
+        ("dec", false) => Atomic::Dec,
+        ("wrxchg", false) => Atomic::Swap,
+        // Compare-store: data0 is the compare value, data1 the new one
+        // (ds_kind swaps them into the cmpswap order).
+        ("cmpst", false) => Atomic::CmpSwap,
+        _ => return None,
+    };
+    Some((a, ret, wide))
 }
 
 fn cond_of(s: &str) -> Option<Cond> {
@@ -587,7 +616,8 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
         | Encoding::Vop2Dpp
         | Encoding::VopcDpp
         | Encoding::Vop1Sdwa
-        | Encoding::Vop2Sdwa => {
+        | Encoding::Vop2Sdwa
+        | Encoding::VopcSdwa => {
             p.dst = f(Field::Vdst) as u16;
             p.src[0] = src_of(f(Field::Src0), w1);
             p.src[1] = src_of(f(Field::Vsrc1), 0);
@@ -759,6 +789,9 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
         }
         if i.encoding() == Encoding::Vop3 {
             p.sdst = (w0 & 0xff) as u8;
+        } else if i.encoding() == Encoding::VopcSdwa && w1 >> 15 & 1 != 0 {
+            // SDWA compares name their SGPR-pair destination (sd set) or write VCC.
+            p.sdst = (w1 >> 8 & 0x7f) as u8;
         } else {
             p.sdst = 106;
         }
@@ -773,7 +806,11 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
     // DPP and SDWA forms the executor does not model fault instead of
     // running without their lane or sub-dword selection.
     let dpp_ok = i.encoding() != Encoding::VopcDpp && !no_dpp(p.op);
-    let sdwa_ok = i.encoding() != Encoding::VopcSdwa && !no_dpp(p.op) && !no_sdwa(p.op);
+    // SDWA compares: integer and f32 compares (their operand selects).
+    let sdwa_cmp = matches!(p.op, Op::VCmp | Op::VCmpx)
+        && matches!(p.ty, Ty::U32 | Ty::I32 | Ty::U16 | Ty::I16 | Ty::F32);
+    let sdwa_ok =
+        (i.encoding() != Encoding::VopcSdwa || sdwa_cmp) && !no_dpp(p.op) && !no_sdwa(p.op);
     if (i.encoding().is_dpp() && !dpp_ok) || (i.encoding().is_sdwa() && !sdwa_ok) {
         p.op = Op::Unimplemented;
     }
@@ -783,10 +820,7 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
         && p.clamp
         && matches!(
             p.op,
-            Op::VAddU32
-                | Op::VSubU32
-                | Op::VSubrevU32
-                | Op::VAddCoU32
+            Op::VAddCoU32
                 | Op::VSubCoU32
                 | Op::VSubrevCoU32
                 | Op::VAddcCoU32
@@ -891,10 +925,15 @@ fn ds_kind(name: &str, p: &mut Inst) {
             p.width = wd;
         }
     } else if let Some(s) = name.strip_prefix("ds_") {
-        if let Some((a, ret)) = ds_atomic_of(s) {
+        if let Some((a, ret, wide)) = ds_atomic_of(s) {
             p.op = Op::DsAtomic;
             p.atomic = a;
             p.ret = ret;
+            p.wide = wide;
+            if s.starts_with("cmpst") {
+                // Executed as cmpswap: new value first, compare value second.
+                p.src.swap(1, 2);
+            }
         }
     }
 }

@@ -906,8 +906,14 @@ impl Wave {
                 }
             }
             Ty::F32 => {
-                let x = self.fcol32(self.col(i.src[0]), i, 0);
-                let y = self.fcol32(self.col(i.src[1]), i, 1);
+                let (x, y) = if i.sdwa != 0 {
+                    let (x, y, _, _) = self.sources32(i);
+                    (x, y)
+                } else {
+                    (self.col(i.src[0]), self.col(i.src[1]))
+                };
+                let x = self.fcol32(x, i, 0);
+                let y = self.fcol32(y, i, 1);
                 for l in 0..64 {
                     let (a, b) = (f32b(x[l]), f32b(y[l]));
                     c[l] = (lt & (a < b))
@@ -917,14 +923,21 @@ impl Wave {
                 }
             }
             ty => {
-                let [x, y, _] = self.src3([i.src[0], i.src[1], Src::None]);
                 let k = [lt, eq, gt];
                 // Each integer type compared in its own order.
-                match ty {
-                    Ty::I32 => int_cmp(x, y, |v| v as i32, k, &mut c),
-                    Ty::U16 => int_cmp(x, y, |v| v as u16, k, &mut c),
-                    Ty::I16 => int_cmp(x, y, |v| v as i16, k, &mut c),
-                    _ => int_cmp(x, y, |v| v, k, &mut c),
+                let run = |x: &[u32; 64], y: &[u32; 64], c: &mut [bool; 64]| match ty {
+                    Ty::I32 => int_cmp(x, y, |v| v as i32, k, c),
+                    Ty::U16 => int_cmp(x, y, |v| v as u16, k, c),
+                    Ty::I16 => int_cmp(x, y, |v| v as i16, k, c),
+                    _ => int_cmp(x, y, |v| v, k, c),
+                };
+                if i.sdwa != 0 {
+                    // Through the SDWA operand selects.
+                    let (x, y, _, _) = self.sources32(i);
+                    run(&x, &y, &mut c);
+                } else {
+                    let [x, y, _] = self.src3([i.src[0], i.src[1], Src::None]);
+                    run(x, y, &mut c);
                 }
             }
         }
@@ -1202,6 +1215,32 @@ impl Wave {
             VMadU32U24 => self.map32(i, |x, y, z| {
                 (x & 0xff_ffff).wrapping_mul(y & 0xff_ffff).wrapping_add(z)
             }),
+            // 16-bit integer ops: operands are the low halves; the result is
+            // zero-extended to 32 bits (gfx9 clears the high half of the VGPR).
+            VAddU16 => self.map32(i, |x, y, _| (x as u16).wrapping_add(y as u16) as u32),
+            VSubU16 => self.map32(i, |x, y, _| (x as u16).wrapping_sub(y as u16) as u32),
+            VSubrevU16 => self.map32(i, |x, y, _| (y as u16).wrapping_sub(x as u16) as u32),
+            VMulLoU16 => self.map32(i, |x, y, _| (x as u16).wrapping_mul(y as u16) as u32),
+            VLshlrevB16 => self.map32(i, |x, y, _| ((y as u16) << (x & 15)) as u32),
+            VLshrrevB16 => self.map32(i, |x, y, _| ((y as u16) >> (x & 15)) as u32),
+            VAshrrevI16 => self.map32(i, |x, y, _| ((y as i16) >> (x & 15)) as u16 as u32),
+            VMinU16 => self.map32(i, |x, y, _| (x as u16).min(y as u16) as u32),
+            VMaxU16 => self.map32(i, |x, y, _| (x as u16).max(y as u16) as u32),
+            VMinI16 => self.map32(i, |x, y, _| (x as i16).min(y as i16) as u16 as u32),
+            VMaxI16 => self.map32(i, |x, y, _| (x as i16).max(y as i16) as u16 as u32),
+            VCvtF32Ubyte0 => self.map32(i, |x, _, _| (x as u8 as f32).to_bits()),
+            VCvtF32Ubyte1 => self.map32(i, |x, _, _| ((x >> 8) as u8 as f32).to_bits()),
+            VCvtF32Ubyte2 => self.map32(i, |x, _, _| ((x >> 16) as u8 as f32).to_bits()),
+            VCvtF32Ubyte3 => self.map32(i, |x, _, _| ((x >> 24) as u8 as f32).to_bits()),
+            VMadI32I24 => self.map32(i, |x, y, z| {
+                (((x << 8) as i32 >> 8).wrapping_mul((y << 8) as i32 >> 8) as u32).wrapping_add(z)
+            }),
+            VMulHiU32U24 => self.map32(i, |x, y, _| {
+                (((x & 0xff_ffff) as u64 * (y & 0xff_ffff) as u64) >> 32) as u32
+            }),
+            VMulHiI32I24 => self.map32(i, |x, y, _| {
+                ((((x << 8) as i32 >> 8) as i64 * ((y << 8) as i32 >> 8) as i64) >> 32) as u32
+            }),
             VMinI32 => self.map32(i, |x, y, _| (x as i32).min(y as i32) as u32),
             VMaxI32 => self.map32(i, |x, y, _| (x as i32).max(y as i32) as u32),
             VMinU32 => self.map32(i, |x, y, _| x.min(y)),
@@ -1238,6 +1277,10 @@ impl Wave {
                     }
                 },
             ),
+            // Clamp on unsigned adds and subtracts saturates.
+            VAddU32 if i.clamp => self.map32(i, |x, y, _| x.saturating_add(y)),
+            VSubU32 if i.clamp => self.map32(i, |x, y, _| x.saturating_sub(y)),
+            VSubrevU32 if i.clamp => self.map32(i, |x, y, _| y.saturating_sub(x)),
             VAddU32 => self.map32(i, |x, y, _| x.wrapping_add(y)),
             VSubU32 => self.map32(i, |x, y, _| x.wrapping_sub(y)),
             VSubrevU32 => self.map32(i, |x, y, _| y.wrapping_sub(x)),

@@ -6,7 +6,7 @@
 // Lane loops index several columns with the same lane number.
 #![allow(clippy::needless_range_loop)]
 
-use crate::access::{atomic32, atomic64, load, rmw32, store, Lanes, Span};
+use crate::access::{atomic32, atomic64, load, rmw32, rmw64, store, Lanes, Span};
 use crate::fault::{Exception, FaultKind};
 use crate::inst::{Atomic, Inst, Op, Src, Width};
 use crate::valu::{cells, col_at, put32};
@@ -662,7 +662,11 @@ impl Wave {
             match i.op {
                 Op::DsRead | Op::DsWrite | Op::DsAtomic => {
                     let off = (i.imm as u64 | (i.imm2 as u64) << 8) + base;
-                    let len = if i.op == Op::DsAtomic { 4 } else { n };
+                    let len = match i.op {
+                        Op::DsAtomic if i.wide => 8,
+                        Op::DsAtomic => 4,
+                        _ => n,
+                    };
                     let r = lds_range(lds_len, off, len)?;
                     match i.op {
                         Op::DsRead => {
@@ -684,6 +688,21 @@ impl Wave {
                             }
                             let len = r.len();
                             env.lds[r].copy_from_slice(&b[..len]);
+                        }
+                        _ if i.wide => {
+                            let s = &mut env.lds[r];
+                            let mut b = [0u8; 8];
+                            b.copy_from_slice(s);
+                            let old = u64::from_le_bytes(b);
+                            let pair = |w: &Wave, r: u16| {
+                                w.data_reg(i, r, l) as u64 | (w.data_reg(i, r + 1, l) as u64) << 32
+                            };
+                            let new = rmw64(i.atomic, old, pair(self, d0), pair(self, d1));
+                            s.copy_from_slice(&new.to_le_bytes());
+                            if i.ret {
+                                self.set_data_reg(i, i.dst, l, old as u32);
+                                self.set_data_reg(i, i.dst + 1, l, (old >> 32) as u32);
+                            }
                         }
                         _ => {
                             let s = &mut env.lds[r];

@@ -521,7 +521,16 @@ impl Wave {
             }
             // ---- SOPP ----
             SNop | SWaitcnt | SSleep | SSetprio | SIcacheInv | SDcacheWb | SSendmsg
-            | STtracedata => {}
+            | STtracedata | BufferWbinvl1 | BufferWbinvl1Vol => {}
+            // Bit compares: SCC = bit S1 of S0 is 0 (bitcmp0) or 1 (bitcmp1).
+            SBitcmp0B32 | SBitcmp1B32 => {
+                let bit = self.s32(a) >> (self.s32(b) & 31) & 1;
+                self.scc = bit == (i.op == SBitcmp1B32) as u32;
+            }
+            SBitcmp0B64 | SBitcmp1B64 => {
+                let bit = (self.s64(a) >> (self.s32(b) & 63) & 1) as u32;
+                self.scc = bit == (i.op == SBitcmp1B64) as u32;
+            }
             SEndpgm => return Ok(Flow::End),
             SBarrier => return Ok(Flow::Barrier),
             STrap => return Err(Exception::new(FaultKind::Trap((i.imm & 0xff) as u16))),
@@ -538,8 +547,7 @@ impl Wave {
                 };
                 if taken {
                     if i.target == u32::MAX {
-                        let target =
-                            (i.addr + 4).wrapping_add((i.imm as i64 * 4) as u64);
+                        let target = (i.addr + 4).wrapping_add((i.imm as i64 * 4) as u64);
                         return Err(Exception::at(FaultKind::BadJump { target }, target));
                     }
                     return Ok(Flow::Jump(i.target));
