@@ -179,6 +179,8 @@ macro_rules! ops {
             BufLoad, BufStore,
             DsRead, DsRead2, DsWrite, DsWrite2, DsAtomic,
             SLoad,
+            /// `s_atomic_*`: see `Inst::atomic`, `Inst::wide`, `Inst::ret`.
+            SAtomic,
             $($v),*
         }
         fn by_name(n: &str) -> Op {
@@ -580,6 +582,27 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
         Encoding::Smem => {
             if matches!(p.op, Op::SMemtime | Op::SMemrealtime) {
                 p.dst = f(Field::Sdata) as u16;
+            }
+            if let Some((a, wide)) = name.strip_prefix("s_atomic_").and_then(atomic_of) {
+                p.op = if a == Atomic::AddF32 {
+                    Op::Unimplemented
+                } else {
+                    Op::SAtomic
+                };
+                p.atomic = a;
+                p.wide = wide;
+                p.ret = w0 >> 16 & 1 != 0; // glc: sdata receives the old value
+                p.dst = f(Field::Sdata) as u16;
+                p.src[0] = Src::S(f(Field::Sbase) as u8);
+                p.imm2 = 0xff;
+                if w0 >> 17 & 1 != 0 {
+                    p.imm = sext(w1 & 0x1f_ffff, 21);
+                    if w0 >> 14 & 1 != 0 {
+                        p.imm2 = w1 >> 25;
+                    }
+                } else {
+                    p.imm2 = w1 & 0x7f;
+                }
             }
             if let Some(suf) = name.strip_prefix("s_load_") {
                 p.op = Op::SLoad;

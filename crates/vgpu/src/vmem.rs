@@ -54,6 +54,46 @@ impl Wave {
         Ok(())
     }
 
+    /// `s_atomic_*`: one read-modify-write of the wave's scalar data at
+    /// base + offset (+ soffset); with glc, sdata receives the old value.
+    pub(crate) fn smem_atomic(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
+        let base = self.s64(i.src[0]);
+        let soff = if i.imm2 < 0xff {
+            self.s[i.imm2 as usize] as u64
+        } else {
+            0
+        };
+        let addr = base.wrapping_add(i.imm as i64 as u64).wrapping_add(soff);
+        let d = i.dst as usize;
+        let at = |e: Exception| Exception {
+            addr: Some(addr),
+            ..e
+        };
+        if i.wide {
+            let data = |k: usize| self.s64(Src::S((d + k) as u8));
+            let (v, cmp) = if i.atomic == Atomic::CmpSwap {
+                (data(0), data(2))
+            } else {
+                (data(0), 0)
+            };
+            let old = atomic64(env.mem, addr, i.atomic, v, cmp).map_err(at)?;
+            if i.ret {
+                self.sw64(i.dst, old);
+            }
+        } else {
+            let (v, cmp) = if i.atomic == Atomic::CmpSwap {
+                (self.s[d], self.s[d + 1])
+            } else {
+                (self.s[d], 0)
+            };
+            let old = atomic32(env.mem, addr, i.atomic, v, cmp).map_err(at)?;
+            if i.ret {
+                self.sw32(i.dst, old);
+            }
+        }
+        Ok(())
+    }
+
     fn data_reg(&self, i: &Inst, reg: u16, lane: usize) -> u32 {
         if i.acc {
             self.a[reg as usize][lane]

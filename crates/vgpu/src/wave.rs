@@ -554,6 +554,7 @@ impl Wave {
                 }
             }
             SLoad => self.smem_load(i, env)?,
+            SAtomic => self.smem_atomic(i, env)?,
             // Clocks: the wave's own instruction count, so runs stay reproducible.
             SMemtime | SMemrealtime => self.sw64(d, self.executed),
             Unimplemented => return Err(Exception::new(FaultKind::Unimplemented)),

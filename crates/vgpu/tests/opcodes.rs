@@ -676,3 +676,24 @@ fn f32_division_sequence() {
         _ => f32::NAN.to_bits() as u64,
     });
 }
+
+/// Scalar memory atomics (instrumentation hooks count with them): one
+/// read-modify-write per wave; with glc, sdata receives the old value.
+#[test]
+fn scalar_atomics() {
+    let dev = Device::new();
+    // out[0] = 0: +7 returns 0, then +(3 + 2^32) returns 7 in s[22:23].
+    // out[1] (byte 8) = 0: +9 returns 0; +4 without glc leaves s25 = 4;
+    // swap 2 returns 13 in s26. v1 = s22 + s25 = 11, v2 = s26 = 13.
+    let body = "s_mov_b32 s20, 7\n s_mov_b32 s21, 0\n\
+                s_atomic_add_x2 s[20:21], s[40:41], 0x0 glc\n\
+                s_mov_b32 s22, 3\n s_mov_b32 s23, 1\n\
+                s_atomic_add_x2 s[22:23], s[40:41], 0x0 glc\n\
+                s_mov_b32 s24, 9\n s_atomic_add s24, s[40:41], 0x8 glc\n\
+                s_mov_b32 s25, 4\n s_atomic_add s25, s[40:41], 0x8\n\
+                s_mov_b32 s26, 2\n s_atomic_swap s26, s[40:41], 0x8 glc\n\
+                s_waitcnt lgkmcnt(0)\n\
+                s_add_u32 s27, s22, s25\n\
+                v_mov_b32 v1, s27\n v_mov_b32 v2, s26";
+    check(&dev, body, |_| 13 << 32 | 11);
+}
