@@ -1,11 +1,12 @@
 //! Checked kernel accesses to device memory: typed loads, stores and atomics
 //! built on [`Memory::check`]. Every access is checked before it is made.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::fault::{Exception, FaultKind};
 use crate::inst::Atomic;
-use crate::memory::Memory;
+use crate::memory::{Allocation, Memory};
 
 /// Reads `out.len()` bytes at `addr`.
 pub fn load(mem: &Memory, addr: u64, out: &mut [u8]) -> Result<(), Exception> {
@@ -18,13 +19,25 @@ pub fn store(mem: &Memory, addr: u64, data: &[u8]) -> Result<(), Exception> {
 }
 
 fn checked_aligned(mem: &Memory, addr: u64, len: u64) -> Result<(), Exception> {
+    checked_aligned_cached(mem, &AllocCache::default(), addr, len)
+}
+
+fn checked_aligned_cached(
+    mem: &Memory,
+    cache: &AllocCache,
+    addr: u64,
+    len: u64,
+) -> Result<(), Exception> {
     if !addr.is_multiple_of(len) {
         return Err(Exception::at(
             FaultKind::Misaligned { addr, align: len },
             addr,
         ));
     }
-    mem.check(addr, len)?;
+    if !cache.check(mem, addr, len) {
+        // Not inside a live allocation: the table says why.
+        mem.check(addr, len)?;
+    }
     Ok(())
 }
 
@@ -112,7 +125,19 @@ pub fn rmw64(op: Atomic, old: u64, v: u64, cmp: u64) -> u64 {
 /// 32-bit atomic on device memory, atomic with respect to every host thread.
 /// Returns the old value.
 pub fn atomic32(mem: &Memory, addr: u64, op: Atomic, v: u32, cmp: u32) -> Result<u32, Exception> {
-    checked_aligned(mem, addr, 4)?;
+    atomic32_cached(mem, &AllocCache::default(), addr, op, v, cmp)
+}
+
+/// [`atomic32`] with the allocation check through `cache`.
+pub fn atomic32_cached(
+    mem: &Memory,
+    cache: &AllocCache,
+    addr: u64,
+    op: Atomic,
+    v: u32,
+    cmp: u32,
+) -> Result<u32, Exception> {
+    checked_aligned_cached(mem, cache, addr, 4)?;
     // SAFETY: the 4 bytes at `addr` lie in a live allocation and are 4-aligned;
     // all concurrent kernel atomics on them go through AtomicU32 as well.
     let a = unsafe { AtomicU32::from_ptr(addr as *mut u32) };
@@ -200,6 +225,50 @@ impl Span {
     }
 }
 
+/// The allocation a workgroup's last device access was checked against,
+/// with the table's free count at the time: while no free has happened
+/// since, a range inside it needs no lookup (nor the table's lock, which
+/// host threads would otherwise contend for on every memory instruction).
+#[derive(Default)]
+pub struct AllocCache(Cell<Option<(u64, Allocation)>>);
+
+impl AllocCache {
+    /// Whether `len` bytes at `addr` lie inside one live allocation.
+    pub fn check(&self, mem: &Memory, addr: u64, len: u64) -> bool {
+        // Read before the lookup: a free after this read changes the count.
+        let generation = mem.generation();
+        if let Some((g, a)) = self.0.get() {
+            if g == generation && a.contains(addr, len) {
+                return true;
+            }
+        }
+        match mem.check(addr, len) {
+            Ok(a) => {
+                self.0.set(Some((generation, a)));
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+/// Reads `out.len()` bytes at `addr` through `cache`; on a miss the checked
+/// table path, which also reports the fault.
+pub fn load_cached(
+    mem: &Memory,
+    cache: &AllocCache,
+    addr: u64,
+    out: &mut [u8],
+) -> Result<(), Exception> {
+    if cache.check(mem, addr, out.len() as u64) {
+        // SAFETY: the range was just found (or is still, no free since) inside
+        // one live allocation; `out` is a distinct Rust buffer.
+        unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, out.as_mut_ptr(), out.len()) };
+        return Ok(());
+    }
+    load(mem, addr, out)
+}
+
 /// The addresses of one instruction's active lanes, each with `n` bytes,
 /// checked once to lie inside one live allocation: the lanes then read and
 /// write without a lookup or a range test each.
@@ -212,7 +281,13 @@ pub struct Lanes<'a> {
 impl<'a> Lanes<'a> {
     /// Checks the `n` bytes at the address of every lane `exec` enables;
     /// None if they are not all inside one allocation (or no lane is active).
-    pub fn check(mem: &Memory, addr: &'a [u64; 64], exec: u64, n: u64) -> Option<Lanes<'a>> {
+    pub fn check(
+        mem: &Memory,
+        cache: &AllocCache,
+        addr: &'a [u64; 64],
+        exec: u64,
+        n: u64,
+    ) -> Option<Lanes<'a>> {
         let (mut lo, mut hi) = (u64::MAX, 0u64);
         let mut m = exec;
         while m != 0 {
@@ -221,10 +296,9 @@ impl<'a> Lanes<'a> {
             lo = lo.min(addr[l]);
             hi = hi.max(addr[l].checked_add(n)?);
         }
-        if lo >= hi {
+        if lo >= hi || !cache.check(mem, lo, hi - lo) {
             return None;
         }
-        mem.check(lo, hi - lo).ok()?;
         Some(Lanes { addr, exec, n })
     }
 

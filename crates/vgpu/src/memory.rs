@@ -12,6 +12,7 @@
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 
 /// What an allocation is for; the runtime derives ownership and flags from it.
@@ -132,11 +133,20 @@ struct Table {
 #[derive(Default)]
 pub struct Memory {
     table: RwLock<Table>,
+    /// Counts frees: a range found inside a live allocation stays inside it
+    /// while this is unchanged (kernels cache such checks, see
+    /// `access::AllocCache`, instead of taking the table's lock per access).
+    frees: AtomicU64,
 }
 
 impl Memory {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// How many frees there have been (see the `frees` field).
+    pub fn generation(&self) -> u64 {
+        self.frees.load(Ordering::Acquire)
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Table> {
@@ -184,6 +194,7 @@ impl Memory {
     pub fn free(&self, addr: u64) -> Result<Allocation, Fault> {
         let mut t = self.write();
         let block = t.live.remove(&addr).ok_or(Fault::InvalidFree { addr })?;
+        self.frees.fetch_add(1, Ordering::AcqRel);
         let alloc = block.alloc;
         t.freed_bytes += alloc.size;
         t.order.push_back(addr);

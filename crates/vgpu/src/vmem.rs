@@ -6,7 +6,9 @@
 // Lane loops index several columns with the same lane number.
 #![allow(clippy::needless_range_loop)]
 
-use crate::access::{atomic32, atomic64, load, rmw32, rmw64, store, Lanes, Span};
+use crate::access::{
+    atomic32, atomic32_cached, atomic64, load, load_cached, rmw32, rmw64, store, Lanes, Span,
+};
 use crate::fault::{Exception, FaultKind};
 use crate::inst::{Atomic, Inst, Op, Src, Width};
 use crate::valu::{cells, col_at, put32};
@@ -42,7 +44,7 @@ impl Wave {
         let n = i.count as usize;
         let mut buf = [0u8; 64];
         let out = &mut buf[..n * 4];
-        load(env.mem, addr, out).map_err(|e| Exception {
+        load_cached(env.mem, &env.cache, addr, out).map_err(|e| Exception {
             addr: Some(addr),
             ..e
         })?;
@@ -349,7 +351,7 @@ impl Wave {
             return false;
         };
         let n = i.width.bytes();
-        let Some(lanes) = Lanes::check(env.mem, &a, exec, n as u64) else {
+        let Some(lanes) = Lanes::check(env.mem, &env.cache, &a, exec, n as u64) else {
             return false;
         };
         let file = if i.acc { &mut self.a } else { &mut self.v };
@@ -382,7 +384,7 @@ impl Wave {
             return false;
         };
         let n = i.width.bytes();
-        let Some(lanes) = Lanes::check(env.mem, &a, exec, n as u64) else {
+        let Some(lanes) = Lanes::check(env.mem, &env.cache, &a, exec, n as u64) else {
             return false;
         };
         let file = if i.acc { &self.a } else { &self.v };
@@ -678,7 +680,7 @@ impl Wave {
                 } else {
                     0
                 };
-                let old = atomic32(env.mem, a, i.atomic, v, c)?;
+                let old = atomic32_cached(env.mem, &env.cache, a, i.atomic, v, c)?;
                 if i.ret {
                     self.set_data_reg(i, i.dst, l, old);
                 }

@@ -37,6 +37,8 @@ pub struct Env<'a> {
     pub program: &'a Program,
     pub mem: &'a Memory,
     pub lds: &'a mut [u8],
+    /// The workgroup's last checked allocation (see `access::AllocCache`).
+    pub cache: crate::access::AllocCache,
 }
 
 pub struct Wave {

@@ -179,6 +179,7 @@ impl Launch<'_> {
             program: self.program,
             mem: self.mem,
             lds: lds.as_mut_slice(),
+            cache: Default::default(),
         };
         // Each pass runs every live wave up to its next barrier or its end;
         // after a pass all live waves wait at the barrier, which releases them.
