@@ -235,13 +235,16 @@ pub fn info(i: &Instruction) -> InstructionInfo {
             }
             Slot::Fixed(t) => {
                 // `vcc` before any source is the carry/compare output, after
-                // them the carry-in or select mask.
-                let access = if seen_source {
+                // them the carry-in or select mask. The other fixed slots
+                // hold addresses (vaddr, saddr), which are only read, even
+                // after a store's data.
+                let text = Slot::fixed_text(t);
+                let access = if seen_source || text != "vcc" {
                     Access::Read
                 } else {
                     Access::Write
                 };
-                if let Some(r) = fixed_operand(i, n, Slot::fixed_text(t)) {
+                if let Some(r) = fixed_operand(i, n, text) {
                     out.push(r, access, Some(n as u8));
                 }
             }

@@ -305,6 +305,22 @@ fn hand_checked_instructions() {
             (Exec, 0, 2, Read, true),
         ]
     );
+    // buffer_store_dword with offen: the data and the address are read (a
+    // store's address once came out as written, after its data).
+    let i = build(t, &[0x04, 0x10, 0x70, 0xe0, 0x07, 0x05, 0x00, 0x80]);
+    assert_eq!(
+        to_string(&i),
+        "buffer_store_dword v5, v7, s[0:3], 0 offen offset:4"
+    );
+    assert_eq!(
+        uses(&i),
+        [
+            (Vgpr, 5, 1, Read, false),
+            (Vgpr, 7, 1, Read, false),
+            (Sgpr, 0, 4, Read, false),
+            (Exec, 0, 2, Read, true),
+        ]
+    );
     // s_cbranch_vccz: reads VCC, PC conditionally written.
     let i = build(t, &[0x04, 0x00, 0x86, 0xbf]);
     assert_eq!(to_string(&i), "s_cbranch_vccz 4");
