@@ -49,6 +49,7 @@ fn count(version: u32, file: &str, kernel: &str, per_block: Option<bool>) -> Res
         .map_err(|e| e.to_string())?;
     let plan = Plan {
         counters,
+        dead_registers_only: false,
         hooks: sites
             .iter()
             .enumerate()

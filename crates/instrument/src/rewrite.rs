@@ -57,6 +57,9 @@ pub struct Plan {
     pub counters: u64,
     /// Hooks before instructions (several per instruction run in order).
     pub hooks: Vec<(InstId, Hook)>,
+    /// Take only registers dead at each hook, never SGPRs reserved for
+    /// the whole kernel (which may grow its SGPR allocation).
+    pub dead_registers_only: bool,
 }
 
 /// The rewritten kernel.
@@ -82,7 +85,7 @@ pub struct Rewritten {
 pub enum RewriteError {
     #[error("counter offset {0:#x} does not fit a scalar memory offset (20 bits)")]
     CounterOffset(u32),
-    #[error("no SGPRs for hook code before the instruction at {addr:#x}: every SGPR is live there (spilling is not implemented)")]
+    #[error("no registers for hook code before the instruction at {addr:#x}: too few SGPRs are dead there and no VGPR can hold them (spilling to memory is not implemented)")]
     NoRegisters { addr: u64 },
     #[error(
         "branch at {addr:#x} cannot reach its target after rewriting (more than 128 KiB away)"
@@ -374,7 +377,8 @@ pub fn rewrite(
         hooks.entry(i).or_default().push(h);
     }
 
-    let reserved = reserve(an, !hooks.is_empty() || has_table_calls(an));
+    let reserved =
+        reserve(an, !hooks.is_empty() || has_table_calls(an)).filter(|_| !plan.dead_registers_only);
     let (emits, redirected) = plan_emits(an, load_delta);
 
     // Hook code per instruction (sizes are known before addresses).
@@ -390,6 +394,7 @@ pub fn rewrite(
     let mut hook_code: BTreeMap<InstId, Vec<Instruction>> = BTreeMap::new();
     let mut added_by_hooks = 0;
     let mut set_in_block = std::collections::HashSet::new();
+    let mut grown_vgpr: Option<u16> = None;
     for (&i, hs) in &hooks {
         // Liveness is needed for the registers of hooks without reserved
         // ones, and for SCC around lane counting.
@@ -411,9 +416,19 @@ pub fn rewrite(
                     None => {
                         // Too few dead SGPRs: borrow s0-s4, saving the live
                         // ones in lanes of a VGPR dead in every lane.
-                        let v = *free.vgprs.first().ok_or(RewriteError::NoRegisters {
-                            addr: prog.insts[i].addr,
-                        })?;
+                        let v = match free.vgprs.first() {
+                            Some(&v) => v,
+                            None => {
+                                // No VGPR is dead either: one more VGPR,
+                                // above all the kernel allocates, if its
+                                // AGPRs leave room.
+                                let v = extra_vgpr(an).ok_or(RewriteError::NoRegisters {
+                                    addr: prog.insts[i].addr,
+                                })?;
+                                grown_vgpr = grown_vgpr.max(Some(v));
+                                v
+                            }
+                        };
                         let r = Regs {
                             base: 0,
                             data: 2,
@@ -563,6 +578,9 @@ pub fn rewrite(
     debug_assert_eq!(code.len() as u64, at);
 
     let mut kd = *descriptor;
+    if let Some(v) = grown_vgpr {
+        grow_vgprs(&mut kd, v);
+    }
     if let Some(r) = reserved.filter(|_| uses_reserved) {
         grow_sgprs(&mut kd, r.u + 1);
     } else {
@@ -902,6 +920,29 @@ fn per_point_translation(dead: &[u16], save_scc: bool) -> Option<Regs> {
         t,
         u,
     })
+}
+
+/// A VGPR above everything the kernel allocates, when it uses no AGPRs
+/// (whose file starts right after the VGPRs on gfx90a).
+fn extra_vgpr(an: &Analysis) -> Option<u16> {
+    let r = &an.resources;
+    (r.agprs_used == 0 && r.vgprs_allocated < 512).then_some(r.vgprs_allocated as u16)
+}
+
+/// Makes a gfx90a descriptor allocate VGPRs up to `highest`: the unified
+/// register file's granule (8) and the AGPRs' offset (in units of 4), which
+/// stays at the end of the VGPRs.
+fn grow_vgprs(kd: &mut KernelDescriptor, highest: u16) {
+    let need = u32::from(highest) + 1;
+    let granules = need.div_ceil(8).max(1);
+    let old = kd.compute_pgm_rsrc1 & 0x3f;
+    if granules - 1 > old {
+        kd.compute_pgm_rsrc1 = (kd.compute_pgm_rsrc1 & !0x3f) | (granules - 1);
+    }
+    let accum = need.div_ceil(4);
+    if accum - 1 > kd.compute_pgm_rsrc3 & 0x3f {
+        kd.compute_pgm_rsrc3 = (kd.compute_pgm_rsrc3 & !0x3f) | (accum - 1);
+    }
 }
 
 /// Makes the descriptor allocate SGPRs up to `highest` (plus the six gfx9

@@ -23,6 +23,8 @@ fn sites_len(prog: &inlay_instrument::lift::Program) -> usize {
 enum Mode {
     EveryInstruction,
     EveryBlock,
+    /// Every instruction, with registers dead at each hook only.
+    DeadRegistersOnly,
 }
 
 fn check_kernel(version: u32, file: &str, kernel: &str, mode: Mode) {
@@ -47,7 +49,7 @@ fn check_kernel(version: u32, file: &str, kernel: &str, mode: Mode) {
     // others' counts follow from flow conservation and the wave count.
     let blocks = counting::plan(prog);
     let sites: Vec<usize> = match mode {
-        Mode::EveryInstruction => (0..prog.insts.len()).collect(),
+        Mode::EveryInstruction | Mode::DeadRegistersOnly => (0..prog.insts.len()).collect(),
         Mode::EveryBlock => blocks
             .measured
             .iter()
@@ -64,10 +66,11 @@ fn check_kernel(version: u32, file: &str, kernel: &str, mode: Mode) {
                 (i, Hook::Count { offset })
             })
             .collect(),
+        dead_registers_only: mode == Mode::DeadRegistersOnly,
     };
     let load_delta = original.image.expect("image");
     let kd = co.kernel(kernel).expect("kernel").descriptor;
-    let rw = rewrite(&an, load_delta, &kd, &plan).expect("rewrite");
+    let rw = rewrite(&an, load_delta, &kd, &plan).unwrap_or_else(|e| panic!("{file} v{version} {kernel} ({mode:?}): {e}"));
     let out = emit::code_object(&co, kernel, &rw).expect("emit");
     let instrumented = dev.load(&out).expect("load instrumented");
     // One program for both, as the runtime registers them: calls the
@@ -90,7 +93,7 @@ fn check_kernel(version: u32, file: &str, kernel: &str, mode: Mode) {
     for (k, b) in prog.blocks.iter().enumerate() {
         for i in b.insts.clone() {
             executed[i] = match mode {
-                Mode::EveryInstruction => c[i],
+                Mode::EveryInstruction | Mode::DeadRegistersOnly => c[i],
                 Mode::EveryBlock => blocks.forms[k].eval(&c, waves),
             };
         }
@@ -137,7 +140,7 @@ fn check_kernel(version: u32, file: &str, kernel: &str, mode: Mode) {
         );
     }
     let hooks_run = match mode {
-        Mode::EveryInstruction => native.instructions,
+        Mode::EveryInstruction | Mode::DeadRegistersOnly => native.instructions,
         Mode::EveryBlock => c.iter().sum::<u64>(),
     };
     assert!(
@@ -164,5 +167,12 @@ fn every_block_code_object_v5() {
 fn every_instruction_code_object_v4() {
     for (file, kernel) in kernels(4) {
         check_kernel(4, &file, &kernel, Mode::EveryInstruction);
+    }
+}
+
+#[test]
+fn every_instruction_on_dead_registers_only() {
+    for (file, kernel) in kernels(5) {
+        check_kernel(5, &file, &kernel, Mode::DeadRegistersOnly);
     }
 }

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use inlay_codeobj::symbols::SymbolKind as ElfKind;
 use inlay_codeobj::CodeObject;
-use inlay_instrument::rewrite::{rewrite, Hook, Plan};
 use inlay_instrument::counting::{self, Form};
+use inlay_instrument::rewrite::{rewrite, Hook, Plan};
 use inlay_instrument::{analyse, emit};
 use inlay_loader::{AgentRef, Executable, SymbolKind};
 use inlay_runtime::device::{Device, DispatchError, KernelDispatch};
@@ -122,7 +122,12 @@ impl Host {
         let co = CodeObject::parse(&k.code.bytes).map_err(|e| e.to_string())?;
         let an = analyse(&co, &k.name).map_err(|e| e.to_string())?;
         let prog = &an.program;
-        let op = |i: usize| prog.insts[i].inst.opcode().map_or("<invalid>", |o| o.name());
+        let op = |i: usize| {
+            prog.insts[i]
+                .inst
+                .opcode()
+                .map_or("<invalid>", |o| o.name())
+        };
         // Where hooks go, and each instruction's count in terms of them.
         let (starts, forms): (Vec<usize>, Vec<Form>) = if how.per_block && !how.lanes {
             // Waves: hooks on the blocks the flow equations cannot solve.
@@ -190,8 +195,12 @@ impl Host {
             .ok_or_else(|| format!("no kernel {}", k.name))?
             .descriptor;
         let result = (|| {
-            let rw = rewrite(&an, k.code.load_delta, &kd, &Plan { counters, hooks })
-                .map_err(|e| e.to_string())?;
+            let plan = Plan {
+                counters,
+                hooks,
+                dead_registers_only: false,
+            };
+            let rw = rewrite(&an, k.code.load_delta, &kd, &plan).map_err(|e| e.to_string())?;
             let bytes = emit::code_object(&co, &k.name, &rw).map_err(|e| e.to_string())?;
             let (executable, object, entry) = self.load(k, &co, &bytes)?;
             let copies = prog

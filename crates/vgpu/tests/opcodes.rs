@@ -697,3 +697,20 @@ fn scalar_atomics() {
                 v_mov_b32 v1, s27\n v_mov_b32 v2, s26";
     check(&dev, body, |_| 13 << 32 | 11);
 }
+
+/// SGPRs saved in lanes of a VGPR with constant lane selects and read back
+/// (how instrumentation borrows SGPRs): v_writelane/v_readlane ignore EXEC.
+#[test]
+fn lanes_hold_sgprs_with_constant_selects() {
+    let dev = Device::new();
+    let body = "s_mov_b32 s20, 11\n s_mov_b32 s21, 22\n s_mov_b32 s22, 33\n\
+                s_mov_b64 s[24:25], exec\n s_mov_b64 exec, 0\n\
+                v_writelane_b32 v9, s20, 0\n v_writelane_b32 v9, s21, 1\n v_writelane_b32 v9, s22, 2\n\
+                s_mov_b32 s20, 0\n s_mov_b32 s21, 0\n s_mov_b32 s22, 0\n\
+                v_readlane_b32 s22, v9, 2\n v_readlane_b32 s21, v9, 1\n v_readlane_b32 s20, v9, 0\n\
+                s_mov_b64 exec, s[24:25]\n\
+                s_lshl_b32 s21, s21, 8\n s_lshl_b32 s22, s22, 16\n\
+                s_or_b32 s20, s20, s21\n s_or_b32 s20, s20, s22\n\
+                v_mov_b32 v1, s20";
+    check(&dev, body, |_| 11 | 22 << 8 | 33 << 16);
+}

@@ -48,7 +48,11 @@ pub fn launch_geometry(md: &inlay_codeobj::metadata::KernelMetadata) -> ([u32; 3
             1,
         ],
     };
-    ([wg[0] * 3, wg[1] * 2, wg[2]], wg)
+    // A second row of workgroups only for 2-D workgroups: a 1-D kernel run
+    // over two rows would have both rows update the same elements, a race
+    // whose outcome depends on the thread schedule.
+    let rows = if wg[1] > 1 { 2 } else { 1 };
+    ([wg[0] * 3, wg[1] * rows, wg[2]], wg)
 }
 
 /// Waves of a launch.
