@@ -398,7 +398,7 @@ pub fn list_files(files: &[std::path::PathBuf], opts: &Options) -> std::process:
     }
     let workers = rayon::current_num_threads().clamp(1, files.len().max(1));
     // Listings done ahead of the writer are held in memory: at most this many.
-    let window = 2 * workers;
+    let window = workers + 1;
     let state = Mutex::new(State {
         next: 0,
         written: 0,

@@ -100,6 +100,12 @@ impl Decoder {
             return 8;
         }
         let desc = self.tables.lookup(enc, op);
+        // No source field holds 255 (the literal code): only a literal slot
+        // (v_madmk/madak, s_setreg_imm32) makes it 8 bytes.
+        if w0 & 0xFF != 0xFF && (w0 >> 8) & 0xFF != 0xFF {
+            let lit = crate::tables::desc(desc).slots().contains(&Slot::Lit);
+            return if desc != 0 && lit { 8 } else { 4 };
+        }
         let i = Instruction {
             words: [w0, 0],
             len: 4,
