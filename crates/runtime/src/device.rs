@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use inlay_vgpu::{CodeRegion, FaultKind, Memory, Packet, Program, Stats};
+use inlay_vgpu::{CodeRegion, FaultKind, Memory, Packet, Stats};
 
 use crate::status::Status;
 
@@ -122,9 +122,7 @@ impl Device for VirtualGpu {
     }
 
     fn add_code(&self, regions: &[CodeRegion]) -> Result<u64, String> {
-        let program =
-            Program::from_memory(self.gpu.memory(), regions).map_err(|e| e.to_string())?;
-        Ok(self.gpu.register(program))
+        Ok(self.gpu.register(regions.to_vec()))
     }
 
     fn remove_code(&self, id: u64) {

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use crate::fault::{FaultKind, FaultReport};
 use crate::kernarg::{fill_hidden, Hidden};
 use crate::memory::{Fault, MemKind, Memory};
-use crate::program::{KernelInfo, LoadError, Program};
+use crate::program::{CodeRegion, KernelInfo, LoadError, Program};
 use crate::workgroup::{Launch, WaveFault};
 
 /// LDS per workgroup on gfx90a.
@@ -181,26 +181,32 @@ impl Device {
         }
     }
 
-    /// Makes `program`'s kernels dispatchable by descriptor address through
-    /// [`Device::dispatch_packet`]; returns an id for [`Device::unregister`].
-    pub fn register(&self, program: Program) -> u64 {
+    /// Makes the kernels of code objects already in device memory
+    /// dispatchable by descriptor address through [`Device::dispatch_packet`];
+    /// returns an id for [`Device::unregister`]. The code is predecoded once,
+    /// by the first dispatch that needs it, so registering a large code
+    /// object costs nothing until one of its kernels runs.
+    pub fn register(&self, regions: Vec<CodeRegion>) -> u64 {
         let id = self.next_program_id.fetch_add(1, Ordering::Relaxed);
-        let program = Arc::new(program);
+        let entry = Arc::new(Registered {
+            regions,
+            program: std::sync::OnceLock::new(),
+        });
         let mut r = self.registry.write().unwrap_or_else(|e| e.into_inner());
-        for k in program.kernels.values() {
-            r.by_descriptor
-                .insert(k.descriptor_addr, (program.clone(), k.name.clone()));
+        for region in &entry.regions {
+            for (name, kd) in &region.kernels {
+                r.by_descriptor.insert(*kd, (entry.clone(), name.clone()));
+            }
         }
-        r.programs.insert(id, program);
+        r.programs.insert(id, entry);
         id
     }
 
-    /// Forgets a registered program (its memory belongs to whoever placed it).
+    /// Forgets registered code (its memory belongs to whoever placed it).
     pub fn unregister(&self, id: u64) {
         let mut r = self.registry.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(program) = r.programs.remove(&id) {
-            r.by_descriptor
-                .retain(|_, (p, _)| !Arc::ptr_eq(p, &program));
+        if let Some(entry) = r.programs.remove(&id) {
+            r.by_descriptor.retain(|_, (e, _)| !Arc::ptr_eq(e, &entry));
         }
     }
 
@@ -255,13 +261,20 @@ impl Device {
                 ),
             )
         };
-        let (program, name) = {
+        let (entry, name) = {
             let r = self.registry.read().unwrap_or_else(|e| e.into_inner());
             r.by_descriptor
                 .get(&p.kernel_object)
                 .cloned()
                 .ok_or_else(unknown)?
         };
+        let program = entry
+            .program
+            .get_or_init(|| {
+                Program::from_memory(&self.mem, &entry.regions).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|why| refuse(&name, format!("cannot predecode its code: {why}")))?;
         let k = program.kernel(&name).ok_or_else(unknown)?;
         let lds_size = k
             .descriptor
@@ -285,7 +298,7 @@ impl Device {
             None
         };
         let launch = Launch {
-            program: &program,
+            program,
             mem: &self.mem,
             kernel: k,
             grid: p.grid,
@@ -572,10 +585,16 @@ thread_local! {
         const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
+/// Code registered for dispatch by descriptor address, predecoded on first use.
+struct Registered {
+    regions: Vec<CodeRegion>,
+    program: std::sync::OnceLock<Result<Program, String>>,
+}
+
 #[derive(Default)]
 struct Registry {
-    programs: HashMap<u64, Arc<Program>>,
-    by_descriptor: HashMap<u64, (Arc<Program>, String)>,
+    programs: HashMap<u64, Arc<Registered>>,
+    by_descriptor: HashMap<u64, (Arc<Registered>, String)>,
 }
 
 struct Setup {
