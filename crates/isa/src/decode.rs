@@ -79,7 +79,6 @@ impl Decoder {
             || !scalar_operands_valid(out, len)
             || !zero_fields_clear(out)
             || !saddr_valid(out)
-            || !vector_ranges_valid(out)
             || !named_rules_hold(out)
         {
             // LLVM rejects the whole instruction when an operand names no register.
@@ -221,7 +220,12 @@ fn scalar_operands_valid(i: &Instruction, len: usize) -> bool {
             let scalar =
                 file == File::S || matches!(field, Field::Ssrc0 | Field::Ssrc1) || (src && v < 256);
             if !scalar {
-                return true;
+                // a vector register tuple ends at v255/a255 (LLVM rejects `v[255:256]`)
+                let first = if src { v.wrapping_sub(256) } else { v };
+                // with a scalar base, a GLOBAL address is one VGPR
+                let one =
+                    field == Field::Addr && i.encoding == E::Global && i.bits(1, 16, 7) != 0x7F;
+                return regs <= 1 || one || first + u32::from(regs) <= 256;
             }
             // fields that name registers only (no constants)
             let dest = matches!(
@@ -263,17 +267,6 @@ fn named_rules_hold(i: &Instruction) -> bool {
         E::Vop1Sdwa if crate::format::sdwa_without_dst(i.mnemonic()) => i.bits(1, 8, 3) == 6,
         _ => true,
     }
-}
-
-/// Vector register tuples end at v255/a255 (LLVM rejects `v[255:256]`).
-fn vector_ranges_valid(i: &Instruction) -> bool {
-    i.operands().all(|o| match o {
-        crate::model::Operand::Vgpr { first, count }
-        | crate::model::Operand::Agpr { first, count } => {
-            u32::from(first) + u32::from(count.max(1)) <= 256
-        }
-        _ => true,
-    })
 }
 
 /// A GLOBAL/SCRATCH scalar base (any `saddr` but 0x7f, "off") names a
