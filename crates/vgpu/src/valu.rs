@@ -227,6 +227,21 @@ pub(crate) fn run3_64(
     f: impl Fn(u64, u64, u64) -> u64,
 ) {
     let get = |c: (&Col, &Col), l: usize| c.0[l].get() as u64 | (c.1[l].get() as u64) << 32;
+    if exec == u64::MAX {
+        // Full EXEC: no lane tests, no blending with the old value.
+        for c in 0..8 {
+            let b = c * 8;
+            let mut r = [0u64; 8];
+            for j in 0..8 {
+                r[j] = f(get(x, b + j), get(y, b + j), get(z, b + j));
+            }
+            for j in 0..8 {
+                d.0[b + j].set(r[j] as u32);
+                d.1[b + j].set((r[j] >> 32) as u32);
+            }
+        }
+        return;
+    }
     for c in 0..8 {
         let b = c * 8;
         let e = (exec >> b) as u32 & 0xff;
@@ -950,15 +965,21 @@ impl Wave {
 
     fn compare_class(&mut self, i: &Inst) {
         let exec = self.exec();
-        let mut m = 0u64;
-        for l in lanes(exec) {
-            let mask = self.rd(i.src[1], l);
-            let bit = match i.ty {
-                Ty::F64 => class_bit_f64(f64b(self.fin64(self.rd64(i.src[0], l, true), i, 0))),
-                _ => class_bit_f32(f32b(self.fin32(self.rd(i.src[0], l), i, 0))),
-            };
-            m |= ((mask & bit != 0) as u64) << l;
+        let mask = self.col(i.src[1]);
+        let mut c = [false; 64];
+        // Every lane classified (a pure function), the inactive ones masked off.
+        if i.ty == Ty::F64 {
+            let x = self.col64(i.src[0], true);
+            for l in 0..64 {
+                c[l] = mask[l] & class_bit_f64(f64b(self.fin64(x[l], i, 0))) != 0;
+            }
+        } else {
+            let x = self.fcol32(self.col(i.src[0]), i, 0);
+            for l in 0..64 {
+                c[l] = mask[l] & class_bit_f32(f32b(x[l])) != 0;
+            }
         }
+        let m = pack(&c) & exec;
         self.sw64(i.sdst as u16, m);
         if i.ret {
             self.set_exec(m);
@@ -1428,9 +1449,21 @@ impl Wave {
                     |[x, y, z], d| {
                         // The exponent is the low column of src1.
                         let y = (y.0, y.0);
-                        run3_64(x, y, z, d, exec, |a, e, _| {
-                            ldexp(f64b(a & absm ^ negm), e as u32 as i32).to_bits()
-                        })
+                        // Exponents within ±1000 (the usual case): one exact
+                        // multiply by 2^e per lane, which vectorizes.
+                        if y.0
+                            .iter()
+                            .all(|e| (-1000..=1000).contains(&(e.get() as i32)))
+                        {
+                            run3_64(x, y, z, d, exec, |a, e, _| {
+                                let scale = f64::from_bits(((e as u32 as i32 + 1023) as u64) << 52);
+                                (f64b(a & absm ^ negm) * scale).to_bits()
+                            })
+                        } else {
+                            run3_64(x, y, z, d, exec, |a, e, _| {
+                                ldexp(f64b(a & absm ^ negm), e as u32 as i32).to_bits()
+                            })
+                        }
                     },
                 );
             }

@@ -443,3 +443,31 @@ fn check_lds(dev: &Device, body: &str, want: impl Fn(u64) -> u64) {
         assert_eq!(*g, w, "lane {l}: got {g:#x}, want {w:#x} for\n{body}");
     }
 }
+
+#[test]
+fn ldexp_f64_in_and_out_of_the_fast_range() {
+    let dev = Device::new();
+    // 1.0 · 2^e for e = 40·lane − 1280 (−1280..=1240): beyond ±1000 in some
+    // lanes, overflowing, subnormal and underflowing to zero in others.
+    let body = "v_mov_b32 v6, 0\nv_mov_b32 v7, 0x3ff00000\n\
+                s_mov_b32 s10, 40\ns_movk_i32 s11, 0x500\n\
+                v_mul_lo_u32 v8, v0, s10\nv_subrev_u32 v8, s11, v8\n\
+                v_ldexp_f64 v[10:11], v[6:7], v8\nv_mov_b32 v1, v10\nv_mov_b32 v2, v11";
+    check(&dev, body, |l| {
+        let e = 40 * l as i64 - 1280;
+        let v = if e > 1023 {
+            f64::INFINITY
+        } else if e >= -1022 {
+            f64::from_bits(((e + 1023) as u64) << 52)
+        } else if e >= -1074 {
+            f64::from_bits(1u64 << (e + 1074))
+        } else {
+            0.0
+        };
+        v.to_bits()
+    });
+    // A constant exponent: lane / 8, exactly.
+    let body = "v_cvt_f64_u32 v[6:7], v0\nv_ldexp_f64 v[10:11], v[6:7], -3\n\
+                v_mov_b32 v1, v10\nv_mov_b32 v2, v11";
+    check(&dev, body, |l| (l as f64 / 8.0).to_bits());
+}
