@@ -1,11 +1,19 @@
-//! The instrumented kernel as a code object: the original code object with
-//! the rewritten kernel added under a new name (code, descriptor, metadata),
-//! written by the code-object writer. Loaded beside the original, it links
-//! against what the original's symbols name, and its code reaches the
-//! original's data through the addresses [`crate::rewrite`] materialized.
+//! The instrumented kernel as a code object of its own: the rewritten code
+//! in `.text`, its kernel descriptor in `.rodata`, its metadata note, and
+//! the dynamic and static symbol tables a loader reads (`NAME.inlay` and
+//! `NAME.inlay.kd`), with the target and ABI of the original.
+//!
+//! Nothing else of the original is copied: the rewritten code reaches the
+//! original code object's data and external functions at the addresses
+//! [`crate::rewrite`] materialized, so the new code object has no data,
+//! no relocations and no undefined symbols, and writing it costs little
+//! whatever the size of the original.
 
-use inlay_codeobj::write::{Builder, NewKernel};
+use inlay_codeobj::metadata::{AMDGPU_NOTE_NAME, NT_AMDGPU_METADATA};
 use inlay_codeobj::CodeObject;
+use object::elf;
+use object::write::elf::{FileHeader, ProgramHeader, SectionHeader, Sym, Writer};
+use object::Endianness;
 
 use crate::rewrite::Rewritten;
 
@@ -14,33 +22,248 @@ pub fn instrumented_name(kernel: &str) -> String {
     format!("{kernel}.inlay")
 }
 
-/// `co` plus the rewritten `kernel` as a new kernel named
+const PAGE: usize = 0x1000;
+
+/// A code object holding `kernel` of `co`, rewritten, as the kernel
 /// [`instrumented_name`]`(kernel)`.
 pub fn code_object(
     co: &CodeObject<'_>,
     kernel: &str,
     rw: &Rewritten,
 ) -> Result<Vec<u8>, inlay_codeobj::Error> {
-    let md = co
+    let err = |what: String| inlay_codeobj::Error::new(what);
+    let name = instrumented_name(kernel);
+    let kd_name = format!("{name}.kd");
+
+    // The metadata: the original document with this kernel only, renamed.
+    let mut md = co
         .metadata
-        .as_ref()
-        .and_then(|m| m.kernels.iter().find(|k| k.name == kernel))
+        .clone()
+        .ok_or_else(|| err("no metadata note".into()))?;
+    let mut km = md
+        .kernels
+        .iter()
+        .find(|k| k.name == kernel)
         .cloned()
-        .ok_or_else(|| inlay_codeobj::Error::new(format!("no metadata for kernel {kernel}")))?;
-    let mut metadata = md;
-    let sgprs = inlay_codeobj::descriptor::sgpr_count(
+        .ok_or_else(|| err(format!("no metadata for kernel {kernel}")))?;
+    km.name = name.clone();
+    km.symbol = kd_name.clone();
+    if let Some(n) = inlay_codeobj::descriptor::sgpr_count(
         rw.descriptor.compute_pgm_rsrc1,
         co.target.processor.family(),
-    );
-    if let Some(n) = sgprs {
-        metadata.sgpr_count = Some(u64::from(n.saturating_sub(6)));
+    ) {
+        km.sgpr_count = Some(u64::from(n.saturating_sub(6)));
     }
-    let mut b = Builder::new(co);
-    b.add_kernel(NewKernel {
-        name: instrumented_name(kernel),
-        code: rw.code.clone(),
-        descriptor: rw.descriptor,
-        metadata,
-    })?;
-    b.write()
+    md.kernels = vec![km];
+    let note = note(&md.to_msgpack());
+
+    let mut out = Vec::new();
+    let mut w = Writer::new(Endianness::Little, true, &mut out);
+    let dyn_kd = w.add_dynamic_string(kd_name.as_bytes());
+    let dyn_fn = w.add_dynamic_string(name.as_bytes());
+    let str_kd = w.add_string(kd_name.as_bytes());
+    let str_fn = w.add_string(name.as_bytes());
+
+    w.reserve_null_section_index();
+    let note_name = w.add_section_name(b".note");
+    let note_sec = w.reserve_section_index();
+    w.reserve_dynsym_section_index();
+    w.reserve_hash_section_index();
+    w.reserve_dynstr_section_index();
+    let rodata_name = w.add_section_name(b".rodata");
+    let rodata_sec = w.reserve_section_index();
+    let text_name = w.add_section_name(b".text");
+    let text_sec = w.reserve_section_index();
+    w.reserve_dynamic_section_index();
+    w.reserve_symtab_section_index();
+    w.reserve_strtab_section_index();
+    w.reserve_shstrtab_section_index();
+    let _ = note_sec;
+
+    w.reserve_null_dynamic_symbol_index();
+    w.reserve_dynamic_symbol_index();
+    w.reserve_dynamic_symbol_index();
+    w.reserve_null_symbol_index();
+    w.reserve_symbol_index(Some(rodata_sec));
+    w.reserve_symbol_index(Some(text_sec));
+
+    // Layout: addresses equal file offsets. A read-only segment (headers,
+    // note, dynamic symbols, descriptor), the code from the next page, the
+    // dynamic section from the page after.
+    const DYNAMIC: usize = 6;
+    w.reserve_file_header();
+    w.reserve_program_headers(5);
+    let note_off = w.reserve(note.len(), 4);
+    let dynsym_off = w.reserve_dynsym();
+    let hash_off = w.reserve_hash(1, 3);
+    let dynstr_off = w.reserve_dynstr();
+    let rodata_off = w.reserve(64, 64);
+    let ro_end = w.reserved_len();
+    let text_off = w.reserve(rw.code.len(), PAGE);
+    let text_end = w.reserved_len();
+    w.reserve_until(text_end.next_multiple_of(PAGE));
+    let dynamic_off = w.reserve_dynamic(DYNAMIC);
+    let dynamic_len = w.reserved_len() - dynamic_off;
+    w.reserve_symtab();
+    w.reserve_strtab();
+    w.reserve_shstrtab();
+    w.reserve_section_headers();
+
+    let mut kd = rw.descriptor;
+    kd.kernel_code_entry_byte_offset = text_off as i64 - rodata_off as i64;
+
+    w.write_file_header(&FileHeader {
+        os_abi: co.header.os_abi,
+        abi_version: co.header.abi_version,
+        e_type: elf::ET_DYN,
+        e_machine: elf::EM_AMDGPU,
+        e_entry: 0,
+        e_flags: co.header.e_flags,
+    })
+    .map_err(|e| err(e.to_string()))?;
+    w.write_align_program_headers();
+    let segment = |p_type, p_flags, off: usize, len: usize, align: usize| ProgramHeader {
+        p_type,
+        p_flags,
+        p_offset: off as u64,
+        p_vaddr: off as u64,
+        p_paddr: off as u64,
+        p_filesz: len as u64,
+        p_memsz: len as u64,
+        p_align: align as u64,
+    };
+    w.write_program_header(&segment(elf::PT_LOAD, elf::PF_R, 0, ro_end, PAGE));
+    w.write_program_header(&segment(
+        elf::PT_LOAD,
+        elf::PF_R | elf::PF_X,
+        text_off,
+        rw.code.len(),
+        PAGE,
+    ));
+    w.write_program_header(&segment(
+        elf::PT_LOAD,
+        elf::PF_R | elf::PF_W,
+        dynamic_off,
+        dynamic_len,
+        PAGE,
+    ));
+    w.write_program_header(&segment(
+        elf::PT_DYNAMIC,
+        elf::PF_R | elf::PF_W,
+        dynamic_off,
+        dynamic_len,
+        8,
+    ));
+    w.write_program_header(&segment(elf::PT_NOTE, elf::PF_R, note_off, note.len(), 4));
+
+    w.write_align(4);
+    w.write(&note);
+    let global = |kind: u8| (elf::STB_GLOBAL << 4) | kind;
+    let kd_sym = |name| Sym {
+        name: Some(name),
+        section: Some(rodata_sec),
+        st_info: global(elf::STT_OBJECT),
+        st_other: elf::STV_PROTECTED,
+        st_shndx: 0,
+        st_value: rodata_off as u64,
+        st_size: 64,
+    };
+    let fn_sym = |name| Sym {
+        name: Some(name),
+        section: Some(text_sec),
+        st_info: global(elf::STT_FUNC),
+        st_other: elf::STV_PROTECTED,
+        st_shndx: 0,
+        st_value: text_off as u64,
+        st_size: rw.code.len() as u64,
+    };
+    w.write_null_dynamic_symbol();
+    w.write_dynamic_symbol(&kd_sym(dyn_kd));
+    w.write_dynamic_symbol(&fn_sym(dyn_fn));
+    let names = [kd_name.as_bytes(), name.as_bytes()];
+    w.write_hash(1, 3, |i| {
+        (i as usize)
+            .checked_sub(1)
+            .and_then(|k| names.get(k))
+            .map(|n| elf::hash(n))
+    });
+    w.write_dynstr();
+    w.write_align(64);
+    w.write(&kd.to_bytes());
+    w.pad_until(text_off);
+    w.write(&rw.code);
+    w.pad_until(dynamic_off);
+    w.write_align_dynamic();
+    w.write_dynamic(elf::DT_HASH, hash_off as u64);
+    w.write_dynamic(elf::DT_STRTAB, dynstr_off as u64);
+    w.write_dynamic(elf::DT_SYMTAB, dynsym_off as u64);
+    w.write_dynamic(elf::DT_STRSZ, (rodata_off - dynstr_off) as u64);
+    w.write_dynamic(elf::DT_SYMENT, 24);
+    w.write_dynamic(elf::DT_NULL, 0);
+    w.write_null_symbol();
+    w.write_symbol(&kd_sym(str_kd));
+    w.write_symbol(&fn_sym(str_fn));
+    w.write_strtab();
+    w.write_shstrtab();
+
+    w.write_null_section_header();
+    w.write_section_header(&SectionHeader {
+        name: Some(note_name),
+        sh_type: elf::SHT_NOTE,
+        sh_flags: u64::from(elf::SHF_ALLOC),
+        sh_addr: note_off as u64,
+        sh_offset: note_off as u64,
+        sh_size: note.len() as u64,
+        sh_link: 0,
+        sh_info: 0,
+        sh_addralign: 4,
+        sh_entsize: 0,
+    });
+    w.write_dynsym_section_header(dynsym_off as u64, 1);
+    w.write_hash_section_header(hash_off as u64);
+    w.write_dynstr_section_header(dynstr_off as u64);
+    w.write_section_header(&SectionHeader {
+        name: Some(rodata_name),
+        sh_type: elf::SHT_PROGBITS,
+        sh_flags: u64::from(elf::SHF_ALLOC),
+        sh_addr: rodata_off as u64,
+        sh_offset: rodata_off as u64,
+        sh_size: 64,
+        sh_link: 0,
+        sh_info: 0,
+        sh_addralign: 64,
+        sh_entsize: 0,
+    });
+    w.write_section_header(&SectionHeader {
+        name: Some(text_name),
+        sh_type: elf::SHT_PROGBITS,
+        sh_flags: u64::from(elf::SHF_ALLOC | elf::SHF_EXECINSTR),
+        sh_addr: text_off as u64,
+        sh_offset: text_off as u64,
+        sh_size: rw.code.len() as u64,
+        sh_link: 0,
+        sh_info: 0,
+        sh_addralign: 256,
+        sh_entsize: 0,
+    });
+    w.write_dynamic_section_header(dynamic_off as u64);
+    w.write_symtab_section_header(1);
+    w.write_strtab_section_header();
+    w.write_shstrtab_section_header();
+    Ok(out)
+}
+
+/// An ELF note: `AMDGPU` name, `NT_AMDGPU_METADATA` type, `desc`.
+fn note(desc: &[u8]) -> Vec<u8> {
+    let name = AMDGPU_NOTE_NAME.as_bytes();
+    let mut n = Vec::with_capacity(12 + 8 + desc.len() + 3);
+    n.extend_from_slice(&(name.len() as u32 + 1).to_le_bytes());
+    n.extend_from_slice(&(desc.len() as u32).to_le_bytes());
+    n.extend_from_slice(&NT_AMDGPU_METADATA.to_le_bytes());
+    n.extend_from_slice(name);
+    n.push(0);
+    n.resize(n.len().next_multiple_of(4), 0);
+    n.extend_from_slice(desc);
+    n.resize(n.len().next_multiple_of(4), 0);
+    n
 }

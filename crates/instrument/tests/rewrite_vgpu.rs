@@ -14,6 +14,41 @@ use inlay_instrument::rewrite::{rewrite, Hook, Plan};
 use inlay_instrument::{analyse, counting, emit};
 use inlay_vgpu::{Device, Program};
 
+/// llvm-readelf-19 reads the emitted code object without a warning and
+/// finds the instrumented kernel's descriptor and function symbols.
+fn readelf_accepts(bytes: &[u8], what: &str) {
+    let path = std::env::temp_dir().join(format!(
+        "inlay-emit-{}-{}.hsaco",
+        std::process::id(),
+        what.replace(['/', ' '], "_")
+    ));
+    std::fs::write(&path, bytes).expect("write");
+    let out = std::process::Command::new("llvm-readelf-19")
+        .args(["-a", "--dyn-syms"])
+        .arg(&path)
+        .output();
+    let _ = std::fs::remove_file(&path);
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            if std::env::var("INLAY_REQUIRE_ORACLES").as_deref() == Ok("1") {
+                panic!("llvm-readelf-19 is required (INLAY_REQUIRE_ORACLES=1): {e}");
+            }
+            return;
+        }
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stderr.trim().is_empty(),
+        "{what}: {stderr}"
+    );
+    assert!(
+        stdout.contains(".inlay.kd") && stdout.contains("NT_AMDGPU_METADATA"),
+        "{what}:\n{stdout}"
+    );
+}
+
 /// Counters needed at most: one per instruction.
 fn sites_len(prog: &inlay_instrument::lift::Program) -> usize {
     prog.insts.len()
@@ -70,8 +105,12 @@ fn check_kernel(version: u32, file: &str, kernel: &str, mode: Mode) {
     };
     let load_delta = original.image.expect("image");
     let kd = co.kernel(kernel).expect("kernel").descriptor;
-    let rw = rewrite(&an, load_delta, &kd, &plan).unwrap_or_else(|e| panic!("{file} v{version} {kernel} ({mode:?}): {e}"));
+    let rw = rewrite(&an, load_delta, &kd, &plan)
+        .unwrap_or_else(|e| panic!("{file} v{version} {kernel} ({mode:?}): {e}"));
     let out = emit::code_object(&co, kernel, &rw).expect("emit");
+    if mode == Mode::EveryBlock {
+        readelf_accepts(&out, &format!("{file} v{version} {kernel}"));
+    }
     let instrumented = dev.load(&out).expect("load instrumented");
     // One program for both, as the runtime registers them: calls the
     // rewriter leaves pointing at the original code still land in code.

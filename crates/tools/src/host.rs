@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use inlay_codeobj::symbols::SymbolKind as ElfKind;
 use inlay_codeobj::CodeObject;
 use inlay_instrument::counting::{self, Form};
 use inlay_instrument::rewrite::{rewrite, Hook, Plan};
@@ -228,9 +227,9 @@ impl Host {
         result
     }
 
-    /// Loads the instrumented code object beside the original: its
-    /// undefined symbols resolve to what the original executable defines,
-    /// and the device gets one program for both, so calls between them land.
+    /// Loads the instrumented code object beside the original; the device
+    /// gets one program for both, so calls from the rewritten code into the
+    /// original's functions land.
     fn load(
         &self,
         k: &KernelRef,
@@ -248,13 +247,6 @@ impl Host {
             Some(&format!("{} (instrumented)", k.code.name)),
         )
         .map_err(|e| e.to_string())?;
-        let copy = CodeObject::parse(bytes).map_err(|e| e.to_string())?;
-        for s in copy.symbols.of_kind(ElfKind::Undefined) {
-            if let Some(addr) = defined_in(&k.executable, s.name) {
-                exe.define_variable(Some(agent.key), s.name, addr, false)
-                    .map_err(|e| e.to_string())?;
-            }
-        }
         exe.freeze().map_err(|e| e.to_string())?;
         let name = emit::instrumented_name(&k.name);
         let (object, entry) = exe
@@ -299,15 +291,6 @@ fn native_executed(b: &Instrumented, s: &Stats) -> Executed {
             .collect(),
         added_instructions: b.added,
     }
-}
-
-/// Address of a global symbol the code objects of an executable define.
-fn defined_in(executable: &[Arc<LoadedCode>], name: &str) -> Option<u64> {
-    executable.iter().find_map(|c| {
-        let co = CodeObject::parse(&c.bytes).ok()?;
-        let s = co.symbols.get(name)?;
-        s.is_defined().then(|| c.load_delta.wrapping_add(s.value))
-    })
 }
 
 fn read_u64s(mem: &Memory, addr: u64, n: usize) -> Result<Vec<u64>, inlay_vgpu::Fault> {
