@@ -215,7 +215,7 @@ struct Entry<const CAP: usize> {
 
 const SHORT: usize = 52;
 const LONG: usize = 116;
-const SHORT_BITS: u32 = 15;
+const SHORT_BITS: u32 = 16;
 const LONG_BITS: u32 = 12;
 
 impl<const CAP: usize> Entry<CAP> {
