@@ -328,6 +328,34 @@ pub(crate) fn run3(
     }
 }
 
+/// Whether the CPU runs the AVX2+FMA build of the VALU (see [`Simd::detect`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Simd(bool);
+
+/// Set, the VALU runs its baseline build even where the CPU has AVX2 and
+/// FMA (tests use it to check that build on machines that have them).
+pub static FORCE_BASELINE: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+impl Simd {
+    pub fn detect() -> Simd {
+        if FORCE_BASELINE.load(std::sync::atomic::Ordering::Relaxed) {
+            return Simd(false);
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            Simd(
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma"),
+            )
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            Simd(false)
+        }
+    }
+}
+
 /// The column a 32-bit source reads: its register, or broadcast column `at`.
 #[inline(always)]
 fn pick_col<'a>(
@@ -1142,12 +1170,19 @@ impl Wave {
     /// (twice the lanes per host instruction as the baseline x86-64 build).
     #[inline(always)]
     pub(crate) fn valu(&mut self, i: &Inst) -> Result<(), Exception> {
+        self.valu_on(Simd::detect(), i)
+    }
+
+    /// [`Wave::valu`] with the CPU's features detected once by the caller.
+    #[inline(always)]
+    pub(crate) fn valu_on(&mut self, simd: Simd, i: &Inst) -> Result<(), Exception> {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has the features the function is compiled for.
+        if simd.0 {
+            // SAFETY: `Simd` is only true when the CPU has AVX2 and FMA, the
+            // features the function is compiled for.
             return unsafe { self.valu_avx2(i) };
         }
+        let _ = simd;
         self.valu_base(i)
     }
 

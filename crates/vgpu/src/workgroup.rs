@@ -216,6 +216,7 @@ impl Launch<'_> {
         per_pc: &mut [u64],
     ) -> Result<Flow, Exception> {
         let insts = &self.program.insts;
+        let simd = crate::valu::Simd::detect();
         loop {
             let pc = wave.pc as usize;
             let Some(inst) = insts.get(pc) else {
@@ -232,7 +233,7 @@ impl Launch<'_> {
             // Vector ALU instructions go straight to the VALU (no scalar or
             // memory dispatch in between): most of a kernel's instructions.
             let flow = if inst.valu {
-                wave.valu(inst)?;
+                wave.valu_on(simd, inst)?;
                 Flow::Next
             } else {
                 wave.step(inst, env)?
