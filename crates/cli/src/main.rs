@@ -1,6 +1,7 @@
 //! `inlay`: inspect, disassemble, run and instrument AMD GPU code.
 
 mod demangle;
+mod demo;
 mod disasm;
 mod extract;
 mod inspect;
@@ -67,7 +68,8 @@ enum Command {
         #[arg(short, long, default_value = ".")]
         output: PathBuf,
     },
-    /// Inspect and disassemble a built-in example code object (a gfx90a vector add).
+    /// The whole path on a built-in gfx90a vector add: inspect, disassemble, run on the
+    /// virtual GPU, instrument with counting hooks and compare.
     Demo,
     /// Run a program against Inlay's HSA runtime (drop-in libhsa-runtime64.so.1) and its
     /// virtual GPU. Build the runtime first: `cargo build --release` builds it with inlay.
@@ -213,5 +215,6 @@ fn demo() -> Result<String, String> {
         &disasm::Options { kernel: None },
     )?;
     text.push_str(&listing);
+    text.push_str(&demo::run(DEMO_CODE_OBJECT)?);
     Ok(text)
 }
