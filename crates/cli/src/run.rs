@@ -178,6 +178,6 @@ mod tests {
 
     #[test]
     fn run_without_a_command_is_an_error() {
-        assert!(run(&[]).is_err());
+        assert!(run(&[], &[], &[]).is_err());
     }
 }

@@ -144,13 +144,13 @@ fn main() {
         }
         data.insert(f.clone(), bytes);
     }
-    candidates.sort_by(|a, b| b.0.cmp(&a.0));
+    candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
     let mut rows: Vec<Row> = candidates
         .iter()
         .take(top)
         .map(|(_, f, k)| measure(f, &data[f], k, every))
         .collect();
-    rows.sort_by(|a, b| b.insts.cmp(&a.insts));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.insts));
     println!(
         "{:>8} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}  kernel",
         "insts", "hooks", "analyse", "rewrite", "emit", "total", "per 10k"
