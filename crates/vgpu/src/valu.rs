@@ -930,6 +930,33 @@ impl Wave {
         let (lt, eq, gt, un) = (want & 1 != 0, want & 2 != 0, want & 4 != 0, want & 8 != 0);
         let mut c = [false; 64];
         match i.ty {
+            Ty::U64 | Ty::I64 if (i.abs | i.neg) == 0 => {
+                // Both pairs read in place, compared lane by lane.
+                let signed = i.ty == Ty::I64;
+                let k = [lt, eq, gt];
+                self.with_cols64(
+                    [i.src[0], i.src[1], Src::None],
+                    [false; 3],
+                    // Destination unused: compares write a lane mask.
+                    0,
+                    #[inline(always)]
+                    |[x, y, _], _| {
+                        let get = |p: (&Col, &Col), l: usize| {
+                            p.0[l].get() as u64 | (p.1[l].get() as u64) << 32
+                        };
+                        let (mut xs, mut ys) = ([0u64; 64], [0u64; 64]);
+                        for l in 0..64 {
+                            xs[l] = get(x, l);
+                            ys[l] = get(y, l);
+                        }
+                        if signed {
+                            int_cmp(&xs, &ys, |v| v as i64, k, &mut c);
+                        } else {
+                            int_cmp(&xs, &ys, |v| v, k, &mut c);
+                        }
+                    },
+                );
+            }
             Ty::F64 | Ty::U64 | Ty::I64 => {
                 let float = i.ty == Ty::F64;
                 let (x, y) = (self.col64(i.src[0], float), self.col64(i.src[1], float));
@@ -1503,16 +1530,25 @@ impl Wave {
                 );
             }
             VLshlrevB64 | VLshrrevB64 | VAshrrevI64 => {
+                // Shift amount: the low column of src0; value: src1's pair.
                 let exec = self.exec();
-                let v = self.col64(i.src[1], false);
-                let [n, _, _] = self.src3([i.src[0], Src::None, Src::None]);
-                let mut out = [0u64; 64];
-                match i.op {
-                    VLshlrevB64 => (0..64).for_each(|l| out[l] = v[l] << (n[l] & 63)),
-                    VLshrrevB64 => (0..64).for_each(|l| out[l] = v[l] >> (n[l] & 63)),
-                    _ => (0..64).for_each(|l| out[l] = ((v[l] as i64) >> (n[l] & 63)) as u64),
-                }
-                self.write64(i.dst, exec, &out);
+                let op = i.op;
+                self.with_cols64(
+                    [i.src[1], i.src[0], Src::None],
+                    [false; 3],
+                    i.dst,
+                    #[inline(always)]
+                    |[v, n, z], d| {
+                        let n = (n.0, n.0);
+                        match op {
+                            VLshlrevB64 => run3_64(v, n, z, d, exec, |v, n, _| v << (n & 63)),
+                            VLshrrevB64 => run3_64(v, n, z, d, exec, |v, n, _| v >> (n & 63)),
+                            _ => {
+                                run3_64(v, n, z, d, exec, |v, n, _| ((v as i64) >> (n & 63)) as u64)
+                            }
+                        }
+                    },
+                );
             }
             VMadU64U32 | VMadI64I32 => {
                 let exec = self.exec();

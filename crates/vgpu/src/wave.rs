@@ -110,14 +110,16 @@ impl Wave {
     }
 
     /// Makes a used wave look new for a kernel that allocates `vgprs`
-    /// registers (VGPRs + AGPRs) and `priv_size` bytes of scratch per lane.
+    /// registers (VGPRs + AGPRs), `agprs` of them AGPRs, and `priv_size`
+    /// bytes of scratch per lane.
     /// Only the kernel's registers are cleared: reusing the big register
     /// files instead of allocating them per wave is what keeps dispatch fast.
-    pub fn reset(&mut self, vgprs: u32, priv_size: u32) {
+    pub fn reset(&mut self, vgprs: u32, agprs: u32, priv_size: u32) {
         self.s = [0; SGPRS];
         self.scc = false;
         let n = (vgprs as usize + 8).min(VGPRS);
         self.v[..n].iter_mut().for_each(|r| *r = [0; 64]);
+        let n = (agprs as usize + 8).min(VGPRS);
         self.a[..n].iter_mut().for_each(|r| *r = [0; 64]);
         self.scratch.clear();
         self.scratch.resize(priv_size as usize * 64, 0);

@@ -66,7 +66,11 @@ impl Launch<'_> {
     /// Initial state of wave `w` of workgroup `wg` (AMDGPUUsage, GFX9 order of
     /// user SGPRs, then system SGPRs from `user_sgpr_count`).
     fn init_wave(&self, wave: &mut Wave, wg: [u32; 3], w: u32, size: [u32; 3]) {
-        wave.reset(self.kernel.vgpr_count, self.priv_size);
+        let agprs = self
+            .kernel
+            .vgpr_count
+            .saturating_sub(self.kernel.accum_offset);
+        wave.reset(self.kernel.vgpr_count, agprs, self.priv_size);
         let p = &self.kernel.decoded.properties;
         let r2 = &self.kernel.decoded.rsrc2;
         // Straight into the (cleared) SGPRs: s0 up, at most the 102 SGPRs.
