@@ -81,6 +81,7 @@ pub fn run(code: &[u8]) -> Result<String, String> {
         counters,
         hooks,
         dead_registers_only: false,
+        all_branches_long: false,
     };
     let kd = co.kernel(KERNEL).ok_or("no kernel")?.descriptor;
     let base = original.image.ok_or("no image")?;

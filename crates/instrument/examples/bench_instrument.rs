@@ -84,6 +84,7 @@ fn measure(file: &str, bytes: &[u8], kernel: &str, every: bool) -> Row {
         let plan = Plan {
             counters: 0x7f00_0000_0000,
             dead_registers_only: false,
+            all_branches_long: false,
             hooks: sites
                 .iter()
                 .enumerate()

@@ -50,6 +50,7 @@ fn count(version: u32, file: &str, kernel: &str, per_block: Option<bool>) -> Res
     let plan = Plan {
         counters,
         dead_registers_only: false,
+        all_branches_long: false,
         hooks: sites
             .iter()
             .enumerate()

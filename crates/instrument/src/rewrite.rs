@@ -60,6 +60,9 @@ pub struct Plan {
     /// Take only registers dead at each hook, never SGPRs reserved for
     /// the whole kernel (which may grow its SGPR allocation).
     pub dead_registers_only: bool,
+    /// Emit every branch in the long form used when a target is out of
+    /// reach (to exercise that form; it is slower).
+    pub all_branches_long: bool,
 }
 
 /// The rewritten kernel.
@@ -122,6 +125,12 @@ struct Regs {
 
 struct Asm {
     b: Builder,
+    /// The last `s_atomic_add_x2` built, by its (data, base) registers:
+    /// hooks differ only in the offset, which is patched into its bytes
+    /// (building through the checked builder per hook is the slow part of
+    /// instrumenting every instruction).
+    atomic: std::cell::Cell<Option<(u16, u16, [u8; 8])>>,
+    decoder: inlay_isa::Decoder,
 }
 
 impl Asm {
@@ -154,6 +163,60 @@ impl Asm {
             "s_mov_b32",
             &[Self::sgpr(d, 1), Self::konst(v)],
         )
+    }
+
+    /// A branch from `here` to `target` as a jump through `s[r.t:r.t+1]`:
+    /// a conditional one becomes the inverse condition skipping the jump.
+    /// SCC, which the address arithmetic writes, is saved in `r.scc` and
+    /// put back before the jump, so the target sees it unchanged.
+    fn long_branch(
+        &self,
+        branch: &Instruction,
+        r: &Regs,
+        here: u64,
+        target: u64,
+    ) -> Result<Vec<Instruction>, RewriteError> {
+        let mut out = Vec::new();
+        let mut at = here;
+        let name = branch.opcode().map_or("", |o| o.name());
+        if name != "s_branch" {
+            let inverse = match name {
+                "s_cbranch_scc0" => "s_cbranch_scc1",
+                "s_cbranch_scc1" => "s_cbranch_scc0",
+                "s_cbranch_vccz" => "s_cbranch_vccnz",
+                "s_cbranch_vccnz" => "s_cbranch_vccz",
+                "s_cbranch_execz" => "s_cbranch_execnz",
+                "s_cbranch_execnz" => "s_cbranch_execz",
+                _ => {
+                    return Err(RewriteError::Build(
+                        "a long branch",
+                        inlay_isa::BuildError::Unknown(name.to_string()),
+                    ))
+                }
+            };
+            // Skip the 32 bytes of jump when the branch is not taken.
+            let mut skip = self.build(Encoding::Sopp, inverse, &[Operand::Imm(0)])?;
+            skip.set_branch_target(at, at + 4 + 32)
+                .map_err(|e| RewriteError::Build(inverse, e))?;
+            out.push(skip);
+            at += 4;
+        }
+        out.push(self.build(
+            Encoding::Sop2,
+            "s_cselect_b32",
+            &[Self::sgpr(r.scc, 1), Self::konst(1), Self::konst(0)],
+        )?);
+        out.push(self.build(Encoding::Sop1, "s_getpc_b64", &[Self::sgpr(r.t, 2)])?);
+        let dist = target.wrapping_sub(at + 8);
+        out.push(self.add_lit("s_add_u32", r.t, dist as u32)?);
+        out.push(self.add_lit("s_addc_u32", r.t + 1, (dist >> 32) as u32)?);
+        out.push(self.build(
+            Encoding::Sopc,
+            "s_cmp_lg_u32",
+            &[Self::sgpr(r.scc, 1), Self::konst(0)],
+        )?);
+        out.push(self.build(Encoding::Sop1, "s_setpc_b64", &[Self::sgpr(r.t, 2)])?);
+        Ok(out)
     }
 
     /// `v_writelane_b32 vV, sS, lane` or `v_readlane_b32 sS, vV, lane`.
@@ -193,7 +256,16 @@ impl Asm {
 
     /// `s_atomic_add_x2 s[data:data+1], s[base:base+1], offset`.
     fn atomic_add(&self, r: &Regs, offset: u32) -> Result<Instruction, RewriteError> {
-        self.build(
+        if let Some((data, base, mut bytes)) = self.atomic.get() {
+            // The immediate offset is the low 21 bits of the second word.
+            if (data, base) == (r.data, r.base) && offset < 1 << 20 {
+                bytes[4..8].copy_from_slice(&offset.to_le_bytes());
+                if let Ok(i) = self.decoder.decode(&bytes) {
+                    return Ok(i);
+                }
+            }
+        }
+        let i = self.build(
             Encoding::Smem,
             "s_atomic_add_x2",
             &[
@@ -201,7 +273,11 @@ impl Asm {
                 Self::sgpr(r.base, 2),
                 Operand::Imm(offset),
             ],
-        )
+        )?;
+        if let Ok(bytes) = <[u8; 8]>::try_from(encode(&i).as_slice()) {
+            self.atomic.set(Some((r.data, r.base, bytes)));
+        }
+        Ok(i)
     }
 
     /// Sets up `r`: the base address, and data = (1, 0) in one 64-bit move
@@ -367,6 +443,8 @@ pub fn rewrite(
     }
     let asm = Asm {
         b: Builder::new(prog.target),
+        atomic: std::cell::Cell::new(None),
+        decoder: inlay_isa::Decoder::new(prog.target),
     };
     let mut hooks: BTreeMap<InstId, Vec<Hook>> = BTreeMap::new();
     for &(i, h) in &plan.hooks {
@@ -511,18 +589,50 @@ pub fn rewrite(
         .flat_map(|f| f.blocks.clone())
         .flat_map(|b| prog.blocks[b].insts.clone())
         .collect();
-    let mut label = vec![0u64; prog.insts.len()];
-    let mut new_offset = vec![0u64; prog.insts.len()];
-    let mut at: u64 = preamble.iter().map(|i| i.len() as u64).sum();
-    for &i in &order {
-        label[i] = at;
-        at += hook_code
-            .get(&i)
-            .map_or(0, |c| c.iter().map(|x| x.len() as u64).sum());
-        at += translations.get(&i).map_or(0, Translation::size);
-        new_offset[i] = at;
-        at += emits[i].size(&prog.insts[i].inst);
-    }
+    // Branches that cannot reach their target once hooks are in become
+    // long jumps: lay out, find the branches out of range, make them long,
+    // lay out again until nothing changes (sizes only grow, so it ends).
+    let mut long: BTreeMap<InstId, Regs> = BTreeMap::new();
+    let (label, new_offset, at) = loop {
+        let mut label = vec![0u64; prog.insts.len()];
+        let mut new_offset = vec![0u64; prog.insts.len()];
+        let mut at: u64 = preamble.iter().map(|i| i.len() as u64).sum();
+        for &i in &order {
+            label[i] = at;
+            at += hook_code
+                .get(&i)
+                .map_or(0, |c| c.iter().map(|x| x.len() as u64).sum());
+            at += translations.get(&i).map_or(0, Translation::size);
+            new_offset[i] = at;
+            at += match long.get(&i) {
+                Some(_) => long_branch_size(&prog.insts[i].inst),
+                None => emits[i].size(&prog.insts[i].inst),
+            };
+        }
+        let mut grew = false;
+        for &i in &order {
+            let Emit::Branch { target } = emits[i] else {
+                continue;
+            };
+            let delta = (label[target] as i64 - new_offset[i] as i64 - 4) / 4;
+            let fits = (-32768..=32767).contains(&delta) && !plan.all_branches_long;
+            if long.contains_key(&i) || fits {
+                continue;
+            }
+            let regs = match reserved {
+                Some(r) => r,
+                None => long_branch_regs(an, i, target).ok_or(RewriteError::BranchRange {
+                    addr: prog.insts[i].addr,
+                })?,
+            };
+            long.insert(i, regs);
+            grew = true;
+        }
+        if !grew {
+            break (label, new_offset, at);
+        }
+    };
+    let uses_reserved = uses_reserved || !long.is_empty();
 
     let mut code = Vec::with_capacity(at as usize);
     for i in &preamble {
@@ -546,6 +656,17 @@ pub fn rewrite(
         let here = new_offset[i];
         match emits[i] {
             Emit::Same | Emit::KeepGetpc => {}
+            Emit::Branch { target } if long.contains_key(&i) => {
+                let seq = asm.long_branch(&inst, &long[&i], here, label[target])?;
+                added += seq.len() - 1;
+                let (last, first) = seq.split_last().ok_or(RewriteError::BranchRange {
+                    addr: prog.insts[i].addr,
+                })?;
+                for x in first {
+                    code.extend_from_slice(&encode(x));
+                }
+                inst = *last;
+            }
             Emit::Branch { target } => {
                 inst.set_branch_target(here, label[target]).map_err(|_| {
                     RewriteError::BranchRange {
@@ -919,6 +1040,36 @@ fn per_point_translation(dead: &[u16], save_scc: bool) -> Option<Regs> {
         scc,
         t,
         u,
+    })
+}
+
+/// Bytes of a long branch: the inverse branch (conditional ones), then
+/// s_cselect (4), s_getpc (4), s_add/s_addc with literals (8 + 8),
+/// s_cmp (4), s_setpc (4).
+fn long_branch_size(branch: &Instruction) -> u64 {
+    let conditional = branch.opcode().map_or("", |o| o.name()) != "s_branch";
+    32 + if conditional { 4 } else { 0 }
+}
+
+/// A pair and an SGPR for a long branch when no SGPRs are reserved: dead
+/// both before the branch and at its target (the jump writes them and
+/// control goes on there).
+fn long_branch_regs(an: &Analysis, branch: InstId, target: InstId) -> Option<Regs> {
+    let (here, there) = (an.free_before(branch), an.free_before(target));
+    let dead: Vec<u16> = here
+        .sgprs
+        .iter()
+        .copied()
+        .filter(|n| there.sgprs.contains(n))
+        .collect();
+    let t = dead_pairs(&dead).next()?;
+    let scc = dead_single(&dead, &[t])?;
+    Some(Regs {
+        base: 0,
+        data: 0,
+        scc,
+        t,
+        u: 0,
     })
 }
 

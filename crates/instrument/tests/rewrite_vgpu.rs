@@ -60,6 +60,9 @@ enum Mode {
     EveryBlock,
     /// Every instruction, with registers dead at each hook only.
     DeadRegistersOnly,
+    /// Every block, with every branch in the long form (a jump through
+    /// SGPRs, SCC saved and restored), as far targets need.
+    LongBranches,
 }
 
 fn check_kernel(version: u32, file: &str, kernel: &str, mode: Mode) {
@@ -85,7 +88,7 @@ fn check_kernel(version: u32, file: &str, kernel: &str, mode: Mode) {
     let blocks = counting::plan(prog);
     let sites: Vec<usize> = match mode {
         Mode::EveryInstruction | Mode::DeadRegistersOnly => (0..prog.insts.len()).collect(),
-        Mode::EveryBlock => blocks
+        Mode::EveryBlock | Mode::LongBranches => blocks
             .measured
             .iter()
             .map(|&b| prog.blocks[b].insts.start)
@@ -102,6 +105,7 @@ fn check_kernel(version: u32, file: &str, kernel: &str, mode: Mode) {
             })
             .collect(),
         dead_registers_only: mode == Mode::DeadRegistersOnly,
+        all_branches_long: mode == Mode::LongBranches,
     };
     let load_delta = original.image.expect("image");
     let kd = co.kernel(kernel).expect("kernel").descriptor;
@@ -133,7 +137,7 @@ fn check_kernel(version: u32, file: &str, kernel: &str, mode: Mode) {
         for i in b.insts.clone() {
             executed[i] = match mode {
                 Mode::EveryInstruction | Mode::DeadRegistersOnly => c[i],
-                Mode::EveryBlock => blocks.forms[k].eval(&c, waves),
+                Mode::EveryBlock | Mode::LongBranches => blocks.forms[k].eval(&c, waves),
             };
         }
     }
@@ -180,7 +184,7 @@ fn check_kernel(version: u32, file: &str, kernel: &str, mode: Mode) {
     }
     let hooks_run = match mode {
         Mode::EveryInstruction | Mode::DeadRegistersOnly => native.instructions,
-        Mode::EveryBlock => c.iter().sum::<u64>(),
+        Mode::EveryBlock | Mode::LongBranches => c.iter().sum::<u64>(),
     };
     assert!(
         stats.instructions - native.instructions >= hooks_run,
@@ -213,5 +217,12 @@ fn every_instruction_code_object_v4() {
 fn every_instruction_on_dead_registers_only() {
     for (file, kernel) in kernels(5) {
         check_kernel(5, &file, &kernel, Mode::DeadRegistersOnly);
+    }
+}
+
+#[test]
+fn every_block_with_long_branches() {
+    for (file, kernel) in kernels(5) {
+        check_kernel(5, &file, &kernel, Mode::LongBranches);
     }
 }

@@ -198,6 +198,7 @@ impl Host {
                 counters,
                 hooks,
                 dead_registers_only: false,
+                all_branches_long: false,
             };
             let rw = rewrite(&an, k.code.load_delta, &kd, &plan).map_err(|e| e.to_string())?;
             let bytes = emit::code_object(&co, &k.name, &rw).map_err(|e| e.to_string())?;
