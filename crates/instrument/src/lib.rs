@@ -1,6 +1,15 @@
-//! The instrumentation engine's analysis layer (issue 6, part 1): lifting a
-//! kernel into functions, basic blocks and a call graph, and register
-//! liveness at every instruction, aware of EXEC masking and calls.
+//! The instrumentation engine: lifting a kernel into functions, basic
+//! blocks and a call graph, register liveness at every instruction (aware
+//! of EXEC masking and calls), then rewriting it with hooks and emitting the
+//! result as a code object.
+//!
+//! The path: [`analyse`] (lift + liveness) → [`counting::plan`] (which
+//! blocks need a counting hook; the rest follow from flow conservation) →
+//! [`rewrite::rewrite`] (hooks inserted on registers dead at their point or
+//! never used by the kernel, code laid out anew with branches and
+//! PC-relative computations fixed) → [`emit::code_object`] (a code object
+//! holding the rewritten kernel, loadable beside the original). The
+//! `inlay-tools` crate drives it from the HSA runtime.
 //!
 //! # Model
 //! [`lift()`] starts at a kernel's entry and decodes by recursive descent
