@@ -338,6 +338,11 @@ pub static FORCE_BASELINE: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
 
 impl Simd {
+    /// Whether the AVX2+FMA build runs.
+    pub fn avx2(self) -> bool {
+        self.0
+    }
+
     pub fn detect() -> Simd {
         if FORCE_BASELINE.load(std::sync::atomic::Ordering::Relaxed) {
             return Simd(false);
@@ -1211,6 +1216,13 @@ impl Wave {
         }
         let _ = simd;
         self.valu_base(i)
+    }
+
+    /// The VALU inlined into the caller, compiled with the caller's target
+    /// features (the AVX2 wave loop in `workgroup`).
+    #[inline(always)]
+    pub(crate) fn valu_inline(&mut self, i: &Inst) -> Result<(), Exception> {
+        self.valu_impl(i)
     }
 
     #[inline(never)]

@@ -219,8 +219,36 @@ impl Launch<'_> {
         env: &mut Env<'_>,
         per_pc: &mut [u64],
     ) -> Result<Flow, Exception> {
+        #[cfg(target_arch = "x86_64")]
+        if crate::valu::Simd::detect().avx2() {
+            // SAFETY: `avx2()` is only true when the CPU has AVX2 and FMA,
+            // the features the function is compiled for.
+            return unsafe { self.run_wave_avx2(wave, env, per_pc) };
+        }
+        self.run_wave_impl(wave, env, per_pc, false)
+    }
+
+    /// The wave loop with the VALU inlined and compiled for AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,bmi1,bmi2,lzcnt,popcnt")]
+    fn run_wave_avx2(
+        &self,
+        wave: &mut Wave,
+        env: &mut Env<'_>,
+        per_pc: &mut [u64],
+    ) -> Result<Flow, Exception> {
+        self.run_wave_impl(wave, env, per_pc, true)
+    }
+
+    #[inline(always)]
+    fn run_wave_impl(
+        &self,
+        wave: &mut Wave,
+        env: &mut Env<'_>,
+        per_pc: &mut [u64],
+        simd: bool,
+    ) -> Result<Flow, Exception> {
         let insts = &self.program.insts;
-        let simd = crate::valu::Simd::detect();
         loop {
             let pc = wave.pc as usize;
             let Some(inst) = insts.get(pc) else {
@@ -237,7 +265,11 @@ impl Launch<'_> {
             // Vector ALU instructions go straight to the VALU (no scalar or
             // memory dispatch in between): most of a kernel's instructions.
             let flow = if inst.valu {
-                wave.valu_on(simd, inst)?;
+                if simd {
+                    wave.valu_inline(inst)?;
+                } else {
+                    wave.valu_on(crate::valu::Simd::detect(), inst)?;
+                }
                 Flow::Next
             } else {
                 wave.step(inst, env)?
