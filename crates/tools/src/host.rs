@@ -50,7 +50,10 @@ struct Active {
 #[derive(Default)]
 struct State {
     kernels: HashMap<u64, KernelRef>,
-    built: HashMap<(u64, Counting), Arc<Instrumented>>,
+    /// Instrumented copies per kernel and way of counting. Each has its own
+    /// counters, so a copy serves one dispatch at a time: a dispatch of a
+    /// kernel whose copies are all in flight (on other queues) gets a new one.
+    built: HashMap<(u64, Counting), Vec<Arc<Instrumented>>>,
     /// Dispatches in flight by (queue, packet id).
     active: HashMap<(u64, u64), Active>,
     launches: u64,
@@ -344,8 +347,14 @@ impl Interceptor for Host {
         };
         if let Some(how) = want {
             let key = (d.kernel_object, how);
-            let built = match st.built.get(&key) {
-                Some(b) => Ok(b.clone()),
+            // A copy no dispatch in flight uses (the map and `active` hold
+            // the only references of an idle one).
+            let idle = st
+                .built
+                .get(&key)
+                .and_then(|copies| copies.iter().find(|c| Arc::strong_count(c) == 1).cloned());
+            let built = match idle {
+                Some(b) => Ok(b),
                 None => {
                     let k = KernelRef {
                         name,
@@ -357,7 +366,10 @@ impl Interceptor for Host {
             };
             match built {
                 Ok(b) => {
-                    st.built.insert(key, b.clone());
+                    let copies = st.built.entry(key).or_default();
+                    if !copies.iter().any(|c| Arc::ptr_eq(c, &b)) {
+                        copies.push(b.clone());
+                    }
                     let zeros = vec![0u8; 8 * b.hooks];
                     let _ = self.memory.write_bytes(b.counters, &zeros);
                     active.instrumented = Some(b);
