@@ -373,6 +373,13 @@ fn imm(i: &Instruction, k: ImmKind, out: &mut String) {
     }
 }
 
+fn push_signed(out: &mut String, v: i64) {
+    if v < 0 {
+        out.push('-');
+    }
+    num::dec(out, v.unsigned_abs());
+}
+
 fn signed_hex(v: i32, out: &mut String) {
     out.push_str(if v < 0 { "-0x" } else { "0x" });
     num::hex(out, v.unsigned_abs() as u64);
@@ -541,10 +548,12 @@ fn modifiers(i: &Instruction, out: &mut String) {
                 || m.contains("xchg2")
             {
                 if o0 != 0 {
-                    let _ = write!(out, " offset0:{o0}");
+                    out.push_str(" offset0:");
+                    num::dec(out, o0 as u64);
                 }
                 if o1 != 0 {
-                    let _ = write!(out, " offset1:{o1}");
+                    out.push_str(" offset1:");
+                    num::dec(out, o1 as u64);
                 }
             } else if o0 | o1 != 0 {
                 out.push_str(" offset:");
@@ -561,7 +570,8 @@ fn modifiers(i: &Instruction, out: &mut String) {
                 ((i.bits(0, 0, 13) << 19) as i32) >> 19
             };
             if off != 0 {
-                let _ = write!(out, " offset:{off}");
+                out.push_str(" offset:");
+                push_signed(out, off as i64);
             }
             cpol(
                 i,
@@ -586,7 +596,8 @@ fn modifiers(i: &Instruction, out: &mut String) {
             let off = i.bits(0, 0, 12);
             // cache maintenance (no operands) prints no offset
             if off != 0 && !i.slots().is_empty() {
-                let _ = write!(out, " offset:{off}");
+                out.push_str(" offset:");
+                push_signed(out, off as i64);
             }
             let scc = if i.encoding == E::Mubuf {
                 i.bits(0, 15, 1)
@@ -762,12 +773,16 @@ fn sdwa(i: &Instruction, out: &mut String) {
             out.push_str(" clamp");
         }
         omod(i.bits(1, 14, 2), out);
-        let _ = write!(out, " dst_sel:{}", SEL[i.bits(1, 8, 3) as usize]);
-        let _ = write!(out, " dst_unused:{}", UNUSED[i.bits(1, 11, 2) as usize]);
+        out.push_str(" dst_sel:");
+        out.push_str(SEL[i.bits(1, 8, 3) as usize]);
+        out.push_str(" dst_unused:");
+        out.push_str(UNUSED[i.bits(1, 11, 2) as usize]);
     }
-    let _ = write!(out, " src0_sel:{}", SEL[i.bits(1, 16, 3) as usize]);
+    out.push_str(" src0_sel:");
+    out.push_str(SEL[i.bits(1, 16, 3) as usize]);
     if i.encoding != E::Vop1Sdwa {
-        let _ = write!(out, " src1_sel:{}", SEL[i.bits(1, 24, 3) as usize]);
+        out.push_str(" src1_sel:");
+        out.push_str(SEL[i.bits(1, 24, 3) as usize]);
     }
 }
 
@@ -775,23 +790,27 @@ fn dpp(i: &Instruction, out: &mut String) {
     let c = i.bits(1, 8, 9);
     match c {
         0x000..=0x0FF => {
-            let _ = write!(
-                out,
-                " quad_perm:[{},{},{},{}]",
-                c & 3,
-                (c >> 2) & 3,
-                (c >> 4) & 3,
-                (c >> 6) & 3
-            );
+            let d = |k: u32| (b'0' + ((c >> (2 * k)) & 3) as u8) as char;
+            out.push_str(" quad_perm:[");
+            for k in 0..4 {
+                if k > 0 {
+                    out.push(',');
+                }
+                out.push(d(k));
+            }
+            out.push(']');
         }
         0x101..=0x10F => {
-            let _ = write!(out, " row_shl:{}", c & 0xF);
+            out.push_str(" row_shl:");
+            num::dec(out, (c & 0xF) as u64);
         }
         0x111..=0x11F => {
-            let _ = write!(out, " row_shr:{}", c & 0xF);
+            out.push_str(" row_shr:");
+            num::dec(out, (c & 0xF) as u64);
         }
         0x121..=0x12F => {
-            let _ = write!(out, " row_ror:{}", c & 0xF);
+            out.push_str(" row_ror:");
+            num::dec(out, (c & 0xF) as u64);
         }
         0x130 => out.push_str(" wave_shl:1"),
         0x134 => out.push_str(" wave_rol:1"),
@@ -802,18 +821,17 @@ fn dpp(i: &Instruction, out: &mut String) {
         0x142 => out.push_str(" row_bcast:15"),
         0x143 => out.push_str(" row_bcast:31"),
         0x150..=0x15F => {
-            let _ = write!(out, " row_newbcast:{}", c & 0xF);
+            out.push_str(" row_newbcast:");
+            num::dec(out, (c & 0xF) as u64);
         }
         _ => {
             let _ = write!(out, " /* invalid dpp_ctrl 0x{c:x} */");
         }
     }
-    let _ = write!(
-        out,
-        " row_mask:0x{:x} bank_mask:0x{:x}",
-        i.bits(1, 28, 4),
-        i.bits(1, 24, 4)
-    );
+    out.push_str(" row_mask:0x");
+    num::hex(out, i.bits(1, 28, 4) as u64);
+    out.push_str(" bank_mask:0x");
+    num::hex(out, i.bits(1, 24, 4) as u64);
     if i.bits(1, 19, 1) != 0 {
         out.push_str(" bound_ctrl:1");
     }
