@@ -278,7 +278,7 @@ fn load(
         };
         let n = exec.wrapping_sub(EXEC_TAG);
         let e = r.exec(exec)?;
-        let id = e.exe.load(&agent, &bytes, Some(&uri)).map_err(fail)?;
+        let id = e.exe.load_shared(&agent, bytes, Some(&uri)).map_err(fail)?;
         Ok(lco_handle(n, id))
     })?;
     if !lco.is_null() {
