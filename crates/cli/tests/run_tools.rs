@@ -78,10 +78,15 @@ fn instr_count_and_opcode_hist_match_the_virtual_gpu() {
     let Some(exe) = kernels_program() else {
         return;
     };
-    for mode in ["block", "instruction"] {
+    for (mode, count) in [
+        ("block", "wave"),
+        ("instruction", "wave"),
+        ("block", "thread"),
+    ] {
         let opt = format!("mode={mode}");
+        let count_opt = format!("count={count}");
         let json = std::env::temp_dir().join(format!(
-            "inlay-run-tools-{}-{mode}.jsonl",
+            "inlay-run-tools-{}-{mode}-{count}.jsonl",
             std::process::id()
         ));
         let json_opt = format!("json={}", json.display());
@@ -94,6 +99,8 @@ fn instr_count_and_opcode_hist_match_the_virtual_gpu() {
                 "opcode-hist",
                 "--tool-opt",
                 &opt,
+                "--tool-opt",
+                &count_opt,
                 "--tool-opt",
                 &json_opt,
             ],
@@ -126,7 +133,7 @@ fn instr_count_and_opcode_hist_match_the_virtual_gpu() {
             .collect();
         assert_eq!(counts.len(), LAUNCHES);
         for r in counts.iter().filter(|r| r["error"].is_null()) {
-            assert_eq!(r["instructions"], r["native_wave_instructions"], "{r}");
+            assert_eq!(r["instructions"], r["native_instructions"], "{r}");
             assert!(r["instructions"].as_u64().unwrap_or(0) > 0, "{r}");
         }
         for r in records

@@ -226,3 +226,82 @@ fn every_block_with_long_branches() {
         check_kernel(5, &file, &kernel, Mode::LongBranches);
     }
 }
+
+/// Counting threads: a lane-counting hook at the start of every region of
+/// constant EXEC (blocks, split after EXEC writes and calls) gives, for
+/// every instruction, the lanes enabled when it ran, summed over waves:
+/// what the virtual GPU counts itself as thread instructions.
+fn check_lanes(version: u32, file: &str, kernel: &str) {
+    let bytes = fixture(version, file);
+    let co = CodeObject::parse(&bytes).expect("parse");
+    let md = co
+        .metadata
+        .as_ref()
+        .and_then(|m| m.kernels.iter().find(|k| k.name == kernel))
+        .expect("metadata")
+        .clone();
+    let dev = Device::with_threads(2);
+    let original = dev.load(&bytes).expect("load");
+    let (want, native) = run(&dev, &original, kernel, &md);
+    let an = analyse(&co, kernel).expect("analyse");
+    let prog = &an.program;
+    let starts = counting::lane_region_starts(prog);
+    let counters = dev
+        .upload(&vec![0u8; 8 * starts.len().max(1)])
+        .expect("counters");
+    let plan = Plan {
+        counters,
+        hooks: starts
+            .iter()
+            .enumerate()
+            .map(|(n, &i)| {
+                (
+                    i,
+                    Hook::CountLanes {
+                        offset: 8 * n as u32,
+                    },
+                )
+            })
+            .collect(),
+        dead_registers_only: false,
+        all_branches_long: false,
+    };
+    let base = original.image.expect("image");
+    let kd = co.kernel(kernel).expect("kernel").descriptor;
+    let rw = rewrite(&an, base, &kd, &plan).expect("rewrite");
+    let out = emit::code_object(&co, kernel, &rw).expect("emit");
+    let instrumented = dev.load(&out).expect("load instrumented");
+    let both = Program::merge(dev.memory(), &[&original, &instrumented]).expect("merge");
+    let (got, _) = run(&dev, &both, &emit::instrumented_name(kernel), &md);
+    let what = format!("{file} v{version} {kernel} (lanes)");
+    assert!(want == got, "{what}: instrumented output differs");
+    let c = dev.download_u64(counters, starts.len()).expect("counters");
+    let mut lanes = BTreeMap::new();
+    for (k, &s) in starts.iter().enumerate() {
+        let end = prog.blocks[prog.insts[s].block].insts.end;
+        let end = starts
+            .get(k + 1)
+            .copied()
+            .filter(|&e| e <= end)
+            .unwrap_or(end);
+        for i in s..end {
+            if c[k] > 0 {
+                lanes.insert(prog.insts[i].addr, c[k]);
+            }
+        }
+    }
+    let native_lanes: BTreeMap<u64, u64> = native
+        .per_pc_lanes
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .map(|(&a, &n)| (a - base, n))
+        .collect();
+    assert_eq!(lanes, native_lanes, "{what}: lanes per instruction");
+}
+
+#[test]
+fn thread_counts_per_region_match_the_virtual_gpu() {
+    for (file, kernel) in kernels(5) {
+        check_lanes(5, &file, &kernel);
+    }
+}

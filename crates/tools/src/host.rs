@@ -30,6 +30,8 @@ struct Instrumented {
     counters: u64,
     /// Counters (one per hook).
     hooks: usize,
+    /// The hooks count lanes (thread instructions), not waves.
+    lanes: bool,
     /// Every original instruction (address, opcode) and its executions as
     /// a linear form of the counters and the wave count.
     counts: Vec<(u64, &'static str, Form)>,
@@ -219,6 +221,7 @@ impl Host {
                 object,
                 counters,
                 hooks: starts.len(),
+                lanes: how.lanes,
                 counts,
                 copies,
                 added: rw.added,
@@ -284,14 +287,16 @@ impl Host {
     }
 }
 
-/// The virtual GPU's own counts of the instrumented dispatch, at the copies
-/// of the original instructions: what the hooks must have counted.
-fn native_executed(b: &Instrumented, s: &Stats) -> Executed {
+/// The virtual GPU's own counts (waves, or lanes) of the instrumented
+/// dispatch at the copies of the original instructions: what the hooks must
+/// have counted.
+fn native_executed(b: &Instrumented, s: &Stats, lanes: bool) -> Executed {
+    let counts = if lanes { &s.per_pc_lanes } else { &s.per_pc };
     Executed {
         per_instruction: b
             .copies
             .iter()
-            .map(|&(addr, op, copy)| (addr, op, s.per_pc.get(&copy).copied().unwrap_or(0)))
+            .map(|&(addr, op, copy)| (addr, op, counts.get(&copy).copied().unwrap_or(0)))
             .collect(),
         added_instructions: b.added,
     }
@@ -402,7 +407,7 @@ impl Interceptor for Host {
                 if let Some(b) = &a.instrumented {
                     let waves = counting::waves(a.launch.grid, a.launch.workgroup);
                     o.executed = Some(self.executed(b, waves));
-                    o.native_executed = stats.as_ref().map(|s| native_executed(b, s));
+                    o.native_executed = stats.as_ref().map(|s| native_executed(b, s, b.lanes));
                 }
             }
             Err(e) => o.error = Some(e.message.clone()),

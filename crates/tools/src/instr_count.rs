@@ -82,13 +82,13 @@ impl Tool for InstrCount {
             return;
         };
         let total = e.total();
-        // The virtual GPU counts wave instructions itself: say whether the
-        // hooks agree (they must).
+        // The virtual GPU counts wave and thread instructions itself: say
+        // whether the hooks agree (they must).
         let native = o.native_executed.as_ref().map(|n| n.total());
-        let check = match (self.how.lanes, native) {
-            (false, Some(n)) if n == total => " (the virtual GPU counted the same)".to_string(),
-            (false, Some(n)) => format!(" (MISMATCH: the virtual GPU counted {n})"),
-            _ => String::new(),
+        let check = match native {
+            Some(n) if n == total => " (the virtual GPU counted the same)".to_string(),
+            Some(n) => format!(" (MISMATCH: the virtual GPU counted {n})"),
+            None => String::new(),
         };
         out.line(&format!(
             "instr-count: kernel {} {name}: {total} {unit}, hooks per {}{check}",
@@ -102,7 +102,7 @@ impl Tool for InstrCount {
             "mode": mode_name(self.how),
             "count": if self.how.lanes { "thread" } else { "wave" },
             "instructions": total,
-            "native_wave_instructions": native,
+            "native_instructions": native,
             "dispatch_wave_instructions": o.native.as_ref().map(|s| s.instructions),
             "added_instructions": e.added_instructions,
             "error": o.error,

@@ -58,10 +58,7 @@ impl Tool for OpcodeHist {
             return;
         };
         let hist = histogram(e);
-        let agrees = match (&o.native_executed, self.how.lanes) {
-            (Some(n), false) => Some(histogram(n) == hist),
-            _ => None,
-        };
+        let agrees = o.native_executed.as_ref().map(|n| histogram(n) == hist);
         let note = match agrees {
             Some(true) => " (the virtual GPU counted the same)",
             Some(false) => " (MISMATCH with the virtual GPU's counts)",

@@ -36,6 +36,10 @@ pub struct Stats {
     /// By instruction device address (subtract [`Program::load_base_of`]
     /// for the offset in its code object).
     pub per_pc: BTreeMap<u64, u64>,
+    /// Thread instructions: each wave instruction counts the lanes EXEC
+    /// enabled when it issued. In total and by instruction device address.
+    pub lane_instructions: u64,
+    pub per_pc_lanes: BTreeMap<u64, u64>,
     pub workgroups: u64,
     pub waves: u64,
     /// Wall time of the dispatch (not part of equality-relevant counts).
@@ -383,7 +387,7 @@ impl Device {
         // its accumulators (per-PC counts, LDS, wave register files) once.
         let chunk = (total / (self.pool.current_num_threads() as u64 * 8)).max(1);
         let run_chunk = |c: u64| {
-            let mut pcs = vec![0u64; n_insts];
+            let mut pcs = vec![[0u64; 2]; n_insts];
             // Each host thread keeps its LDS and wave states (large register
             // files) from one dispatch to the next.
             let (mut lds, mut waves) = WORKSPACE.with(|w| std::mem::take(&mut *w.borrow_mut()));
@@ -416,9 +420,12 @@ impl Device {
         } else {
             self.pool.install(|| {
                 (0..chunks).into_par_iter().map(run_chunk).reduce(
-                    || vec![0u64; n_insts],
+                    || vec![[0u64; 2]; n_insts],
                     |mut a, b| {
-                        a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                        a.iter_mut().zip(b).for_each(|(x, y)| {
+                            x[0] += y[0];
+                            x[1] += y[1];
+                        });
                         a
                     },
                 )
@@ -444,13 +451,15 @@ impl Device {
                 (s[0] * s[1] * s[2]).div_ceil(64) as u64
             })
             .sum();
-        for (idx, &c) in per_pc.iter().enumerate() {
+        for (idx, &[c, lanes]) in per_pc.iter().enumerate() {
             if c == 0 {
                 continue;
             }
             let inst = &launch.program.insts[idx];
             stats.instructions += c;
+            stats.lane_instructions += lanes;
             stats.per_pc.insert(inst.addr, c);
+            stats.per_pc_lanes.insert(inst.addr, lanes);
             *stats
                 .per_opcode
                 .entry(Opcode(inst.opcode).name())

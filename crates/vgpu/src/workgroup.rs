@@ -158,14 +158,14 @@ impl Launch<'_> {
             | (r1.enable_ieee_mode as u32) << 9;
     }
 
-    /// Runs workgroup `wg`, adding executed instructions to `per_pc`.
+    /// Runs workgroup `wg`, adding executed instructions (waves, lanes) to `per_pc`.
     /// `waves` is the calling thread's pool of wave states, reused across workgroups.
     pub fn run(
         &self,
         wg: [u32; 3],
         lds: &mut Vec<u8>,
         waves: &mut Vec<Wave>,
-        per_pc: &mut [u64],
+        per_pc: &mut [[u64; 2]],
     ) -> Result<(), WaveFault> {
         let size = self.actual_size(wg);
         let n_items = size[0] * size[1] * size[2];
@@ -217,7 +217,7 @@ impl Launch<'_> {
         &self,
         wave: &mut Wave,
         env: &mut Env<'_>,
-        per_pc: &mut [u64],
+        per_pc: &mut [[u64; 2]],
     ) -> Result<Flow, Exception> {
         #[cfg(target_arch = "x86_64")]
         if crate::valu::Simd::detect().avx2() {
@@ -235,7 +235,7 @@ impl Launch<'_> {
         &self,
         wave: &mut Wave,
         env: &mut Env<'_>,
-        per_pc: &mut [u64],
+        per_pc: &mut [[u64; 2]],
     ) -> Result<Flow, Exception> {
         self.run_wave_impl(wave, env, per_pc, true)
     }
@@ -245,7 +245,7 @@ impl Launch<'_> {
         &self,
         wave: &mut Wave,
         env: &mut Env<'_>,
-        per_pc: &mut [u64],
+        per_pc: &mut [[u64; 2]],
         simd: bool,
     ) -> Result<Flow, Exception> {
         let insts = &self.program.insts;
@@ -261,7 +261,10 @@ impl Launch<'_> {
                     budget: self.budget,
                 }));
             }
-            per_pc[pc] += 1;
+            // Wave executions, and lanes enabled when it issues (thread
+            // instructions, what per-thread counting tools count).
+            per_pc[pc][0] += 1;
+            per_pc[pc][1] += u64::from(wave.exec().count_ones());
             // Vector ALU instructions go straight to the VALU (no scalar or
             // memory dispatch in between): most of a kernel's instructions.
             let flow = if inst.valu {
