@@ -250,6 +250,16 @@ impl Analysis {
         self.liveness.before(i)
     }
 
+    /// The scalar part of [`Analysis::free_before`]: dead SGPRs and whether
+    /// SCC is live (all scalar hook code needs, without listing vector registers).
+    pub fn free_sgprs_before(&self, i: InstId) -> (Vec<u16>, bool) {
+        let any = self.live_before(i).any();
+        let sgprs = (0..self.resources.sgprs_usable as u16)
+            .filter(|n| !any.has_sgpr(*n))
+            .collect();
+        (sgprs, any.contains(regs::SCC))
+    }
+
     /// Liveness at the kernel's entry.
     pub fn live_at_entry(&self) -> Live {
         self.live_before(0)

@@ -477,10 +477,10 @@ pub fn rewrite(
         // Liveness is needed for the registers of hooks without reserved
         // ones, and for SCC around lane counting.
         let lanes = hs.iter().any(|h| matches!(h, Hook::CountLanes { .. }));
-        let free = if reserved.is_none() || lanes {
-            an.free_before(i)
+        let (dead, scc_live) = if reserved.is_none() || lanes {
+            an.free_sgprs_before(i)
         } else {
-            crate::FreeRegisters::default()
+            (Vec::new(), false)
         };
         let block = prog.insts[i].block;
         let (regs, mut code) = match (reserved, &setup_blocks) {
@@ -489,12 +489,12 @@ pub fn rewrite(
             }
             (Some(r), _) => (r, Vec::new()),
             (None, _) => {
-                match per_point(&free.sgprs, lanes && free.scc_live) {
+                match per_point(&dead, lanes && scc_live) {
                     Some(r) => (r, asm.setup(&r, plan.counters)?),
                     None => {
                         // Too few dead SGPRs: borrow s0-s4, saving the live
                         // ones in lanes of a VGPR dead in every lane.
-                        let v = match free.vgprs.first() {
+                        let v = match an.free_before(i).vgprs.first() {
                             Some(&v) => v,
                             None => {
                                 // No VGPR is dead either: one more VGPR,
@@ -514,14 +514,14 @@ pub fn rewrite(
                             t: 0,
                             u: 0,
                         };
-                        let saved: Vec<u16> = (0..5).filter(|n| !free.sgprs.contains(n)).collect();
+                        let saved: Vec<u16> = (0..5).filter(|n| !dead.contains(n)).collect();
                         let mut code = Vec::new();
                         for (lane, &sr) in saved.iter().enumerate() {
                             code.push(asm.lane("v_writelane_b32", v, sr, lane as u8)?);
                         }
                         code.extend(asm.setup(&r, plan.counters)?);
                         for &h in hs {
-                            asm.hook(h, &r, free.scc_live, &mut code)?;
+                            asm.hook(h, &r, scc_live, &mut code)?;
                         }
                         for (lane, &sr) in saved.iter().enumerate() {
                             code.push(asm.lane("v_readlane_b32", v, sr, lane as u8)?);
@@ -534,7 +534,7 @@ pub fn rewrite(
             }
         };
         for &h in hs {
-            asm.hook(h, &regs, free.scc_live, &mut code)?;
+            asm.hook(h, &regs, scc_live, &mut code)?;
         }
         added_by_hooks += code.len();
         hook_code.insert(i, code);
