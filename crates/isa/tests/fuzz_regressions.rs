@@ -70,12 +70,16 @@ fn global_saddr_needs_a_64_bit_register() {
             (0x7c, None),
             (0x7d, Some("global_store_dwordx4 v1, v[2:5], null")),
         ] {
-            let i = d.decode(&[0x00, 0x80, 0x7c, 0xdc, 0x01, 0x02, saddr, 0x00]).unwrap();
+            let i = d
+                .decode(&[0x00, 0x80, 0x7c, 0xdc, 0x01, 0x02, saddr, 0x00])
+                .unwrap();
             let text = i.is_valid().then(|| to_string(&i));
             assert_eq!(text.as_deref(), global, "{target:?} saddr {saddr:#x}");
         }
         for (saddr, name) in [(0x67, "flat_scratch_hi"), (0x6b, "vcc_hi"), (0x7c, "m0")] {
-            let i = d.decode(&[0x00, 0x40, 0x7c, 0xdc, 0x01, 0x02, saddr, 0x00]).unwrap();
+            let i = d
+                .decode(&[0x00, 0x40, 0x7c, 0xdc, 0x01, 0x02, saddr, 0x00])
+                .unwrap();
             assert_eq!(
                 to_string(&i),
                 format!("scratch_store_dwordx4 off, v[2:5], {name}"),
