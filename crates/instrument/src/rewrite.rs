@@ -25,11 +25,18 @@
 //! address and a pair holding (1, 0). When the kernel and its callees leave
 //! SGPRs unused above the highest one they name (and, if they make calls this
 //! code cannot see into, above s33, the callee-saved range), those are
-//! reserved and set once by a preamble before the kernel's first instruction;
-//! the kernel's initial registers stay where it expects them. Otherwise each
-//! hook takes SGPRs dead at its point (from liveness) and sets them itself.
-//! Counting active lanes needs `s_bcnt1_i32_b64`, which writes SCC: SCC is
-//! saved and restored around it when it is live.
+//! reserved for the whole kernel and set once per wave — by the one hooked
+//! block no other hooked block dominates, when it runs at most once, else by
+//! a preamble before the kernel's first instruction; the kernel's initial
+//! registers stay where it expects them. Otherwise each hook takes SGPRs dead
+//! at its point (from liveness) and sets them itself, borrowing SGPRs through
+//! the lanes of a dead (or one extra) VGPR when too few are dead. Counting
+//! active lanes needs `s_bcnt1_i32_b64`, which writes SCC: SCC is saved and
+//! restored around it when it is live.
+//!
+//! A branch that cannot reach its target once hooks are in becomes a long
+//! jump (`s_getpc_b64`, `s_add_u32`, `s_addc_u32`, `s_setpc_b64`, SCC saved
+//! and put back before the jump; the inverse condition skips it).
 
 use std::collections::BTreeMap;
 
@@ -96,6 +103,8 @@ pub enum RewriteError {
     BranchRange { addr: u64 },
     #[error("cannot build {0}: {1}")]
     Build(&'static str, inlay_isa::BuildError),
+    #[error("a hook names instruction {0}, which the lifted program does not have")]
+    NoInstruction(usize),
     #[error("gfx908 and gfx942 rewriting is not supported yet (scalar atomics)")]
     Target,
 }
@@ -448,6 +457,9 @@ pub fn rewrite(
     };
     let mut hooks: BTreeMap<InstId, Vec<Hook>> = BTreeMap::new();
     for &(i, h) in &plan.hooks {
+        if i >= prog.insts.len() {
+            return Err(RewriteError::NoInstruction(i));
+        }
         let (Hook::Count { offset } | Hook::CountLanes { offset }) = h;
         if offset > MAX_SMEM_OFFSET - 7 {
             return Err(RewriteError::CounterOffset(offset));
@@ -459,8 +471,8 @@ pub fn rewrite(
         reserve(an, !hooks.is_empty() || has_table_calls(an)).filter(|_| !plan.dead_registers_only);
     let (emits, redirected) = plan_emits(an, load_delta);
 
-    // Hook code per instruction (sizes are known before addresses).
-    // Who sets the hooks' registers: once they are set, nothing else writes
+    // Hook code per instruction (sizes are known before addresses). Who
+    // sets the hooks' registers: once they are set, nothing else writes
     // them. A hook whose block is dominated by another hook's block finds
     // them set; otherwise a hook in kernel code that runs at most once per
     // wave sets them itself, which costs less than a preamble every wave
