@@ -55,6 +55,28 @@ pub enum Hook {
     Count { offset: u32 },
     /// Adds the number of lanes EXEC enables there to the u64 at `offset`.
     CountLanes { offset: u32 },
+    /// Adds a value to the u64 at `offset`, once per wave that gets there.
+    Add { offset: u32, value: Value },
+}
+
+impl Hook {
+    /// Byte offset of the counter it updates.
+    pub fn offset(&self) -> u32 {
+        match *self {
+            Hook::Count { offset } | Hook::CountLanes { offset } | Hook::Add { offset, .. } => {
+                offset
+            }
+        }
+    }
+}
+
+/// A hook argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value {
+    /// A constant.
+    Const(u32),
+    /// The value SGPR `n` holds before the instruction (zero-extended).
+    Sgpr(u16),
 }
 
 /// What to insert: hooks before instructions, counting into a buffer.
@@ -103,6 +125,8 @@ pub enum RewriteError {
     BranchRange { addr: u64 },
     #[error("cannot build {0}: {1}")]
     Build(&'static str, inlay_isa::BuildError),
+    #[error("a hook reads s{0}, which gfx90a code cannot name")]
+    NoSuchSgpr(u16),
     #[error("a hook names instruction {0}, which the lifted program does not have")]
     NoInstruction(usize),
     #[error("gfx908 and gfx942 rewriting is not supported yet (scalar atomics)")]
@@ -313,6 +337,20 @@ impl Asm {
     ) -> Result<(), RewriteError> {
         match h {
             Hook::Count { offset } => out.push(self.atomic_add(r, offset)?),
+            Hook::Add { offset, value } => {
+                // data = (value, 0) for the atomic, then (1, 0) again for
+                // the hooks that follow.
+                out.push(match value {
+                    Value::Const(v) => self.mov(r.data, v)?,
+                    Value::Sgpr(n) => self.build(
+                        Encoding::Sop1,
+                        "s_mov_b32",
+                        &[Self::sgpr(r.data, 1), Self::sgpr(n, 1)],
+                    )?,
+                });
+                out.push(self.atomic_add(r, offset)?);
+                out.push(self.mov(r.data, 1)?);
+            }
             Hook::CountLanes { offset } => {
                 if scc_live {
                     out.push(self.build(
@@ -460,7 +498,16 @@ pub fn rewrite(
         if i >= prog.insts.len() {
             return Err(RewriteError::NoInstruction(i));
         }
-        let (Hook::Count { offset } | Hook::CountLanes { offset }) = h;
+        let offset = h.offset();
+        if let Hook::Add {
+            value: Value::Sgpr(n),
+            ..
+        } = h
+        {
+            if n >= SGPRS {
+                return Err(RewriteError::NoSuchSgpr(n));
+            }
+        }
         if offset > MAX_SMEM_OFFSET - 7 {
             return Err(RewriteError::CounterOffset(offset));
         }
@@ -489,11 +536,17 @@ pub fn rewrite(
         // Liveness is needed for the registers of hooks without reserved
         // ones, and for SCC around lane counting.
         let lanes = hs.iter().any(|h| matches!(h, Hook::CountLanes { .. }));
-        let (dead, scc_live) = if reserved.is_none() || lanes {
+        let (mut dead, scc_live) = if reserved.is_none() || lanes {
             an.free_sgprs_before(i)
         } else {
             (Vec::new(), false)
         };
+        // SGPRs a hook reads are not the hook's to take (a dead one may still
+        // be asked for).
+        dead.retain(|n| {
+            !hs.iter()
+                .any(|h| matches!(h, Hook::Add { value: Value::Sgpr(m), .. } if *m == *n))
+        });
         let block = prog.insts[i].block;
         let (regs, mut code) = match (reserved, &setup_blocks) {
             (Some(r), Some(sb)) if sb.contains(&block) && set_in_block.insert(block) => {
@@ -504,8 +557,9 @@ pub fn rewrite(
                 match per_point(&dead, lanes && scc_live) {
                     Some(r) => (r, asm.setup(&r, plan.counters)?),
                     None => {
-                        // Too few dead SGPRs: borrow s0-s4, saving the live
-                        // ones in lanes of a VGPR dead in every lane.
+                        // Too few dead SGPRs: borrow five (from s0, past
+                        // any the hooks read), saving the live ones in
+                        // lanes of a VGPR dead in every lane.
                         let v = match an.free_before(i).vgprs.first() {
                             Some(&v) => v,
                             None => {
@@ -519,14 +573,23 @@ pub fn rewrite(
                                 v
                             }
                         };
+                        let reads = |n: u16| {
+                            hs.iter().any(
+                                |h| matches!(h, Hook::Add { value: Value::Sgpr(m), .. } if *m == n),
+                            )
+                        };
+                        let mut k = 0u16;
+                        while (k..k + 5).any(reads) {
+                            k += 6;
+                        }
                         let r = Regs {
-                            base: 0,
-                            data: 2,
-                            scc: 4,
+                            base: k,
+                            data: k + 2,
+                            scc: k + 4,
                             t: 0,
                             u: 0,
                         };
-                        let saved: Vec<u16> = (0..5).filter(|n| !dead.contains(n)).collect();
+                        let saved: Vec<u16> = (k..k + 5).filter(|n| !dead.contains(n)).collect();
                         let mut code = Vec::new();
                         for (lane, &sr) in saved.iter().enumerate() {
                             code.push(asm.lane("v_writelane_b32", v, sr, lane as u8)?);

@@ -4,7 +4,7 @@
 //! error; none may panic, and whatever is emitted must parse back.
 
 use inlay_codeobj::CodeObject;
-use inlay_instrument::rewrite::{rewrite, Hook, Plan};
+use inlay_instrument::rewrite::{rewrite, Hook, Plan, Value};
 use inlay_instrument::{analyse, counting, emit};
 
 struct Rng(u64);
@@ -50,10 +50,17 @@ fn instrument(bytes: &[u8], kernel: &str, per_block: bool, dead_only: bool) {
             .enumerate()
             .map(|(n, &i)| {
                 let offset = (8 * n as u32).min(1 << 19);
-                let h = if n % 3 == 0 {
-                    Hook::CountLanes { offset }
-                } else {
-                    Hook::Count { offset }
+                let h = match n % 4 {
+                    0 => Hook::CountLanes { offset },
+                    1 => Hook::Add {
+                        offset,
+                        value: Value::Sgpr((n % 110) as u16),
+                    },
+                    2 => Hook::Add {
+                        offset,
+                        value: Value::Const(n as u32),
+                    },
+                    _ => Hook::Count { offset },
                 };
                 (i, h)
             })

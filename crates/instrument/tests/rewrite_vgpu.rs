@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use harness::{fixture, kernels, launch_geometry, run, waves_of};
 use inlay_codeobj::CodeObject;
-use inlay_instrument::rewrite::{rewrite, Hook, Plan};
+use inlay_instrument::rewrite::{rewrite, Hook, Plan, Value};
 use inlay_instrument::{analyse, counting, emit};
 use inlay_vgpu::{Device, Program};
 
@@ -303,5 +303,95 @@ fn check_lanes(version: u32, file: &str, kernel: &str) {
 fn thread_counts_per_region_match_the_virtual_gpu() {
     for (file, kernel) in kernels(5) {
         check_lanes(5, &file, &kernel);
+    }
+}
+
+/// Hooks with arguments: before every instruction, add the constant 3; at
+/// the kernel's entry, add the value of the SGPR holding the workgroup's x
+/// id. The first counters must be 3 times the virtual GPU's counts; the
+/// entry counter the sum over waves of their workgroup's x id, computed
+/// here from the launch geometry. Both with reserved registers and with
+/// registers dead at each hook only (which must not take the SGPR read).
+fn check_arguments(file: &str, kernel: &str, dead_only: bool) {
+    let bytes = fixture(5, file);
+    let co = CodeObject::parse(&bytes).expect("parse");
+    let md = co
+        .metadata
+        .as_ref()
+        .and_then(|m| m.kernels.iter().find(|k| k.name == kernel))
+        .expect("metadata")
+        .clone();
+    let k = co.kernel(kernel).expect("kernel");
+    let rsrc2 = &k.decoded.rsrc2;
+    if !rsrc2.enable_sgpr_workgroup_id_x {
+        return;
+    }
+    let wg_id_x = rsrc2.user_sgpr_count as u16;
+    let dev = Device::with_threads(2);
+    let original = dev.load(&bytes).expect("load");
+    let (want, native) = run(&dev, &original, kernel, &md);
+    let an = analyse(&co, kernel).expect("analyse");
+    let n = an.program.insts.len();
+    let counters = dev.upload(&vec![0u8; 8 * (n + 1)]).expect("counters");
+    let mut hooks: Vec<(usize, Hook)> = (0..n)
+        .map(|i| {
+            let offset = 8 * i as u32;
+            (
+                i,
+                Hook::Add {
+                    offset,
+                    value: Value::Const(3),
+                },
+            )
+        })
+        .collect();
+    hooks.push((
+        0,
+        Hook::Add {
+            offset: 8 * n as u32,
+            value: Value::Sgpr(wg_id_x),
+        },
+    ));
+    let plan = Plan {
+        counters,
+        hooks,
+        dead_registers_only: dead_only,
+        all_branches_long: false,
+    };
+    let base = original.image.expect("image");
+    let rw = rewrite(&an, base, &k.descriptor, &plan).expect("rewrite");
+    let out = emit::code_object(&co, kernel, &rw).expect("emit");
+    let instrumented = dev.load(&out).expect("load instrumented");
+    let both = Program::merge(dev.memory(), &[&original, &instrumented]).expect("merge");
+    let (got, _) = run(&dev, &both, &emit::instrumented_name(kernel), &md);
+    let what = format!("{file} {kernel} (arguments, dead only: {dead_only})");
+    assert!(want == got, "{what}: instrumented output differs");
+    let c = dev.download_u64(counters, n + 1).expect("counters");
+    let native_per_offset = native.per_offset(&original);
+    for (i, ins) in an.program.insts.iter().enumerate() {
+        let times = native_per_offset.get(&ins.addr).copied().unwrap_or(0);
+        assert_eq!(c[i], 3 * times, "{what}: instruction at {:#x}", ins.addr);
+    }
+    let (grid, wg) = launch_geometry(&md);
+    let mut want_ids = 0u64;
+    for z in 0..grid[2].div_ceil(wg[2]) {
+        for y in 0..grid[1].div_ceil(wg[1]) {
+            for x in 0..grid[0].div_ceil(wg[0]) {
+                let items: u64 = [(x, 0), (y, 1), (z, 2)]
+                    .iter()
+                    .map(|&(g, d)| u64::from(wg[d].min(grid[d] - g * wg[d])))
+                    .product();
+                want_ids += u64::from(x) * items.div_ceil(64);
+            }
+        }
+    }
+    assert_eq!(c[n], want_ids, "{what}: sum of workgroup x ids over waves");
+}
+
+#[test]
+fn hooks_add_constants_and_register_values() {
+    for (file, kernel) in kernels(5) {
+        check_arguments(&file, &kernel, false);
+        check_arguments(&file, &kernel, true);
     }
 }
