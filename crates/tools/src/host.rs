@@ -17,11 +17,16 @@ use inlay_vgpu::{MemKind, Memory, Stats};
 use crate::{Counting, Executed, Launch, Outcome, Output, Tool};
 
 /// A kernel of a frozen executable.
+#[derive(Clone)]
 struct KernelRef {
     name: String,
     code: Arc<LoadedCode>,
     /// Every code object of its executable (calls and data reach them).
     executable: Arc<Vec<Arc<LoadedCode>>>,
+    /// Its arguments and kernel-argument segment size, from the metadata
+    /// (read once, when its executable was frozen).
+    args: Arc<Vec<inlay_codeobj::metadata::KernelArg>>,
+    kernarg_size: usize,
 }
 
 /// An instrumented copy of a kernel, loaded and ready to dispatch.
@@ -90,13 +95,7 @@ impl Host {
     }
 
     fn launch(&self, k: &KernelRef, d: &KernelDispatch, index: u64) -> Launch {
-        let co = CodeObject::parse(&k.code.bytes).ok();
-        let md = co
-            .as_ref()
-            .and_then(|c| c.metadata.as_ref())
-            .and_then(|m| m.kernels.iter().find(|km| km.name == k.name));
-        let size = md.and_then(|m| m.kernarg_segment_size).unwrap_or(0) as usize;
-        let mut kernarg = vec![0u8; size.min(64 * 1024)];
+        let mut kernarg = vec![0u8; k.kernarg_size.min(64 * 1024)];
         if self
             .memory
             .read_bytes(d.kernarg_address, &mut kernarg)
@@ -117,7 +116,7 @@ impl Host {
             grid,
             workgroup,
             kernarg,
-            args: md.map(|m| m.args.clone()).unwrap_or_default(),
+            args: k.args.as_ref().clone(),
         }
     }
 
@@ -313,20 +312,25 @@ fn read_u64s(mem: &Memory, addr: u64, n: usize) -> Result<Vec<u64>, inlay_vgpu::
 impl Interceptor for Host {
     fn executable_frozen(&self, code: &[LoadedCode]) {
         let all: Arc<Vec<Arc<LoadedCode>>> = Arc::new(code.iter().cloned().map(Arc::new).collect());
-        let mut st = self.state();
+        let mut refs = Vec::new();
         for c in all.iter() {
+            let co = CodeObject::parse(&c.bytes).ok();
             for (name, object) in &c.kernels {
-                st.kernels.insert(
-                    *object,
-                    KernelRef {
-                        name: name.clone(),
-                        code: c.clone(),
-                        executable: all.clone(),
-                    },
-                );
+                let md = co
+                    .as_ref()
+                    .and_then(|co| co.metadata.as_ref())
+                    .and_then(|m| m.kernels.iter().find(|km| &km.name == name));
+                let k = KernelRef {
+                    name: name.clone(),
+                    code: c.clone(),
+                    executable: all.clone(),
+                    args: Arc::new(md.map(|m| m.args.clone()).unwrap_or_default()),
+                    kernarg_size: md.and_then(|m| m.kernarg_segment_size).unwrap_or(0) as usize,
+                };
+                refs.push((*object, k));
             }
         }
-        drop(st);
+        self.state().kernels.extend(refs);
         for c in code {
             for t in &self.tools {
                 t.code_object_loaded(c, &self.out);
@@ -343,7 +347,7 @@ impl Interceptor for Host {
             .tools
             .iter()
             .find_map(|t| t.before_launch(&launch, &self.out));
-        let (code, name, executable) = (k.code.clone(), k.name.clone(), k.executable.clone());
+        let k = k.clone();
         st.launches += 1;
         let mut active = Active {
             launch,
@@ -360,14 +364,7 @@ impl Interceptor for Host {
                 .and_then(|copies| copies.iter().find(|c| Arc::strong_count(c) == 1).cloned());
             let built = match idle {
                 Some(b) => Ok(b),
-                None => {
-                    let k = KernelRef {
-                        name,
-                        code,
-                        executable,
-                    };
-                    self.build(&k, how).map(Arc::new)
-                }
+                None => self.build(&k, how).map(Arc::new),
             };
             match built {
                 Ok(b) => {
