@@ -16,43 +16,7 @@ fn fixture(rel: &str) -> String {
 
 /// Compiles tests/c/NAME.c against the headers and our library and runs it with `args`.
 fn run_c(name: &str, args: &[String]) {
-    let Some(cc) = common::c_compiler() else {
-        common::oracle_available("a C compiler (gcc)", false);
-        return;
-    };
-    if !common::oracle_available("/usr/include/hsa headers", common::hsa_headers_present()) {
-        return;
-    }
-    let dir = common::lib_dir(name);
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
-    let exe = dir.join(name);
-    let out = Command::new(&cc)
-        .args(["-std=gnu11", "-O1", "-Wall", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg(format!("-L{}", dir.display()))
-        .args(["-lhsa-runtime64", "-lpthread", "-ldl", "-lm"])
-        .output()
-        .expect("run the C compiler");
-    assert!(
-        out.status.success(),
-        "compiling {name}.c:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = Command::new(&exe)
-        .args(args)
-        .env("LD_LIBRARY_PATH", &dir)
-        .env("INLAY_LOG", "1")
-        .output()
-        .expect("run the C program");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success() && stdout.contains("PASS"),
-        "{name} {args:?} failed ({:?}):\n{stdout}\n{}",
-        run.status,
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    common::run_c_program(name, args);
 }
 
 /// llvm-readelf-19 output for `args` on `file`, or `None` (with the oracle note).

@@ -9,10 +9,49 @@ mod harness;
 use std::collections::BTreeMap;
 
 use harness::{fixture, kernels, launch_geometry, run, waves_of};
+use inlay_codeobj::metadata::KernelMetadata;
 use inlay_codeobj::CodeObject;
-use inlay_instrument::rewrite::{rewrite, Hook, Plan, Value};
+use inlay_instrument::rewrite::{rewrite, Hook, Plan, Rewritten, Value};
 use inlay_instrument::{analyse, counting, emit};
-use inlay_vgpu::{Device, Program};
+use inlay_vgpu::{Device, Program, Stats};
+
+/// What an instrumented run gives back.
+struct Instrumented {
+    rw: Rewritten,
+    code_object: Vec<u8>,
+    both: Program,
+    out: Vec<Vec<u8>>,
+    stats: Stats,
+}
+
+/// Rewrites `kernel` of `co` (loaded on `dev` as `original`) with `plan`,
+/// emits it, loads it beside the original as one program (as the runtime
+/// registers them: calls the rewriter leaves pointing at the original code
+/// still land in code) and runs it on the same inputs.
+fn run_instrumented(
+    dev: &Device,
+    co: &CodeObject<'_>,
+    an: &inlay_instrument::Analysis,
+    original: &Program,
+    md: &KernelMetadata,
+    plan: &Plan,
+    what: &str,
+) -> Instrumented {
+    let kd = co.kernel(&md.name).expect("kernel").descriptor;
+    let base = original.image.expect("image");
+    let rw = rewrite(an, base, &kd, plan).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let code_object = emit::code_object(co, &md.name, &rw).expect("emit");
+    let instrumented = dev.load(&code_object).expect("load instrumented");
+    let both = Program::merge(dev.memory(), &[original, &instrumented]).expect("merge");
+    let (out, stats) = run(dev, &both, &emit::instrumented_name(&md.name), md);
+    Instrumented {
+        rw,
+        code_object,
+        both,
+        out,
+        stats,
+    }
+}
 
 /// llvm-readelf-19 reads the emitted code object without a warning and
 /// finds the instrumented kernel's descriptor and function symbols.
@@ -107,19 +146,17 @@ fn check_kernel(version: u32, file: &str, kernel: &str, mode: Mode) {
         dead_registers_only: mode == Mode::DeadRegistersOnly,
         all_branches_long: mode == Mode::LongBranches,
     };
-    let load_delta = original.image.expect("image");
-    let kd = co.kernel(kernel).expect("kernel").descriptor;
-    let rw = rewrite(&an, load_delta, &kd, &plan)
-        .unwrap_or_else(|e| panic!("{file} v{version} {kernel} ({mode:?}): {e}"));
-    let out = emit::code_object(&co, kernel, &rw).expect("emit");
+    let what = format!("{file} v{version} {kernel} ({mode:?})");
+    let Instrumented {
+        rw,
+        code_object,
+        both,
+        out: got,
+        stats,
+    } = run_instrumented(&dev, &co, &an, &original, &md, &plan, &what);
     if mode == Mode::EveryBlock {
-        readelf_accepts(&out, &format!("{file} v{version} {kernel}"));
+        readelf_accepts(&code_object, &what);
     }
-    let instrumented = dev.load(&out).expect("load instrumented");
-    // One program for both, as the runtime registers them: calls the
-    // rewriter leaves pointing at the original code still land in code.
-    let both = Program::merge(dev.memory(), &[&original, &instrumented]).expect("merge");
-    let (got, stats) = run(&dev, &both, &emit::instrumented_name(kernel), &md);
     assert!(
         want == got,
         "{file} v{version} {kernel} ({mode:?}): instrumented output differs"
@@ -267,12 +304,7 @@ fn check_lanes(version: u32, file: &str, kernel: &str) {
         all_branches_long: false,
     };
     let base = original.image.expect("image");
-    let kd = co.kernel(kernel).expect("kernel").descriptor;
-    let rw = rewrite(&an, base, &kd, &plan).expect("rewrite");
-    let out = emit::code_object(&co, kernel, &rw).expect("emit");
-    let instrumented = dev.load(&out).expect("load instrumented");
-    let both = Program::merge(dev.memory(), &[&original, &instrumented]).expect("merge");
-    let (got, _) = run(&dev, &both, &emit::instrumented_name(kernel), &md);
+    let got = run_instrumented(&dev, &co, &an, &original, &md, &plan, "lanes").out;
     let what = format!("{file} v{version} {kernel} (lanes)");
     assert!(want == got, "{what}: instrumented output differs");
     let c = dev.download_u64(counters, starts.len()).expect("counters");
@@ -358,12 +390,7 @@ fn check_arguments(file: &str, kernel: &str, dead_only: bool) {
         dead_registers_only: dead_only,
         all_branches_long: false,
     };
-    let base = original.image.expect("image");
-    let rw = rewrite(&an, base, &k.descriptor, &plan).expect("rewrite");
-    let out = emit::code_object(&co, kernel, &rw).expect("emit");
-    let instrumented = dev.load(&out).expect("load instrumented");
-    let both = Program::merge(dev.memory(), &[&original, &instrumented]).expect("merge");
-    let (got, _) = run(&dev, &both, &emit::instrumented_name(kernel), &md);
+    let got = run_instrumented(&dev, &co, &an, &original, &md, &plan, "arguments").out;
     let what = format!("{file} {kernel} (arguments, dead only: {dead_only})");
     assert!(want == got, "{what}: instrumented output differs");
     let c = dev.download_u64(counters, n + 1).expect("counters");

@@ -8,116 +8,11 @@
 
 mod common;
 
-use std::process::Command;
-
+use common::asm::*;
 use common::*;
 use inlay_codeobj::CodeObject;
 use inlay_vgpu::kernarg::Args;
 use inlay_vgpu::Device;
-
-const LLVM_MC: &str = "llvm-mc-19";
-
-/// Assembles `src` for gfx90a; None if llvm-mc-19 is missing (and allowed to be).
-fn assemble(src: &str) -> Option<Vec<u8>> {
-    let dir = std::env::temp_dir().join(format!("inlay-vgpu-opcodes-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).ok()?;
-    let path = dir.join(format!("t{:x}.s", src.len() ^ src.as_ptr() as usize));
-    std::fs::write(&path, src).expect("write asm");
-    let out = Command::new(LLVM_MC)
-        .args([
-            "-triple=amdgcn-amd-amdhsa",
-            "-mcpu=gfx90a",
-            "--show-encoding",
-        ])
-        .arg(&path)
-        .output();
-    let _ = std::fs::remove_file(&path);
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => {
-            if std::env::var("INLAY_REQUIRE_ORACLES").as_deref() == Ok("1") {
-                panic!("{LLVM_MC} is required (INLAY_REQUIRE_ORACLES=1): {e}");
-            }
-            eprintln!("note: skipping, {LLVM_MC} not found: {e}");
-            return None;
-        }
-    };
-    assert!(
-        out.status.success(),
-        "{LLVM_MC} failed on:\n{src}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut bytes = Vec::new();
-    for line in text.lines() {
-        let Some(enc) = line.split("encoding: [").nth(1) else {
-            continue;
-        };
-        for b in enc.trim_end_matches(']').split(',') {
-            let b = b.trim().trim_start_matches("0x");
-            bytes.push(u8::from_str_radix(b, 16).expect("hex byte"));
-        }
-    }
-    Some(bytes)
-}
-
-/// Runs `body` on one wave; returns v[1:2] of each lane.
-fn run_body(dev: &Device, body: &str) -> Option<Vec<u64>> {
-    run_body_with(dev, body, 0, 0)
-}
-
-/// As [`run_body`], with `lds` bytes of LDS and `scratch` bytes of private
-/// memory per lane written into the kernel descriptor.
-fn run_body_with(dev: &Device, body: &str, lds: u32, scratch: u32) -> Option<Vec<u64>> {
-    let src = format!(
-        "s_load_dwordx2 s[40:41], s[4:5], 0x0\n\
-         v_mov_b32 v1, 0\n\
-         v_mov_b32 v2, 0\n\
-         s_waitcnt lgkmcnt(0)\n\
-         {body}\n\
-         v_mov_b32 v12, v1\n\
-         v_mov_b32 v13, v2\n\
-         v_lshlrev_b32 v10, 3, v0\n\
-         global_store_dwordx2 v10, v[12:13], s[40:41]\n\
-         s_endpgm\n"
-    );
-    let code = assemble(&src)?;
-    let mut bytes = fixture(5, "vector_add");
-    let co = CodeObject::parse(&bytes).expect("parse");
-    let text = co.section(".text").expect(".text");
-    let entry = co
-        .kernel("vector_add")
-        .and_then(|k| k.entry_address)
-        .expect("entry");
-    let off = (entry - text.addr + text.offset) as usize;
-    let room = (text.offset + text.size) as usize - off;
-    let kd = co
-        .kernel("vector_add")
-        .expect("kernel")
-        .descriptor_file_offset as usize;
-    assert!(code.len() <= room, "test program too long");
-    drop(co);
-    // group_segment_fixed_size and private_segment_fixed_size lead the descriptor.
-    bytes[kd..kd + 4].copy_from_slice(&lds.to_le_bytes());
-    bytes[kd + 4..kd + 8].copy_from_slice(&scratch.to_le_bytes());
-    bytes[off..off + code.len()].copy_from_slice(&code);
-    let p = dev.load(&bytes).expect("load");
-    let out = dev.upload(&[0u8; 64 * 8]).expect("alloc");
-    let args = Args::new().ptr(out);
-    dev.dispatch(&p, "vector_add", [64, 1, 1], [64, 1, 1], args.as_bytes())
-        .unwrap_or_else(|f| panic!("{body}\n{f}"));
-    Some(dev.download_u64(out, 64).expect("read"))
-}
-
-fn check(dev: &Device, body: &str, want: impl Fn(u64) -> u64) {
-    let Some(got) = run_body(dev, body) else {
-        return;
-    };
-    for (l, g) in got.iter().enumerate() {
-        let w = want(l as u64);
-        assert_eq!(*g, w, "lane {l}: got {g:#x}, want {w:#x} for\n{body}");
-    }
-}
 
 fn f32b(x: f32) -> u64 {
     x.to_bits() as u64
@@ -357,16 +252,6 @@ fn cross_lane() {
         "ds_swizzle_b32 v1, v0 offset:swizzle(BITMASK_PERM,\"ppppi\")\ns_waitcnt lgkmcnt(0)",
         |l| l ^ 1,
     );
-}
-
-fn check_with(dev: &Device, body: &str, lds: u32, scratch: u32, want: impl Fn(u64) -> u64) {
-    let Some(got) = run_body_with(dev, body, lds, scratch) else {
-        return;
-    };
-    for (l, g) in got.iter().enumerate() {
-        let w = want(l as u64);
-        assert_eq!(*g, w, "lane {l}: got {g:#x}, want {w:#x} for\n{body}");
-    }
 }
 
 #[test]

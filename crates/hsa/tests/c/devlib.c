@@ -11,16 +11,6 @@
 
 static hsa_ven_amd_loader_1_03_pfn_t ldr;
 
-static unsigned char *slurp(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    CHECK(f != NULL);
-    unsigned char *buf = malloc(1 << 20);
-    *size = fread(buf, 1, 1 << 20, f);
-    fclose(f);
-    CHECK(*size > 0 && *size < (1 << 20));
-    return buf;
-}
-
 typedef struct { int kernels, variables, functions, found_scale, found_local; hsa_agent_t gpu; } counts_t;
 
 static hsa_status_t count(hsa_executable_t exe, hsa_agent_t agent, hsa_executable_symbol_t sym, void *data) {
@@ -72,7 +62,7 @@ int main(int argc, char **argv) {
     env_t e = setup();
     OK(hsa_system_get_major_extension_table(HSA_EXTENSION_AMD_LOADER, 1, sizeof ldr, &ldr));
     size_t lib_size, caller_size;
-    unsigned char *lib = slurp(argv[1], &lib_size), *caller = slurp(argv[2], &caller_size);
+    unsigned char *lib = read_file(argv[1], &lib_size), *caller = read_file(argv[2], &caller_size);
     uint64_t scale_value = strtoull(argv[3], NULL, 16), scale_size = strtoull(argv[4], NULL, 0);
     uint64_t got_offset = strtoull(argv[5], NULL, 16);
     uint64_t bias_value = strtoull(argv[6], NULL, 16), bias_size = strtoull(argv[7], NULL, 0);

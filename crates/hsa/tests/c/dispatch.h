@@ -13,7 +13,7 @@ typedef struct {
     uint32_t kernarg_size, group_size, private_size;
 } kernel_t;
 
-static kernel_t find_kernel(hsa_executable_t exe, hsa_agent_t gpu, const char *name) {
+static inline kernel_t find_kernel(hsa_executable_t exe, hsa_agent_t gpu, const char *name) {
     char kd[256];
     snprintf(kd, sizeof kd, "%s.kd", name);
     hsa_executable_symbol_t sym;
@@ -29,7 +29,7 @@ static kernel_t find_kernel(hsa_executable_t exe, hsa_agent_t gpu, const char *n
 /* Code object v5 implicit arguments, at the last 256 bytes of the segment
  * when the kernel has them (AMDGPUUsage: hidden_block_count_{x,y,z},
  * hidden_group_size_{x,y,z}, hidden_remainder_{x,y,z}, ..., hidden_grid_dims). */
-static void fill_implicit(uint8_t *args, uint32_t size, uint32_t explicit_size,
+static inline void fill_implicit(uint8_t *args, uint32_t size, uint32_t explicit_size,
                           const uint32_t grid[3], const uint16_t wg[3], uint16_t dims) {
     if (size < explicit_size + 256) return;
     uint8_t *h = args + size - 256;
@@ -45,7 +45,7 @@ static void fill_implicit(uint8_t *args, uint32_t size, uint32_t explicit_size,
 
 /* Runs kernel `k` over `grid` in workgroups `wg` with `explicit_size` bytes
  * of explicit arguments, and waits for its completion signal. */
-static void launch(const env_t *e, hsa_queue_t *q, kernel_t k, const void *explicit_args,
+static inline void launch(const env_t *e, hsa_queue_t *q, kernel_t k, const void *explicit_args,
                    uint32_t explicit_size, const uint32_t grid[3], const uint16_t wg[3]) {
     uint32_t size = k.kernarg_size > explicit_size ? k.kernarg_size : explicit_size;
     void *args = NULL;
@@ -88,7 +88,7 @@ static void launch(const env_t *e, hsa_queue_t *q, kernel_t k, const void *expli
 }
 
 /* Device memory in the GPU's coarse-grained pool, accessible to the CPU. */
-static void *device_alloc(const env_t *e, size_t size) {
+static inline void *device_alloc(const env_t *e, size_t size) {
     void *p = NULL;
     OK(hsa_amd_memory_pool_allocate(e->device, size, 0, &p));
     OK(hsa_amd_agents_allow_access(1, &e->cpu, NULL, p));
@@ -97,14 +97,14 @@ static void *device_alloc(const env_t *e, size_t size) {
 
 /* Memory the host reads and writes directly and the GPU may use:
  * fine-grained system memory (the kernarg pool is one). */
-static void *host_alloc(const env_t *e, size_t size) {
+static inline void *host_alloc(const env_t *e, size_t size) {
     void *p = NULL;
     OK(hsa_amd_memory_pool_allocate(e->kernarg, size, 0, &p));
     OK(hsa_amd_agents_allow_access(1, &e->gpu, NULL, p));
     return p;
 }
 
-static unsigned char *read_file(const char *path, size_t *size) {
+static inline unsigned char *read_file(const char *path, size_t *size) {
     FILE *f = fopen(path, "rb");
     CHECK(f != NULL);
     CHECK(fseek(f, 0, SEEK_END) == 0);
@@ -119,7 +119,7 @@ static unsigned char *read_file(const char *path, size_t *size) {
 }
 
 /* Loads one code object (from memory, or from its file descriptor) into a new frozen executable. */
-static hsa_executable_t load_executable(const env_t *e, const char *path, int from_file) {
+static inline hsa_executable_t load_executable(const env_t *e, const char *path, int from_file) {
     hsa_code_object_reader_t reader;
     int fd = -1;
     unsigned char *bytes = NULL;

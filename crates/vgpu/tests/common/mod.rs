@@ -1,6 +1,8 @@
 //! Shared test helpers: fixtures, a small deterministic RNG, buffers.
 #![allow(dead_code)]
 
+pub mod asm;
+
 use inlay_vgpu::{Device, Program};
 
 pub fn fixture(version: u32, name: &str) -> Vec<u8> {
