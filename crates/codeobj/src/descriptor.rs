@@ -94,6 +94,61 @@ impl KernelDescriptor {
     }
 }
 
+impl DecodedDescriptor {
+    /// Where a wave finds each initial SGPR the descriptor enables
+    /// (AMDGPUUsage, "Initial Kernel Execution State"): user SGPRs from s0 in
+    /// a fixed order, then the system SGPRs from the user SGPR count on.
+    pub fn initial_sgprs(&self) -> InitialSgprs {
+        let p = &self.properties;
+        let mut next = 0u16;
+        let mut take = |on: bool, n: u16| {
+            let at = on.then_some(next);
+            next += if on { n } else { 0 };
+            at
+        };
+        let mut out = InitialSgprs {
+            private_segment_buffer: take(p.enable_sgpr_private_segment_buffer, 4),
+            dispatch_ptr: take(p.enable_sgpr_dispatch_ptr, 2),
+            queue_ptr: take(p.enable_sgpr_queue_ptr, 2),
+            kernarg_segment_ptr: take(p.enable_sgpr_kernarg_segment_ptr, 2),
+            dispatch_id: take(p.enable_sgpr_dispatch_id, 2),
+            flat_scratch_init: take(p.enable_sgpr_flat_scratch_init, 2),
+            private_segment_size: take(p.enable_sgpr_private_segment_size, 1),
+            ..InitialSgprs::default()
+        };
+        let r2 = &self.rsrc2;
+        let mut next = r2.user_sgpr_count as u16;
+        let mut take = |on: bool| {
+            let at = on.then_some(next);
+            next += u16::from(on);
+            at
+        };
+        out.workgroup_id = [
+            take(r2.enable_sgpr_workgroup_id_x),
+            take(r2.enable_sgpr_workgroup_id_y),
+            take(r2.enable_sgpr_workgroup_id_z),
+        ];
+        out.workgroup_info = take(r2.enable_sgpr_workgroup_info);
+        out.private_segment_wave_offset = take(r2.enable_private_segment);
+        out
+    }
+}
+
+/// First SGPR of each initial value a wave starts with, when enabled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InitialSgprs {
+    pub private_segment_buffer: Option<u16>,
+    pub dispatch_ptr: Option<u16>,
+    pub queue_ptr: Option<u16>,
+    pub kernarg_segment_ptr: Option<u16>,
+    pub dispatch_id: Option<u16>,
+    pub flat_scratch_init: Option<u16>,
+    pub private_segment_size: Option<u16>,
+    pub workgroup_id: [Option<u16>; 3],
+    pub workgroup_info: Option<u16>,
+    pub private_segment_wave_offset: Option<u16>,
+}
+
 fn bits(v: u32, lo: u32, width: u32) -> u32 {
     (v >> lo) & ((1u32 << width) - 1)
 }
@@ -317,5 +372,28 @@ mod tests {
         let kd = KernelDescriptor::parse(&bytes, 0).unwrap();
         assert_eq!(kd.to_bytes().as_slice(), bytes.as_slice());
         assert!(KernelDescriptor::parse(&bytes[..63], 7).unwrap_err().offset == Some(7));
+    }
+
+    /// A layout worked out by hand from AMDGPUUsage's table: private
+    /// segment buffer (4), dispatch pointer (2), kernarg pointer (2), and
+    /// the system SGPRs after a user SGPR count of 9 (one unused).
+    #[test]
+    fn initial_sgprs_follow_the_enable_bits() {
+        let mut b = [0u8; 64];
+        // COMPUTE_PGM_RSRC2 (byte 52): private segment, user SGPRs 9,
+        // workgroup ids x and z, workgroup info.
+        let rsrc2: u32 = 1 | 9 << 1 | 1 << 7 | 1 << 9 | 1 << 10;
+        b[52..56].copy_from_slice(&rsrc2.to_le_bytes());
+        // kernel_code_properties (byte 56): buffer, dispatch ptr, kernarg ptr.
+        b[56..58].copy_from_slice(&0b1011u16.to_le_bytes());
+        let kd = KernelDescriptor::parse(&b, 0).unwrap();
+        let s = kd.decode(Family::Gfx90a, false).initial_sgprs();
+        assert_eq!(s.private_segment_buffer, Some(0));
+        assert_eq!(s.dispatch_ptr, Some(4));
+        assert_eq!(s.queue_ptr, None);
+        assert_eq!(s.kernarg_segment_ptr, Some(6));
+        assert_eq!(s.workgroup_id, [Some(9), None, Some(10)]);
+        assert_eq!(s.workgroup_info, Some(11));
+        assert_eq!(s.private_segment_wave_offset, Some(12));
     }
 }

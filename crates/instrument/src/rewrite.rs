@@ -40,6 +40,7 @@
 
 use std::collections::BTreeMap;
 
+use inlay_codeobj::descriptor::InitialSgprs;
 use inlay_codeobj::KernelDescriptor;
 use inlay_isa::tables::{ImmKind, Slot};
 use inlay_isa::{encode, Builder, Encoding, Instruction, Operand, Target};
@@ -57,26 +58,116 @@ pub enum Hook {
     CountLanes { offset: u32 },
     /// Adds a value to the u64 at `offset`, once per wave that gets there.
     Add { offset: u32, value: Value },
+    /// Appends a [`SCALAR_RECORD`]-byte record to `trace`, once per wave
+    /// that gets there: `id` (u32), 0 (u32), the value (u64).
+    Record { trace: Trace, id: u32, value: Value },
+    /// Appends a [`LANE_RECORD`]-byte record to `trace`, once per wave that
+    /// gets there with some lane enabled: `id` (u32), 0 (u32), EXEC (u64),
+    /// then one u64 per lane, lane 0 first; disabled lanes' are not written.
+    RecordLanes {
+        trace: Trace,
+        id: u32,
+        value: LaneValue,
+    },
+}
+
+/// Bytes of a [`Hook::Record`] record.
+pub const SCALAR_RECORD: u32 = 16;
+/// Bytes of a [`Hook::RecordLanes`] record.
+pub const LANE_RECORD: u32 = 16 + 64 * 8;
+
+/// A buffer that hooks append records to: a u64 cursor in the counter
+/// buffer counts the bytes claimed (claims past `capacity` go on counting,
+/// so the reader knows how much was lost, but write nothing), and the
+/// records start at `records`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trace {
+    /// Byte offset of the cursor in the counter buffer (8-byte aligned).
+    pub cursor: u32,
+    /// Device address of the first record (8-byte aligned).
+    pub records: u64,
+    /// Bytes available at `records`.
+    pub capacity: u32,
 }
 
 impl Hook {
-    /// Byte offset of the counter it updates.
+    /// Byte offset in the counter buffer of the counter or cursor it updates.
     pub fn offset(&self) -> u32 {
         match *self {
             Hook::Count { offset } | Hook::CountLanes { offset } | Hook::Add { offset, .. } => {
                 offset
             }
+            Hook::Record { trace, .. } | Hook::RecordLanes { trace, .. } => trace.cursor,
+        }
+    }
+
+    fn writes_scc(&self) -> bool {
+        !matches!(self, Hook::Count { .. } | Hook::Add { .. })
+    }
+
+    fn records(&self) -> bool {
+        matches!(self, Hook::Record { .. } | Hook::RecordLanes { .. })
+    }
+
+    fn value(&self) -> Option<Value> {
+        match *self {
+            Hook::Add { value, .. } | Hook::Record { value, .. } => Some(value),
+            _ => None,
+        }
+    }
+
+    /// VGPRs it needs, and whether they must be dead in every lane (the
+    /// hook writes lanes EXEC disables) or only in the enabled ones.
+    fn vgprs(&self) -> Option<Lanes> {
+        match self {
+            Hook::Record { .. } => Some(Lanes::All),
+            Hook::RecordLanes { .. } => Some(Lanes::Enabled),
+            _ => None,
         }
     }
 }
 
-/// A hook argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Lanes {
+    Enabled,
+    All,
+}
+
+/// A hook argument: one value per wave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Value {
     /// A constant.
     Const(u32),
     /// The value SGPR `n` holds before the instruction (zero-extended).
     Sgpr(u16),
+    /// The 64-bit value of SGPRs `n` and `n + 1`.
+    SgprPair(u16),
+    Exec,
+    Vcc,
+    /// The dword at byte `offset` of the kernel's arguments.
+    KernArg(u32),
+    /// The dword at byte `offset` of the AQL dispatch packet (workgroup
+    /// sizes at 4 and 6, grid sizes at 12, 16 and 20).
+    Packet(u32),
+    /// The workgroup's id in dimension 0, 1 or 2.
+    WorkgroupId(u8),
+}
+
+impl Value {
+    fn is_64_bit(&self) -> bool {
+        matches!(self, Value::SgprPair(_) | Value::Exec | Value::Vcc)
+    }
+}
+
+/// A hook argument with one value per lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaneValue {
+    /// VGPR `n` (zero-extended).
+    Vgpr(u16),
+    /// VGPRs `n` and `n + 1` as one 64-bit value.
+    VgprPair(u16),
+    /// The address the instruction (a FLAT or GLOBAL one) accesses.
+    Address,
 }
 
 /// What to insert: hooks before instructions, counting into a buffer.
@@ -131,6 +222,16 @@ pub enum RewriteError {
     NoInstruction(usize),
     #[error("gfx908 and gfx942 rewriting is not supported yet (scalar atomics)")]
     Target,
+    #[error("a hook reads the {0}, which the kernel's descriptor does not have its waves receive")]
+    NotReceived(&'static str),
+    #[error("a hook before the instruction at {addr:#x} reads the {what}, but the kernel may have overwritten the SGPRs holding it by then")]
+    Overwritten { what: &'static str, addr: u64 },
+    #[error("the instruction at {addr:#x} has no address for a hook to record (only FLAT and GLOBAL ones have)")]
+    NoAddress { addr: u64 },
+    #[error("a trace needs 8-byte aligned records and cursor, and room for one record")]
+    Trace,
+    #[error("argument offset {0:#x} is not a dword offset a scalar load takes")]
+    ArgumentOffset(u32),
 }
 
 /// Largest offset `s_atomic_*` takes as an immediate on gfx9.
@@ -332,56 +433,460 @@ impl Asm {
         &self,
         h: Hook,
         r: &Regs,
-        scc_live: bool,
+        at: &Point,
         out: &mut Vec<Instruction>,
     ) -> Result<(), RewriteError> {
         match h {
             Hook::Count { offset } => out.push(self.atomic_add(r, offset)?),
             Hook::Add { offset, value } => {
-                // data = (value, 0) for the atomic, then (1, 0) again for
-                // the hooks that follow.
-                out.push(match value {
-                    Value::Const(v) => self.mov(r.data, v)?,
-                    Value::Sgpr(n) => self.build(
-                        Encoding::Sop1,
-                        "s_mov_b32",
-                        &[Self::sgpr(r.data, 1), Self::sgpr(n, 1)],
-                    )?,
-                });
+                // data = (value, 0) for the atomic (a 32-bit value leaves
+                // the high half 0), then (1, 0) again for the hooks that follow.
+                self.value_into(value, r.data, false, at, out)?;
                 out.push(self.atomic_add(r, offset)?);
-                out.push(self.mov(r.data, 1)?);
+                out.push(self.reset_data(r, value.is_64_bit())?);
             }
             Hook::CountLanes { offset } => {
-                if scc_live {
-                    out.push(self.build(
-                        Encoding::Sop2,
-                        "s_cselect_b32",
-                        &[Self::sgpr(r.scc, 1), Self::konst(1), Self::konst(0)],
-                    )?);
+                if at.scc_live {
+                    out.push(self.save_scc(r)?);
                 }
                 out.push(self.build(
                     Encoding::Sop1,
                     "s_bcnt1_i32_b64",
-                    &[
-                        Self::sgpr(r.data, 1),
-                        Operand::Special {
-                            code: 126,
-                            count: 2,
-                        },
-                    ],
+                    &[Self::sgpr(r.data, 1), EXEC],
                 )?);
                 out.push(self.atomic_add(r, offset)?);
                 out.push(self.mov(r.data, 1)?);
-                if scc_live {
-                    out.push(self.build(
-                        Encoding::Sopc,
-                        "s_cmp_lg_u32",
-                        &[Self::sgpr(r.scc, 1), Self::konst(0)],
+                if at.scc_live {
+                    out.push(self.restore_scc(r)?);
+                }
+            }
+            Hook::Record { trace, id, value } => {
+                let mut code = Code::default();
+                if at.scc_live {
+                    code.push(self.save_scc(r)?);
+                }
+                // The value first: it may be EXEC, which the store changes.
+                self.value_into(value, r.u, true, at, &mut code.insts)?;
+                self.claim(r, trace, SCALAR_RECORD, &mut code)?;
+                // Lane 0 alone stores: (value) at 8, then (id, 0) at 0.
+                let (pair, off) = at
+                    .vgprs
+                    .ok_or(RewriteError::NoRegisters { addr: at.addr })?;
+                code.push(self.build(Encoding::Sop1, "s_mov_b64", &[Self::sgpr(r.t, 2), EXEC])?);
+                code.push(self.build(Encoding::Sop1, "s_mov_b64", &[EXEC, Self::konst(1)])?);
+                code.push(self.vmov(off, Self::konst(0))?);
+                code.push(self.vmov(pair, Self::sgpr(r.u, 1))?);
+                code.push(self.vmov(pair + 1, Self::sgpr(r.u + 1, 1))?);
+                code.push(self.store(off, pair, r.data, 8)?);
+                code.push(self.vmov(pair, Operand::Literal(id))?);
+                code.push(self.vmov(pair + 1, Self::konst(0))?);
+                code.push(self.store(off, pair, r.data, 0)?);
+                code.push(self.build(Encoding::Sop1, "s_mov_b64", &[EXEC, Self::sgpr(r.t, 2)])?);
+                self.finish_record(r, at, code, out)?;
+            }
+            Hook::RecordLanes { trace, id, value } => {
+                let mut code = Code::default();
+                if at.scc_live {
+                    code.push(self.save_scc(r)?);
+                }
+                code.branch_to_end(self.build(
+                    Encoding::Sopp,
+                    "s_cbranch_execz",
+                    &[Operand::Imm(0)],
+                )?);
+                self.claim(r, trace, LANE_RECORD, &mut code)?;
+                let (pair, off) = at
+                    .vgprs
+                    .ok_or(RewriteError::NoRegisters { addr: at.addr })?;
+                // Every enabled lane stores the same header: (id, 0) at 0,
+                // EXEC at 8; then its own value at 16 + 8 * lane.
+                code.push(self.vmov(off, Self::konst(0))?);
+                code.push(self.vmov(pair, Operand::Literal(id))?);
+                code.push(self.vmov(pair + 1, Self::konst(0))?);
+                code.push(self.store(off, pair, r.data, 0)?);
+                code.push(self.vmov(
+                    pair,
+                    Operand::Special {
+                        code: 126,
+                        count: 1,
+                    },
+                )?);
+                code.push(self.vmov(
+                    pair + 1,
+                    Operand::Special {
+                        code: 127,
+                        count: 1,
+                    },
+                )?);
+                code.push(self.store(off, pair, r.data, 8)?);
+                let v1 = |n: u16| Operand::Vgpr { first: n, count: 1 };
+                let minus_one = Operand::Inline(193);
+                code.push(self.build(
+                    Encoding::Vop3,
+                    "v_mbcnt_lo_u32_b32",
+                    &[v1(off), minus_one, Self::konst(0)],
+                )?);
+                code.push(self.build(
+                    Encoding::Vop3,
+                    "v_mbcnt_hi_u32_b32",
+                    &[v1(off), minus_one, v1(off)],
+                )?);
+                code.push(self.build(
+                    Encoding::Vop2,
+                    "v_lshlrev_b32_e32",
+                    &[v1(off), Self::konst(3), v1(off)],
+                )?);
+                self.lane_value_into(value, pair, r, at, &mut code.insts)?;
+                code.push(self.store(off, pair, r.data, 16)?);
+                self.finish_record(r, at, code, out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `s_cselect_b32 scc_save, 1, 0`: SCC into an SGPR.
+    fn save_scc(&self, r: &Regs) -> Result<Instruction, RewriteError> {
+        self.build(
+            Encoding::Sop2,
+            "s_cselect_b32",
+            &[Self::sgpr(r.scc, 1), Self::konst(1), Self::konst(0)],
+        )
+    }
+
+    /// `s_cmp_lg_u32 scc_save, 0`: SCC back from the SGPR.
+    fn restore_scc(&self, r: &Regs) -> Result<Instruction, RewriteError> {
+        self.build(
+            Encoding::Sopc,
+            "s_cmp_lg_u32",
+            &[Self::sgpr(r.scc, 1), Self::konst(0)],
+        )
+    }
+
+    /// data = (1, 0) again after a hook used it for something else.
+    fn reset_data(&self, r: &Regs, both: bool) -> Result<Instruction, RewriteError> {
+        if both {
+            self.build(
+                Encoding::Sop1,
+                "s_mov_b64",
+                &[Self::sgpr(r.data, 2), Self::konst(1)],
+            )
+        } else {
+            self.mov(r.data, 1)
+        }
+    }
+
+    fn vmov(&self, d: u16, src: Operand) -> Result<Instruction, RewriteError> {
+        self.build(
+            Encoding::Vop1,
+            "v_mov_b32_e32",
+            &[Operand::Vgpr { first: d, count: 1 }, src],
+        )
+    }
+
+    /// `global_store_dwordx2 v_off, v[pair:pair+1], s[base:base+1] offset:at`.
+    fn store(&self, off: u16, pair: u16, base: u16, at: i32) -> Result<Instruction, RewriteError> {
+        let mut i = self.build(
+            Encoding::Global,
+            "global_store_dwordx2",
+            &[
+                Operand::Vgpr {
+                    first: off,
+                    count: 1,
+                },
+                Operand::Vgpr {
+                    first: pair,
+                    count: 2,
+                },
+                Self::sgpr(base, 2),
+            ],
+        )?;
+        if !i.set_modifier(inlay_isa::Modifier::Offset(at)) {
+            return Err(RewriteError::Trace);
+        }
+        Ok(i)
+    }
+
+    /// Puts `v` in SGPR `p` (and `p + 1`: its high half, or 0 when `both`).
+    fn value_into(
+        &self,
+        v: Value,
+        p: u16,
+        both: bool,
+        at: &Point,
+        out: &mut Vec<Instruction>,
+    ) -> Result<(), RewriteError> {
+        let pair = |src: Operand| self.build(Encoding::Sop1, "s_mov_b64", &[Self::sgpr(p, 2), src]);
+        let load = |base: u16, offset: u32| {
+            self.build(
+                Encoding::Smem,
+                "s_load_dword",
+                &[Self::sgpr(p, 1), Self::sgpr(base, 2), Operand::Imm(offset)],
+            )
+        };
+        match v {
+            Value::Const(c) => out.push(self.mov(p, c)?),
+            Value::Sgpr(n) => out.push(self.build(
+                Encoding::Sop1,
+                "s_mov_b32",
+                &[Self::sgpr(p, 1), Self::sgpr(n, 1)],
+            )?),
+            Value::WorkgroupId(d) => {
+                let n = at.launch.workgroup_id[usize::from(d)]
+                    .ok_or(RewriteError::NotReceived("workgroup id"))?;
+                out.push(self.build(
+                    Encoding::Sop1,
+                    "s_mov_b32",
+                    &[Self::sgpr(p, 1), Self::sgpr(n, 1)],
+                )?);
+            }
+            Value::SgprPair(n) => out.push(pair(Self::sgpr(n, 2))?),
+            Value::Exec => out.push(pair(EXEC)?),
+            Value::Vcc => out.push(pair(Operand::Special {
+                code: 106,
+                count: 2,
+            })?),
+            Value::KernArg(offset) | Value::Packet(offset) => {
+                let base = match v {
+                    Value::KernArg(_) => at.launch.kernarg_segment_ptr,
+                    _ => at.launch.dispatch_ptr,
+                };
+                let base = base.ok_or(RewriteError::NotReceived(launch_name(v)))?;
+                out.push(load(base, offset)?);
+                // lgkmcnt(0): the loaded value is there before it is used.
+                out.push(self.build(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0xC07F)])?);
+            }
+        }
+        if both && !v.is_64_bit() {
+            out.push(self.mov(p + 1, 0)?);
+        }
+        Ok(())
+    }
+
+    /// Puts each enabled lane's `v` in VGPRs `d`, `d + 1`; `r.t` and `r.u`
+    /// are free SGPRs (address arithmetic carries into `r.t`).
+    fn lane_value_into(
+        &self,
+        v: LaneValue,
+        d: u16,
+        r: &Regs,
+        at: &Point,
+        out: &mut Vec<Instruction>,
+    ) -> Result<(), RewriteError> {
+        let v1 = |n: u16| Operand::Vgpr { first: n, count: 1 };
+        match v {
+            LaneValue::Vgpr(n) => {
+                out.push(self.vmov(d, v1(n))?);
+                out.push(self.vmov(d + 1, Self::konst(0))?);
+            }
+            LaneValue::VgprPair(n) => {
+                out.push(self.vmov(d, v1(n))?);
+                out.push(self.vmov(d + 1, v1(n + 1))?);
+            }
+            LaneValue::Address => {
+                let i = at.inst;
+                let no = || RewriteError::NoAddress { addr: at.addr };
+                let w0 = *i.words().first().ok_or_else(no)?;
+                let w1 = *i.words().get(1).ok_or_else(no)?;
+                let vaddr = (w1 & 0xff) as u16;
+                let saddr = (w1 >> 16 & 0x7f) as u16;
+                let (offset, scalar_base) = match i.encoding() {
+                    Encoding::Flat => ((w0 & 0xfff) as i32, None),
+                    Encoding::Global => (
+                        ((w0 & 0x1fff) << 19) as i32 >> 19,
+                        (saddr != 0x7f).then_some(saddr),
+                    ),
+                    _ => return Err(no()),
+                };
+                let mad = |m: &'static str, a: Operand, b: Operand, c: Operand| {
+                    self.build(
+                        Encoding::Vop3,
+                        m,
+                        &[
+                            Operand::Vgpr { first: d, count: 2 },
+                            Self::sgpr(r.t, 2),
+                            a,
+                            b,
+                            c,
+                        ],
+                    )
+                };
+                match scalar_base {
+                    // saddr + zero-extended vaddr, in one multiply-add by 1.
+                    Some(s) => out.push(mad(
+                        "v_mad_u64_u32",
+                        v1(vaddr),
+                        Self::konst(1),
+                        Self::sgpr(s, 2),
+                    )?),
+                    None => {
+                        out.push(self.vmov(d, v1(vaddr))?);
+                        out.push(self.vmov(d + 1, v1(vaddr + 1))?);
+                    }
+                }
+                if offset != 0 {
+                    // The signed offset, sign-extended, added the same way.
+                    let o = if (-16..=64).contains(&offset) {
+                        Operand::Inline(if offset >= 0 {
+                            128 + offset as u8
+                        } else {
+                            (192 - offset) as u8
+                        })
+                    } else {
+                        out.push(self.mov(r.u, offset as u32)?);
+                        Self::sgpr(r.u, 1)
+                    };
+                    out.push(mad(
+                        "v_mad_i64_i32",
+                        o,
+                        Self::konst(1),
+                        Operand::Vgpr { first: d, count: 2 },
                     )?);
                 }
             }
         }
         Ok(())
+    }
+
+    /// Claims `size` bytes of `trace` (data = the claim's address), or
+    /// branches to the end when they are not all within its capacity.
+    fn claim(
+        &self,
+        r: &Regs,
+        trace: Trace,
+        size: u32,
+        code: &mut Code,
+    ) -> Result<(), RewriteError> {
+        code.push(self.mov(r.data, size)?);
+        code.push(self.mov(r.data + 1, 0)?);
+        code.push(self.atomic_add_returning(r, trace.cursor)?);
+        code.push(self.build(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0xC07F)])?);
+        // Past 4 GiB, or past the capacity less one record: no room.
+        code.push(self.build(
+            Encoding::Sopc,
+            "s_cmp_lg_u32",
+            &[Self::sgpr(r.data + 1, 1), Self::konst(0)],
+        )?);
+        code.branch_to_end(self.build(Encoding::Sopp, "s_cbranch_scc1", &[Operand::Imm(0)])?);
+        code.push(self.build(
+            Encoding::Sopc,
+            "s_cmp_gt_u32",
+            &[
+                Self::sgpr(r.data, 1),
+                Operand::Literal(trace.capacity - size),
+            ],
+        )?);
+        code.branch_to_end(self.build(Encoding::Sopp, "s_cbranch_scc1", &[Operand::Imm(0)])?);
+        code.push(self.add_lit("s_add_u32", r.data, trace.records as u32)?);
+        code.push(self.add_lit("s_addc_u32", r.data + 1, (trace.records >> 32) as u32)?);
+        Ok(())
+    }
+
+    /// Ends a record's code: its branches land on the SCC restore (or the
+    /// data reset), which every path runs.
+    fn finish_record(
+        &self,
+        r: &Regs,
+        at: &Point,
+        mut code: Code,
+        out: &mut Vec<Instruction>,
+    ) -> Result<(), RewriteError> {
+        code.end();
+        if at.scc_live {
+            code.push(self.restore_scc(r)?);
+        }
+        code.push(self.reset_data(r, true)?);
+        code.resolve()?;
+        out.extend(code.insts);
+        Ok(())
+    }
+
+    /// `s_atomic_add_x2 ... glc`: the counter's old value comes back in data.
+    fn atomic_add_returning(&self, r: &Regs, offset: u32) -> Result<Instruction, RewriteError> {
+        let i = self.build(
+            Encoding::Smem,
+            "s_atomic_add_x2",
+            &[
+                Self::sgpr(r.data, 2),
+                Self::sgpr(r.base, 2),
+                Operand::Imm(offset),
+            ],
+        )?;
+        let mut bytes = encode(&i);
+        bytes[2] |= 1; // glc, bit 16 of the first word
+        self.decoder.decode(&bytes).map_err(|_| {
+            RewriteError::Build(
+                "s_atomic_add_x2 glc",
+                inlay_isa::BuildError::Unknown("glc".into()),
+            )
+        })
+    }
+}
+
+/// EXEC as a 64-bit scalar operand.
+const EXEC: Operand = Operand::Special {
+    code: 126,
+    count: 2,
+};
+
+/// Hook code with forward branches to its end.
+#[derive(Default)]
+struct Code {
+    insts: Vec<Instruction>,
+    /// Indices of branches to the end.
+    to_end: Vec<usize>,
+    end: Option<usize>,
+}
+
+impl Code {
+    fn push(&mut self, i: Instruction) {
+        self.insts.push(i);
+    }
+    fn branch_to_end(&mut self, i: Instruction) {
+        self.to_end.push(self.insts.len());
+        self.insts.push(i);
+    }
+    /// The end is here: before the next instruction pushed.
+    fn end(&mut self) {
+        self.end = Some(self.insts.len());
+    }
+    fn resolve(&mut self) -> Result<(), RewriteError> {
+        let at: Vec<u64> = self
+            .insts
+            .iter()
+            .scan(0u64, |a, i| {
+                let here = *a;
+                *a += i.len() as u64;
+                Some(here)
+            })
+            .collect();
+        let end_at = match self.end {
+            Some(e) if e < at.len() => at[e],
+            _ => self.insts.iter().map(|i| i.len() as u64).sum(),
+        };
+        for &b in &self.to_end {
+            self.insts[b]
+                .set_branch_target(at[b], end_at)
+                .map_err(|e| RewriteError::Build("a branch in hook code", e))?;
+        }
+        Ok(())
+    }
+}
+
+/// What hook code knows about the point it runs at.
+struct Point<'a> {
+    inst: &'a Instruction,
+    addr: u64,
+    scc_live: bool,
+    launch: &'a InitialSgprs,
+    /// VGPR pair and single VGPR for records.
+    vgprs: Option<(u16, u16)>,
+}
+
+fn launch_name(v: Value) -> &'static str {
+    match v {
+        Value::KernArg(_) => "kernel argument pointer",
+        Value::Packet(_) => "dispatch packet pointer",
+        _ => "workgroup id",
     }
 }
 
@@ -493,24 +998,14 @@ pub fn rewrite(
         atomic: std::cell::Cell::new(None),
         decoder: inlay_isa::Decoder::new(prog.target),
     };
+    let launch = Launch::new(an, descriptor);
     let mut hooks: BTreeMap<InstId, Vec<Hook>> = BTreeMap::new();
     for &(i, h) in &plan.hooks {
         if i >= prog.insts.len() {
             return Err(RewriteError::NoInstruction(i));
         }
-        let offset = h.offset();
-        if let Hook::Add {
-            value: Value::Sgpr(n),
-            ..
-        } = h
-        {
-            if n >= SGPRS {
-                return Err(RewriteError::NoSuchSgpr(n));
-            }
-        }
-        if offset > MAX_SMEM_OFFSET - 7 {
-            return Err(RewriteError::CounterOffset(offset));
-        }
+        check_hook(&h)?;
+        launch.check(&h, i, an)?;
         hooks.entry(i).or_default().push(h);
     }
 
@@ -533,83 +1028,126 @@ pub fn rewrite(
     let mut set_in_block = std::collections::HashSet::new();
     let mut grown_vgpr: Option<u16> = None;
     for (&i, hs) in &hooks {
+        let ins = &prog.insts[i];
+        let writes_scc = hs.iter().any(Hook::writes_scc);
+        let temps = hs.iter().any(Hook::records);
+        let lanes = hs.iter().filter_map(Hook::vgprs).max();
+        // Registers the hooks read are not theirs to take (a dead one may
+        // still be asked for).
+        let reads_s: Vec<u16> = hs
+            .iter()
+            .filter_map(Hook::value)
+            .flat_map(|v| launch.sgprs_read(v))
+            .collect();
+        let reads_v: Vec<u16> = hs
+            .iter()
+            .filter_map(|h| match h {
+                Hook::RecordLanes {
+                    value: LaneValue::Vgpr(n),
+                    ..
+                } => Some([*n, *n]),
+                Hook::RecordLanes {
+                    value: LaneValue::VgprPair(n),
+                    ..
+                } => Some([*n, n + 1]),
+                _ => None,
+            })
+            .flatten()
+            .collect();
         // Liveness is needed for the registers of hooks without reserved
-        // ones, and for SCC around lane counting.
-        let lanes = hs.iter().any(|h| matches!(h, Hook::CountLanes { .. }));
-        let (mut dead, scc_live) = if reserved.is_none() || lanes {
+        // ones, and for SCC around hooks that write it.
+        let (mut dead, scc_live) = if reserved.is_none() || writes_scc {
             an.free_sgprs_before(i)
         } else {
             (Vec::new(), false)
         };
-        // SGPRs a hook reads are not the hook's to take (a dead one may still
-        // be asked for).
-        dead.retain(|n| {
-            !hs.iter()
-                .any(|h| matches!(h, Hook::Add { value: Value::Sgpr(m), .. } if *m == *n))
-        });
-        let block = prog.insts[i].block;
-        let (regs, mut code) = match (reserved, &setup_blocks) {
-            (Some(r), Some(sb)) if sb.contains(&block) && set_in_block.insert(block) => {
-                (r, asm.setup(&r, plan.counters)?)
-            }
-            (Some(r), _) => (r, Vec::new()),
-            (None, _) => {
-                match per_point(&dead, lanes && scc_live) {
-                    Some(r) => (r, asm.setup(&r, plan.counters)?),
-                    None => {
-                        // Too few dead SGPRs: borrow five (from s0, past
-                        // any the hooks read), saving the live ones in
-                        // lanes of a VGPR dead in every lane.
-                        let v = match an.free_before(i).vgprs.first() {
-                            Some(&v) => v,
-                            None => {
-                                // No VGPR is dead either: one more VGPR,
-                                // above all the kernel allocates, if its
-                                // AGPRs leave room.
-                                let v = extra_vgpr(an).ok_or(RewriteError::NoRegisters {
-                                    addr: prog.insts[i].addr,
-                                })?;
-                                grown_vgpr = grown_vgpr.max(Some(v));
-                                v
-                            }
-                        };
-                        let reads = |n: u16| {
-                            hs.iter().any(
-                                |h| matches!(h, Hook::Add { value: Value::Sgpr(m), .. } if *m == n),
-                            )
-                        };
-                        let mut k = 0u16;
-                        while (k..k + 5).any(reads) {
-                            k += 6;
-                        }
-                        let r = Regs {
-                            base: k,
-                            data: k + 2,
-                            scc: k + 4,
-                            t: 0,
-                            u: 0,
-                        };
-                        let saved: Vec<u16> = (k..k + 5).filter(|n| !dead.contains(n)).collect();
-                        let mut code = Vec::new();
-                        for (lane, &sr) in saved.iter().enumerate() {
-                            code.push(asm.lane("v_writelane_b32", v, sr, lane as u8)?);
-                        }
-                        code.extend(asm.setup(&r, plan.counters)?);
-                        for &h in hs {
-                            asm.hook(h, &r, scc_live, &mut code)?;
-                        }
-                        for (lane, &sr) in saved.iter().enumerate() {
-                            code.push(asm.lane("v_readlane_b32", v, sr, lane as u8)?);
-                        }
-                        added_by_hooks += code.len();
-                        hook_code.insert(i, code);
-                        continue;
-                    }
+        dead.retain(|n| !reads_s.contains(n));
+        let per_point_regs = match reserved {
+            Some(_) => None,
+            None => per_point(&dead, writes_scc && scc_live, temps),
+        };
+        let borrowing = reserved.is_none() && per_point_regs.is_none();
+        let free = (lanes.is_some() || borrowing).then(|| an.free_before(i));
+        let no_registers = || RewriteError::NoRegisters { addr: ins.addr };
+        let extra = extra_vgprs(an);
+        let mut grow = |v: u16| grown_vgpr = grown_vgpr.max(Some(v));
+        // VGPRs for records: dead ones, or ones above the allocation.
+        let vgprs = match (lanes, &free) {
+            (Some(kind), Some(f)) => Some(match pick_vgprs(f, kind, &reads_v) {
+                Some(v) => v,
+                None => {
+                    let e = extra.ok_or_else(no_registers)?;
+                    grow(e + 2);
+                    (e, e + 2)
                 }
+            }),
+            _ => None,
+        };
+        let point = Point {
+            inst: &ins.inst,
+            addr: ins.addr,
+            scc_live,
+            launch: &launch.init,
+            vgprs,
+        };
+        let block = ins.block;
+        let mut code = Vec::new();
+        let regs = match (reserved, &setup_blocks, per_point_regs) {
+            (Some(r), Some(sb), _) if sb.contains(&block) && set_in_block.insert(block) => {
+                code.extend(asm.setup(&r, plan.counters)?);
+                r
+            }
+            (Some(r), _, _) => r,
+            (None, _, Some(r)) => {
+                code.extend(asm.setup(&r, plan.counters)?);
+                r
+            }
+            (None, _, None) => {
+                // Too few dead SGPRs: borrow them (from s0, past any the
+                // hooks read), saving the live ones in lanes of a VGPR dead
+                // in every lane, or of one more VGPR above the allocation.
+                let width: u16 = if temps { 10 } else { 5 };
+                let mut k = 0u16;
+                while (k..k + width).any(|n| reads_s.contains(&n)) {
+                    k += width.next_multiple_of(2);
+                }
+                let r = Regs {
+                    base: k,
+                    data: k + 2,
+                    scc: k + 4,
+                    t: k + 6,
+                    u: k + 8,
+                };
+                let taken = |v: &u16| vgprs.is_some_and(|(p, o)| [p, p + 1, o].contains(v));
+                let v = match free
+                    .as_ref()
+                    .and_then(|f| f.vgprs.iter().find(|v| !taken(v) && !reads_v.contains(v)))
+                {
+                    Some(&v) => v,
+                    None => {
+                        let e = extra.ok_or_else(no_registers)?;
+                        grow(e + 3);
+                        e + 3
+                    }
+                };
+                let saved: Vec<u16> = (k..k + width).filter(|n| !dead.contains(n)).collect();
+                for (lane, &sr) in saved.iter().enumerate() {
+                    code.push(asm.lane("v_writelane_b32", v, sr, lane as u8)?);
+                }
+                code.extend(asm.setup(&r, plan.counters)?);
+                for &h in hs {
+                    asm.hook(h, &r, &point, &mut code)?;
+                }
+                for (lane, &sr) in saved.iter().enumerate() {
+                    code.push(asm.lane("v_readlane_b32", v, sr, lane as u8)?);
+                }
+                added_by_hooks += code.len();
+                hook_code.insert(i, code);
+                continue;
             }
         };
         for &h in hs {
-            asm.hook(h, &regs, scc_live, &mut code)?;
+            asm.hook(h, &regs, &point, &mut code)?;
         }
         added_by_hooks += code.len();
         hook_code.insert(i, code);
@@ -1082,12 +1620,23 @@ fn dead_single(dead: &[u16], taken: &[u16]) -> Option<u16> {
 }
 
 /// Registers for a hook among SGPRs dead before it: the base and data
-/// pairs, and an SGPR saving SCC if the hook must.
-fn per_point(dead: &[u16], save_scc: bool) -> Option<Regs> {
+/// pairs, two more pairs (`t`, `u`) for hooks that record, and an SGPR
+/// saving SCC if the hook must.
+fn per_point(dead: &[u16], save_scc: bool, temps: bool) -> Option<Regs> {
     let mut pairs = dead_pairs(dead);
     let (base, data) = (pairs.next()?, pairs.next()?);
+    let (t, u) = if temps {
+        (pairs.next()?, pairs.next()?)
+    } else {
+        (0, 0)
+    };
     let scc = if save_scc {
-        dead_single(dead, &[base, data])?
+        let taken: &[u16] = if temps {
+            &[base, data, t, u]
+        } else {
+            &[base, data]
+        };
+        dead_single(dead, taken)?
     } else {
         0
     };
@@ -1095,8 +1644,8 @@ fn per_point(dead: &[u16], save_scc: bool) -> Option<Regs> {
         base,
         data,
         scc,
-        t: 0,
-        u: 0,
+        t,
+        u,
     })
 }
 
@@ -1148,11 +1697,160 @@ fn long_branch_regs(an: &Analysis, branch: InstId, target: InstId) -> Option<Reg
     })
 }
 
-/// A VGPR above everything the kernel allocates, when it uses no AGPRs
-/// (whose file starts right after the VGPRs on gfx90a).
-fn extra_vgpr(an: &Analysis) -> Option<u16> {
+/// The first of four VGPRs above everything the kernel allocates (an
+/// aligned pair first), when it uses no AGPRs (whose file starts right
+/// after the VGPRs on gfx90a) and code can still name them.
+fn extra_vgprs(an: &Analysis) -> Option<u16> {
     let r = &an.resources;
-    (r.agprs_used == 0 && r.vgprs_allocated < 512).then_some(r.vgprs_allocated as u16)
+    let first = r.vgprs_allocated.next_multiple_of(2);
+    (r.agprs_used == 0 && first + 4 <= 256).then_some(first as u16)
+}
+
+/// A dead aligned VGPR pair and one more dead VGPR for a record's code,
+/// dead in every lane or (`Lanes::Enabled`) in the lanes EXEC enables.
+fn pick_vgprs(f: &crate::FreeRegisters, lanes: Lanes, avoid: &[u16]) -> Option<(u16, u16)> {
+    let mut candidates: Vec<u16> = f.vgprs.clone();
+    if lanes == Lanes::Enabled {
+        candidates.extend(&f.vgprs_active_lanes);
+        candidates.sort_unstable();
+    }
+    candidates.retain(|v| !avoid.contains(v));
+    let pair = candidates
+        .iter()
+        .copied()
+        .find(|&v| v % 2 == 0 && candidates.contains(&(v + 1)))?;
+    let single = candidates
+        .iter()
+        .copied()
+        .find(|&v| v != pair && v != pair + 1)?;
+    Some((pair, single))
+}
+
+/// Checks what a hook asks for that does not depend on where it is.
+fn check_hook(h: &Hook) -> Result<(), RewriteError> {
+    if h.offset() > MAX_SMEM_OFFSET - 7 {
+        return Err(RewriteError::CounterOffset(h.offset()));
+    }
+    if let Hook::Record { trace, .. } | Hook::RecordLanes { trace, .. } = h {
+        let size = if h.vgprs() == Some(Lanes::All) {
+            SCALAR_RECORD
+        } else {
+            LANE_RECORD
+        };
+        if trace.cursor % 8 != 0 || trace.records % 8 != 0 || trace.capacity < size {
+            return Err(RewriteError::Trace);
+        }
+    }
+    match h.value() {
+        Some(Value::Sgpr(n)) if n >= SGPRS => Err(RewriteError::NoSuchSgpr(n)),
+        Some(Value::SgprPair(n)) if n % 2 != 0 || n + 1 >= SGPRS => {
+            Err(RewriteError::NoSuchSgpr(n))
+        }
+        Some(Value::KernArg(o) | Value::Packet(o)) if o % 4 != 0 || o > MAX_SMEM_OFFSET => {
+            Err(RewriteError::ArgumentOffset(o))
+        }
+        Some(Value::WorkgroupId(d)) if d > 2 => Err(RewriteError::NotReceived("workgroup id")),
+        _ => match h {
+            Hook::RecordLanes {
+                value: LaneValue::Vgpr(n),
+                ..
+            } if *n > 255 => Err(RewriteError::NoSuchSgpr(*n)),
+            Hook::RecordLanes {
+                value: LaneValue::VgprPair(n),
+                ..
+            } if *n > 254 => Err(RewriteError::NoSuchSgpr(*n)),
+            _ => Ok(()),
+        },
+    }
+}
+
+/// Where the launch values a hook may read are, and whether they are still
+/// there at a given instruction: always before the kernel's first one;
+/// elsewhere in the kernel only if no instruction of the program (callees
+/// included) writes their SGPRs and it calls no code this cannot see.
+struct Launch {
+    init: InitialSgprs,
+    entry: Option<InstId>,
+    /// SGPRs some instruction writes (all of them after an opaque call).
+    written: Vec<bool>,
+}
+
+impl Launch {
+    fn new(an: &Analysis, descriptor: &KernelDescriptor) -> Launch {
+        let prog = &an.program;
+        let init = descriptor
+            .decode(inlay_codeobj::target::Family::Gfx90a, false)
+            .initial_sgprs();
+        let entry = prog
+            .functions
+            .first()
+            .and_then(|f| prog.inst_at(0, f.entry));
+        let opaque = prog
+            .calls
+            .iter()
+            .any(|c| matches!(c.callee, Callee::External(_) | Callee::Unresolved));
+        let mut written = vec![opaque; SGPRS as usize];
+        for ins in &prog.insts {
+            for u in inlay_isa::info(&ins.inst).used_registers() {
+                if u.access.writes() && u.register.file == inlay_isa::RegFile::Sgpr {
+                    let r = u.register;
+                    for n in r.first..r.first + u16::from(r.count) {
+                        if let Some(w) = written.get_mut(n as usize) {
+                            *w = true;
+                        }
+                    }
+                }
+            }
+        }
+        Launch {
+            init,
+            entry,
+            written,
+        }
+    }
+
+    /// SGPRs `v` reads.
+    fn sgprs_read(&self, v: Value) -> Vec<u16> {
+        let pair = |n: Option<u16>| n.map_or(Vec::new(), |n| vec![n, n + 1]);
+        match v {
+            Value::Sgpr(n) => vec![n],
+            Value::SgprPair(n) => vec![n, n + 1],
+            Value::KernArg(_) => pair(self.init.kernarg_segment_ptr),
+            Value::Packet(_) => pair(self.init.dispatch_ptr),
+            Value::WorkgroupId(d) => self
+                .init
+                .workgroup_id
+                .get(usize::from(d))
+                .copied()
+                .flatten()
+                .into_iter()
+                .collect(),
+            Value::Const(_) | Value::Exec | Value::Vcc => Vec::new(),
+        }
+    }
+
+    fn check(&self, h: &Hook, i: InstId, an: &Analysis) -> Result<(), RewriteError> {
+        let Some(v @ (Value::KernArg(_) | Value::Packet(_) | Value::WorkgroupId(_))) = h.value()
+        else {
+            return Ok(());
+        };
+        let what = launch_name(v);
+        let sgprs = self.sgprs_read(v);
+        if sgprs.is_empty() {
+            return Err(RewriteError::NotReceived(what));
+        }
+        let prog = &an.program;
+        let in_kernel = prog.blocks[prog.insts[i].block].function == 0;
+        let kept = in_kernel && sgprs.iter().all(|&n| !self.written[n as usize]);
+        if Some(i) == self.entry || kept {
+            Ok(())
+        } else {
+            Err(RewriteError::Overwritten {
+                what,
+                addr: prog.insts[i].addr,
+            })
+        }
+    }
 }
 
 /// Makes a gfx90a descriptor allocate VGPRs up to `highest`: the unified

@@ -32,10 +32,11 @@ const BUF: usize = 1 << 18;
 /// A launch every fixture kernel survives: pointers to 256 KiB of noise
 /// each, integers 64 (element counts, sizes, bin counts), floats 1.5.
 pub struct Launch {
-    grid: [u32; 3],
-    wg: [u32; 3],
-    args: Vec<u8>,
-    buffers: Vec<u64>,
+    pub grid: [u32; 3],
+    pub wg: [u32; 3],
+    pub args: Vec<u8>,
+    /// Device addresses of the buffers, in argument order.
+    pub buffers: Vec<u64>,
 }
 
 /// Grid and workgroup sizes of the launch (work-items).
@@ -105,6 +106,17 @@ pub fn run(
     kernel: &str,
     md: &inlay_codeobj::metadata::KernelMetadata,
 ) -> (Vec<Vec<u8>>, Stats) {
+    let (out, stats, _) = run_launch(dev, program, kernel, md);
+    (out, stats)
+}
+
+/// [`run`], also giving back the launch (its buffers are freed).
+pub fn run_launch(
+    dev: &Device,
+    program: &Program,
+    kernel: &str,
+    md: &inlay_codeobj::metadata::KernelMetadata,
+) -> (Vec<Vec<u8>>, Stats, Launch) {
     let l = launch(dev, md, 7);
     let stats = dev
         .dispatch(program, kernel, l.grid, l.wg, &l.args)
@@ -119,8 +131,11 @@ pub fn run(
             v
         })
         .collect();
-    (out, stats)
+    (out, stats, l)
 }
+
+/// Bytes of each buffer a launch passes.
+pub const BUFFER_BYTES: usize = BUF;
 
 /// Every kernel of every gfx90a fixture that runs without another code object.
 pub fn kernels(version: u32) -> Vec<(String, String)> {

@@ -1,0 +1,497 @@
+//! Hooks that append records to a trace buffer, on the virtual GPU.
+//!
+//! - Memory addresses: a record of every lane's address before every FLAT
+//!   and GLOBAL instruction of every gfx90a fixture kernel. The kernel
+//!   computes what it computed before; each instruction's records cover
+//!   exactly the lanes the virtual GPU counts for it; disabled lanes are
+//!   left unwritten; and for the element-wise kernels the addresses are
+//!   exactly the elements the kernel's source touches, computed here.
+//! - Launch values and kernel arguments: records at each kernel's entry of
+//!   every argument dword, the workgroup ids, EXEC and (where the kernel
+//!   receives the dispatch pointer) the grid size, compared with the launch.
+//! - A trace that fills up stops writing at its capacity and its cursor
+//!   still counts every claim.
+
+mod harness;
+
+use std::collections::BTreeMap;
+
+use harness::{fixture, kernels, launch_geometry, run, run_launch};
+use inlay_codeobj::metadata::KernelMetadata;
+use inlay_codeobj::CodeObject;
+use inlay_instrument::rewrite::{
+    rewrite, Hook, LaneValue, Plan, RewriteError, Trace, Value, LANE_RECORD, SCALAR_RECORD,
+};
+use inlay_instrument::{analyse, emit, Analysis};
+use inlay_isa::Encoding;
+use inlay_vgpu::{Device, Program, Stats};
+
+struct Kernel {
+    bytes: Vec<u8>,
+    md: KernelMetadata,
+    dev: Device,
+    original: Program,
+}
+
+fn kernel(version: u32, file: &str, name: &str) -> Kernel {
+    let bytes = fixture(version, file);
+    let co = CodeObject::parse(&bytes).expect("parse");
+    let md = co
+        .metadata
+        .as_ref()
+        .and_then(|m| m.kernels.iter().find(|k| k.name == name))
+        .expect("metadata")
+        .clone();
+    let dev = Device::with_threads(2);
+    let original = dev.load(&bytes).expect("load");
+    Kernel {
+        bytes,
+        md,
+        dev,
+        original,
+    }
+}
+
+impl Kernel {
+    fn co(&self) -> CodeObject<'_> {
+        CodeObject::parse(&self.bytes).expect("parse")
+    }
+
+    fn rewrite(&self, an: &Analysis, plan: &Plan) -> Result<Program, RewriteError> {
+        let co = self.co();
+        let kd = co.kernel(&self.md.name).expect("kernel").descriptor;
+        let rw = rewrite(an, self.original.image.expect("image"), &kd, plan)?;
+        let code_object = emit::code_object(&co, &self.md.name, &rw).expect("emit");
+        let instrumented = self.dev.load(&code_object).expect("load instrumented");
+        Ok(Program::merge(self.dev.memory(), &[&self.original, &instrumented]).expect("merge"))
+    }
+
+    /// Runs the instrumented copy on the harness's inputs.
+    fn run_instrumented(&self, program: &Program) -> (Vec<Vec<u8>>, Stats, harness::Launch) {
+        run_launch(
+            &self.dev,
+            program,
+            &emit::instrumented_name(&self.md.name),
+            &self.md,
+        )
+    }
+}
+
+struct LaneRecord {
+    id: u32,
+    exec: u64,
+    values: Vec<u64>,
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+fn lane_records(bytes: &[u8], used: usize) -> Vec<LaneRecord> {
+    bytes[..used]
+        .chunks_exact(LANE_RECORD as usize)
+        .map(|r| LaneRecord {
+            id: u32_at(r, 0),
+            exec: u64_at(r, 8),
+            values: (0..64).map(|l| u64_at(r, 16 + 8 * l)).collect(),
+        })
+        .collect()
+}
+
+/// A trace of `capacity` bytes, its cursor at byte 0 of `counters`.
+fn trace(dev: &Device, capacity: u32) -> (Trace, u64, u64) {
+    let counters = dev.upload(&[0u8; 64]).expect("counters");
+    let records = dev.upload(&vec![0u8; capacity as usize]).expect("records");
+    (
+        Trace {
+            cursor: 0,
+            records,
+            capacity,
+        },
+        counters,
+        records,
+    )
+}
+
+fn is_memory_access(i: &inlay_isa::Instruction) -> bool {
+    matches!(i.encoding(), Encoding::Global | Encoding::Flat)
+}
+
+/// Lanes the virtual GPU counts per instruction offset.
+fn native_lanes(stats: &Stats, program: &Program) -> BTreeMap<u64, u64> {
+    stats
+        .per_pc_lanes
+        .iter()
+        .map(|(&a, &c)| (a - program.load_base_of(a).unwrap_or(0), c))
+        .collect()
+}
+
+/// (global buffer index among the arguments, element size).
+type Access = (usize, u64);
+
+/// Buffers (by argument index among the global buffers) and element size
+/// each FLAT/GLOBAL access of an element-wise fixture kernel touches, one
+/// entry per access of element i, for i < n (64 in the harness's launch).
+const ELEMENTWISE: [(&str, &str, &[Access]); 3] = [
+    ("vector_add", "vector_add", &[(0, 4), (1, 4), (2, 4)]),
+    ("daxpy", "daxpy", &[(0, 8), (1, 8), (1, 8)]),
+    ("daxpy", "dnorm_fma", &[(0, 8), (1, 8), (2, 8)]),
+];
+
+fn check_addresses(version: u32, file: &str, name: &str, dead_only: bool) {
+    let what = format!("{file} {name} v{version} (dead registers only: {dead_only})");
+    let k = kernel(version, file, name);
+    let (want, native) = run(&k.dev, &k.original, name, &k.md);
+    let an = analyse(&k.co(), name).expect("analyse");
+    let per_offset = native.per_offset(&k.original);
+    let sites: Vec<usize> = (0..an.program.insts.len())
+        .filter(|&i| is_memory_access(&an.program.insts[i].inst))
+        .collect();
+    let executions: u64 = sites
+        .iter()
+        .map(|&i| {
+            per_offset
+                .get(&an.program.insts[i].addr)
+                .copied()
+                .unwrap_or(0)
+        })
+        .sum();
+    let capacity = (executions as u32 + 1) * LANE_RECORD;
+    let (t, counters, records) = trace(&k.dev, capacity);
+    let plan = Plan {
+        counters,
+        hooks: sites
+            .iter()
+            .map(|&i| {
+                let hook = Hook::RecordLanes {
+                    trace: t,
+                    id: i as u32 + 1,
+                    value: LaneValue::Address,
+                };
+                (i, hook)
+            })
+            .collect(),
+        dead_registers_only: dead_only,
+        all_branches_long: false,
+    };
+    let program = k
+        .rewrite(&an, &plan)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let (got, _, launch) = k.run_instrumented(&program);
+    assert!(want == got, "{what}: instrumented output differs");
+
+    let used = k.dev.download_u64(counters, 1).expect("cursor")[0] as usize;
+    assert!(
+        used <= capacity as usize,
+        "{what}: more claimed than executed"
+    );
+    let mut bytes = vec![0u8; capacity as usize];
+    k.dev.read(records, &mut bytes).expect("records");
+    let recs = lane_records(&bytes, used);
+    // Each instruction's records cover the lanes the virtual GPU counts.
+    let mut lanes: BTreeMap<u64, u64> = BTreeMap::new();
+    for r in &recs {
+        assert!(
+            r.id >= 1 && sites.contains(&(r.id as usize - 1)),
+            "{what}: record id {}",
+            r.id
+        );
+        assert!(
+            r.exec != 0,
+            "{what}: a record of a wave with no lane enabled"
+        );
+        let addr = an.program.insts[r.id as usize - 1].addr;
+        *lanes.entry(addr).or_default() += u64::from(r.exec.count_ones());
+        for (l, &v) in r.values.iter().enumerate() {
+            if r.exec >> l & 1 == 0 {
+                assert_eq!(v, 0, "{what}: disabled lane {l} written at {addr:#x}");
+            }
+        }
+    }
+    let want_lanes: BTreeMap<u64, u64> = native_lanes(&native, &k.original)
+        .into_iter()
+        .filter(|(a, c)| *c > 0 && sites.iter().any(|&i| an.program.insts[i].addr == *a))
+        .collect();
+    assert_eq!(lanes, want_lanes, "{what}: lanes recorded per instruction");
+
+    // Element-wise kernels: exactly the addresses of elements 0..64.
+    if let Some((_, _, accesses)) = ELEMENTWISE
+        .iter()
+        .find(|(f, n, _)| *f == file && *n == name)
+    {
+        let mut want: Vec<u64> = accesses
+            .iter()
+            .flat_map(|&(b, size)| (0..64).map(move |i| (b, size, i)))
+            .map(|(b, size, i)| launch.buffers[b] + size * i)
+            .collect();
+        let mut got: Vec<u64> = recs
+            .iter()
+            .flat_map(|r| {
+                (0..64)
+                    .filter(|l| r.exec >> l & 1 != 0)
+                    .map(|l| r.values[l])
+            })
+            .collect();
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want, "{what}: addresses");
+    }
+}
+
+#[test]
+fn memory_addresses_of_every_flat_and_global_access() {
+    for version in [4, 5] {
+        for (file, name) in kernels(version) {
+            check_addresses(version, &file, &name, false);
+            check_addresses(version, &file, &name, true);
+        }
+    }
+}
+
+/// Waves of a launch as (workgroup x id, lanes enabled at entry).
+fn waves(grid: [u32; 3], wg: [u32; 3]) -> Vec<(u32, u64)> {
+    let mut out = Vec::new();
+    for z in 0..grid[2].div_ceil(wg[2]) {
+        for y in 0..grid[1].div_ceil(wg[1]) {
+            for x in 0..grid[0].div_ceil(wg[0]) {
+                let items: u32 = [(x, 0), (y, 1), (z, 2)]
+                    .iter()
+                    .map(|&(g, d)| wg[d].min(grid[d] - g * wg[d]))
+                    .product();
+                for w in 0..items.div_ceil(64) {
+                    let n = (items - 64 * w).min(64);
+                    let exec = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+                    out.push((x, exec));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn check_launch_values(version: u32, file: &str, name: &str) {
+    let what = format!("{file} {name} v{version}");
+    let k = kernel(version, file, name);
+    let co = k.co();
+    let an = analyse(&co, name).expect("analyse");
+    let sgprs = co.kernel(name).expect("kernel").decoded.initial_sgprs();
+    let entry = an
+        .program
+        .inst_at(0, an.program.functions[0].entry)
+        .expect("entry");
+    // Ids: 1 EXEC, 2 workgroup x id, 3 grid size x, 100 + k argument dword k.
+    let explicit: Vec<_> =
+        k.md.args
+            .iter()
+            .filter(|a| matches!(a.value_kind.as_str(), "global_buffer" | "by_value"))
+            .collect();
+    let dwords: std::collections::BTreeSet<u32> = explicit
+        .iter()
+        .flat_map(|a| (a.offset / 4..(a.offset + a.size).div_ceil(4)).map(|d| d as u32))
+        .collect();
+    let mut values = vec![(1, Value::Exec)];
+    if sgprs.workgroup_id[0].is_some() {
+        values.push((2, Value::WorkgroupId(0)));
+    }
+    values.extend(dwords.iter().map(|&d| (100 + d, Value::KernArg(4 * d))));
+    let packet = sgprs.dispatch_ptr.is_some();
+    if packet {
+        values.push((3, Value::Packet(12)));
+    }
+    let (grid, wg) = launch_geometry(&k.md);
+    let waves = waves(grid, wg);
+    let capacity = (waves.len() * values.len()) as u32 * SCALAR_RECORD;
+    let (t, counters, records) = trace(&k.dev, capacity);
+    let hooks: Vec<(usize, Hook)> = values
+        .iter()
+        .map(|&(id, value)| {
+            (
+                entry,
+                Hook::Record {
+                    trace: t,
+                    id,
+                    value,
+                },
+            )
+        })
+        .collect();
+    let plan = Plan {
+        counters,
+        hooks,
+        dead_registers_only: false,
+        all_branches_long: false,
+    };
+    if !packet {
+        let mut p = plan.clone();
+        p.hooks.push((
+            entry,
+            Hook::Record {
+                trace: t,
+                id: 3,
+                value: Value::Packet(12),
+            },
+        ));
+        assert!(
+            matches!(k.rewrite(&an, &p), Err(RewriteError::NotReceived(_))),
+            "{what}: a packet value without the dispatch pointer must be refused"
+        );
+    }
+    let (want, _) = run(&k.dev, &k.original, name, &k.md);
+    let program = k
+        .rewrite(&an, &plan)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let (got, _, launch) = k.run_instrumented(&program);
+    assert!(want == got, "{what}: instrumented output differs");
+    let used = k.dev.download_u64(counters, 1).expect("cursor")[0];
+    assert_eq!(
+        used,
+        u64::from(capacity),
+        "{what}: one record per value per wave"
+    );
+    let mut bytes = vec![0u8; capacity as usize];
+    k.dev.read(records, &mut bytes).expect("records");
+    let mut by_id: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for r in bytes.chunks_exact(SCALAR_RECORD as usize) {
+        assert_eq!(u32_at(r, 4), 0, "{what}: record padding");
+        by_id.entry(u32_at(r, 0)).or_default().push(u64_at(r, 8));
+    }
+    let sorted = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(
+        by_id.remove(&1).map(sorted),
+        Some(sorted(waves.iter().map(|w| w.1).collect())),
+        "{what}: EXEC at entry"
+    );
+    if sgprs.workgroup_id[0].is_some() {
+        assert_eq!(
+            by_id.remove(&2).map(sorted),
+            Some(sorted(waves.iter().map(|w| u64::from(w.0)).collect())),
+            "{what}: workgroup x ids"
+        );
+    }
+    if packet {
+        assert_eq!(
+            by_id.remove(&3),
+            Some(vec![u64::from(grid[0]); waves.len()]),
+            "{what}: grid size x from the dispatch packet"
+        );
+    }
+    for d in dwords {
+        let at = 4 * d as usize;
+        let want = u64::from(u32_at(&launch.args, at));
+        assert_eq!(
+            by_id.remove(&(100 + d)),
+            Some(vec![want; waves.len()]),
+            "{what}: argument dword {d}"
+        );
+    }
+    assert!(
+        by_id.is_empty(),
+        "{what}: records with unknown ids {by_id:?}"
+    );
+}
+
+#[test]
+fn launch_values_and_arguments_at_entry() {
+    for version in [4, 5] {
+        for (file, name) in kernels(version) {
+            check_launch_values(version, &file, &name);
+        }
+    }
+}
+
+/// A trace with room for two records: the first two are written, the
+/// bytes after its capacity stay as they were, the cursor counts all claims.
+#[test]
+fn a_full_trace_writes_nothing_past_its_capacity() {
+    let k = kernel(5, "vector_add", "vector_add");
+    let an = analyse(&k.co(), "vector_add").expect("analyse");
+    let (_, native) = run(&k.dev, &k.original, "vector_add", &k.md);
+    let sites: Vec<usize> = (0..an.program.insts.len())
+        .filter(|&i| is_memory_access(&an.program.insts[i].inst))
+        .collect();
+    let capacity = 2 * LANE_RECORD;
+    let guard = 4096usize;
+    let counters = k.dev.upload(&[0u8; 64]).expect("counters");
+    let mut init = vec![0u8; capacity as usize];
+    init.extend(std::iter::repeat_n(0xAB, guard));
+    let records = k.dev.upload(&init).expect("records");
+    let t = Trace {
+        cursor: 0,
+        records,
+        capacity,
+    };
+    let plan = Plan {
+        counters,
+        hooks: sites
+            .iter()
+            .map(|&i| {
+                let hook = Hook::RecordLanes {
+                    trace: t,
+                    id: i as u32 + 1,
+                    value: LaneValue::Address,
+                };
+                (i, hook)
+            })
+            .collect(),
+        dead_registers_only: false,
+        all_branches_long: false,
+    };
+    let program = k.rewrite(&an, &plan).expect("rewrite");
+    k.run_instrumented(&program);
+    let per_offset = native.per_offset(&k.original);
+    // One wave of the launch (n = 64) reaches vector_add's three accesses,
+    // with every lane enabled; the others branch around them.
+    let claims: u64 = sites
+        .iter()
+        .map(|&i| {
+            per_offset
+                .get(&an.program.insts[i].addr)
+                .copied()
+                .unwrap_or(0)
+        })
+        .sum();
+    assert!(claims > 2, "the test needs more records than fit");
+    let cursor = k.dev.download_u64(counters, 1).expect("cursor")[0];
+    assert_eq!(cursor, claims * u64::from(LANE_RECORD));
+    let mut after = vec![0u8; init.len()];
+    k.dev.read(records, &mut after).expect("records");
+    assert!(
+        after[capacity as usize..].iter().all(|&b| b == 0xAB),
+        "bytes past the capacity changed"
+    );
+    for r in lane_records(&after, capacity as usize) {
+        assert!(sites.contains(&(r.id as usize - 1)) && r.exec != 0);
+    }
+}
+
+/// An address hook on an instruction that has none is refused.
+#[test]
+fn an_address_of_a_non_memory_instruction_is_refused() {
+    let k = kernel(5, "vector_add", "vector_add");
+    let an = analyse(&k.co(), "vector_add").expect("analyse");
+    let (t, counters, _) = trace(&k.dev, LANE_RECORD);
+    let plan = Plan {
+        counters,
+        hooks: vec![(
+            0,
+            Hook::RecordLanes {
+                trace: t,
+                id: 1,
+                value: LaneValue::Address,
+            },
+        )],
+        dead_registers_only: false,
+        all_branches_long: false,
+    };
+    assert!(matches!(
+        k.rewrite(&an, &plan),
+        Err(RewriteError::NoAddress { .. })
+    ));
+}
