@@ -74,7 +74,7 @@ enum Command {
     /// Run a program against Inlay's HSA runtime (drop-in libhsa-runtime64.so.1) and its
     /// virtual GPU. Build the runtime first: `cargo build --release` builds it with inlay.
     Run {
-        /// Attach a tool (instr-count, opcode-hist, kernel-args); repeatable.
+        /// Attach a tool (instr-count, opcode-hist, mem-trace, kernel-args); repeatable.
         #[arg(long = "tool", value_name = "NAME")]
         tools: Vec<String>,
         /// A tool option KEY=VALUE (instr-count/opcode-hist: mode=block|instruction,

@@ -3,7 +3,9 @@
 //! by the program itself) runs with instrumentation tools attached. The
 //! program must still pass (instrumented kernels compute what the originals
 //! do), every count must equal the virtual GPU's own count of the same
-//! dispatch, and kernel-args must print each launch's geometry and arguments.
+//! dispatch, kernel-args must print each launch's geometry and the
+//! arguments as the kernel read them, and mem-trace must record every
+//! lane's address at every memory access.
 
 mod common;
 
@@ -150,7 +152,32 @@ fn kernel_args_prints_geometry_and_arguments() {
     let Some(exe) = kernels_program() else {
         return;
     };
-    let (_, stderr) = run(&exe, &["--tool", "kernel-args"]);
+    let json = std::env::temp_dir().join(format!("inlay-kernel-args-{}.jsonl", std::process::id()));
+    let json_opt = format!("json={}", json.display());
+    let (_, stderr) = run(&exe, &["--tool", "kernel-args", "--tool-opt", &json_opt]);
+    // Every argument of every launch was read by the kernel's own hooks and
+    // equals what the caller put in the segment.
+    let records = std::fs::read_to_string(&json).expect("json output");
+    let _ = std::fs::remove_file(&json);
+    let mut args = 0;
+    for r in records
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON"))
+    {
+        assert_eq!(r["source"], "read by the kernel", "{r}");
+        for a in r["args"].as_array().expect("args") {
+            assert!(
+                a["read_by_kernel"] == true && a["matches_host"] == true,
+                "{r}"
+            );
+            args += 1;
+        }
+    }
+    let printed = stderr.lines().filter(|l| l.starts_with("  arg ")).count();
+    assert!(
+        args == printed && args > LAUNCHES,
+        "{args} arguments recorded, {printed} printed"
+    );
     let heads: Vec<&str> = stderr
         .lines()
         .filter(|l| l.starts_with("Kernel "))
@@ -184,4 +211,96 @@ fn kernel_args_prints_geometry_and_arguments() {
         mm[3].ends_with(": 37") && mm[4].ends_with(": 45") && mm[5].ends_with(": 29"),
         "{mm:?}"
     );
+}
+
+#[test]
+fn mem_trace_records_every_access() {
+    let Some(exe) = kernels_program() else {
+        return;
+    };
+    let json = std::env::temp_dir().join(format!("inlay-mem-trace-{}.jsonl", std::process::id()));
+    let json_opt = format!("json={}", json.display());
+    let (_, stderr) = run(
+        &exe,
+        &[
+            "--tool",
+            "mem-trace",
+            "--tool-opt",
+            "dump=1",
+            "--tool-opt",
+            &json_opt,
+        ],
+    );
+    let heads: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("mem-trace: "))
+        .collect();
+    assert_eq!(heads.len(), LAUNCHES, "{stderr}");
+    let sites = |head: &str| -> Vec<String> {
+        stderr
+            .lines()
+            .skip_while(|l| *l != head)
+            .skip(1)
+            .take_while(|l| l.starts_with("  0x"))
+            .map(str::to_string)
+            .collect()
+    };
+    for h in &heads {
+        if h.contains(FAULTING) {
+            // The trace holds the accesses up to the fault, the faulting
+            // store's lanes among them.
+            let at = h
+                .split("bytes at ")
+                .nth(1)
+                .and_then(|r| r.split(':').next())
+                .expect("fault address");
+            assert!(h.contains("the dispatch failed"), "{h}");
+            assert!(
+                sites(h)
+                    .iter()
+                    .any(|s| s.contains("global_store_dword") && s.contains(at)),
+                "{h}\n{stderr}"
+            );
+        } else {
+            assert!(
+                h.ends_with("(the virtual GPU counted the same lanes)"),
+                "{h}"
+            );
+        }
+    }
+    // vector_add over 1000 floats: three accesses of 1000 consecutive
+    // elements each, 4 bytes apart.
+    assert!(
+        heads[0].contains(": 48 wave records, 3000 lane accesses at 3 instructions"),
+        "{}",
+        heads[0]
+    );
+    for s in sites(heads[0]) {
+        let range = s.rsplit(' ').next().expect("range");
+        let (lo, hi) = range.split_once("..=").expect("low..=high");
+        let parse = |x: &str| u64::from_str_radix(x.trim_start_matches("0x"), 16).expect("hex");
+        assert!(s.contains(": 1000 lanes, "), "{s}");
+        assert_eq!(parse(hi) - parse(lo), 4 * 999, "{s}");
+    }
+    // dump=1: every record, with one address per enabled lane.
+    let text = std::fs::read_to_string(&json).expect("json output");
+    let _ = std::fs::remove_file(&json);
+    let dumped: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .filter(|r: &serde_json::Value| r["launch"] == 0 && !r["exec"].is_null())
+        .collect();
+    assert_eq!(dumped.len(), 48);
+    for r in &dumped {
+        let exec = u64::from_str_radix(
+            r["exec"].as_str().expect("exec").trim_start_matches("0x"),
+            16,
+        )
+        .expect("hex");
+        assert_eq!(
+            r["addresses"].as_array().expect("addresses").len(),
+            exec.count_ones() as usize,
+            "{r}"
+        );
+    }
 }

@@ -159,6 +159,12 @@ impl Value {
     }
 }
 
+/// Whether [`LaneValue::Address`] is defined before `i`: FLAT and GLOBAL
+/// instructions (not SCRATCH ones, whose addresses are private offsets).
+pub fn has_address(i: &Instruction) -> bool {
+    matches!(i.encoding(), Encoding::Flat | Encoding::Global)
+}
+
 /// A hook argument with one value per lane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LaneValue {

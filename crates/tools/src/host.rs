@@ -1,20 +1,23 @@
 //! The runtime's interceptor: keeps the kernels of frozen executables,
 //! builds instrumented copies when a tool asks (once per kernel and way of
-//! counting), swaps them in per dispatch and hands the counts back.
+//! instrumenting), swaps them in per dispatch and hands the counts and
+//! records back.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use inlay_codeobj::CodeObject;
 use inlay_instrument::counting::{self, Form};
-use inlay_instrument::rewrite::{rewrite, Hook, Plan};
+use inlay_instrument::rewrite::{
+    has_address, rewrite, Hook, LaneValue, Plan, Trace, Value, LANE_RECORD, SCALAR_RECORD,
+};
 use inlay_instrument::{analyse, emit};
 use inlay_loader::{AgentRef, Executable, SymbolKind};
 use inlay_runtime::device::{Device, DispatchError, KernelDispatch};
 use inlay_runtime::intercept::{Interceptor, LoadedCode};
 use inlay_vgpu::{MemKind, Memory, Stats};
 
-use crate::{Counting, Executed, Launch, Outcome, Output, Tool};
+use crate::{Counting, Executed, Instrument, LaneRecord, Launch, Outcome, Output, Records, Tool};
 
 /// A kernel of a frozen executable.
 #[derive(Clone)]
@@ -32,20 +35,35 @@ struct KernelRef {
 /// An instrumented copy of a kernel, loaded and ready to dispatch.
 struct Instrumented {
     object: u64,
+    /// The hooks' u64 counters (a trace's cursor is the first), zeroed
+    /// before each dispatch.
     counters: u64,
-    /// Counters (one per hook).
-    hooks: usize,
-    /// The hooks count lanes (thread instructions), not waves.
-    lanes: bool,
-    /// Every original instruction (address, opcode) and its executions as
-    /// a linear form of the counters and the wave count.
-    counts: Vec<(u64, &'static str, Form)>,
+    slots: usize,
+    /// A trace's records and its capacity in bytes (0 without a trace).
+    records: u64,
+    capacity: u32,
+    readback: Readback,
     /// Every original instruction (address, opcode) and the device address
     /// of its copy in the instrumented code.
     copies: Vec<(u64, &'static str, u64)>,
     added: usize,
     /// Keeps the copy's code object loaded.
     _executable: Executable,
+}
+
+/// What an instrumented copy's hooks leave, and how to read it.
+enum Readback {
+    /// Counters (per wave, or per lane): every original instruction's
+    /// executions as a linear form of them and the wave count.
+    Counts {
+        lanes: bool,
+        counts: Vec<(u64, &'static str, Form)>,
+    },
+    /// Lane records; those with id `n` come from instruction `sites[n - 1]`
+    /// (address, opcode).
+    Lanes { sites: Vec<(u64, &'static str)> },
+    /// Records of one value per wave.
+    Values,
 }
 
 struct Active {
@@ -57,10 +75,11 @@ struct Active {
 #[derive(Default)]
 struct State {
     kernels: HashMap<u64, KernelRef>,
-    /// Instrumented copies per kernel and way of counting. Each has its own
-    /// counters, so a copy serves one dispatch at a time: a dispatch of a
-    /// kernel whose copies are all in flight (on other queues) gets a new one.
-    built: HashMap<(u64, Counting), Vec<Arc<Instrumented>>>,
+    /// Instrumented copies per kernel and way of instrumenting. Each has
+    /// its own counters, so a copy serves one dispatch at a time: a dispatch
+    /// of a kernel whose copies are all in flight (on other queues) gets a
+    /// new one.
+    built: HashMap<(u64, Instrument), Vec<Arc<Instrumented>>>,
     /// Dispatches in flight by (queue, packet id).
     active: HashMap<(u64, u64), Active>,
     launches: u64,
@@ -121,7 +140,7 @@ impl Host {
     }
 
     /// Lifts, rewrites, writes and loads the instrumented copy of `k`.
-    fn build(&self, k: &KernelRef, how: Counting) -> Result<Instrumented, String> {
+    fn build(&self, k: &KernelRef, how: Instrument) -> Result<Instrumented, String> {
         let co = CodeObject::parse(&k.code.bytes).map_err(|e| e.to_string())?;
         let an = analyse(&co, &k.name).map_err(|e| e.to_string())?;
         let prog = &an.program;
@@ -131,67 +150,83 @@ impl Host {
                 .opcode()
                 .map_or("<invalid>", |o| o.name())
         };
-        // Where hooks go, and each instruction's count in terms of them.
-        let (starts, forms): (Vec<usize>, Vec<Form>) = if how.per_block && !how.lanes {
-            // Waves: hooks on the blocks the flow equations cannot solve.
-            let plan = counting::plan(prog);
-            let starts = plan
-                .measured
-                .iter()
-                .map(|&b| prog.blocks[b].insts.start)
-                .collect();
-            let forms = prog
-                .insts
-                .iter()
-                .map(|ins| plan.forms[ins.block].clone())
-                .collect();
-            (starts, forms)
-        } else {
-            // Every instruction, or every region of constant EXEC.
-            let starts = if how.per_block {
-                counting::lane_region_starts(prog)
-            } else {
-                (0..prog.insts.len()).collect()
-            };
-            let mut forms = vec![Form::default(); prog.insts.len()];
-            for (k, &s) in starts.iter().enumerate() {
-                let end = starts
-                    .get(k + 1)
-                    .copied()
-                    .filter(|&e| e > s && e <= prog.blocks[prog.insts[s].block].insts.end)
-                    .unwrap_or(prog.blocks[prog.insts[s].block].insts.end);
-                for f in &mut forms[s..end] {
-                    *f = Form {
-                        waves: 0,
-                        terms: vec![(k, 1)],
+        // Where hooks go (and what each makes), counter slots, trace bytes.
+        let (sites, make, slots, capacity, readback): (Vec<usize>, Make, usize, u32, Readback) =
+            match how {
+                Instrument::Count(c) => {
+                    let (starts, forms) = counting_sites(prog, c);
+                    let counts = prog
+                        .insts
+                        .iter()
+                        .zip(forms)
+                        .enumerate()
+                        .map(|(i, (ins, f))| (ins.addr, op(i), f))
+                        .collect();
+                    let n = starts.len();
+                    let readback = Readback::Counts {
+                        lanes: c.lanes,
+                        counts,
                     };
+                    (starts, Make::Count { lanes: c.lanes }, n, 0, readback)
                 }
-            }
-            (starts, forms)
-        };
-        let counts = prog
-            .insts
-            .iter()
-            .zip(forms)
-            .enumerate()
-            .map(|(i, (ins, f))| (ins.addr, op(i), f))
-            .collect();
+                Instrument::MemoryTrace { capacity } => {
+                    let sites: Vec<usize> = (0..prog.insts.len())
+                        .filter(|&i| has_address(&prog.insts[i].inst))
+                        .collect();
+                    let at = sites.iter().map(|&i| (prog.insts[i].addr, op(i))).collect();
+                    let capacity = capacity.max(LANE_RECORD);
+                    (
+                        sites,
+                        Make::Addresses,
+                        1,
+                        capacity,
+                        Readback::Lanes { sites: at },
+                    )
+                }
+                Instrument::Arguments => {
+                    let entry = prog
+                        .functions
+                        .first()
+                        .and_then(|f| prog.inst_at(0, f.entry))
+                        .ok_or("the kernel has no entry instruction")?;
+                    let dwords = argument_dwords(&k.args, k.kernarg_size);
+                    // Every wave records every dword; room for 256 waves'
+                    // worth, so the first waves' records all fit.
+                    let capacity = (dwords.len() as u32 * SCALAR_RECORD * 256).max(4096);
+                    let sites = vec![entry; dwords.len()];
+                    (
+                        sites,
+                        Make::Arguments(dwords),
+                        1,
+                        capacity,
+                        Readback::Values,
+                    )
+                }
+            };
         let counters = self
             .memory
-            .alloc((8 * starts.len().max(1)) as u64, 8, MemKind::Device, 0)
+            .alloc((8 * slots.max(1)) as u64, 8, MemKind::Device, 0)
             .map_err(|e| e.to_string())?;
-        let hooks = starts
+        let records = match capacity {
+            0 => Ok(0),
+            c => self.memory.alloc(u64::from(c), 8, MemKind::Device, 0),
+        };
+        let records = match records {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = self.memory.free(counters);
+                return Err(e.to_string());
+            }
+        };
+        let trace = Trace {
+            cursor: 0,
+            records,
+            capacity,
+        };
+        let hooks = sites
             .iter()
             .enumerate()
-            .map(|(n, &i)| {
-                let offset = 8 * n as u32;
-                let h = if how.lanes {
-                    Hook::CountLanes { offset }
-                } else {
-                    Hook::Count { offset }
-                };
-                (i, h)
-            })
+            .map(|(n, &i)| (i, make.hook(n, trace)))
             .collect();
         let kd = co
             .kernel(&k.name)
@@ -211,17 +246,16 @@ impl Host {
                 .insts
                 .iter()
                 .zip(&rw.new_offset)
-                .map(|(ins, &off)| {
-                    let op = ins.inst.opcode().map_or("<invalid>", |o| o.name());
-                    (ins.addr, op, entry + off)
-                })
+                .enumerate()
+                .map(|(i, (ins, &off))| (ins.addr, op(i), entry + off))
                 .collect();
             Ok(Instrumented {
                 object,
                 counters,
-                hooks: starts.len(),
-                lanes: how.lanes,
-                counts,
+                slots,
+                records,
+                capacity,
+                readback,
                 copies,
                 added: rw.added,
                 _executable: executable,
@@ -229,6 +263,9 @@ impl Host {
         })();
         if result.is_err() {
             let _ = self.memory.free(counters);
+            if records != 0 {
+                let _ = self.memory.free(records);
+            }
         }
         result
     }
@@ -273,28 +310,175 @@ impl Host {
         Ok((exe, object, entry))
     }
 
-    fn executed(&self, ins: &Instrumented, waves: u64) -> Executed {
-        let counters = read_u64s(&self.memory, ins.counters, ins.hooks).unwrap_or_default();
+    fn executed(
+        &self,
+        ins: &Instrumented,
+        counts: &[(u64, &'static str, Form)],
+        waves: u64,
+    ) -> Executed {
+        let counters = read_u64s(&self.memory, ins.counters, ins.slots).unwrap_or_default();
         Executed {
-            per_instruction: ins
-                .counts
+            per_instruction: counts
                 .iter()
                 .map(|(addr, op, f)| (*addr, *op, f.eval(&counters, waves)))
                 .collect(),
             added_instructions: ins.added,
         }
     }
+
+    /// The records a trace holds after a dispatch.
+    fn records(&self, ins: &Instrumented) -> Records {
+        let claimed = read_u64s(&self.memory, ins.counters, 1)
+            .ok()
+            .and_then(|c| c.first().copied())
+            .unwrap_or(0);
+        let size = match ins.readback {
+            Readback::Lanes { .. } => LANE_RECORD,
+            _ => SCALAR_RECORD,
+        } as usize;
+        let kept = (claimed.min(u64::from(ins.capacity)) as usize) / size * size;
+        let mut bytes = vec![0u8; kept];
+        if self.memory.read_bytes(ins.records, &mut bytes).is_err() {
+            bytes.clear();
+        }
+        let u32_at =
+            |r: &[u8], at: usize| u32::from_le_bytes(r[at..at + 4].try_into().unwrap_or_default());
+        let u64_at =
+            |r: &[u8], at: usize| u64::from_le_bytes(r[at..at + 8].try_into().unwrap_or_default());
+        let mut out = Records {
+            claimed,
+            capacity: u64::from(ins.capacity),
+            ..Records::default()
+        };
+        for r in bytes.chunks_exact(size) {
+            let id = u32_at(r, 0);
+            match &ins.readback {
+                Readback::Lanes { sites } => {
+                    let Some(&(addr, opcode)) =
+                        (id as usize).checked_sub(1).and_then(|n| sites.get(n))
+                    else {
+                        continue;
+                    };
+                    out.lanes.push(LaneRecord {
+                        addr,
+                        opcode,
+                        exec: u64_at(r, 8),
+                        values: std::array::from_fn(|l| u64_at(r, 16 + 8 * l)),
+                    });
+                }
+                _ => out.values.push((id, u64_at(r, 8))),
+            }
+        }
+        out
+    }
+}
+
+/// What each hook of a copy does, by its index among the copy's hooks.
+enum Make {
+    Count {
+        lanes: bool,
+    },
+    Addresses,
+    /// Records argument dword `dwords[n]`, with id `dwords[n]`.
+    Arguments(Vec<u32>),
+}
+
+impl Make {
+    fn hook(&self, n: usize, trace: Trace) -> Hook {
+        let offset = 8 * n as u32;
+        match self {
+            Make::Count { lanes: true } => Hook::CountLanes { offset },
+            Make::Count { lanes: false } => Hook::Count { offset },
+            Make::Addresses => Hook::RecordLanes {
+                trace,
+                id: n as u32 + 1,
+                value: LaneValue::Address,
+            },
+            Make::Arguments(dwords) => Hook::Record {
+                trace,
+                id: dwords[n],
+                value: Value::KernArg(4 * dwords[n]),
+            },
+        }
+    }
+}
+
+/// Where counting hooks go and each instruction's count in terms of them.
+fn counting_sites(
+    prog: &inlay_instrument::lift::Program,
+    how: Counting,
+) -> (Vec<usize>, Vec<Form>) {
+    if how.per_block && !how.lanes {
+        // Waves: hooks on the blocks the flow equations cannot solve.
+        let plan = counting::plan(prog);
+        let starts = plan
+            .measured
+            .iter()
+            .map(|&b| prog.blocks[b].insts.start)
+            .collect();
+        let forms = prog
+            .insts
+            .iter()
+            .map(|ins| plan.forms[ins.block].clone())
+            .collect();
+        return (starts, forms);
+    }
+    // Every instruction, or every region of constant EXEC.
+    let starts = if how.per_block {
+        counting::lane_region_starts(prog)
+    } else {
+        (0..prog.insts.len()).collect()
+    };
+    let mut forms = vec![Form::default(); prog.insts.len()];
+    for (k, &s) in starts.iter().enumerate() {
+        let end = starts
+            .get(k + 1)
+            .copied()
+            .filter(|&e| e > s && e <= prog.blocks[prog.insts[s].block].insts.end)
+            .unwrap_or(prog.blocks[prog.insts[s].block].insts.end);
+        for f in &mut forms[s..end] {
+            *f = Form {
+                waves: 0,
+                terms: vec![(k, 1)],
+            };
+        }
+    }
+    (starts, forms)
+}
+
+/// Dword indices of the kernel-argument segment that explicit arguments
+/// occupy (within its size).
+pub(crate) fn argument_dwords(
+    args: &[inlay_codeobj::metadata::KernelArg],
+    size: usize,
+) -> Vec<u32> {
+    let mut d: Vec<u32> = args
+        .iter()
+        .filter(|a| !a.value_kind.starts_with("hidden_"))
+        .flat_map(|a| a.offset / 4..(a.offset + a.size).div_ceil(4))
+        .filter(|&d| (4 * d as usize) < size)
+        .map(|d| d as u32)
+        .collect();
+    d.sort_unstable();
+    d.dedup();
+    d
 }
 
 /// The virtual GPU's own counts (waves, or lanes) of the instrumented
-/// dispatch at the copies of the original instructions: what the hooks must
-/// have counted.
-fn native_executed(b: &Instrumented, s: &Stats, lanes: bool) -> Executed {
+/// dispatch at the copies of the original instructions (those at `only`,
+/// if given): what the hooks must have counted.
+fn native_executed(
+    b: &Instrumented,
+    s: &Stats,
+    lanes: bool,
+    only: Option<&[(u64, &'static str)]>,
+) -> Executed {
     let counts = if lanes { &s.per_pc_lanes } else { &s.per_pc };
     Executed {
         per_instruction: b
             .copies
             .iter()
+            .filter(|c| only.is_none_or(|o| o.iter().any(|x| x.0 == c.0)))
             .map(|&(addr, op, copy)| (addr, op, counts.get(&copy).copied().unwrap_or(0)))
             .collect(),
         added_instructions: b.added,
@@ -372,7 +556,7 @@ impl Interceptor for Host {
                     if !copies.iter().any(|c| Arc::ptr_eq(c, &b)) {
                         copies.push(b.clone());
                     }
-                    let zeros = vec![0u8; 8 * b.hooks];
+                    let zeros = vec![0u8; 8 * b.slots];
                     let _ = self.memory.write_bytes(b.counters, &zeros);
                     active.instrumented = Some(b);
                 }
@@ -402,12 +586,35 @@ impl Interceptor for Host {
             Ok(stats) => {
                 o.native = stats.clone();
                 if let Some(b) = &a.instrumented {
-                    let waves = counting::waves(a.launch.grid, a.launch.workgroup);
-                    o.executed = Some(self.executed(b, waves));
-                    o.native_executed = stats.as_ref().map(|s| native_executed(b, s, b.lanes));
+                    match &b.readback {
+                        Readback::Counts { lanes, counts } => {
+                            let waves = counting::waves(a.launch.grid, a.launch.workgroup);
+                            o.executed = Some(self.executed(b, counts, waves));
+                            o.native_executed =
+                                stats.as_ref().map(|s| native_executed(b, s, *lanes, None));
+                        }
+                        Readback::Lanes { sites } => {
+                            o.records = Some(self.records(b));
+                            o.native_executed = stats
+                                .as_ref()
+                                .map(|s| native_executed(b, s, true, Some(sites)));
+                        }
+                        Readback::Values => o.records = Some(self.records(b)),
+                    }
                 }
             }
-            Err(e) => o.error = Some(e.message.clone()),
+            Err(e) => {
+                o.error = Some(e.message.clone());
+                // Records made before the failure (the faulting access's
+                // own among them) are still worth having.
+                if let Some(b) = a
+                    .instrumented
+                    .as_ref()
+                    .filter(|b| !matches!(b.readback, Readback::Counts { .. }))
+                {
+                    o.records = Some(self.records(b));
+                }
+            }
         }
         for t in &self.tools {
             t.after_launch(&a.launch, &o, &self.out);

@@ -6,7 +6,7 @@
 
 use serde_json::json;
 
-use crate::{display_name, Counting, Launch, Outcome, Output, Tool};
+use crate::{display_name, Counting, Instrument, Launch, Outcome, Output, Tool};
 
 pub struct InstrCount {
     how: Counting,
@@ -56,8 +56,8 @@ impl Tool for InstrCount {
         "instr-count"
     }
 
-    fn before_launch(&self, _launch: &Launch, _out: &Output) -> Option<Counting> {
-        Some(self.how)
+    fn before_launch(&self, _launch: &Launch, _out: &Output) -> Option<Instrument> {
+        Some(Instrument::Count(self.how))
     }
 
     fn after_launch(&self, launch: &Launch, o: &Outcome, out: &Output) {

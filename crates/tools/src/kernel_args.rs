@@ -7,13 +7,18 @@
 //!   arg 0 a (const float*): 0x7f12a4000000
 //! ```
 //!
-//! The values are read from the kernel-argument segment the caller filled,
-//! at the offsets and sizes the kernel's metadata gives; the kernel itself
-//! runs unmodified.
+//! The values are what the kernel itself reads: hooks at the kernel's entry
+//! load every dword its explicit arguments occupy (at the offsets and sizes
+//! its metadata gives) from the kernel-argument segment pointer its waves
+//! receive and record them; the line is printed when the launch completes.
+//! Each value is checked against the segment the caller filled, and read
+//! from there instead (saying so) when the kernel could not be instrumented.
+
+use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::{display_name, Counting, Launch, Outcome, Output, Tool};
+use crate::{display_name, Instrument, Launch, Outcome, Output, Tool};
 
 pub struct KernelArgs;
 
@@ -53,7 +58,11 @@ impl Tool for KernelArgs {
         "kernel-args"
     }
 
-    fn before_launch(&self, l: &Launch, out: &Output) -> Option<Counting> {
+    fn before_launch(&self, _l: &Launch, _out: &Output) -> Option<Instrument> {
+        Some(Instrument::Arguments)
+    }
+
+    fn after_launch(&self, l: &Launch, o: &Outcome, out: &Output) {
         let g = l.groups();
         out.line(&format!(
             "Kernel {} - {}: Total Grid Size Dims ({}, {}, {}) Workgroup Dims ({}, {}, {}) : GridDim ({}, {}, {})",
@@ -63,6 +72,24 @@ impl Tool for KernelArgs {
             l.workgroup[0], l.workgroup[1], l.workgroup[2],
             g[0], g[1], g[2]
         ));
+        // The dwords the kernel read, by index; each wave read them all.
+        let mut read: BTreeMap<usize, u32> = BTreeMap::new();
+        let mut disagree = false;
+        for &(d, v) in o.records.iter().flat_map(|r| &r.values) {
+            let prev = *read.entry(d as usize).or_insert(v as u32);
+            disagree |= prev != v as u32;
+        }
+        let source = match (&o.records, disagree) {
+            (None, _) => format!(
+                "read on the host: {}",
+                o.error.as_deref().unwrap_or("not instrumented")
+            ),
+            (Some(_), true) => "MISMATCH: waves read different values".to_string(),
+            (Some(_), false) => "read by the kernel".to_string(),
+        };
+        if o.records.is_none() || disagree {
+            out.line(&format!("  ({source})"));
+        }
         let mut args = Vec::new();
         for (i, a) in l
             .args
@@ -71,11 +98,18 @@ impl Tool for KernelArgs {
             .enumerate()
         {
             let at = a.offset as usize..(a.offset + a.size) as usize;
-            let Some(bytes) = l.kernarg.get(at) else {
+            let Some(host) = l.kernarg.get(at.clone()) else {
                 out.line(&format!("  arg {i}: outside the kernel-argument segment"));
                 continue;
             };
+            // The argument's bytes from the dwords the kernel read.
+            let device: Option<Vec<u8>> = o.records.as_ref().and_then(|_| {
+                at.clone()
+                    .map(|b| read.get(&(b / 4)).map(|w| (w >> (8 * (b % 4))) as u8))
+                    .collect()
+            });
             let ty = a.type_name.as_deref().unwrap_or("");
+            let bytes = device.as_deref().unwrap_or(host);
             let v = value(bytes, &a.value_kind, ty);
             let name = a.name.as_deref().unwrap_or("");
             // HIP's metadata has no names or types: say what it does know.
@@ -85,10 +119,20 @@ impl Tool for KernelArgs {
                 ("", t) => format!("({t})"),
                 (n, t) => format!("{n} ({t})"),
             };
-            out.line(&format!("  arg {i} {what}: {v}"));
-            args.push(
-                json!({"index": i, "name": name, "type": ty, "kind": a.value_kind, "value": v}),
-            );
+            let note = match &device {
+                Some(d) if d.as_slice() != host => format!(
+                    " (MISMATCH: the caller's segment holds {})",
+                    value(host, &a.value_kind, ty)
+                ),
+                None if o.records.is_some() => " (not recorded: read on the host)".to_string(),
+                _ => String::new(),
+            };
+            out.line(&format!("  arg {i} {what}: {v}{note}"));
+            args.push(json!({
+                "index": i, "name": name, "type": ty, "kind": a.value_kind, "value": v,
+                "read_by_kernel": device.is_some(),
+                "matches_host": device.as_deref().is_none_or(|d| d == host),
+            }));
         }
         out.json(&json!({
             "tool": "kernel-args",
@@ -97,10 +141,8 @@ impl Tool for KernelArgs {
             "grid": l.grid,
             "workgroup": l.workgroup,
             "groups": g,
+            "source": source,
             "args": args,
         }));
-        None
     }
-
-    fn after_launch(&self, _launch: &Launch, _o: &Outcome, _out: &Output) {}
 }

@@ -2,19 +2,23 @@
 //! them inside the HSA runtime.
 //!
 //! A [`Tool`] sees each kernel launch ([`Launch`]) and says whether and how
-//! to instrument it ([`Counting`]); the [`Host`] (the runtime's interceptor)
-//! lifts the kernel, rewrites it with counting hooks, writes the rewritten
-//! kernel into a copy of its code object, loads that beside the original,
-//! and runs it instead for that dispatch. When the dispatch completes the
-//! tool gets what the hooks counted ([`Executed`]) and the virtual GPU's own
-//! counts of the same dispatch ([`inlay_vgpu::Stats`]) to compare with.
+//! to instrument it ([`Instrument`]); the [`Host`] (the runtime's
+//! interceptor) lifts the kernel, rewrites it with hooks, writes the
+//! rewritten kernel into a copy of its code object, loads that beside the
+//! original, and runs it instead for that dispatch. When the dispatch
+//! completes the tool gets what the hooks counted ([`Executed`]) or recorded
+//! ([`Records`]), and the virtual GPU's own counts of the same dispatch
+//! ([`inlay_vgpu::Stats`]) to compare with.
 //!
 //! Tools: [`instr_count`] (instructions per wave or per thread, hooks per
-//! instruction or per basic block), [`opcode_hist`], [`kernel_args`].
+//! instruction or per basic block), [`opcode_hist`], [`mem_trace`] (the
+//! address every lane accesses), [`kernel_args`] (argument values as the
+//! kernel reads them).
 
 mod host;
 pub mod instr_count;
 pub mod kernel_args;
+pub mod mem_trace;
 pub mod opcode_hist;
 mod output;
 
@@ -48,6 +52,21 @@ impl Launch {
 
 /// How a tool wants a launch instrumented.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Instrument {
+    /// Count executions.
+    Count(Counting),
+    /// Record the address each enabled lane accesses at every FLAT and
+    /// GLOBAL instruction (of the kernel and the functions it calls), in a
+    /// trace of `capacity` bytes ([`Records::lanes`]).
+    MemoryTrace { capacity: u32 },
+    /// Record, once per wave at the kernel's entry, every dword of its
+    /// explicit arguments as the kernel reads them ([`Records::values`],
+    /// by dword index).
+    Arguments,
+}
+
+/// How to count executions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Counting {
     /// A hook before every instruction, or before every basic block.
     pub per_block: bool,
@@ -72,14 +91,50 @@ impl Executed {
     }
 }
 
+/// What recording hooks wrote in one launch.
+#[derive(Debug, Clone, Default)]
+pub struct Records {
+    /// Records of one value per lane, in the order they were claimed.
+    pub lanes: Vec<LaneRecord>,
+    /// Records of one value per wave: (id, value).
+    pub values: Vec<(u32, u64)>,
+    /// Bytes the hooks claimed, and the trace's capacity: records past it
+    /// were lost.
+    pub claimed: u64,
+    pub capacity: u64,
+}
+
+/// One wave's values at one instruction.
+#[derive(Debug, Clone)]
+pub struct LaneRecord {
+    /// The instruction's address in its code object, and its opcode.
+    pub addr: u64,
+    pub opcode: &'static str,
+    /// Lanes enabled; the values of the others are not meaningful.
+    pub exec: u64,
+    pub values: [u64; 64],
+}
+
+impl LaneRecord {
+    /// Values of the enabled lanes.
+    pub fn enabled(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..64)
+            .filter(|l| self.exec >> l & 1 != 0)
+            .map(|l| self.values[l])
+    }
+}
+
 /// How a launch ended.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
-    /// The hooks' counts, if the launch was instrumented.
+    /// The hooks' counts, if the launch was instrumented to count.
     pub executed: Option<Executed>,
+    /// What the hooks recorded, if the launch was instrumented to record.
+    pub records: Option<Records>,
     /// The virtual GPU's own counts of the same original instructions in
-    /// that dispatch (wave executions of their copies in the instrumented
-    /// code): the oracle the hooks' wave counts must equal.
+    /// that dispatch (executions of their copies in the instrumented code,
+    /// per wave or per lane as the hooks count; per lane for memory
+    /// traces): the oracle the hooks' counts must equal.
     pub native_executed: Option<Executed>,
     /// The virtual GPU's own counts of the dispatch that ran (the
     /// instrumented kernel when instrumented: hooks included).
@@ -98,7 +153,7 @@ pub trait Tool: Send + Sync {
     }
 
     /// A kernel is about to run: instrument it (and how) or not.
-    fn before_launch(&self, launch: &Launch, out: &Output) -> Option<Counting>;
+    fn before_launch(&self, launch: &Launch, out: &Output) -> Option<Instrument>;
 
     /// The launch completed (or failed).
     fn after_launch(&self, launch: &Launch, outcome: &Outcome, out: &Output);
@@ -110,8 +165,9 @@ pub fn by_name(name: &str, options: &[(String, String)]) -> Result<Box<dyn Tool>
         "instr-count" => Ok(Box::new(instr_count::InstrCount::new(options)?)),
         "opcode-hist" => Ok(Box::new(opcode_hist::OpcodeHist::new(options)?)),
         "kernel-args" => Ok(Box::new(kernel_args::KernelArgs::new(options)?)),
+        "mem-trace" => Ok(Box::new(mem_trace::MemTrace::new(options)?)),
         _ => Err(format!(
-            "no tool named {name} (tools: instr-count, opcode-hist, kernel-args)"
+            "no tool named {name} (tools: instr-count, opcode-hist, mem-trace, kernel-args)"
         )),
     }
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use crate::instr_count::{counting, mode_name};
-use crate::{display_name, Counting, Executed, Launch, Outcome, Output, Tool};
+use crate::{display_name, Counting, Executed, Instrument, Launch, Outcome, Output, Tool};
 
 pub struct OpcodeHist {
     how: Counting,
@@ -37,8 +37,8 @@ impl Tool for OpcodeHist {
         "opcode-hist"
     }
 
-    fn before_launch(&self, _launch: &Launch, _out: &Output) -> Option<Counting> {
-        Some(self.how)
+    fn before_launch(&self, _launch: &Launch, _out: &Output) -> Option<Instrument> {
+        Some(Instrument::Count(self.how))
     }
 
     fn after_launch(&self, launch: &Launch, o: &Outcome, out: &Output) {
