@@ -13,6 +13,8 @@
 //! The specification is CDNA4 (gfx950); opcodes it lacks are listed, and
 //! their def/use is covered by the same rules and by defuse_fixtures.rs.
 
+mod support;
+
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -20,36 +22,36 @@ use std::process::{Command, Stdio};
 use inlay_isa::format::to_string;
 use inlay_isa::info::HW_REG_MODE;
 use inlay_isa::info::SPEC;
-use inlay_isa::tables::{Field, Slot, TargetTables};
-use inlay_isa::{info, Access, Decoder, Encoding as E, Instruction, RegFile, Register, Target};
+use inlay_isa::tables::{Field, Slot};
+use inlay_isa::{info, Access, Encoding as E, Instruction, RegFile, Register, Target};
+use support::forms::{instance, table_entries, table_instances};
 
-/// Fixed bits and opcode field (low bit, width) of each encoding (ISA manual,
-/// "Microcode formats"), and its AMD encoding class names.
-const ENCODINGS: [(E, u32, u32, u32, &[&str]); 24] = [
-    (E::Sop2, 0x8000_0000, 23, 7, &["SOP2"]),
-    (E::Sopk, 0xB000_0000, 23, 5, &["SOPK"]),
-    (E::Sop1, 0xBE80_0000, 8, 8, &["SOP1"]),
-    (E::Sopc, 0xBF00_0000, 16, 7, &["SOPC"]),
-    (E::Sopp, 0xBF80_0000, 16, 7, &["SOPP"]),
-    (E::Smem, 0xC000_0000, 18, 8, &["SMEM"]),
-    (E::Vop2, 0x0000_0000, 25, 6, &["VOP2"]),
-    (E::Vop1, 0x7E00_0000, 9, 8, &["VOP1"]),
-    (E::Vopc, 0x7C00_0000, 17, 8, &["VOPC"]),
-    (E::Vop3, 0xD000_0000, 16, 10, &["VOP3", "VOP3SD"]),
-    (E::Vop3p, 0xD380_0000, 16, 7, &["VOP3P", "VOP3PX2"]),
-    (E::Ds, 0xD800_0000, 17, 8, &["DS"]),
-    (E::Flat, 0xDC00_0000, 18, 7, &["FLAT"]),
-    (E::Scratch, 0xDC00_4000, 18, 7, &["SCRATCH"]),
-    (E::Global, 0xDC00_8000, 18, 7, &["GLOBAL"]),
-    (E::Mubuf, 0xE000_0000, 18, 7, &["MUBUF"]),
-    (E::Mtbuf, 0xE800_0000, 15, 4, &["MTBUF"]),
-    (E::Mimg, 0xF000_0000, 18, 7, &[]), // CDNA has no image instructions
-    (E::Vop1Sdwa, 0x7E00_00F9, 9, 8, &["VOP1"]),
-    (E::Vop2Sdwa, 0x0000_00F9, 25, 6, &["VOP2"]),
-    (E::VopcSdwa, 0x7C00_00F9, 17, 8, &["VOPC"]),
-    (E::Vop1Dpp, 0x7E00_00FA, 9, 8, &["VOP1"]),
-    (E::Vop2Dpp, 0x0000_00FA, 25, 6, &["VOP2"]),
-    (E::VopcDpp, 0x7C00_00FA, 17, 8, &["VOPC"]),
+/// AMD's encoding class names of each table encoding.
+const CLASSES: [(E, &[&str]); 24] = [
+    (E::Sop2, &["SOP2"]),
+    (E::Sopk, &["SOPK"]),
+    (E::Sop1, &["SOP1"]),
+    (E::Sopc, &["SOPC"]),
+    (E::Sopp, &["SOPP"]),
+    (E::Smem, &["SMEM"]),
+    (E::Vop2, &["VOP2"]),
+    (E::Vop1, &["VOP1"]),
+    (E::Vopc, &["VOPC"]),
+    (E::Vop3, &["VOP3", "VOP3SD"]),
+    (E::Vop3p, &["VOP3P", "VOP3PX2"]),
+    (E::Ds, &["DS"]),
+    (E::Flat, &["FLAT"]),
+    (E::Scratch, &["SCRATCH"]),
+    (E::Global, &["GLOBAL"]),
+    (E::Mubuf, &["MUBUF"]),
+    (E::Mtbuf, &["MTBUF"]),
+    (E::Mimg, &[]), // CDNA has no image instructions
+    (E::Vop1Sdwa, &["VOP1"]),
+    (E::Vop2Sdwa, &["VOP2"]),
+    (E::VopcSdwa, &["VOPC"]),
+    (E::Vop1Dpp, &["VOP1"]),
+    (E::Vop2Dpp, &["VOP2"]),
+    (E::VopcDpp, &["VOPC"]),
 ];
 
 /// Name key: AMD's `_e32`/`_e64` dropped, underscores ignored (LLVM writes
@@ -115,27 +117,6 @@ fn spec_index() -> HashMap<(&'static str, String), Spec> {
         m.insert((*enc, key(name)), s);
     }
     m
-}
-
-/// One instance of opcode `op` of `enc`: all register fields 0, global and
-/// scratch without saddr, SDWA selecting whole dwords, DPP identity.
-fn instance(target: Target, enc: E, fixed: u32, lo: u32, op: u32, glc: bool) -> Instruction {
-    let mut w0 = fixed | op << lo;
-    let mut w1 = 0u32;
-    match enc {
-        E::Global | E::Scratch => w1 |= 0x7F << 16,
-        E::Vop1Sdwa | E::Vop2Sdwa => w1 = 6 << 8 | 6 << 16 | 6 << 24,
-        E::VopcSdwa => w1 = 6 << 16 | 6 << 24,
-        E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp => w1 = 0xFF00_E400,
-        _ => {}
-    }
-    if glc {
-        w0 |= 1 << if enc == E::Mubuf { 14 } else { 16 };
-    }
-    let mut bytes = [0u8; 12];
-    bytes[..4].copy_from_slice(&w0.to_le_bytes());
-    bytes[4..8].copy_from_slice(&w1.to_le_bytes());
-    Decoder::new(target).decode(&bytes).unwrap()
 }
 
 fn spec_field(f: Field) -> Option<&'static str> {
@@ -281,45 +262,33 @@ fn info_matches_amd_specification() {
     let mut report = BTreeMap::new();
     let mut failures = Vec::new();
     for target in [Target::Gfx908, Target::Gfx90a, Target::Gfx942] {
-        let tables = TargetTables::of(target);
         let (mut checked, mut missing, mut no_pcode) = (0, Vec::new(), 0);
-        for (enc, fixed, lo, width, classes) in ENCODINGS {
-            for op in 0..1u32 << width {
-                for glc in [false, true] {
-                    let d = if glc {
-                        tables.lookup_glc(enc, op)
-                    } else {
-                        tables.lookup(enc, op)
-                    };
-                    if d == 0 {
-                        continue;
-                    }
-                    let i = instance(target, enc, fixed, lo, op, glc);
-                    assert!(i.is_valid(), "{target:?} {enc:?} {op}");
-                    let name = i.opcode().unwrap().name();
-                    let alias = ALIASES.iter().find(|a| a.0 == name);
-                    let (spec_name, widths) = alias.map_or((name, true), |a| (a.1, a.2));
-                    let spec = classes
-                        .iter()
-                        .chain(if alias.is_some() {
-                            &["VOP3", "VOP3P"][..]
-                        } else {
-                            &[]
-                        })
-                        .find_map(|c| index.get(&(*c, key(spec_name))));
-                    let Some(spec) = spec else {
-                        missing.push(format!("{enc:?}:{}", i.mnemonic()));
-                        continue;
-                    };
-                    checked += 1;
-                    no_pcode += usize::from(!spec.has_pcode);
-                    for e in compare(&i, enc, spec, glc, widths) {
-                        if KNOWN.iter().any(|(n, f)| *n == name && e.starts_with(f)) {
-                            continue;
-                        }
-                        failures.push(format!("{}: {}: {e}", target.name(), i.mnemonic()));
-                    }
+        for (enc, op, glc, _) in table_entries(target) {
+            let classes = CLASSES.iter().find(|c| c.0 == enc).map_or(&[][..], |c| c.1);
+            let i = instance(target, enc, op, glc);
+            assert!(i.is_valid(), "{target:?} {enc:?} {op}");
+            let name = i.opcode().unwrap().name();
+            let alias = ALIASES.iter().find(|a| a.0 == name);
+            let (spec_name, widths) = alias.map_or((name, true), |a| (a.1, a.2));
+            let spec = classes
+                .iter()
+                .chain(if alias.is_some() {
+                    &["VOP3", "VOP3P"][..]
+                } else {
+                    &[]
+                })
+                .find_map(|c| index.get(&(*c, key(spec_name))));
+            let Some(spec) = spec else {
+                missing.push(format!("{enc:?}:{}", i.mnemonic()));
+                continue;
+            };
+            checked += 1;
+            no_pcode += usize::from(!spec.has_pcode);
+            for e in compare(&i, enc, spec, glc, widths) {
+                if KNOWN.iter().any(|(n, f)| *n == name && e.starts_with(f)) {
+                    continue;
                 }
+                failures.push(format!("{}: {}: {e}", target.name(), i.mnemonic()));
             }
         }
         missing.sort();
@@ -341,27 +310,6 @@ fn info_matches_amd_specification() {
         failures.len(),
         failures.join("\n")
     );
-}
-
-/// Every instance of every desc of a target (glc forms too).
-fn all_instances(target: Target) -> Vec<Instruction> {
-    let tables = TargetTables::of(target);
-    let mut v = Vec::new();
-    for (enc, fixed, lo, width, _) in ENCODINGS {
-        for op in 0..1u32 << width {
-            for glc in [false, true] {
-                let d = if glc {
-                    tables.lookup_glc(enc, op)
-                } else {
-                    tables.lookup(enc, op)
-                };
-                if d != 0 {
-                    v.push(instance(target, enc, fixed, lo, op, glc));
-                }
-            }
-        }
-    }
-    v
 }
 
 fn have_llvm_mc() -> bool {
@@ -432,7 +380,7 @@ fn tied_destinations_match_llvm() {
     }
     let mut failures = Vec::new();
     for target in [Target::Gfx908, Target::Gfx90a, Target::Gfx942] {
-        let insts = all_instances(target);
+        let insts = table_instances(target);
         let lines: Vec<String> = insts.iter().map(to_string).collect();
         let counts = mc_register_counts(target, &lines);
         let (mut tied, mut assembled) = (0, 0);
@@ -605,7 +553,7 @@ fn implicit_registers_cover_llvm() {
     let mut rows: Vec<Row> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for target in [Target::Gfx90a, Target::Gfx908, Target::Gfx942] {
-        let insts = all_instances(target);
+        let insts = table_instances(target);
         let lines: Vec<String> = insts.iter().map(to_string).collect();
         let names = mc_names(target, &lines);
         for (n, i) in insts.iter().enumerate() {

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fatbin;
+pub mod forms;
 
 use std::path::Path;
 use std::process::Command;
