@@ -175,6 +175,9 @@ pub(crate) fn effective_file(i: &Instruction, f: Field, file: File) -> File {
         }
         (E::Mubuf | E::Mtbuf, Field::Vdata) => t.acc_memory && i.bits(1, 23, 1) != 0,
         (E::Mimg, Field::Vdata) => t.acc_memory && i.bits(0, 16, 1) != 0,
+        // The sparse index of v_smfmac (src2) is a VGPR whatever acc_cd
+        // says (acc_cd selects the file of the accumulator, which is vdst).
+        (E::Vop3p, Field::Src2) if i.mnemonic().starts_with("v_smfmac") => false,
         (E::Vop3p, Field::Vdst | Field::Src2) if is_mai(i) && t.acc_cd_bit => i.bits(0, 15, 1) != 0,
         (E::Vop3p, Field::Src0) if is_mai(i) => i.bits(1, 27, 1) != 0,
         (E::Vop3p, Field::Src1) if is_mai(i) => i.bits(1, 28, 1) != 0,

@@ -337,7 +337,7 @@ fn check_forms(target: Target) -> (usize, usize, Refusals, Vec<String>) {
 /// number of forms it covers over the three targets (a ceiling: the test fails
 /// if one grows or anything else differs). Each is a gap in our model, listed
 /// in the issue-3 closing note.
-const KNOWN: [(&str, &[&str], usize); 7] = [
+const KNOWN: [(&str, &[&str], usize); 6] = [
     (
         "LLVM ignores abs on the integer source of these VOP3 operations; we print |x|",
         &["v_cvt_pk_u8_f32", "v_trig_preop_f64", "v_ldexp_", "v_cvt_pkaccum_u8_f32"],
@@ -367,11 +367,6 @@ const KNOWN: [(&str, &[&str], usize); 7] = [
         "buffer cache maintenance (wbinvl1, wbl2, inv, invl2): cache-policy bits print differently",
         &["buffer_wbinvl1", "buffer_wbl2", "buffer_inv"],
         16,
-    ),
-    (
-        "gfx942 v_smfmac: the index operand's register file",
-        &["v_smfmac_"],
-        14,
     ),
 ];
 
