@@ -55,7 +55,7 @@ pub fn to_string(i: &Instruction) -> String {
 }
 
 /// A buffer or global/scratch load whose `lds` bit sends the data to LDS.
-fn lds_load(i: &Instruction) -> bool {
+pub(crate) fn lds_load(i: &Instruction) -> bool {
     match i.encoding {
         E::Mubuf => i.bits(0, 16, 1) != 0,
         E::Global => i.bits(0, 13, 1) != 0,
@@ -152,15 +152,8 @@ fn reg_operand(
     let v = i.field(field);
     let file = i.effective_file(field, file);
     let mut regs = regs;
-    if i.encoding == E::Mimg && field == Field::Vdata {
-        regs = mimg_vdata_regs(i, info(i.target).acc_memory);
-    }
-    // gfx908 buffer tfe returns one more dword
-    let tfe = matches!(i.encoding, E::Mubuf | E::Mtbuf)
-        && !info(i.target).acc_memory
-        && i.bits(1, 23, 1) != 0;
-    if tfe && field == Field::Vdata {
-        regs += 1;
+    if field == Field::Vdata {
+        regs = vdata_regs(i, regs);
     }
     // With an SGPR base, global addresses are a 32-bit VGPR offset; scratch has no VGPR.
     if field == Field::Addr && i.bits(1, 16, 7) != 0x7F {
@@ -858,6 +851,18 @@ fn mimg(i: &Instruction, acc_memory: bool, out: &mut String) {
         if b != 0 {
             out.push_str(name);
         }
+    }
+}
+
+/// Registers the vdata operand of a memory instruction spans, given the
+/// table's count: MIMG by dmask, d16 and tfe; gfx908 buffer tfe returns one
+/// more dword (the status).
+pub(crate) fn vdata_regs(i: &Instruction, regs: u8) -> u8 {
+    let acc_memory = info(i.target).acc_memory;
+    match i.encoding {
+        E::Mimg => mimg_vdata_regs(i, acc_memory),
+        E::Mubuf | E::Mtbuf if !acc_memory && i.bits(1, 23, 1) != 0 => regs + 1,
+        _ => regs,
     }
 }
 

@@ -13,8 +13,9 @@
 //!   keep part of the old value (one lane of `v_writelane`, SDWA with
 //!   `dst_unused:UNUSED_PRESERVE`, `s_bitset*`, tied accumulators such as
 //!   `v_mac`/`v_fmac`) are [`Access::ReadWrite`].
-//! - `s_movreld`/`v_movreld` write the register *M0 past* their destination;
-//!   it is reported as a write of the named destination (plus an M0 read).
+//! - `s_movreld` writes the register *M0 past* its destination; it is
+//!   reported as a [`Access::CondWrite`] of the named destination (written
+//!   when M0 is 0) plus an M0 read.
 //! - The tests check all of this against AMD's specification
 //!   (`gen/defuse.py` -> `generated/defuse.rs`), LLVM's instruction
 //!   descriptions (tied operands via `llvm-mc-19 --show-inst`, implicit
@@ -213,10 +214,50 @@ pub fn info(i: &Instruction) -> InstructionInfo {
         return out;
     }
     let name = i.opcode().map(|o| o.name()).unwrap_or("");
+    // EXP and VINTRP have no operand slots (the formatter prints them from
+    // their fields): the same registers here.
+    match i.encoding {
+        E::Exp => {
+            // `exp TARGET s0, s1, s2, s3`: the enabled channels' VGPRs
+            // (compressed: two channels per VGPR).
+            let (en, compr) = (i.bits(0, 0, 4), i.bits(0, 10, 1) != 0);
+            for k in 0..4 {
+                if en & (1 << k) != 0 {
+                    let src = if compr { k / 2 } else { k };
+                    let r = Register::new(RegFile::Vgpr, i.bits(1, 8 * src, 8) as u16, 1);
+                    out.push(r, Access::Read, Some(k as u8 + 1));
+                }
+            }
+        }
+        E::Vintrp => {
+            // `v_interp_p1/p2 vdst, vsrc, attr` (p2 accumulates into vdst);
+            // `v_interp_mov vdst, param, attr`.
+            let op = i.bits(0, 16, 2);
+            let vdst = Register::new(RegFile::Vgpr, i.bits(0, 18, 8) as u16, 1);
+            let access = if op == 1 {
+                Access::ReadWrite
+            } else {
+                Access::Write
+            };
+            out.push(vdst, access, Some(0));
+            if op != 2 {
+                let src = Register::new(RegFile::Vgpr, i.bits(0, 0, 8) as u16, 1);
+                out.push(src, Access::Read, Some(1));
+            }
+        }
+        _ => {}
+    }
     let dst = dst_access(i, name);
+    let lds = crate::format::lds_load(i);
     let mut seen_source = false;
     for (n, slot) in i.slots().iter().enumerate() {
         match *slot {
+            // A load into LDS names no data register (its address in LDS is
+            // M0-based, below).
+            Slot::Reg {
+                field: Field::Vdata | Field::Vdst,
+                ..
+            } if lds => {}
             Slot::Reg {
                 field, regs, file, ..
             } => {
@@ -306,11 +347,7 @@ fn dst_access(i: &Instruction, name: &str) -> Access {
                 } else {
                     Access::Read
                 }
-            } else if name.contains("store")
-                || name.starts_with("s_dcache")
-                // `lds` buffer loads go to LDS, not to vdata
-                || (i.encoding == E::Mubuf && i.bits(0, 16, 1) != 0)
-            {
+            } else if name.contains("store") || name.starts_with("s_dcache") {
                 Access::Read
             } else if name.contains("_d16") && !name.contains("format_d16_xy") {
                 Access::ReadWrite // a 16-bit load keeps the other half
@@ -319,7 +356,9 @@ fn dst_access(i: &Instruction, name: &str) -> Access {
             }
         }
         _ if starts(&["s_cmpk_", "s_setreg_b32", "s_cbranch_i_fork"]) => Access::Read,
-        _ if starts(&["s_cmov_", "s_cmovk_"]) => Access::CondWrite,
+        // s_movreld writes SGPR[sdst + M0]: the named register only when M0
+        // is 0 (and no register is read through sdst).
+        _ if starts(&["s_cmov_", "s_cmovk_", "s_movreld_"]) => Access::CondWrite,
         _ if starts(&[
             "s_addk_",
             "s_mulk_",
@@ -338,6 +377,13 @@ fn dst_access(i: &Instruction, name: &str) -> Access {
             "v_cvt_pk_bf8_",
             "v_cvt_sr_fp8_",
             "v_cvt_sr_bf8_",
+        ]) =>
+        {
+            Access::ReadWrite
+        }
+        // The gfx9 `_legacy` 16-bit VOP3 ops write `{16'0, result}` (a whole
+        // write), or with op_sel[3] `{result, D[15:0]}` (the low half kept).
+        _ if starts(&[
             "v_mad_legacy_f16",
             "v_mad_legacy_u16",
             "v_mad_legacy_i16",
@@ -345,7 +391,11 @@ fn dst_access(i: &Instruction, name: &str) -> Access {
             "v_div_fixup_legacy_f16",
         ]) =>
         {
-            Access::ReadWrite
+            if i.bits(0, 14, 1) != 0 {
+                Access::ReadWrite
+            } else {
+                Access::Write
+            }
         }
         // SDWA writing part of a dword and keeping the rest.
         E::Vop1Sdwa | E::Vop2Sdwa if i.bits(1, 8, 3) < 6 && i.bits(1, 11, 2) == 2 => {
@@ -366,6 +416,9 @@ fn reg_operand(i: &Instruction, field: Field, regs: u8, file: File) -> Option<Re
     let v = i.field(field);
     let file = i.effective_file(field, file);
     let mut regs = regs;
+    if field == Field::Vdata {
+        regs = crate::format::vdata_regs(i, regs);
+    }
     if field == Field::Addr && i.encoding.is_flat() && i.bits(1, 16, 7) != 0x7F {
         match i.encoding {
             E::Global => regs = 1,
@@ -410,7 +463,9 @@ fn scalar(v: u32, regs: u8) -> Option<Register> {
         ))
     };
     match v {
-        // Tuples wider than a pair are aligned, as the hardware and LLVM do.
+        // Tuples are aligned (pairs to 2, wider ones to 4), as the hardware
+        // and LLVM do and the formatter prints them: an odd code in a 64-bit
+        // operand names the even pair below it.
         // On gfx9 the trap temporaries ttmp0..ttmp15 are source codes 108..=123.
         0..=101 | 108..=123 => {
             let (file, base) = if v < 102 {
@@ -419,7 +474,7 @@ fn scalar(v: u32, regs: u8) -> Option<Register> {
                 (RegFile::Ttmp, 108)
             };
             let n = v - base;
-            let first = if regs > 2 {
+            let first = if regs >= 2 {
                 let a = regs.min(4) as u16;
                 n / a * a
             } else {
@@ -443,6 +498,9 @@ fn scalar(v: u32, regs: u8) -> Option<Register> {
 /// Printed fixed operands that name registers (`vcc`, or the `off` slots
 /// that hold saddr / vaddr when those are in use).
 fn fixed_operand(i: &Instruction, n: usize, text: &str) -> Option<Register> {
+    // As the formatter reads them: the last `off` of global/scratch is
+    // saddr; an earlier one the address.
+    let last = n + 1 == i.slots().len();
     if i.encoding == E::VopcSdwa && n == 0 && i.bits(1, 15, 1) != 0 {
         return scalar(i.bits(1, 8, 7), 2);
     }
@@ -451,12 +509,12 @@ fn fixed_operand(i: &Instruction, n: usize, text: &str) -> Option<Register> {
         "off" => {
             let saddr = i.bits(1, 16, 7);
             match i.encoding {
-                E::Global | E::Scratch if saddr != 0x7F && n > 0 => {
+                E::Global | E::Scratch if saddr != 0x7F && last => {
                     let regs = if i.encoding == E::Global { 2 } else { 1 };
                     scalar(saddr, regs)
                 }
                 E::Scratch
-                    if n == 1 && target_info(i.target).scratch_sve && i.bits(0, 13, 1) != 0 =>
+                    if !last && target_info(i.target).scratch_sve && i.bits(0, 13, 1) != 0 =>
                 {
                     Some(Register::new(RegFile::Vgpr, i.bits(1, 0, 8) as u16, 1))
                 }
@@ -506,6 +564,7 @@ fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
             | E::Vop2Dpp
             | E::VopcDpp
             | E::Vintrp
+            | E::Exp
     );
     let vector_mem = matches!(
         enc,
@@ -619,7 +678,7 @@ fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
         "global_load_lds_",
         "scratch_load_lds_",
     ]) || (enc == E::Ds && (name.contains("addtid") || name.contains("_src2_")))
-        || (enc == E::Mubuf && i.bits(0, 16, 1) != 0);
+        || crate::format::lds_load(i);
     if m0_read {
         out.implicit(M0, 0, 1, Read);
     }

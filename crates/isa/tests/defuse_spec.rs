@@ -250,10 +250,18 @@ fn compare(i: &Instruction, enc: E, spec: &Spec, glc: bool, widths: bool) -> Vec
 }
 
 /// Opcodes where we knowingly differ from the pseudocode, and why.
-const KNOWN: [(&str, &str); 2] = [
+const KNOWN: [(&str, &str); 7] = [
     // The destination names the base of an M0-relative write.
     ("s_movreld_b32", "sdst"),
     ("s_movreld_b64", "sdst"),
+    // `if OPSEL[3] then D0 = {tmp, D0[15:0]} else D0 = {16'0, tmp}`: the
+    // specification's rw is the op_sel[3] path; these instances have op_sel
+    // 0, a whole write (info() reports ReadWrite with op_sel[3]).
+    ("v_mad_legacy_f16", "vdst"),
+    ("v_mad_legacy_u16", "vdst"),
+    ("v_mad_legacy_i16", "vdst"),
+    ("v_fma_legacy_f16", "vdst"),
+    ("v_div_fixup_legacy_f16", "vdst"),
 ];
 
 #[test]
