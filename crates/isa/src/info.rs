@@ -18,8 +18,11 @@
 //!   when M0 is 0) plus an M0 read.
 //! - The tests check all of this against AMD's specification
 //!   (`gen/defuse.py` -> `generated/defuse.rs`), LLVM's instruction
-//!   descriptions (tied operands via `llvm-mc-19 --show-inst`, implicit
-//!   operands via `llc-19`'s MIR parser) and the formatter's operands.
+//!   descriptions (every def, use, tied input and implicit register of every
+//!   opcode and operand form, through libLLVM: `tests/defuse_llvm.rs`, which
+//!   lists where LLVM's description is not the hardware; also tied operands
+//!   via `llvm-mc-19 --show-inst`, implicit operands via `llc-19`'s MIR
+//!   parser) and the formatter's operands.
 //! - Not reported: MODE reads of floating-point VALU instructions, the SGPRs
 //!   of the fork/join stack, and the register an M0-relative move really
 //!   writes.

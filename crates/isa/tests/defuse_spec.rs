@@ -251,7 +251,9 @@ fn compare(i: &Instruction, enc: E, spec: &Spec, glc: bool, widths: bool) -> Vec
 
 /// Opcodes where we knowingly differ from the pseudocode, and why.
 const KNOWN: [(&str, &str); 7] = [
-    // The destination names the base of an M0-relative write.
+    // `SGPR[SDST.addr + M0] = S0`: the pseudocode uses the destination's
+    // register number, not its value (the generator reads it as `r`); we
+    // report a CondWrite (the named register is written when M0 is 0).
     ("s_movreld_b32", "sdst"),
     ("s_movreld_b64", "sdst"),
     // `if OPSEL[3] then D0 = {tmp, D0[15:0]} else D0 = {16'0, tmp}`: the
