@@ -427,6 +427,9 @@ fn src_mods(i: &Instruction, f: Field) -> (bool, bool) {
         _ => return (false, false),
     };
     let flags = i.desc().flags;
+    if int_source(i, k) {
+        return (false, false); // neg is sext(...), abs ignored
+    }
     match i.encoding {
         E::Vop3 | E::Vop3p => (
             flags & F_NEG != 0 && i.bits(1, 29 + k, 1) != 0,
@@ -445,6 +448,25 @@ fn src_mods(i: &Instruction, f: Field) -> (bool, bool) {
     }
 }
 
+/// Integer sources of operations whose other sources are floats (the
+/// exponent of v_ldexp, the selector of v_trig_preop, the byte index and
+/// accumulator of the u8 packs): LLVM gives them integer input modifiers,
+/// so in VOP3 and DPP the neg bit prints as `sext(...)` and the abs bit is
+/// ignored. (mnemonic prefix, bit k for source k)
+const INT_SOURCES: [(&str, u8); 4] = [
+    ("v_ldexp_", 0b010),
+    ("v_trig_preop_f64", 0b010),
+    ("v_cvt_pk_u8_f32", 0b110),
+    ("v_cvt_pkaccum_u8_f32", 0b010),
+];
+
+fn int_source(i: &Instruction, k: u32) -> bool {
+    matches!(i.encoding, E::Vop3 | E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp)
+        && INT_SOURCES
+            .iter()
+            .any(|(p, m)| i.mnemonic().starts_with(p) && m & (1 << k) != 0)
+}
+
 fn dpp_without_mods(m: &str) -> bool {
     m.starts_with("v_dot") && m.contains("_i32_")
 }
@@ -455,16 +477,26 @@ fn dpp_int_source(i: &Instruction, k: u32) -> bool {
     i.desc().reject_bits[1] & (1 << (21 + 2 * k)) != 0
 }
 
-/// `sext(...)` on an SDWA or DPP integer source.
+/// `sext(...)` on an SDWA or DPP integer source, or an integer source of a
+/// float operation (see [`INT_SOURCES`]).
 fn src_sext(i: &Instruction, f: Field) -> bool {
     let k = match f {
         Field::Src0 => 0,
         Field::Src1 | Field::Vsrc1 => 1,
+        Field::Src2 => 2,
         _ => return false,
     };
+    if int_source(i, k) {
+        let neg = if i.encoding == E::Vop3 {
+            29 + k
+        } else {
+            20 + 2 * k
+        };
+        return i.bits(1, neg, 1) != 0;
+    }
     match i.encoding {
-        E::Vop1Sdwa | E::Vop2Sdwa | E::VopcSdwa => i.bits(1, 19 + 8 * k, 1) != 0,
-        E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp => {
+        E::Vop1Sdwa | E::Vop2Sdwa | E::VopcSdwa if k < 2 => i.bits(1, 19 + 8 * k, 1) != 0,
+        E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp if k < 2 => {
             i.bits(1, 20 + 2 * k, 1) != 0 && dpp_int_source(i, k) && !dpp_without_mods(i.mnemonic())
         }
         _ => false,

@@ -337,12 +337,7 @@ fn check_forms(target: Target) -> (usize, usize, Refusals, Vec<String>) {
 /// number of forms it covers over the three targets (a ceiling: the test fails
 /// if one grows or anything else differs). Each is a gap in our model, listed
 /// in the issue-3 closing note.
-const KNOWN: [(&str, &[&str], usize); 6] = [
-    (
-        "LLVM ignores abs on the integer source of these VOP3 operations; we print |x|",
-        &["v_cvt_pk_u8_f32", "v_trig_preop_f64", "v_ldexp_", "v_cvt_pkaccum_u8_f32"],
-        54,
-    ),
+const KNOWN: [(&str, &[&str], usize); 5] = [
     (
         "gfx942 v_cvt_sr_{fp8,bf8}_f32: op_sel bits 13/14 are a byte select LLVM prints and encodes its own way",
         &["v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32"],
