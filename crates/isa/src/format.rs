@@ -906,7 +906,8 @@ pub(crate) fn mimg_vdata_regs(i: &Instruction, acc_memory: bool) -> u8 {
     let mut n = if m.contains("gather4") {
         4
     } else if m.starts_with("image_atomic") {
-        i.slots()
+        let base = i
+            .slots()
             .iter()
             .find_map(|s| match *s {
                 Slot::Reg {
@@ -916,7 +917,15 @@ pub(crate) fn mimg_vdata_regs(i: &Instruction, acc_memory: bool) -> u8 {
                 } => Some(u32::from(regs)),
                 _ => None,
             })
-            .unwrap_or(1)
+            .unwrap_or(1);
+        // dmask 0x3 (cmpswap: 0xf) selects 64-bit data: twice the registers.
+        // Other dmasks are not valid for atomics; they keep the base size.
+        let wide = if base == 2 { 0xF } else { 0x3 };
+        if i.bits(0, 8, 4) == wide {
+            base * 2
+        } else {
+            base
+        }
     } else {
         i.bits(0, 8, 4).count_ones().max(1)
     };
