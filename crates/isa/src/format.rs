@@ -634,7 +634,15 @@ fn modifiers(i: &Instruction, out: &mut String) {
             } else {
                 i.bits(1, 22, 1)
             };
-            cpol(i, t.cpol, [i.bits(0, 14, 1), slc, scc], out);
+            // Cache maintenance (no register operand): sc0/sc1 on gfx940+,
+            // where a set sc0 is learned as a printed operand; nothing before.
+            let maintenance = !i.slots().iter().any(|s| matches!(s, Slot::Reg { .. }));
+            if !maintenance {
+                cpol(i, t.cpol, [i.bits(0, 14, 1), slc, scc], out);
+            } else if t.maintenance_scope && scc != 0 {
+                out.push(' ');
+                out.push_str(t.cpol[2]);
+            }
             if i.encoding == E::Mubuf && i.bits(0, 16, 1) != 0 {
                 out.push_str(" lds");
             }
@@ -667,7 +675,12 @@ fn modifiers(i: &Instruction, out: &mut String) {
             if abid != 0 {
                 let _ = write!(out, " abid:{abid}");
             }
-            if blgp != 0 {
+            if t.mfma_f64_neg && i.mnemonic().starts_with("v_mfma_f64") {
+                let b = [blgp & 1, blgp >> 1 & 1, blgp >> 2 & 1, 0];
+                if blgp != 0 {
+                    bool_list(out, "neg", b, 3);
+                }
+            } else if blgp != 0 {
                 let _ = write!(out, " blgp:{blgp}");
             }
         }

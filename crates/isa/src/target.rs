@@ -15,6 +15,11 @@ pub struct TargetInfo {
     pub scratch_sve: bool,
     /// DS instructions have a `gds` bit.
     pub ds_gds: bool,
+    /// Buffer cache maintenance (wbl2, inv) takes the scope bits sc0/sc1;
+    /// before gfx940 it takes no cache-policy bit at all.
+    pub maintenance_scope: bool,
+    /// The blgp field of the f64 MFMAs negates their sources (`neg:[...]`).
+    pub mfma_f64_neg: bool,
 }
 
 static GFX908: TargetInfo = TargetInfo {
@@ -23,6 +28,8 @@ static GFX908: TargetInfo = TargetInfo {
     cpol: ["glc", "slc", ""],
     scratch_sve: false,
     ds_gds: true,
+    maintenance_scope: false,
+    mfma_f64_neg: false,
 };
 static GFX90A: TargetInfo = TargetInfo {
     acc_memory: true,
@@ -30,6 +37,8 @@ static GFX90A: TargetInfo = TargetInfo {
     cpol: ["glc", "slc", "scc"],
     scratch_sve: false,
     ds_gds: false,
+    maintenance_scope: false,
+    mfma_f64_neg: false,
 };
 static GFX942: TargetInfo = TargetInfo {
     acc_memory: true,
@@ -37,6 +46,8 @@ static GFX942: TargetInfo = TargetInfo {
     cpol: ["sc0", "nt", "sc1"],
     scratch_sve: true,
     ds_gds: false,
+    maintenance_scope: true,
+    mfma_f64_neg: true,
 };
 
 pub fn info(t: Target) -> &'static TargetInfo {

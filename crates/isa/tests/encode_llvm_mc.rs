@@ -337,7 +337,7 @@ fn check_forms(target: Target) -> (usize, usize, Refusals, Vec<String>) {
 /// number of forms it covers over the three targets (a ceiling: the test fails
 /// if one grows or anything else differs). Each is a gap in our model, listed
 /// in the issue-3 closing note.
-const KNOWN: [(&str, &[&str], usize); 5] = [
+const KNOWN: [(&str, &[&str], usize); 3] = [
     (
         "gfx942 v_cvt_sr_{fp8,bf8}_f32: op_sel bits 13/14 are a byte select LLVM prints and encodes its own way",
         &["v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32"],
@@ -349,19 +349,9 @@ const KNOWN: [(&str, &[&str], usize); 5] = [
         9,
     ),
     (
-        "gfx942 v_mfma_f64: the blgp bits mean neg:[...] there",
-        &["v_mfma_f64_"],
-        8,
-    ),
-    (
         "image atomics with dmask 0xf on a 32-bit atomic (not valid: the assembler refuses it) get five data registers in LLVM; with tfe LLVM adds no status register",
         &["image_atomic_"],
         25,
-    ),
-    (
-        "buffer cache maintenance (wbinvl1, wbl2, inv, invl2): cache-policy bits print differently",
-        &["buffer_wbinvl1", "buffer_wbl2", "buffer_inv"],
-        16,
     ),
 ];
 
@@ -369,7 +359,7 @@ const KNOWN: [(&str, &[&str], usize); 5] = [
 /// disassembler prints exactly as we do (part 2 checks that text): the
 /// assembler is stricter than the decoder. Every refusal must carry one of
 /// these messages; a new message fails the test until it is understood.
-const REFUSALS: [&str; 26] = [
+const REFUSALS: [&str; 24] = [
     // operand rules the assembler enforces and the decoder does not
     "invalid operand for instruction",
     "not a valid operand.",
@@ -384,7 +374,6 @@ const REFUSALS: [&str; 26] = [
     "sdwa variant of this instruction is not supported",
     "DP ALU dpp only supports row_newbcast",
     "invalid op_sel operand",
-    "invalid modifier: blgp is not supported",
     // immediates the decoder prints in full but the assembler bounds
     "expected a 12-bit unsigned offset",
     "expected a 20-bit unsigned offset",
@@ -398,8 +387,6 @@ const REFUSALS: [&str; 26] = [
     "invalid atomic image dmask",
     "invalid image_gather dmask: only one bit must be set",
     "TFE modifier has no meaning for store instructions",
-    // buffer_wbl2/buffer_inv on gfx942 (a known difference below)
-    "duplicate cache policy modifier",
 ];
 
 #[test]
