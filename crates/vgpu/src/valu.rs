@@ -191,6 +191,10 @@ fn class_bit_f32(x: f32) -> u32 {
     if x.is_nan() {
         return if x.to_bits() >> 22 & 1 != 0 { 2 } else { 1 };
     }
+    // An f32 denormal is an f64 normal: widening would lose its class.
+    if x.is_subnormal() {
+        return if x.is_sign_negative() { 1 << 4 } else { 1 << 7 };
+    }
     class_bit_f64(x as f64)
 }
 
