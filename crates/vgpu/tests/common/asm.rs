@@ -126,3 +126,145 @@ pub fn check_with(dev: &Device, body: &str, lds: u32, scratch: u32, want: impl F
         assert_eq!(*g, w, "lane {l}: got {g:#x}, want {w:#x} for\n{body}");
     }
 }
+
+/// A per-lane test with inputs from memory and up to 16 results.
+///
+/// The kernel run by [`run_lanes`]: v0 holds the work-item id, v[4:11] the
+/// eight input dwords `inputs(id)` of that work-item, s[40:41] the output
+/// buffer and s[42:43] the input buffer; bytes 4096.. of the input buffer
+/// hold `mem` (a data area for memory instructions, read back after the
+/// run). The body leaves results in v20, v21, ... (`outputs` of them),
+/// keeps v0 and s[40:43], and may leave EXEC in any state.
+pub struct Lanes<'a> {
+    pub body: &'a str,
+    pub outputs: usize,
+    /// Work-items in the one workgroup (64 or 128).
+    pub items: usize,
+    pub lds: u32,
+    pub scratch: u32,
+    pub mem: Vec<u8>,
+}
+
+impl<'a> Lanes<'a> {
+    pub fn new(body: &'a str, outputs: usize) -> Lanes<'a> {
+        Lanes {
+            body,
+            outputs,
+            items: 64,
+            lds: 0,
+            scratch: 0,
+            mem: Vec::new(),
+        }
+    }
+}
+
+/// Offset of the data area in the input buffer.
+pub const MEM: usize = 4096;
+
+/// Runs `t`; returns the results of each work-item and the data area after.
+pub fn run_lanes(
+    dev: &Device,
+    t: &Lanes,
+    inputs: impl Fn(usize) -> [u32; 8],
+) -> Option<(Vec<Vec<u32>>, Vec<u8>)> {
+    let n = t.items;
+    assert!(
+        t.outputs <= 16 && t.outputs * n * 4 <= 4096,
+        "too many outputs"
+    );
+    let mut stores = String::new();
+    for k in 0..t.outputs {
+        stores += &format!(
+            "global_store_dword v1, v{}, s[40:41] offset:{}\n",
+            20 + k,
+            k * n * 4
+        );
+    }
+    let src = format!(
+        "s_load_dwordx4 s[40:43], s[4:5], 0x0\n\
+         s_waitcnt lgkmcnt(0)\n\
+         v_lshlrev_b32 v1, 5, v0\n\
+         global_load_dwordx4 v[4:7], v1, s[42:43]\n\
+         global_load_dwordx4 v[8:11], v1, s[42:43] offset:16\n\
+         s_waitcnt vmcnt(0)\n\
+         {}\n\
+         s_mov_b64 exec, -1\n\
+         v_lshlrev_b32 v1, 2, v0\n\
+         {stores}\
+         s_endpgm\n",
+        t.body
+    );
+    let code = assemble(&src)?;
+    let mut bytes = fixture(5, "vector_add");
+    let co = CodeObject::parse(&bytes).expect("parse");
+    let text = co.section(".text").expect(".text");
+    let k = co.kernel("vector_add").expect("kernel");
+    let off = (k.entry_address.expect("entry") - text.addr + text.offset) as usize;
+    let room = (text.offset + text.size) as usize - off;
+    let kd = k.descriptor_file_offset as usize;
+    assert!(
+        code.len() <= room,
+        "test program too long: {} bytes",
+        code.len()
+    );
+    drop(co);
+    bytes[kd..kd + 4].copy_from_slice(&t.lds.to_le_bytes());
+    bytes[kd + 4..kd + 8].copy_from_slice(&t.scratch.to_le_bytes());
+    bytes[off..off + code.len()].copy_from_slice(&code);
+    let p = dev.load(&bytes).expect("load");
+    let mut buf = vec![0u8; MEM + t.mem.len().max(4096)];
+    for l in 0..n {
+        for (j, w) in inputs(l).iter().enumerate() {
+            buf[l * 32 + 4 * j..l * 32 + 4 * j + 4].copy_from_slice(&w.to_le_bytes());
+        }
+    }
+    buf[MEM..MEM + t.mem.len()].copy_from_slice(&t.mem);
+    let input = dev.upload(&buf).expect("alloc");
+    let out = dev.upload(&vec![0u8; 4096]).expect("alloc");
+    let args = Args::new().ptr(out).ptr(input);
+    dev.dispatch(
+        &p,
+        "vector_add",
+        [n as u32, 1, 1],
+        [n as u32, 1, 1],
+        args.as_bytes(),
+    )
+    .unwrap_or_else(|f| panic!("{}\n{f}", t.body));
+    let words = dev.download_u32(out, 1024).expect("read");
+    let res = (0..n)
+        .map(|l| (0..t.outputs).map(|k| words[k * n + l]).collect())
+        .collect();
+    let mut after = vec![0u8; buf.len() - MEM];
+    let all = dev.download_u32(input, buf.len() / 4).expect("read");
+    for (i, w) in all[MEM / 4..].iter().enumerate() {
+        after[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    let _ = dev.unload(p);
+    Some((res, after))
+}
+
+/// Runs `t` and compares every work-item's results with `want(id, inputs)`.
+pub fn check_lanes(
+    dev: &Device,
+    t: &Lanes,
+    inputs: impl Fn(usize) -> [u32; 8],
+    want: impl Fn(usize, [u32; 8]) -> Vec<u32>,
+) -> Option<Vec<u8>> {
+    let (got, mem) = run_lanes(dev, t, &inputs)?;
+    for (l, g) in got.iter().enumerate() {
+        let w = want(l, inputs(l));
+        assert_eq!(w.len(), t.outputs, "want() gives {} results", w.len());
+        for k in 0..t.outputs {
+            assert_eq!(
+                g[k],
+                w[k],
+                "lane {l}, v{}: got {:#x}, want {:#x} for\n{}",
+                20 + k,
+                g[k],
+                w[k],
+                t.body
+            );
+        }
+    }
+    Some(mem)
+}
