@@ -415,13 +415,6 @@ impl Solver<'_> {
 
     /// Block entry states of function `f` when its returns see `ctx`.
     fn solve(&self, f: FuncId, ctx: &Live) -> Vec<Live> {
-        self.solve_into(f, ctx, None)
-    }
-
-    /// As [`Solver::solve`]; with `store`, also the state before each
-    /// instruction (a block's last visit sees its final exit state, since
-    /// every change of a successor queues it again).
-    fn solve_into(&self, f: FuncId, ctx: &Live, mut store: Option<&mut [Live]>) -> Vec<Live> {
         let blocks = self.prog.functions[f].blocks.clone();
         let base = blocks.start;
         let mut live_in = vec![Live::default(); blocks.len()];
@@ -434,9 +427,6 @@ impl Solver<'_> {
             let mut st = self.exit_state(f, b, ctx, &live_in);
             for id in self.prog.blocks[b].insts.clone().rev() {
                 self.transfer(id, &mut st);
-                if let Some(slot) = store.as_deref_mut().and_then(|s| s.get_mut(id)) {
-                    *slot = st;
-                }
             }
             if st != live_in[b - base] {
                 live_in[b - base] = st;
@@ -449,6 +439,20 @@ impl Solver<'_> {
             }
         }
         live_in
+    }
+
+    /// The states before each instruction of block `b` (of function `f`,
+    /// whose block entry states are `live_in`), in instruction order,
+    /// appended to `out`.
+    fn block_states(&self, f: FuncId, b: usize, ctx: &Live, live_in: &[Live], out: &mut Vec<Live>) {
+        let insts = self.prog.blocks[b].insts.clone();
+        let start = out.len();
+        let mut st = self.exit_state(f, b, ctx, live_in);
+        for id in insts.rev() {
+            self.transfer(id, &mut st);
+            out.push(st);
+        }
+        out[start..].reverse();
     }
 
     fn summarise(&self, f: FuncId) -> Summary {
@@ -536,13 +540,16 @@ pub fn analyse(prog: &Program) -> Liveness {
             }
         }
     }
-    // Contexts top-down, then the state before every instruction.
+    // Contexts top-down: the state after each call site flows into its
+    // callees' returns.
     let mut contexts = vec![Live::default(); nf];
-    let mut before = vec![Live::default(); prog.insts.len()];
+    let mut live_ins: Vec<Vec<Live>> = vec![Vec::new(); nf];
     let mut dirty = vec![true; nf];
+    let mut states = Vec::new();
     while let Some(f) = dirty.iter().position(|d| *d) {
         dirty[f] = false;
-        let live_in = s.solve_into(f, &contexts[f], Some(&mut before));
+        live_ins[f] = s.solve(f, &contexts[f]);
+        let live_in = &live_ins[f];
         let mut updates: Vec<(FuncId, Live)> = Vec::new();
         for b in prog.functions[f].blocks.clone() {
             let bl = &prog.blocks[b];
@@ -551,15 +558,19 @@ pub fn analyse(prog: &Program) -> Liveness {
                     updates.push((callee, contexts[f]));
                 }
             }
+            if bl.insts.clone().all(|id| fx.per_inst[id].3 == 0) {
+                continue;
+            }
+            states.clear();
+            s.block_states(f, b, &contexts[f], live_in, &mut states);
             for id in bl.insts.clone() {
                 let (_, _, _, call) = fx.per_inst[id];
                 if call == 0 {
                     continue;
                 }
-                let after = if id + 1 < bl.insts.end {
-                    before[id + 1]
-                } else {
-                    s.exit_state(f, b, &contexts[f], &live_in)
+                let after = match states.get(id + 1 - bl.insts.start) {
+                    Some(st) => *st,
+                    None => s.exit_state(f, b, &contexts[f], live_in),
                 };
                 for callee in prog.callees(call as usize - 1) {
                     updates.push((callee, after));
@@ -572,6 +583,33 @@ pub fn analyse(prog: &Program) -> Liveness {
             if c != contexts[callee] {
                 contexts[callee] = c;
                 dirty[callee] = true;
+            }
+        }
+    }
+    // Then the state before every instruction, each written once (blocks
+    // partition the instructions in order, as lifting lays them out).
+    let mut order: Vec<(FuncId, usize)> = (0..nf)
+        .flat_map(|f| prog.functions[f].blocks.clone().map(move |b| (f, b)))
+        .collect();
+    order.sort_by_key(|&(_, b)| prog.blocks[b].insts.start);
+    let mut before: Vec<Live> = Vec::with_capacity(prog.insts.len());
+    let mut in_order = true;
+    for &(f, b) in &order {
+        in_order &= prog.blocks[b].insts.start == before.len();
+        if !in_order {
+            break;
+        }
+        s.block_states(f, b, &contexts[f], &live_ins[f], &mut before);
+    }
+    if !in_order || before.len() != prog.insts.len() {
+        before = vec![Live::default(); prog.insts.len()];
+        for &(f, b) in &order {
+            states.clear();
+            s.block_states(f, b, &contexts[f], &live_ins[f], &mut states);
+            for (id, st) in prog.blocks[b].insts.clone().zip(&states) {
+                if let Some(slot) = before.get_mut(id) {
+                    *slot = *st;
+                }
             }
         }
     }

@@ -270,6 +270,7 @@ struct Asm {
     /// (building through the checked builder per hook is the slow part of
     /// instrumenting every instruction).
     atomic: std::cell::Cell<Option<(u16, u16, [u8; 8])>>,
+    setups: std::cell::RefCell<std::collections::HashMap<(u16, u16), [Instruction; 3]>>,
     decoder: inlay_isa::Decoder,
 }
 
@@ -422,8 +423,13 @@ impl Asm {
 
     /// Sets up `r`: the base address, and data = (1, 0) in one 64-bit move
     /// of the inline constant 1.
+    /// Built once per (base, data): the counters' address is the same
+    /// for every hook of a rewrite.
     fn setup(&self, r: &Regs, counters: u64) -> Result<Vec<Instruction>, RewriteError> {
-        Ok(vec![
+        if let Some(code) = self.setups.borrow().get(&(r.base, r.data)) {
+            return Ok(code.to_vec());
+        }
+        let code = [
             self.mov(r.base, counters as u32)?,
             self.mov(r.base + 1, (counters >> 32) as u32)?,
             self.build(
@@ -431,7 +437,9 @@ impl Asm {
                 "s_mov_b64",
                 &[Self::sgpr(r.data, 2), Self::konst(1)],
             )?,
-        ])
+        ];
+        self.setups.borrow_mut().insert((r.base, r.data), code);
+        Ok(code.to_vec())
     }
 
     /// The code of one hook.
@@ -1002,9 +1010,16 @@ pub fn rewrite(
     let asm = Asm {
         b: Builder::new(prog.target),
         atomic: std::cell::Cell::new(None),
+        setups: Default::default(),
         decoder: inlay_isa::Decoder::new(prog.target),
     };
-    let launch = Launch::new(an, descriptor);
+    let reads_launch = plan.hooks.iter().any(|(_, h)| {
+        matches!(
+            h.value(),
+            Some(Value::KernArg(_) | Value::Packet(_) | Value::WorkgroupId(_))
+        )
+    });
+    let launch = Launch::new(an, descriptor, reads_launch);
     let mut hooks: BTreeMap<InstId, Vec<Hook>> = BTreeMap::new();
     for &(i, h) in &plan.hooks {
         if i >= prog.insts.len() {
@@ -1212,21 +1227,27 @@ pub fn rewrite(
     // long jumps: lay out, find the branches out of range, make them long,
     // lay out again until nothing changes (sizes only grow, so it ends).
     let mut long: BTreeMap<InstId, Regs> = BTreeMap::new();
+    // Bytes before each instruction (hook code, call translation), and of
+    // the instruction itself as emitted.
+    let mut before_bytes = vec![0u64; prog.insts.len()];
+    for (&i, c) in &hook_code {
+        before_bytes[i] += c.iter().map(|x| x.len() as u64).sum::<u64>();
+    }
+    for (&i, t) in &translations {
+        before_bytes[i] += t.size();
+    }
+    let mut own_bytes: Vec<u64> = (0..prog.insts.len())
+        .map(|i| emits[i].size(&prog.insts[i].inst))
+        .collect();
     let (label, new_offset, at) = loop {
         let mut label = vec![0u64; prog.insts.len()];
         let mut new_offset = vec![0u64; prog.insts.len()];
         let mut at: u64 = preamble.iter().map(|i| i.len() as u64).sum();
         for &i in &order {
             label[i] = at;
-            at += hook_code
-                .get(&i)
-                .map_or(0, |c| c.iter().map(|x| x.len() as u64).sum());
-            at += translations.get(&i).map_or(0, Translation::size);
+            at += before_bytes[i];
             new_offset[i] = at;
-            at += match long.get(&i) {
-                Some(_) => long_branch_size(&prog.insts[i].inst),
-                None => emits[i].size(&prog.insts[i].inst),
-            };
+            at += own_bytes[i];
         }
         let mut grew = false;
         for &i in &order {
@@ -1245,6 +1266,7 @@ pub fn rewrite(
                 })?,
             };
             long.insert(i, regs);
+            own_bytes[i] = long_branch_size(&prog.insts[i].inst);
             grew = true;
         }
         if !grew {
@@ -1782,7 +1804,9 @@ struct Launch {
 }
 
 impl Launch {
-    fn new(an: &Analysis, descriptor: &KernelDescriptor) -> Launch {
+    /// `check_writes`: whether any hook reads a launch value (finding the
+    /// SGPRs the program writes costs a pass over it).
+    fn new(an: &Analysis, descriptor: &KernelDescriptor, check_writes: bool) -> Launch {
         let prog = &an.program;
         let init = descriptor
             .decode(inlay_codeobj::target::Family::Gfx90a, false)
@@ -1796,7 +1820,7 @@ impl Launch {
             .iter()
             .any(|c| matches!(c.callee, Callee::External(_) | Callee::Unresolved));
         let mut written = vec![opaque; SGPRS as usize];
-        for ins in &prog.insts {
+        for ins in prog.insts.iter().filter(|_| check_writes) {
             for u in inlay_isa::info(&ins.inst).used_registers() {
                 if u.access.writes() && u.register.file == inlay_isa::RegFile::Sgpr {
                     let r = u.register;
