@@ -582,7 +582,11 @@ fn modifiers(i: &Instruction, out: &mut String) {
                 }
             } else if o0 | o1 != 0 {
                 out.push_str(" offset:");
-                num::dec(out, (o1 << 8 | o0) as u64);
+                if m == "ds_swizzle_b32" {
+                    swizzle(o1 << 8 | o0, out);
+                } else {
+                    num::dec(out, (o1 << 8 | o0) as u64);
+                }
             }
             if t.ds_gds && i.bits(0, 16, 1) != 0 {
                 out.push_str(" gds");
@@ -727,6 +731,54 @@ fn cpol(i: &Instruction, names: [&str; 3], bits: [u32; 3], out: &mut String) {
             out.push_str(n);
         }
     }
+}
+
+/// The ds_swizzle_b32 pattern as LLVM prints it: `swizzle(QUAD_PERM,a,b,c,d)`
+/// (bit 15 set, high byte 0x80), else for bit 15 clear the and/or/xor lane
+/// masks (bits 0-4, 5-9, 10-14) as SWAP, REVERSE, BROADCAST or a
+/// BITMASK_PERM string (per lane-id bit, high first: 0/1 forced, p kept,
+/// i inverted); other values in decimal.
+fn swizzle(imm: u32, out: &mut String) {
+    if imm & 0xFF00 == 0x8000 {
+        out.push_str("swizzle(QUAD_PERM");
+        for k in 0..4 {
+            out.push(',');
+            num::dec(out, (imm >> (2 * k) & 3) as u64);
+        }
+        out.push(')');
+        return;
+    }
+    if imm & 0x8000 != 0 {
+        return num::dec(out, imm as u64);
+    }
+    let (and, or, xor) = (imm & 0x1F, imm >> 5 & 0x1F, imm >> 10 & 0x1F);
+    let group = 32 - and; // lanes sharing a source when broadcasting
+    if and == 0x1F && or == 0 && xor.count_ones() == 1 {
+        out.push_str("swizzle(SWAP,");
+        num::dec(out, xor as u64);
+    } else if and == 0x1F && or == 0 && xor > 0 && (xor + 1).is_power_of_two() {
+        out.push_str("swizzle(REVERSE,");
+        num::dec(out, (xor + 1) as u64);
+    } else if group > 1 && group.is_power_of_two() && or < group && xor == 0 {
+        out.push_str("swizzle(BROADCAST,");
+        num::dec(out, group as u64);
+        out.push(',');
+        num::dec(out, or as u64);
+    } else {
+        out.push_str("swizzle(BITMASK_PERM,\"");
+        let (p0, p1) = (or ^ xor, ((0x1F & and) | or) ^ xor);
+        for bit in (0..5).rev() {
+            let (a, b) = (p0 >> bit & 1, p1 >> bit & 1);
+            out.push(match (a == b, a) {
+                (true, 0) => '0',
+                (true, _) => '1',
+                (false, 0) => 'p',
+                (false, _) => 'i',
+            });
+        }
+        out.push('"');
+    }
+    out.push(')');
 }
 
 fn omod(v: u32, out: &mut String) {

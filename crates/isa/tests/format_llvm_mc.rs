@@ -185,3 +185,59 @@ fn text_matches_llvm_mc_disassembler() {
         "{n} of {total} random words differ (limit 1.2%)"
     );
 }
+
+/// Every ds_swizzle_b32 offset (the swizzle pattern: QUAD_PERM, SWAP,
+/// REVERSE, BROADCAST, BITMASK_PERM or a number) prints as llvm-mc does.
+#[test]
+fn every_ds_swizzle_offset_prints_like_llvm_mc() {
+    if !support::have_tool("llvm-mc-19") {
+        return;
+    }
+    let target = Target::Gfx90a;
+    let dec = Decoder::new(target);
+    let mut input = String::new();
+    let mut ours = Vec::new();
+    for offset in 0..=0xFFFFu32 {
+        let w = [0xD87A_0000 | offset, 0x0400_0008]; // ds_swizzle_b32 v4, v8
+        let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let line: Vec<String> = bytes.iter().map(|b| format!("0x{b:02x}")).collect();
+        input.push_str(&line.join(","));
+        input.push('\n');
+        ours.push(to_string(&dec.decode(&bytes).unwrap()));
+    }
+    let mut child = Command::new("llvm-mc-19")
+        .args([
+            "--disassemble",
+            "-triple=amdgcn-amd-amdhsa",
+            &format!("-mcpu={}", target.name()),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("llvm-mc-19");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let theirs: Vec<&str> = stdout
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("ds_swizzle"))
+        .collect();
+    assert_eq!(theirs.len(), ours.len(), "llvm-mc decoded another count");
+    let diffs: Vec<String> = ours
+        .iter()
+        .zip(&theirs)
+        .enumerate()
+        .filter(|(_, (a, b))| a != *b)
+        .map(|(n, (a, b))| format!("offset {n:#06x}: ours {a:?} llvm-mc {b:?}"))
+        .collect();
+    assert!(
+        diffs.is_empty(),
+        "{} offsets differ:\n{}",
+        diffs.len(),
+        diffs[..diffs.len().min(20)].join("\n")
+    );
+}
