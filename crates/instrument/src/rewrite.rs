@@ -34,6 +34,19 @@
 //! active lanes needs `s_bcnt1_i32_b64`, which writes SCC: SCC is saved and
 //! restored around it when it is live.
 //!
+//! # Records and launch values
+//! A recording hook claims room in its trace with one returning
+//! `s_atomic_add_x2` on the trace's cursor, skips the write when the claim
+//! lies past the capacity, and stores with `global_store_dwordx2` from a
+//! dead aligned VGPR pair and a dead VGPR offset (ones above the allocation
+//! when none are dead): a per-wave value from lane 0 alone (EXEC saved and
+//! put back), per-lane values (a VGPR, or a memory instruction's address,
+//! rebuilt from its operands with `v_mad_u64_u32`/`v_mad_i64_i32`, which
+//! leave VCC alone) under the wave's own EXEC. Launch values are read from
+//! the SGPRs the kernel receives them in (AMDGPUUsage's initial state) where
+//! the kernel cannot have overwritten them yet; elsewhere from copies that
+//! the preamble makes into SGPRs above the reserved ones.
+//!
 //! A branch that cannot reach its target once hooks are in becomes a long
 //! jump (`s_getpc_b64`, `s_add_u32`, `s_addc_u32`, `s_setpc_b64`, SCC saved
 //! and put back before the jump; the inverse condition skips it).
@@ -210,7 +223,7 @@ pub struct Rewritten {
     pub calls_to_original: Vec<(InstId, &'static str)>,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum RewriteError {
     #[error("counter offset {0:#x} does not fit a scalar memory offset (20 bits)")]
     CounterOffset(u32),
@@ -230,7 +243,7 @@ pub enum RewriteError {
     Target,
     #[error("a hook reads the {0}, which the kernel's descriptor does not have its waves receive")]
     NotReceived(&'static str),
-    #[error("a hook before the instruction at {addr:#x} reads the {what}, but the kernel may have overwritten the SGPRs holding it by then")]
+    #[error("a hook before the instruction at {addr:#x} reads the {what}, which the kernel may have overwritten by then, and no SGPRs are free to keep a copy in")]
     Overwritten { what: &'static str, addr: u64 },
     #[error("the instruction at {addr:#x} has no address for a hook to record (only FLAT and GLOBAL ones have)")]
     NoAddress { addr: u64 },
@@ -1019,19 +1032,41 @@ pub fn rewrite(
             Some(Value::KernArg(_) | Value::Packet(_) | Value::WorkgroupId(_))
         )
     });
-    let launch = Launch::new(an, descriptor, reads_launch);
+    let mut launch = Launch::new(an, descriptor, reads_launch);
     let mut hooks: BTreeMap<InstId, Vec<Hook>> = BTreeMap::new();
+    // Launch values a hook reads where the kernel may have overwritten them
+    // (with the first such instruction, for the error).
+    let mut to_save: Vec<(Value, InstId)> = Vec::new();
     for &(i, h) in &plan.hooks {
         if i >= prog.insts.len() {
             return Err(RewriteError::NoInstruction(i));
         }
         check_hook(&h)?;
-        launch.check(&h, i, an)?;
+        if launch.check(&h, i, an)? {
+            to_save.extend(h.value().map(|v| (v, i)));
+        }
         hooks.entry(i).or_default().push(h);
     }
 
     let reserved =
         reserve(an, !hooks.is_empty() || has_table_calls(an)).filter(|_| !plan.dead_registers_only);
+    // The state the kernel starts with, kept for hooks: launch values it
+    // may overwrite are copied at its start into SGPRs above the reserved
+    // ones, which nothing else writes, and hooks read them there.
+    let saved = match (to_save.first(), reserved) {
+        (None, _) => None,
+        (Some(&(v, i)), r) => {
+            let overwritten = RewriteError::Overwritten {
+                what: launch_name(v),
+                addr: prog.insts[i].addr,
+            };
+            let r = r.ok_or_else(|| overwritten.clone())?;
+            let values: Vec<Value> = to_save.iter().map(|x| x.0).collect();
+            let (layout, copies) = launch.save(&r, &values).ok_or(overwritten)?;
+            launch.effective = layout;
+            Some(copies)
+        }
+    };
     let (emits, redirected) = plan_emits(an, load_delta);
 
     // Hook code per instruction (sizes are known before addresses). Who
@@ -1043,7 +1078,7 @@ pub fn rewrite(
     // device function), the preamble sets them for all.
     let hooked: Vec<usize> = hooks.keys().map(|&i| prog.insts[i].block).collect();
     let setup_blocks = blocks_setting_registers(prog, &hooked);
-    let needs_preamble = reserved.is_some() && setup_blocks.is_none();
+    let needs_preamble = reserved.is_some() && (setup_blocks.is_none() || saved.is_some());
     let mut hook_code: BTreeMap<InstId, Vec<Instruction>> = BTreeMap::new();
     let mut added_by_hooks = 0;
     let mut set_in_block = std::collections::HashSet::new();
@@ -1108,7 +1143,7 @@ pub fn rewrite(
             inst: &ins.inst,
             addr: ins.addr,
             scc_live,
-            launch: &launch.init,
+            launch: &launch.effective,
             vgprs,
         };
         let block = ins.block;
@@ -1210,10 +1245,18 @@ pub fn rewrite(
         redirected[n] = true;
     }
     let uses_reserved = !hooks.is_empty() || !translations.is_empty();
-    let preamble = match reserved {
+    let mut preamble = match reserved {
         Some(r) if needs_preamble => asm.setup(&r, plan.counters)?,
         _ => Vec::new(),
     };
+    for &(from, to, count) in saved.iter().flatten() {
+        let m = if count == 2 { "s_mov_b64" } else { "s_mov_b32" };
+        preamble.push(asm.build(
+            Encoding::Sop1,
+            m,
+            &[Asm::sgpr(to, count), Asm::sgpr(from, count)],
+        )?);
+    }
 
     // Layout: preamble, then every function's instructions in address
     // order, each preceded by its hook code (its label).
@@ -1343,8 +1386,13 @@ pub fn rewrite(
     if let Some(v) = grown_vgpr {
         grow_vgprs(&mut kd, v);
     }
+    let last_saved = saved
+        .iter()
+        .flatten()
+        .map(|&(_, to, n)| to + u16::from(n) - 1)
+        .max();
     if let Some(r) = reserved.filter(|_| uses_reserved) {
-        grow_sgprs(&mut kd, r.u + 1);
+        grow_sgprs(&mut kd, last_saved.unwrap_or(0).max(r.u + 1));
     } else {
         let most = hook_code
             .values()
@@ -1798,6 +1846,8 @@ fn check_hook(h: &Hook) -> Result<(), RewriteError> {
 /// included) writes their SGPRs and it calls no code this cannot see.
 struct Launch {
     init: InitialSgprs,
+    /// Where hooks find them: `init`, or copies the preamble makes.
+    effective: InitialSgprs,
     entry: Option<InstId>,
     /// SGPRs some instruction writes (all of them after an opaque call).
     written: Vec<bool>,
@@ -1834,9 +1884,45 @@ impl Launch {
         }
         Launch {
             init,
+            effective: init,
             entry,
             written,
         }
+    }
+
+    /// A layout with `values` moved to SGPRs above `r` (aligned pairs for
+    /// pointers), and the copies (from, to, count) that put them there.
+    fn save(&self, r: &Regs, values: &[Value]) -> Option<(InitialSgprs, Vec<(u16, u16, u8)>)> {
+        let mut layout = self.init;
+        let mut copies = Vec::new();
+        let mut next = (r.u + 2).next_multiple_of(2);
+        let mut place = |slot: &mut Option<u16>, count: u16| -> Option<()> {
+            let from = (*slot)?;
+            if copies.iter().any(|&(f, _, _)| f == from) {
+                return Some(());
+            }
+            let to = if count == 2 {
+                next.next_multiple_of(2)
+            } else {
+                next
+            };
+            if to + count > SGPRS {
+                return None;
+            }
+            next = to + count;
+            copies.push((from, to, count as u8));
+            *slot = Some(to);
+            Some(())
+        };
+        for v in values {
+            match *v {
+                Value::KernArg(_) => place(&mut layout.kernarg_segment_ptr, 2)?,
+                Value::Packet(_) => place(&mut layout.dispatch_ptr, 2)?,
+                Value::WorkgroupId(d) => place(layout.workgroup_id.get_mut(usize::from(d))?, 1)?,
+                _ => {}
+            }
+        }
+        Some((layout, copies))
     }
 
     /// SGPRs `v` reads.
@@ -1845,10 +1931,10 @@ impl Launch {
         match v {
             Value::Sgpr(n) => vec![n],
             Value::SgprPair(n) => vec![n, n + 1],
-            Value::KernArg(_) => pair(self.init.kernarg_segment_ptr),
-            Value::Packet(_) => pair(self.init.dispatch_ptr),
+            Value::KernArg(_) => pair(self.effective.kernarg_segment_ptr),
+            Value::Packet(_) => pair(self.effective.dispatch_ptr),
             Value::WorkgroupId(d) => self
-                .init
+                .effective
                 .workgroup_id
                 .get(usize::from(d))
                 .copied()
@@ -1859,27 +1945,22 @@ impl Launch {
         }
     }
 
-    fn check(&self, h: &Hook, i: InstId, an: &Analysis) -> Result<(), RewriteError> {
+    /// Whether `h` before `i` reads a launch value that must be saved at
+    /// the kernel's start (the kernel may overwrite it first); an error if
+    /// the kernel does not receive it at all.
+    fn check(&self, h: &Hook, i: InstId, an: &Analysis) -> Result<bool, RewriteError> {
         let Some(v @ (Value::KernArg(_) | Value::Packet(_) | Value::WorkgroupId(_))) = h.value()
         else {
-            return Ok(());
+            return Ok(false);
         };
-        let what = launch_name(v);
         let sgprs = self.sgprs_read(v);
         if sgprs.is_empty() {
-            return Err(RewriteError::NotReceived(what));
+            return Err(RewriteError::NotReceived(launch_name(v)));
         }
         let prog = &an.program;
         let in_kernel = prog.blocks[prog.insts[i].block].function == 0;
         let kept = in_kernel && sgprs.iter().all(|&n| !self.written[n as usize]);
-        if Some(i) == self.entry || kept {
-            Ok(())
-        } else {
-            Err(RewriteError::Overwritten {
-                what,
-                addr: prog.insts[i].addr,
-            })
-        }
+        Ok(Some(i) != self.entry && !kept)
     }
 }
 

@@ -9,6 +9,9 @@
 //! - Launch values and kernel arguments: records at each kernel's entry of
 //!   every argument dword, the workgroup ids, EXEC and (where the kernel
 //!   receives the dispatch pointer) the grid size, compared with the launch.
+//! - Launch values anywhere: kernel arguments before every memory access and
+//!   workgroup ids at every exit, also where the kernel has overwritten the
+//!   SGPRs it received them in (the rewritten kernel keeps copies).
 //! - A trace that fills up stops writing at its capacity and its cursor
 //!   still counts every claim.
 
@@ -404,6 +407,143 @@ fn launch_values_and_arguments_at_entry() {
             check_launch_values(version, &file, &name);
         }
     }
+}
+
+/// Launch values where the kernel may have overwritten their SGPRs: the
+/// first argument dword before every FLAT/GLOBAL access (once per wave
+/// execution, as the virtual GPU counts them) and the workgroup x id at
+/// every `s_endpgm` (once per wave). Returns whether the kernel overwrites
+/// the SGPRs its kernel-argument pointer arrives in (so copies were needed).
+fn check_launch_values_anywhere(version: u32, file: &str, name: &str, dead_only: bool) -> bool {
+    let what = format!("{file} {name} v{version} (dead registers only: {dead_only})");
+    let k = kernel(version, file, name);
+    let co = k.co();
+    let an = analyse(&co, name).expect("analyse");
+    let sgprs = co.kernel(name).expect("kernel").decoded.initial_sgprs();
+    let Some(kernarg) = sgprs.kernarg_segment_ptr else {
+        return false;
+    };
+    let Some(first) =
+        k.md.args
+            .iter()
+            .find(|a| !a.value_kind.starts_with("hidden_"))
+    else {
+        return false;
+    };
+    let dword = (first.offset / 4) as u32;
+    let prog = &an.program;
+    let overwritten = prog.insts.iter().any(|ins| {
+        inlay_isa::info(&ins.inst).used_registers().iter().any(|u| {
+            u.access.writes()
+                && u.register.file == inlay_isa::RegFile::Sgpr
+                && (u.register.first..u.register.first + u16::from(u.register.count))
+                    .any(|n| n == kernarg || n == kernarg + 1)
+        })
+    });
+    let (want, native) = run(&k.dev, &k.original, name, &k.md);
+    let per_offset = native.per_offset(&k.original);
+    let accesses: Vec<usize> = (0..prog.insts.len())
+        .filter(|&i| is_memory_access(&prog.insts[i].inst))
+        .collect();
+    let exits: Vec<usize> = (0..prog.insts.len())
+        .filter(|&i| prog.insts[i].inst.opcode().map(|o| o.name()) == Some("s_endpgm"))
+        .collect();
+    let executions = |sites: &[usize]| -> u64 {
+        sites
+            .iter()
+            .map(|&i| per_offset.get(&prog.insts[i].addr).copied().unwrap_or(0))
+            .sum()
+    };
+    let (grid, wg) = launch_geometry(&k.md);
+    let waves = waves(grid, wg);
+    let records = executions(&accesses) + waves.len() as u64;
+    let capacity = (records as u32 + 1) * SCALAR_RECORD;
+    let (t, counters, buf) = trace(&k.dev, capacity);
+    let mut hooks: Vec<(usize, Hook)> = accesses
+        .iter()
+        .map(|&i| {
+            (
+                i,
+                Hook::Record {
+                    trace: t,
+                    id: 1,
+                    value: Value::KernArg(4 * dword),
+                },
+            )
+        })
+        .collect();
+    if sgprs.workgroup_id[0].is_some() {
+        hooks.extend(exits.iter().map(|&i| {
+            (
+                i,
+                Hook::Record {
+                    trace: t,
+                    id: 2,
+                    value: Value::WorkgroupId(0),
+                },
+            )
+        }));
+    }
+    let plan = Plan {
+        counters,
+        hooks,
+        dead_registers_only: dead_only,
+        all_branches_long: false,
+    };
+    let program = match k.rewrite(&an, &plan) {
+        Ok(p) => p,
+        // Without reserved SGPRs there is nowhere to keep a copy (of the
+        // argument pointer or of a workgroup id the kernel overwrites).
+        Err(RewriteError::Overwritten { .. }) if dead_only => return overwritten,
+        Err(e) => panic!("{what}: {e}"),
+    };
+    let (got, _, launch) = k.run_instrumented(&program);
+    assert!(want == got, "{what}: instrumented output differs");
+    let used = k.dev.download_u64(counters, 1).expect("cursor")[0];
+    let with_ids = if sgprs.workgroup_id[0].is_some() {
+        waves.len() as u64
+    } else {
+        0
+    };
+    assert_eq!(
+        used,
+        (executions(&accesses) + with_ids) * u64::from(SCALAR_RECORD),
+        "{what}: one record per wave execution"
+    );
+    let mut bytes = vec![0u8; used as usize];
+    k.dev.read(buf, &mut bytes).expect("records");
+    let want_arg = u64::from(u32_at(&launch.args, 4 * dword as usize));
+    let mut ids = Vec::new();
+    for r in bytes.chunks_exact(SCALAR_RECORD as usize) {
+        match u32_at(r, 0) {
+            1 => assert_eq!(u64_at(r, 8), want_arg, "{what}: argument dword {dword}"),
+            2 => ids.push(u64_at(r, 8)),
+            id => panic!("{what}: record id {id}"),
+        }
+    }
+    if sgprs.workgroup_id[0].is_some() {
+        let mut want_ids: Vec<u64> = waves.iter().map(|w| u64::from(w.0)).collect();
+        want_ids.sort_unstable();
+        ids.sort_unstable();
+        assert_eq!(ids, want_ids, "{what}: workgroup x ids at exit");
+    }
+    overwritten
+}
+
+#[test]
+fn launch_values_anywhere_in_the_kernel() {
+    let mut copies_needed = 0;
+    for version in [4, 5] {
+        for (file, name) in kernels(version) {
+            copies_needed +=
+                usize::from(check_launch_values_anywhere(version, &file, &name, false));
+            check_launch_values_anywhere(version, &file, &name, true);
+        }
+    }
+    assert!(
+        copies_needed > 0,
+        "no fixture kernel overwrites its kernel-argument pointer"
+    );
 }
 
 /// A trace with room for two records: the first two are written, the
