@@ -1840,6 +1840,9 @@ fn check_hook(h: &Hook) -> Result<(), RewriteError> {
     }
 }
 
+/// A copy of SGPRs the preamble makes: (from, to, count).
+type SgprCopy = (u16, u16, u8);
+
 /// Where the launch values a hook may read are, and whether they are still
 /// there at a given instruction: always before the kernel's first one;
 /// elsewhere in the kernel only if no instruction of the program (callees
@@ -1892,7 +1895,7 @@ impl Launch {
 
     /// A layout with `values` moved to SGPRs above `r` (aligned pairs for
     /// pointers), and the copies (from, to, count) that put them there.
-    fn save(&self, r: &Regs, values: &[Value]) -> Option<(InitialSgprs, Vec<(u16, u16, u8)>)> {
+    fn save(&self, r: &Regs, values: &[Value]) -> Option<(InitialSgprs, Vec<SgprCopy>)> {
         let mut layout = self.init;
         let mut copies = Vec::new();
         let mut next = (r.u + 2).next_multiple_of(2);
