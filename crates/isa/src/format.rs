@@ -427,8 +427,9 @@ fn src_mods(i: &Instruction, f: Field) -> (bool, bool) {
         _ => return (false, false),
     };
     let flags = i.desc().flags;
-    if int_source(i, k) {
-        return (false, false); // neg is sext(...), abs ignored
+    if int_source(i, k) || (i.encoding == E::Vop3 && k == 1 && cvt_sr_byte(i)) {
+        // neg is sext(...), abs ignored; the seed of v_cvt_sr_* takes none
+        return (false, false);
     }
     match i.encoding {
         E::Vop3 | E::Vop3p => (
@@ -459,6 +460,13 @@ const INT_SOURCES: [(&str, u8); 4] = [
     ("v_cvt_pk_u8_f32", 0b110),
     ("v_cvt_pkaccum_u8_f32", 0b010),
 ];
+
+/// gfx942 v_cvt_sr_{fp8,bf8}_f32: a stochastically rounded byte written
+/// into the byte of vdst that op_sel[3:2] selects; src1 is the (integer)
+/// random seed. LLVM prints all four op_sel bits.
+fn cvt_sr_byte(i: &Instruction) -> bool {
+    matches!(i.mnemonic(), "v_cvt_sr_fp8_f32" | "v_cvt_sr_bf8_f32")
+}
 
 fn int_source(i: &Instruction, k: u32) -> bool {
     matches!(i.encoding, E::Vop3 | E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp)
@@ -652,6 +660,18 @@ fn modifiers(i: &Instruction, out: &mut String) {
             }
             if !t.acc_memory && i.bits(1, 23, 1) != 0 {
                 out.push_str(" tfe");
+            }
+        }
+        E::Vop3 if cvt_sr_byte(i) => {
+            let b = [0, 1, 2, 3].map(|k| i.bits(0, 11 + k, 1));
+            if b.iter().any(|x| *x != 0) {
+                bool_list(out, "op_sel", b, 4);
+            }
+            if flags & F_CLAMP != 0 && i.bits(0, 15, 1) != 0 {
+                out.push_str(" clamp");
+            }
+            if flags & F_OMOD != 0 {
+                omod(i.bits(1, 27, 2), out);
             }
         }
         E::Vop3 => {

@@ -359,12 +359,7 @@ fn check_forms(target: Target) -> (usize, usize, Refusals, Vec<String>) {
 /// number of forms it covers over the three targets (a ceiling: the test fails
 /// if one grows or anything else differs). Each is a gap in our model, listed
 /// in the issue-3 closing note.
-const KNOWN: [(&str, &[&str], usize); 2] = [
-    (
-        "gfx942 v_cvt_sr_{fp8,bf8}_f32: op_sel bits 13/14 are a byte select LLVM prints and encodes its own way",
-        &["v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32"],
-        24,
-    ),
+const KNOWN: [(&str, &[&str], usize); 1] = [
     (
         "image atomics with dmask 0xf on a 32-bit atomic (not valid: the assembler refuses it) get five data registers in LLVM; with tfe LLVM adds no status register",
         &["image_atomic_"],
