@@ -385,10 +385,23 @@ const EXCEPTIONS: &[Exception] = &[
         "DS and M0 on gfx9+: LLVM's encoded DS instructions share the GFX6-8 \
          descriptions, where M0 bounds LDS addresses; from GFX9 the hardware \
          does not (LLVM's ldsRequiresM0Init() is false and its gfx9 codegen \
-         uses the DS_*_gfx9 pseudos, which read no M0). The DS operations \
-         that do read M0 (gws, ordered_count, append/consume, addtid, src2) \
-         are read by info() too",
-        |i, d| d == Diff::LlvmUse((RegFile::M0, 0)) && i.encoding() == E::Ds,
+         uses the DS_*_gfx9 pseudos, which read no M0). Not for the DS \
+         operations that do read M0 (gws, ordered_count, append/consume, \
+         addtid, src2, nop), whose M0 info() must report",
+        |i, d| {
+            let m0_ops = [
+                "gws",
+                "ordered_count",
+                "append",
+                "consume",
+                "addtid",
+                "_src2_",
+                "ds_nop",
+            ];
+            d == Diff::LlvmUse((RegFile::M0, 0))
+                && i.encoding() == E::Ds
+                && !m0_ops.iter().any(|p| name(i).contains(p))
+        },
     ),
     (
         "MIMG atomics without glc: LLVM has one description per atomic with \
@@ -478,11 +491,12 @@ const EXCEPTIONS: &[Exception] = &[
          (flat scratch base); LLVM's LDS-DMA scratch descriptions omit the \
          FLAT_SCR use its other scratch descriptions have",
         |i, d| {
+            // gfx942 scratch_load_lds_*; gfx908/gfx90a loads with the lds bit
+            let lds = name(i).starts_with("scratch_load_lds_")
+                || to_string(i).split_whitespace().any(|w| w == "lds");
             matches!(d, Diff::OurRead((RegFile::FlatScratch, _)))
                 && i.encoding() == E::Scratch
-                && i.slots().iter().all(|s| {
-                    !matches!(s, inlay_isa::tables::Slot::Reg { field: inlay_isa::tables::Field::Vdst, .. })
-                } || to_string(i).contains(" lds"))
+                && lds
         },
     ),
     (
