@@ -799,17 +799,19 @@ fn valu_64bit_integer_compares() {
 fn valu_float_compares() {
     let dev = Device::new();
     type Cmp = fn(f64, f64) -> bool;
-    let ops: [(&str, Cmp); 10] = [
-        ("eq", |a, b| a == b),
-        ("ge", |a, b| a >= b),
-        ("gt", |a, b| a > b),
-        ("le", |a, b| a <= b),
-        ("lt", |a, b| a < b),
-        ("neq", |a, b| a != b),
-        ("nge", |a, b| !(a >= b)),
-        ("ngt", |a, b| !(a > b)),
-        ("nlt", |a, b| !(a < b)),
-        ("o", |a, b| !a.is_nan() && !b.is_nan()),
+    let ops: [(&str, &str, Cmp); 10] = [
+        ("v_cmp_eq_f32", "v_cmp_eq_f64", |a, b| a == b),
+        ("v_cmp_ge_f32", "v_cmp_ge_f64", |a, b| a >= b),
+        ("v_cmp_gt_f32", "v_cmp_gt_f64", |a, b| a > b),
+        ("v_cmp_le_f32", "v_cmp_le_f64", |a, b| a <= b),
+        ("v_cmp_lt_f32", "v_cmp_lt_f64", |a, b| a < b),
+        ("v_cmp_neq_f32", "v_cmp_neq_f64", |a, b| a != b),
+        ("v_cmp_nge_f32", "v_cmp_nge_f64", |a, b| !(a >= b)),
+        ("v_cmp_ngt_f32", "v_cmp_ngt_f64", |a, b| !(a > b)),
+        ("v_cmp_nlt_f32", "v_cmp_nlt_f64", |a, b| !(a < b)),
+        ("v_cmp_o_f32", "v_cmp_o_f64", |a, b| {
+            !a.is_nan() && !b.is_nan()
+        }),
     ];
     let t: [f64; 8] = [
         f64::NAN,
@@ -821,10 +823,8 @@ fn valu_float_compares() {
         3e38,
         f64::INFINITY,
     ];
-    let names32: Vec<String> = ops.iter().map(|o| format!("v_cmp_{}_f32", o.0)).collect();
-    let names64: Vec<String> = ops.iter().map(|o| format!("v_cmp_{}_f64", o.0)).collect();
-    let n32: Vec<&str> = names32.iter().map(String::as_str).collect();
-    let n64: Vec<&str> = names64.iter().map(String::as_str).collect();
+    let n32: Vec<&str> = ops.iter().map(|o| o.0).collect();
+    let n64: Vec<&str> = ops.iter().map(|o| o.1).collect();
     for (names, operands, wide) in [(n32, "v4, v5", false), (n64, "v[4:5], v[6:7]", true)] {
         let body = compare_body(&names, operands);
         let inputs = |l: usize| {
@@ -840,7 +840,7 @@ fn valu_float_compares() {
         };
         check_lanes(&dev, &Lanes::new(&body, 10), inputs, |l, _| {
             let (a, b) = pairs(l);
-            ops.iter().map(|(_, c)| c(t[a], t[b]) as u32).collect()
+            ops.iter().map(|(_, _, c)| c(t[a], t[b]) as u32).collect()
         });
     }
 }
@@ -917,5 +917,850 @@ fn float_class() {
         let c = class(i[0]);
         let cn = class(i[0] ^ 0x8000_0000);
         vec![i[1] >> c & 1, i[2] >> c & 1, i[2] >> cn & 1]
+    });
+}
+
+// ---------------------------------------------------------------- VALU float
+
+/// A normal f32 of moderate magnitude (2^-63 .. 2^64) from random bits:
+/// no denormal, overflow or NaN in the products and sums below.
+fn f32_of(r: u32) -> f32 {
+    f32::from_bits((r & 0x807f_ffff) | ((r >> 23 & 0x7f) + 64) << 23)
+}
+fn f64_of(a: u32, b: u32) -> f64 {
+    let r = (a as u64) << 32 | b as u64;
+    f64::from_bits((r & 0x800f_ffff_ffff_ffff) | ((r >> 52 & 0x1ff) + 0x300) << 52)
+}
+
+#[test]
+fn valu_f32() {
+    let dev = Device::new();
+    let body = "v_mov_b32 v20, v6\nv_fmac_f32 v20, v4, v5\n\
+                v_mov_b32 v21, v6\nv_mac_f32 v21, v4, v5\n\
+                v_mad_f32 v22, v4, v5, v6\n\
+                v_mad_f32 v23, -v4, v5, |v6|\n\
+                v_max3_f32 v24, v4, v5, v6\n\
+                v_max3_f32 v25, v4, -v5, 1.0\n\
+                v_trunc_f32 v26, v7\n\
+                v_trunc_f32_e64 v27, -v7\n\
+                v_rcp_iflag_f32 v28, v8\n\
+                v_cvt_f64_f32 v[12:13], v4\nv_mov_b32 v29, v12\nv_mov_b32 v30, v13\n\
+                v_cvt_f64_f32_e64 v[12:13], -v7\nv_mov_b32 v31, v12\nv_mov_b32 v32, v13";
+    // rcp of powers of two and of signed zeros and infinities: exact.
+    let rcp_in = |l: usize| match l % 8 {
+        0 => 0.0f32,
+        1 => -0.0,
+        2 => f32::INFINITY,
+        3 => f32::NEG_INFINITY,
+        _ => f32::from_bits(((l as u32 * 7) % 200 + 20) << 23 | (l as u32 & 1) << 31),
+    };
+    let inputs = |l: usize| {
+        let r = random(l);
+        let t = (r[3] as i32 as f32) / 1000.0;
+        [
+            f(f32_of(r[0])),
+            f(f32_of(r[1])),
+            f(f32_of(r[2])),
+            f(t),
+            f(rcp_in(l)),
+            0,
+            0,
+            0,
+        ]
+    };
+    check_lanes(&dev, &Lanes::new(body, 13), inputs, |_, i| {
+        let [a, b, c, t, r, ..] = i.map(f32::from_bits);
+        let w = (-t as f64).to_bits();
+        vec![
+            f(a.mul_add(b, c)),
+            // mac/mad: the product is rounded before the add.
+            f(a * b + c),
+            f(a * b + c),
+            f(-a * b + c.abs()),
+            f(a.max(b).max(c)),
+            f(a.max(-b).max(1.0)),
+            f(t.trunc()),
+            f((-t).trunc()),
+            f(1.0 / r),
+            lo((a as f64).to_bits()),
+            hi((a as f64).to_bits()),
+            lo(w),
+            hi(w),
+        ]
+    });
+}
+
+#[test]
+fn valu_f64() {
+    let dev = Device::new();
+    let body =
+        "v_fma_f64 v[12:13], v[4:5], v[6:7], v[8:9]\nv_mov_b32 v20, v12\nv_mov_b32 v21, v13\n\
+                v_mov_b32 v14, v8\nv_mov_b32 v15, v9\nv_fmac_f64 v[14:15], v[4:5], v[6:7]\n\
+                v_mov_b32 v22, v14\nv_mov_b32 v23, v15\n\
+                v_fma_f64 v[12:13], -v[4:5], v[6:7], 1.0\nv_mov_b32 v24, v12\nv_mov_b32 v25, v13\n\
+                v_max_f64 v[12:13], v[4:5], v[6:7]\nv_mov_b32 v26, v12\nv_mov_b32 v27, v13\n\
+                v_max_f64 v[12:13], -v[4:5], 0.5\nv_mov_b32 v28, v12\nv_mov_b32 v29, v13\n\
+                v_rcp_f64 v[12:13], v[10:11]\nv_mov_b32 v30, v12\nv_mov_b32 v31, v13\n\
+                v_rsq_f64 v[12:13], v[10:11]\nv_mov_b32 v32, v12\nv_mov_b32 v33, v13";
+    // rcp and rsq inputs: even powers of two (exact results), ±0, +inf.
+    let special = |l: usize| match l % 8 {
+        0 => 0.0f64,
+        1 => f64::INFINITY,
+        _ => f64::from_bits((((l as u64 * 37) % 1500 + 280) & !1) << 52),
+    };
+    let inputs = |l: usize| {
+        let r = random(l);
+        let (a, b, c) = (f64_of(r[0], r[1]), f64_of(r[2], r[3]), f64_of(r[4], r[5]));
+        let s = special(l).to_bits();
+        let (a, b, c) = (a.to_bits(), b.to_bits(), c.to_bits());
+        [lo(a), hi(a), lo(b), hi(b), lo(c), hi(c), lo(s), hi(s)]
+    };
+    check_lanes(&dev, &Lanes::new(body, 14), inputs, |_, i| {
+        let g = |k: usize| f64::from_bits(i[k] as u64 | (i[k + 1] as u64) << 32);
+        let (a, b, c, s) = (g(0), g(2), g(4), g(6));
+        let mut v = Vec::new();
+        // 2^-k for s = 2^(2k) is exact, as is 1/2^(2k).
+        for r in [
+            a.mul_add(b, c),
+            a.mul_add(b, c),
+            (-a).mul_add(b, 1.0),
+            a.max(b),
+            (-a).max(0.5),
+            1.0 / s,
+            1.0 / s.sqrt(),
+        ] {
+            v.push(lo(r.to_bits()));
+            v.push(hi(r.to_bits()));
+        }
+        v
+    });
+}
+
+/// clang-19's f64 division: div_scale, rcp, two Newton steps (fma, fmac),
+/// mul, fma, div_fmas, div_fixup; the result is the IEEE quotient, also
+/// for zeros and infinities.
+#[test]
+fn f64_division_sequence() {
+    let dev = Device::new();
+    let body = "v_div_scale_f64 v[12:13], s[20:21], v[6:7], v[6:7], v[4:5]\n\
+                v_rcp_f64 v[14:15], v[12:13]\n\
+                v_div_scale_f64 v[16:17], vcc, v[4:5], v[6:7], v[4:5]\n\
+                v_fma_f64 v[18:19], -v[12:13], v[14:15], 1.0\n\
+                v_fmac_f64 v[14:15], v[14:15], v[18:19]\n\
+                v_fma_f64 v[18:19], -v[12:13], v[14:15], 1.0\n\
+                v_fmac_f64 v[14:15], v[14:15], v[18:19]\n\
+                v_mul_f64 v[18:19], v[16:17], v[14:15]\n\
+                v_fma_f64 v[12:13], -v[12:13], v[18:19], v[16:17]\n\
+                v_div_fmas_f64 v[12:13], v[12:13], v[14:15], v[18:19]\n\
+                v_div_fixup_f64 v[12:13], v[12:13], v[6:7], v[4:5]\n\
+                v_mov_b32 v20, v12\nv_mov_b32 v21, v13";
+    let nd = |l: usize| -> (f64, f64) {
+        match l {
+            0 => (1.0, 0.0),
+            1 => (-1.0, 0.0),
+            2 => (0.0, 2.0),
+            3 => (f64::INFINITY, 3.0),
+            4 => (5.0, f64::NEG_INFINITY),
+            5 => (1.0, 3.0),
+            _ => {
+                let r = random(l);
+                (f64_of(r[0], r[1]), f64_of(r[2], r[3]))
+            }
+        }
+    };
+    let inputs = |l: usize| {
+        let (n, d) = nd(l);
+        let (n, d) = (n.to_bits(), d.to_bits());
+        [lo(n), hi(n), lo(d), hi(d), 0, 0, 0, 0]
+    };
+    check_lanes(&dev, &Lanes::new(body, 2), inputs, |l, _| {
+        let (n, d) = nd(l);
+        let q = (n / d).to_bits();
+        vec![lo(q), hi(q)]
+    });
+}
+
+#[test]
+fn packed_f32_multiply() {
+    let dev = Device::new();
+    let body = "v_pk_mul_f32 v[12:13], v[4:5], v[6:7]\nv_mov_b32 v20, v12\nv_mov_b32 v21, v13\n\
+                v_pk_mul_f32 v[12:13], v[4:5], v[6:7] op_sel:[1,0] op_sel_hi:[0,1] neg_lo:[0,1]\n\
+                v_mov_b32 v22, v12\nv_mov_b32 v23, v13";
+    let inputs = |l: usize| random(l).map(|r| f(f32_of(r)));
+    check_lanes(&dev, &Lanes::new(body, 4), inputs, |_, i| {
+        let [a0, a1, b0, b1, ..] = i.map(f32::from_bits);
+        // op_sel picks the hi half of src0 for the low result, op_sel_hi
+        // the lo half for the high result; neg_lo negates src1 of the low one.
+        vec![f(a0 * b0), f(a1 * b1), f(a1 * -b0), f(a0 * b1)]
+    });
+}
+
+// ---------------------------------------------------------------- MFMA
+
+/// v_mfma_f32_32x32x2f32 with C from AGPRs written by v_accvgpr_write and
+/// read back by v_accvgpr_read: D = A·B + C, on the CDNA2 layout (A[i][k]
+/// in lane i + 32k, B[k][j] in lane j + 32k, D register r of lane l is
+/// row 8(r/4) + 4(l/32) + r%4, column l%32). Inputs are multiples of 1/4
+/// below 8, so every product and sum is exact whatever the order.
+#[test]
+fn mfma_f32_32x32x2f32() {
+    let dev = Device::new();
+    let mut body = String::new();
+    for r in 0..16i32 {
+        // C register r of lane l: (l + 3r) / 4 - 20.
+        body += &format!(
+            "v_add_u32 v12, {}, v0\nv_cvt_f32_i32 v12, v12\nv_mul_f32 v12, 0.25, v12\n\
+             v_accvgpr_write_b32 a{r}, v12\n",
+            3 * r - 80
+        );
+    }
+    body += "s_nop 1\nv_mfma_f32_32x32x2f32 a[0:15], v4, v5, a[0:15]\ns_nop 15\ns_nop 2\n";
+    for r in 0..16 {
+        body += &format!("v_accvgpr_read_b32 v{}, a{r}\n", 20 + r);
+    }
+    let q = |r: u32| ((r % 64) as i32 - 32) as f32 / 4.0;
+    let inputs = |l: usize| {
+        let r = random(l);
+        [f(q(r[0])), f(q(r[1])), 0, 0, 0, 0, 0, 0]
+    };
+    let a = |i: usize, k: usize| q(random(i + 32 * k)[0]);
+    let b = |k: usize, j: usize| q(random(j + 32 * k)[1]);
+    check_lanes(&dev, &Lanes::new(&body, 16), inputs, |l, _| {
+        (0..16)
+            .map(|r| {
+                let (i, j) = (8 * (r / 4) + 4 * (l / 32) + r % 4, l % 32);
+                let c = (l as i32 + 3 * r as i32 - 80) as f32 / 4.0;
+                f(a(i, 0) * b(0, j) + a(i, 1) * b(1, j) + c)
+            })
+            .collect()
+    });
+}
+
+// ---------------------------------------------------------------- LDS
+
+fn le(mem: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(mem[at..at + 4].try_into().expect("4 bytes"))
+}
+
+#[test]
+fn lds_wide_and_narrow() {
+    let dev = Device::new();
+    // Lane l owns LDS bytes 16l..16l+16: a 128-bit write, then a 96-bit read
+    // of its own slot, a 128-bit read of its neighbour's, a 16-bit write into
+    // the upper half of its first dword and 16-bit and 32-bit reads of it.
+    let body = "v_lshlrev_b32 v12, 4, v0\n\
+                ds_write_b128 v12, v[4:7]\n\
+                s_waitcnt lgkmcnt(0)\n\
+                ds_read_b96 v[20:22], v12\n\
+                v_xor_b32 v13, 16, v12\n\
+                ds_read_b128 v[24:27], v13\n\
+                s_waitcnt lgkmcnt(0)\n\
+                ds_write_b16 v12, v8 offset:2\n\
+                s_waitcnt lgkmcnt(0)\n\
+                ds_read_u16 v28, v12 offset:2\n\
+                ds_read_u16 v29, v12\n\
+                ds_read_b32 v30, v12\n\
+                s_waitcnt lgkmcnt(0)\n\
+                v_mov_b32 v23, 0";
+    let mut t = Lanes::new(body, 11);
+    t.lds = 1024;
+    check_lanes(&dev, &t, random, |l, i| {
+        let n = random(l ^ 1);
+        vec![
+            i[0],
+            i[1],
+            i[2],
+            0,
+            n[0],
+            n[1],
+            n[2],
+            n[3],
+            i[4] & 0xffff,
+            i[0] & 0xffff,
+            (i[0] & 0xffff) | (i[4] & 0xffff) << 16,
+        ]
+    });
+}
+
+#[test]
+fn lds_two_address_forms() {
+    let dev = Device::new();
+    // write2/read2 offsets count elements (4 or 8 bytes), the st64 forms
+    // 64 elements. Lane l: region A = 64l (bytes, 64 each), region B =
+    // 4096 + 8l (st64 b64: +512 per unit), region C = 8192 + 4l (st64 b32:
+    // +256 per unit). Each lane reads its neighbour's values back.
+    let body = "v_lshlrev_b32 v12, 6, v0\n\
+                ds_write2_b32 v12, v4, v5 offset0:1 offset1:3\n\
+                ds_write2_b64 v12, v[4:5], v[6:7] offset0:2 offset1:5\n\
+                v_lshlrev_b32 v13, 3, v0\n\
+                v_add_u32 v13, 0x1000, v13\n\
+                ds_write2st64_b64 v13, v[8:9], v[10:11] offset1:1\n\
+                v_lshlrev_b32 v14, 2, v0\n\
+                v_add_u32 v14, 0x2000, v14\n\
+                ds_write2st64_b32 v14, v6, v7 offset1:1\n\
+                s_waitcnt lgkmcnt(0)\n\
+                v_xor_b32 v15, 64, v12\n\
+                ds_read2_b32 v[20:21], v15 offset0:1 offset1:3\n\
+                ds_read2_b64 v[22:25], v15 offset0:2 offset1:5\n\
+                v_xor_b32 v16, 8, v13\n\
+                ds_read2st64_b64 v[26:29], v16 offset1:1\n\
+                v_xor_b32 v17, 4, v14\n\
+                ds_read2st64_b32 v[30:31], v17 offset1:1\n\
+                ds_read2st64_b32 v[32:33], v17 offset0:1\n\
+                s_waitcnt lgkmcnt(0)";
+    let mut t = Lanes::new(body, 14);
+    t.lds = 16384;
+    check_lanes(&dev, &t, random, |l, _| {
+        let n = random(l ^ 1);
+        vec![
+            n[0], n[1], n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[2], n[3], n[3], n[2],
+        ]
+    });
+}
+
+#[test]
+fn lds_atomics_without_return() {
+    let dev = Device::new();
+    // Slot s = l % 4 starts at 200s (u32) and 0.5 (f32); lane l adds l + 1
+    // to the u32 and (l + 1) / 4 to the f32 (sums exact in any order).
+    let body = "v_and_b32 v12, 3, v0\n\
+                v_lshlrev_b32 v12, 3, v12\n\
+                v_cmp_gt_u32 vcc, 4, v0\n\
+                s_and_saveexec_b64 s[20:21], vcc\n\
+                v_mul_u32_u24 v13, 25, v12\n\
+                ds_write_b32 v12, v13\n\
+                v_mov_b32 v13, 0.5\n\
+                ds_write_b32 v12, v13 offset:4\n\
+                s_mov_b64 exec, s[20:21]\n\
+                s_waitcnt lgkmcnt(0)\n\
+                v_add_u32 v14, 1, v0\n\
+                ds_add_u32 v12, v14\n\
+                v_cvt_f32_u32 v15, v14\n\
+                v_mul_f32 v15, 0.25, v15\n\
+                ds_add_f32 v12, v15 offset:4\n\
+                s_waitcnt lgkmcnt(0)\n\
+                ds_read_b32 v20, v12\n\
+                ds_read_b32 v21, v12 offset:4\n\
+                s_waitcnt lgkmcnt(0)";
+    let mut t = Lanes::new(body, 2);
+    t.lds = 64;
+    check_lanes(&dev, &t, random, |l, _| {
+        let s = l % 4;
+        let lanes = (0..64).filter(|k| k % 4 == s);
+        let u = 200 * s as u32 + lanes.clone().map(|k| k as u32 + 1).sum::<u32>();
+        let x = 0.5f32 + lanes.map(|k| (k as f32 + 1.0) / 4.0).sum::<f32>();
+        vec![u, f(x)]
+    });
+}
+
+// ---------------------------------------------------------------- global, flat, buffer
+
+/// s[44:45] = the data area (input buffer + 4096).
+const DATA: &str = "s_add_u32 s44, s42, 0x1000\ns_addc_u32 s45, s43, 0\n";
+
+#[test]
+fn global_loads_and_stores() {
+    let dev = Device::new();
+    let data: Vec<u8> = (0..8192u32).map(|k| rnd(7, k) as u8).collect();
+    // Loads from 16l (x1..x4) and of byte 5l + 3; stores of the inputs to
+    // the second 4 KiB: a dword at 4096 + 4l, 3 dwords at 4352 + 12l (over
+    // bytes other lanes' byte stores do not touch), 4 dwords at 5120 + 16l,
+    // a byte at 6144 + l.
+    let body = format!(
+        "{DATA}v_lshlrev_b32 v12, 4, v0\n\
+         global_load_dword v20, v12, s[44:45]\n\
+         global_load_dwordx2 v[22:23], v12, s[44:45] offset:4\n\
+         global_load_dwordx3 v[24:26], v12, s[44:45] offset:-4\n\
+         global_load_dwordx4 v[28:31], v12, s[44:45]\n\
+         v_mul_u32_u24 v13, 5, v0\n\
+         global_load_ubyte v21, v13, s[44:45] offset:3\n\
+         s_waitcnt vmcnt(0)\n\
+         s_add_u32 s46, s44, 0x1000\ns_addc_u32 s47, s45, 0\n\
+         v_lshlrev_b32 v14, 2, v0\n\
+         global_store_dword v14, v4, s[46:47]\n\
+         v_mul_u32_u24 v15, 12, v0\n\
+         global_store_dwordx3 v15, v[4:6], s[46:47] offset:256\n\
+         global_store_dwordx4 v12, v[4:7], s[46:47] offset:1024\n\
+         global_store_byte v0, v7, s[46:47] offset:2048\n\
+         s_waitcnt vmcnt(0)\n\
+         v_mov_b32 v27, 0"
+    );
+    let mut t = Lanes::new(&body, 12);
+    t.mem = data.clone();
+    let mem = check_lanes(&dev, &t, random, |l, _| {
+        let d = |at: i64| -> u32 {
+            if at < 0 {
+                0
+            } else {
+                le(&data, at as usize)
+            }
+        };
+        let a = 16 * l as i64;
+        vec![
+            d(a),
+            data[5 * l + 3] as u32,
+            d(a + 4),
+            d(a + 8),
+            d(a - 4),
+            d(a),
+            d(a + 4),
+            0,
+            d(a),
+            d(a + 4),
+            d(a + 8),
+            d(a + 12),
+        ]
+    });
+    let Some(mem) = mem else {
+        return;
+    };
+    for l in 0..64 {
+        let i = random(l);
+        assert_eq!(le(&mem, 4096 + 4 * l), i[0], "store dword, lane {l}");
+        for (k, v) in i.iter().take(3).enumerate() {
+            assert_eq!(le(&mem, 4352 + 12 * l + 4 * k), *v, "store x3, lane {l}");
+        }
+        for (k, v) in i.iter().take(4).enumerate() {
+            assert_eq!(le(&mem, 5120 + 16 * l + 4 * k), *v, "store x4, lane {l}");
+        }
+        assert_eq!(mem[6144 + l], i[3] as u8, "store byte, lane {l}");
+    }
+    // Bytes next to the stored ones keep their values.
+    assert_eq!(mem[6144 + 64], data[6144 + 64]);
+    assert_eq!(mem[4095], data[4095]);
+}
+
+#[test]
+fn flat_and_buffer_access() {
+    let dev = Device::new();
+    let data: Vec<u8> = (0..8192u32).map(|k| rnd(8, k) as u8).collect();
+    // FLAT with 64-bit addresses data + 8l; stores to data + 4096 + 8l and
+    // data + 2048 + l. MUBUF with a raw V# (stride 0, 8 KiB) over the data
+    // area: offen, soffset and the immediate offset add up.
+    let body = format!(
+        "{DATA}v_lshlrev_b32 v12, 3, v0\n\
+         v_mov_b32 v13, s45\n\
+         v_add_co_u32 v12, vcc, s44, v12\n\
+         v_addc_co_u32 v13, vcc, 0, v13, vcc\n\
+         flat_load_dwordx2 v[20:21], v[12:13]\n\
+         flat_load_ubyte v22, v[12:13] offset:5\n\
+         v_add_co_u32 v14, vcc, 0x1000, v12\n\
+         v_addc_co_u32 v15, vcc, 0, v13, vcc\n\
+         flat_store_dwordx2 v[14:15], v[4:5]\n\
+         v_add_co_u32 v16, vcc, s44, v0\n\
+         v_mov_b32 v17, s45\n\
+         v_addc_co_u32 v17, vcc, 0, v17, vcc\n\
+         flat_store_byte v[16:17], v6 offset:2048\n\
+         s_waitcnt vmcnt(0) lgkmcnt(0)\n\
+         s_mov_b32 s48, s44\n\
+         s_and_b32 s49, s45, 0xffff\n\
+         s_movk_i32 s50, 0x2000\n\
+         s_mov_b32 s51, 0x27000\n\
+         v_lshlrev_b32 v18, 2, v0\n\
+         buffer_load_dword v23, v18, s[48:51], 0 offen\n\
+         s_movk_i32 s22, 0x10\n\
+         buffer_load_dword v24, v18, s[48:51], s22 offen offset:8\n\
+         buffer_load_dword v25, off, s[48:51], 0 offset:12\n\
+         buffer_store_dword v7, v18, s[48:51], 0 offen offset:3072\n\
+         s_waitcnt vmcnt(0)\n\
+         buffer_load_dword v26, v18, s[48:51], s22 offen offset:3056\n\
+         s_waitcnt vmcnt(0)"
+    );
+    let mut t = Lanes::new(&body, 7);
+    t.mem = data.clone();
+    let mem = check_lanes(&dev, &t, random, |l, i| {
+        let d = |at: usize| le(&data, at);
+        vec![
+            d(8 * l),
+            d(8 * l + 4),
+            data[8 * l + 5] as u32,
+            d(4 * l),
+            d(4 * l + 24),
+            d(12),
+            i[3],
+        ]
+    });
+    let Some(mem) = mem else {
+        return;
+    };
+    for l in 0..64 {
+        let i = random(l);
+        assert_eq!(le(&mem, 4096 + 8 * l), i[0], "flat x2, lane {l}");
+        assert_eq!(le(&mem, 4100 + 8 * l), i[1], "flat x2, lane {l}");
+        assert_eq!(mem[2048 + l], i[2] as u8, "flat byte, lane {l}");
+        assert_eq!(le(&mem, 3072 + 4 * l), i[3], "buffer store, lane {l}");
+    }
+    assert_eq!(mem[2048 + 64], data[2048 + 64]);
+}
+
+/// Global atomics with glc return the old value; each lane has its own
+/// slot (8 bytes) in a region per operation, then all lanes add to one word.
+#[test]
+fn global_atomics() {
+    let dev = Device::new();
+    let mut mem: Vec<u8> = (0..12288u32).map(|k| rnd(9, k) as u8).collect();
+    // Compare-and-swap operands match the old value in some lanes.
+    for l in 0..64 {
+        let i = random(l);
+        let at = 4096 + 2560 + 8 * l;
+        let old = if l % 2 == 0 { i[5] } else { i[5] ^ 1 };
+        mem[at..at + 4].copy_from_slice(&old.to_le_bytes());
+        let at = 4096 + 3072 + 8 * l;
+        let old_hi = if l % 3 == 0 { i[1] } else { i[1] ^ 1 << 31 };
+        mem[at..at + 4].copy_from_slice(&i[0].to_le_bytes());
+        mem[at + 4..at + 8].copy_from_slice(&old_hi.to_le_bytes());
+    }
+    mem[8704..8708].copy_from_slice(&1000u32.to_le_bytes());
+    let init = mem.clone();
+    let body = format!(
+        "{DATA}s_add_u32 s46, s44, 0x1000\ns_addc_u32 s47, s45, 0\n\
+         s_add_u32 s48, s46, 0x1000\ns_addc_u32 s49, s47, 0\n\
+         v_lshlrev_b32 v12, 3, v0\n\
+         global_atomic_add v20, v12, v4, s[46:47] glc\n\
+         global_atomic_or v21, v12, v5, s[46:47] offset:512 glc\n\
+         global_atomic_xor v22, v12, v6, s[46:47] offset:1024 glc\n\
+         global_atomic_smax v23, v12, v7, s[46:47] offset:1536 glc\n\
+         global_atomic_smin v24, v12, v8, s[46:47] offset:2048 glc\n\
+         v_mov_b32 v14, v8\nv_mov_b32 v15, v9\n\
+         global_atomic_cmpswap v25, v12, v[14:15], s[46:47] offset:2560 glc\n\
+         v_mov_b32 v16, v10\nv_mov_b32 v17, v11\nv_mov_b32 v18, v4\nv_mov_b32 v19, v5\n\
+         global_atomic_cmpswap_x2 v[26:27], v12, v[16:19], s[46:47] offset:3072 glc\n\
+         global_atomic_umax_x2 v[28:29], v12, v[4:5], s[46:47] offset:3584 glc\n\
+         global_atomic_umin_x2 v[30:31], v12, v[6:7], s[48:49] glc\n\
+         v_mov_b32 v13, 0\nv_add_u32 v14, 1, v0\n\
+         global_atomic_add v13, v14, s[48:49] offset:512\n\
+         s_waitcnt vmcnt(0)"
+    );
+    let mut t = Lanes::new(&body, 12);
+    t.mem = mem;
+    let w = |m: &[u8], region: usize, l: usize| le(m, 4096 + 512 * region + 8 * l);
+    let w64 = |m: &[u8], region: usize, l: usize| {
+        w(m, region, l) as u64 | (le(m, 4096 + 512 * region + 8 * l + 4) as u64) << 32
+    };
+    let after = check_lanes(&dev, &t, random, |l, _| {
+        let mut v: Vec<u32> = (0..6).map(|r| w(&init, r, l)).collect();
+        for r in 6..9 {
+            v.push(lo(w64(&init, r, l)));
+            v.push(hi(w64(&init, r, l)));
+        }
+        v
+    });
+    let Some(after) = after else {
+        return;
+    };
+    for l in 0..64 {
+        let i = random(l);
+        let old = |r| w(&init, r, l);
+        let x64 = |a: u32, b: u32| a as u64 | (b as u64) << 32;
+        assert_eq!(w(&after, 0, l), old(0).wrapping_add(i[0]), "add, lane {l}");
+        assert_eq!(w(&after, 1, l), old(1) | i[1], "or, lane {l}");
+        assert_eq!(w(&after, 2, l), old(2) ^ i[2], "xor, lane {l}");
+        assert_eq!(
+            w(&after, 3, l),
+            (old(3) as i32).max(i[3] as i32) as u32,
+            "smax, lane {l}"
+        );
+        assert_eq!(
+            w(&after, 4, l),
+            (old(4) as i32).min(i[4] as i32) as u32,
+            "smin, lane {l}"
+        );
+        let cas = if old(5) == i[5] { i[4] } else { old(5) };
+        assert_eq!(w(&after, 5, l), cas, "cmpswap, lane {l}");
+        let o6 = w64(&init, 6, l);
+        let cas2 = if o6 == x64(i[0], i[1]) {
+            x64(i[6], i[7])
+        } else {
+            o6
+        };
+        assert_eq!(w64(&after, 6, l), cas2, "cmpswap_x2, lane {l}");
+        assert_eq!(
+            w64(&after, 7, l),
+            w64(&init, 7, l).max(x64(i[0], i[1])),
+            "umax_x2, lane {l}"
+        );
+        assert_eq!(
+            w64(&after, 8, l),
+            w64(&init, 8, l).min(x64(i[2], i[3])),
+            "umin_x2, lane {l}"
+        );
+    }
+    assert_eq!(le(&after, 8704), 1000 + 64 * 65 / 2, "contended add");
+}
+
+// ---------------------------------------------------------------- DPP and SDWA
+
+/// The lane a DPP control reads for lane `l` (None: out of range).
+fn dpp_source(ctrl: &str, l: usize) -> Option<usize> {
+    let (row, col) = (l / 16, l % 16);
+    let n = |p: &str| ctrl.strip_prefix(p).and_then(|s| s.parse::<usize>().ok());
+    if let Some(q) = ctrl.strip_prefix("quad_perm:[") {
+        let sel: Vec<usize> = q
+            .trim_end_matches(']')
+            .split(',')
+            .map(|s| s.parse().unwrap())
+            .collect();
+        return Some(l & !3 | sel[l & 3]);
+    }
+    if let Some(k) = n("row_shr:") {
+        return (col >= k).then(|| l - k);
+    }
+    if let Some(k) = n("row_ror:") {
+        return Some(row * 16 + (col + 16 - k) % 16);
+    }
+    match ctrl {
+        "row_bcast:15" => (row > 0).then(|| row * 16 - 1),
+        "row_bcast:31" => (row >= 2).then_some(31),
+        _ => panic!("no model for {ctrl}"),
+    }
+}
+
+/// The DPP forms of the corpus. Destinations start as v6; a lane is
+/// written when row and bank masks allow it and its source is in range
+/// (or bound_ctrl makes an out-of-range source read 0).
+#[test]
+fn dpp_forms() {
+    let dev = Device::new();
+    let body = "v_mov_b32 v20, v6\nv_mov_b32_dpp v20, v4 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf\n\
+                v_mov_b32 v21, v6\nv_mov_b32_dpp v21, v4 quad_perm:[2,3,0,1] row_mask:0xf bank_mask:0xf\n\
+                v_mov_b32 v22, v6\nv_mov_b32_dpp v22, v4 quad_perm:[3,2,1,0] row_mask:0xf bank_mask:0xf\n\
+                v_mov_b32 v23, v6\nv_mov_b32_dpp v23, v4 row_bcast:15 row_mask:0xa bank_mask:0xf\n\
+                v_mov_b32 v24, v6\nv_mov_b32_dpp v24, v4 row_bcast:15 row_mask:0xf bank_mask:0xf\n\
+                v_mov_b32 v25, v6\nv_mov_b32_dpp v25, v4 row_bcast:31 row_mask:0xc bank_mask:0xf\n\
+                v_mov_b32 v26, v6\nv_mov_b32_dpp v26, v4 row_bcast:31 row_mask:0xf bank_mask:0xf\n\
+                v_mov_b32 v27, v6\nv_mov_b32_dpp v27, v4 row_shr:2 row_mask:0xf bank_mask:0xf\n\
+                v_mov_b32 v28, v6\nv_mov_b32_dpp v28, v4 row_shr:4 row_mask:0xf bank_mask:0xe\n\
+                v_mov_b32 v29, v6\nv_mov_b32_dpp v29, v4 row_shr:4 row_mask:0xf bank_mask:0xf\n\
+                v_mov_b32 v30, v6\nv_mov_b32_dpp v30, v4 row_shr:8 row_mask:0xf bank_mask:0xc\n\
+                v_mov_b32 v31, v6\nv_mov_b32_dpp v31, v4 row_shr:8 row_mask:0xf bank_mask:0xf\n\
+                v_mov_b32 v32, v6\nv_add_u32_dpp v32, v4, v5 row_ror:1 row_mask:0xf bank_mask:0xf bound_ctrl:1\n\
+                v_mov_b32 v33, v6\nv_add_u32_dpp v33, v4, v5 row_ror:2 row_mask:0xf bank_mask:0xf bound_ctrl:1\n\
+                v_mov_b32 v34, v6\nv_add_u32_dpp v34, v4, v5 row_ror:4 row_mask:0xf bank_mask:0xf bound_ctrl:1\n\
+                v_mov_b32 v35, v6\nv_add_u32_dpp v35, v4, v5 row_ror:8 row_mask:0xf bank_mask:0xf bound_ctrl:1";
+    // The controls and masks of each DPP line, read back from the body.
+    let forms: Vec<(bool, String, u32, u32, bool)> = body
+        .lines()
+        .filter_map(|line| {
+            let (_, dpp) = line.split_once("_dpp ")?;
+            let words: Vec<&str> = dpp.split_whitespace().collect();
+            let ctrl = words
+                .iter()
+                .find(|w| w.contains(':') && !w.contains("mask") && !w.starts_with("bound"))?;
+            let mask = |k: &str| {
+                let w = words.iter().find_map(|w| w.strip_prefix(k)).expect("mask");
+                u32::from_str_radix(w.trim_start_matches("0x"), 16).expect("hex")
+            };
+            Some((
+                line.contains("v_add_u32_dpp"),
+                ctrl.to_string(),
+                mask("row_mask:"),
+                mask("bank_mask:"),
+                line.contains("bound_ctrl:1"),
+            ))
+        })
+        .collect();
+    assert_eq!(forms.len(), 16);
+    check_lanes(&dev, &Lanes::new(body, 16), random, |l, i| {
+        let x = |s: usize| random(s)[0];
+        forms
+            .iter()
+            .map(|(add, ctrl, rm, bm, bound)| {
+                let enabled = rm >> (l / 16) & 1 != 0 && bm >> (l % 16 / 4) & 1 != 0;
+                let src = match dpp_source(ctrl, l) {
+                    Some(s) => Some(x(s)),
+                    None if *bound => Some(0),
+                    None => None,
+                };
+                match src {
+                    Some(v) if enabled => {
+                        if *add {
+                            v.wrapping_add(i[1])
+                        } else {
+                            v
+                        }
+                    }
+                    _ => i[2],
+                }
+            })
+            .collect()
+    });
+}
+
+/// The SDWA forms of the corpus: operand selects zero-extend (no sext in
+/// these), dst_sel DWORD writes the whole result, WORD_1 with UNUSED_PAD
+/// the low word of the result into the high word and zeros below.
+#[test]
+fn sdwa_forms() {
+    let dev = Device::new();
+    let body = "v_add_u32_sdwa v20, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_1 src1_sel:DWORD\n\
+                v_add_u32_sdwa v21, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_3 src1_sel:DWORD\n\
+                v_add_u32_sdwa v22, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:DWORD src1_sel:BYTE_0\n\
+                v_add_u32_sdwa v23, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:DWORD src1_sel:BYTE_3\n\
+                v_add_u32_sdwa v24, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_1 src1_sel:DWORD\n\
+                v_mul_lo_u16_sdwa v25, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_0 src1_sel:DWORD\n\
+                v_mul_lo_u16_sdwa v26, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_1 src1_sel:DWORD\n\
+                v_mul_u32_u24_sdwa v27, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_0 src1_sel:DWORD\n\
+                v_or_b32_sdwa v28, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_0 src1_sel:DWORD\n\
+                v_or_b32_sdwa v29, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:DWORD src1_sel:BYTE_0\n\
+                v_or_b32_sdwa v30, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_0 src1_sel:DWORD\n\
+                v_mov_b32 v31, v6\n\
+                v_or_b32_sdwa v31, v4, v5 dst_sel:WORD_1 dst_unused:UNUSED_PAD src0_sel:BYTE_0 src1_sel:DWORD\n\
+                v_sub_u32_sdwa v32, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:DWORD src1_sel:WORD_0\n\
+                v_xor_b32_sdwa v33, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_1 src1_sel:DWORD\n\
+                v_cmp_eq_u16_sdwa vcc, v4, v5 src0_sel:BYTE_0 src1_sel:DWORD\n\
+                v_cndmask_b32 v34, 0, 1, vcc\n\
+                v_cmp_ne_u16_sdwa s[20:21], v4, v5 src0_sel:BYTE_0 src1_sel:DWORD\n\
+                v_cmp_ne_u32_sdwa vcc, v4, v5 src0_sel:BYTE_0 src1_sel:DWORD\n\
+                v_cndmask_b32_e64 v35, 0, 1, s[20:21]\n\
+                v_cndmask_b32 v35, v35, 2, vcc\n\
+                v_cndmask_b32 v36, 0, 1, vcc\n\
+                v_lshlrev_b32 v36, 1, v36\n\
+                v_cndmask_b32_e64 v37, 0, 1, s[20:21]\n\
+                v_or_b32 v35, v36, v37";
+    let inputs = |l: usize| {
+        let mut i = random(l);
+        // Byte 0 of x equals y (lanes 3k), or y's low half only (3k + 1).
+        match l % 3 {
+            0 => i[1] = i[0] & 0xff,
+            1 => i[1] = i[0] & 0xff | 0x10000,
+            _ => {}
+        }
+        i
+    };
+    check_lanes(&dev, &Lanes::new(body, 16), inputs, |_, i| {
+        let (x, y, old) = (i[0], i[1], i[2]);
+        let b = |v: u32, k: u32| v >> (8 * k) & 0xff;
+        let w = |v: u32, k: u32| v >> (16 * k) & 0xffff;
+        let _ = old;
+        vec![
+            b(x, 1).wrapping_add(y),
+            b(x, 3).wrapping_add(y),
+            x.wrapping_add(b(y, 0)),
+            x.wrapping_add(b(y, 3)),
+            w(x, 1).wrapping_add(y),
+            (b(x, 0) as u16).wrapping_mul(y as u16) as u32,
+            (b(x, 1) as u16).wrapping_mul(y as u16) as u32,
+            w(x, 0).wrapping_mul(y & 0xff_ffff),
+            b(x, 0) | y,
+            x | b(y, 0),
+            w(x, 0) | y,
+            ((b(x, 0) | y) & 0xffff) << 16,
+            x.wrapping_sub(w(y, 0)),
+            w(x, 1) ^ y,
+            (b(x, 0) == y & 0xffff) as u32,
+            (b(x, 0) != y & 0xffff) as u32 | ((b(x, 0) != y) as u32) << 1,
+        ]
+    });
+}
+
+/// SDWA with scalar operands, as the corpus has them (src1 an SGPR for
+/// v_mul_u32_u24, v_add_u32 and v_mul_lo_u16, src0 an SGPR for v_or_b32).
+#[test]
+fn sdwa_forms_with_scalar_operands() {
+    let dev = Device::new();
+    let (s, t) = (0x8badf00du32, 0x12345687u32);
+    let body = format!(
+        "s_mov_b32 s22, {s:#x}\ns_mov_b32 s23, {t:#x}\n\
+         v_mul_u32_u24_sdwa v20, v4, s22 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_0 src1_sel:DWORD\n\
+         v_add_u32_sdwa v21, v4, s22 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_1 src1_sel:DWORD\n\
+         v_add_u32_sdwa v22, v4, s23 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_3 src1_sel:DWORD\n\
+         v_add_u32_sdwa v23, v4, s23 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_1 src1_sel:DWORD\n\
+         v_mul_lo_u16_sdwa v24, v4, s23 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_0 src1_sel:DWORD\n\
+         v_or_b32_sdwa v25, s22, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:DWORD src1_sel:BYTE_0"
+    );
+    check_lanes(&dev, &Lanes::new(&body, 6), random, |_, i| {
+        let (x, y) = (i[0], i[1]);
+        let b = |v: u32, k: u32| v >> (8 * k) & 0xff;
+        vec![
+            (x & 0xffff).wrapping_mul(s & 0xff_ffff),
+            (x >> 16).wrapping_add(s),
+            b(x, 3).wrapping_add(t),
+            b(x, 1).wrapping_add(t),
+            (b(x, 0) as u16).wrapping_mul(t as u16) as u32,
+            s | b(y, 0),
+        ]
+    });
+}
+
+// ---------------------------------------------------------------- conversions
+
+/// Float to integer conversions truncate toward zero and saturate; NaN
+/// converts to 0 (Rust's `as` casts have the same definition).
+#[test]
+fn float_to_integer_conversions() {
+    let dev = Device::new();
+    let t: [f64; 16] = [
+        0.0,
+        -0.0,
+        0.75,
+        -0.75,
+        1.5,
+        -2.5,
+        123456.9,
+        -123456.9,
+        2147483647.5,
+        -2147483649.0,
+        4294967295.0,
+        4294967296.0,
+        1e20,
+        -1e20,
+        f64::INFINITY,
+        f64::NAN,
+    ];
+    let body = "v_cvt_u32_f32 v20, v4\n\
+                v_cvt_u32_f32_e64 v21, |v4|\n\
+                v_cvt_i32_f64 v22, v[6:7]\n\
+                v_cvt_i32_f64_e64 v23, -v[6:7]\n\
+                v_lshrrev_b32 v24, v0, v5\n\
+                v_lshrrev_b32_e64 v25, 33, v5";
+    let inputs = |l: usize| {
+        let mut i = random(l);
+        let x = t[l % 16];
+        i[0] = f(x as f32);
+        (i[2], i[3]) = (lo(x.to_bits()), hi(x.to_bits()));
+        i
+    };
+    check_lanes(&dev, &Lanes::new(body, 6), inputs, |l, i| {
+        let x = t[l % 16];
+        vec![
+            (x as f32) as u32,
+            (x as f32).abs() as u32,
+            x as i32 as u32,
+            (-x) as i32 as u32,
+            i[1] >> (l & 31),
+            i[1] >> 1,
+        ]
+    });
+}
+
+/// v_cmp_class_f64 over every class, with masks of one class per lane.
+#[test]
+fn float_class_f64() {
+    let dev = Device::new();
+    let vals: [u64; 10] = [
+        0x7ff0_0000_0000_0001,
+        0x7ff8_0000_0000_0000,
+        0xfff0_0000_0000_0000,
+        0xc004_0000_0000_0000,
+        0x8000_0000_0000_0100,
+        0x8000_0000_0000_0000,
+        0,
+        0x0000_0000_0000_0003,
+        0x3ff0_0000_0000_0000,
+        0x7ff0_0000_0000_0000,
+    ];
+    let body = "v_cmp_class_f64 vcc, v[4:5], v6\nv_cndmask_b32 v20, 0, 1, vcc\n\
+                v_cmp_class_f64_e64 s[20:21], v[4:5], v7\nv_cndmask_b32_e64 v21, 0, 1, s[20:21]";
+    let inputs = |l: usize| {
+        let mut i = random(l);
+        (i[0], i[1]) = (lo(vals[l % 10]), hi(vals[l % 10]));
+        i[2] &= 0x3ff;
+        i[3] = 1 << (l / 6 % 10);
+        i
+    };
+    check_lanes(&dev, &Lanes::new(body, 2), inputs, |l, i| {
+        // The table is in class order: value k is of class k.
+        let c = l % 10;
+        vec![i[2] >> c & 1, i[3] >> c & 1]
     });
 }
