@@ -33,12 +33,17 @@ pub const ENCODINGS: [Encoding; 24] = [
     Encoding::VopcDpp,
 ];
 
-/// One operand list for a slot list: distinct, aligned registers per position.
+/// One operand list for a slot list: distinct, aligned registers per
+/// position, far enough apart that even 32-register MFMA tuples and 16-SGPR
+/// loads do not overlap (def/use tests must tell a source from the
+/// destination).
 pub fn operands_for(slots: &[Slot]) -> Option<Vec<Operand>> {
-    const BASES: [u16; 6] = [4, 8, 12, 16, 20, 24];
+    const BASES: [u16; 6] = [4, 40, 80, 120, 160, 200];
+    const S_BASES: [u16; 6] = [8, 32, 48, 64, 80, 88];
     let mut v = Vec::new();
     for (k, s) in slots.iter().enumerate() {
         let first = BASES[k.min(5)];
+        let s_first = S_BASES[k.min(5)];
         v.push(match *s {
             // Interpolation attributes (attr8.x) are not modelled yet.
             Slot::Fixed(t) if Slot::fixed_text(t).starts_with("attr") => return None,
@@ -69,11 +74,11 @@ pub fn operands_for(slots: &[Slot]) -> Option<Vec<Operand>> {
                 );
                 match file {
                     File::S => Operand::Sgpr {
-                        first: if field == Field::Sbase { 12 } else { first + 4 },
+                        first: s_first,
                         count: regs,
                     },
                     _ if scalar_only => Operand::Sgpr {
-                        first: first + 4,
+                        first: s_first,
                         count: regs,
                     },
                     File::A => Operand::Agpr { first, count: regs },
