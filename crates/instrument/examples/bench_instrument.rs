@@ -5,14 +5,24 @@
 //!     cargo run --release -p inlay-instrument --example bench_instrument -- [--top N] FILES...
 //!
 //! Hooks are counting hooks per basic block (the blocks the counting plan
-//! measures) or, with `--every-instruction`, before every instruction. The
+//! measures) or, with `--every-instruction`, before every instruction; with
+//! `--memory-trace`, the hooks record every lane's address before every
+//! FLAT and GLOBAL instruction (what the `mem-trace` tool asks for). The
 //! times are the best of 3 runs. Kernels are ranked by instructions reached
 //! (the kernel and every device function it calls).
 
 use std::time::{Duration, Instant};
 
 use inlay_codeobj::CodeObject;
-use inlay_instrument::rewrite::{rewrite, Hook, Plan};
+use inlay_instrument::rewrite::{has_address, rewrite, Hook, LaneValue, Plan, Trace};
+
+/// Where the hooks go.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hooks {
+    Blocks,
+    Every,
+    Memory,
+}
 use inlay_instrument::{analyse, counting, emit};
 
 struct Row {
@@ -38,7 +48,7 @@ fn best<T>(mut f: impl FnMut() -> T) -> (Duration, T) {
     (best, out.expect("ran"))
 }
 
-fn measure(file: &str, bytes: &[u8], kernel: &str, every: bool) -> Row {
+fn measure(file: &str, bytes: &[u8], kernel: &str, hooks: Hooks) -> Row {
     let mut row = Row {
         file: file.to_string(),
         kernel: kernel.to_string(),
@@ -72,14 +82,21 @@ fn measure(file: &str, bytes: &[u8], kernel: &str, every: bool) -> Row {
     };
     let (t, rw) = best(|| {
         let prog = &an.program;
-        let sites: Vec<usize> = if every {
-            (0..prog.insts.len()).collect()
-        } else {
-            counting::plan(prog)
+        let sites: Vec<usize> = match hooks {
+            Hooks::Every => (0..prog.insts.len()).collect(),
+            Hooks::Blocks => counting::plan(prog)
                 .measured
                 .iter()
                 .map(|&b| prog.blocks[b].insts.start)
-                .collect()
+                .collect(),
+            Hooks::Memory => (0..prog.insts.len())
+                .filter(|&i| has_address(&prog.insts[i].inst))
+                .collect(),
+        };
+        let trace = Trace {
+            cursor: 0,
+            records: 0x7d00_0000_0000,
+            capacity: 1 << 30,
         };
         let plan = Plan {
             counters: 0x7f00_0000_0000,
@@ -89,12 +106,16 @@ fn measure(file: &str, bytes: &[u8], kernel: &str, every: bool) -> Row {
                 .iter()
                 .enumerate()
                 .map(|(n, &i)| {
-                    (
-                        i,
-                        Hook::Count {
-                            offset: 8 * n as u32,
+                    let offset = 8 * n as u32;
+                    let hook = match hooks {
+                        Hooks::Memory => Hook::RecordLanes {
+                            trace,
+                            id: n as u32 + 1,
+                            value: LaneValue::Address,
                         },
-                    )
+                        _ => Hook::Count { offset },
+                    };
+                    (i, hook)
                 })
                 .collect(),
         };
@@ -119,13 +140,14 @@ fn measure(file: &str, bytes: &[u8], kernel: &str, every: bool) -> Row {
 
 fn main() {
     let mut top = 10usize;
-    let mut every = false;
+    let mut hooks = Hooks::Blocks;
     let mut files = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--top" => top = args.next().and_then(|n| n.parse().ok()).unwrap_or(10),
-            "--every-instruction" => every = true,
+            "--every-instruction" => hooks = Hooks::Every,
+            "--memory-trace" => hooks = Hooks::Memory,
             _ => files.push(a),
         }
     }
@@ -149,7 +171,7 @@ fn main() {
     let mut rows: Vec<Row> = candidates
         .iter()
         .take(top)
-        .map(|(_, f, k)| measure(f, &data[f], k, every))
+        .map(|(_, f, k)| measure(f, &data[f], k, hooks))
         .collect();
     rows.sort_by_key(|r| std::cmp::Reverse(r.insts));
     println!(

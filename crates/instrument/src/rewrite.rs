@@ -743,7 +743,7 @@ impl Asm {
                         "v_mad_u64_u32",
                         v1(vaddr),
                         Self::konst(1),
-                        Self::sgpr(s, 2),
+                        scalar_pair(s),
                     )?),
                     None => {
                         out.push(self.vmov(d, v1(vaddr))?);
@@ -846,6 +846,25 @@ impl Asm {
                 inlay_isa::BuildError::Unknown("glc".into()),
             )
         })
+    }
+}
+
+/// The 64-bit scalar operand a 7-bit SGPR field names: an SGPR pair, a
+/// trap temporary pair, or VCC and the like.
+fn scalar_pair(code: u16) -> Operand {
+    match code {
+        0..SGPRS => Operand::Sgpr {
+            first: code,
+            count: 2,
+        },
+        108..=123 => Operand::Ttmp {
+            first: code - 108,
+            count: 2,
+        },
+        _ => Operand::Special {
+            code: code as u8,
+            count: 2,
+        },
     }
 }
 

@@ -635,3 +635,141 @@ fn an_address_of_a_non_memory_instruction_is_refused() {
         Err(RewriteError::NoAddress { .. })
     ));
 }
+
+/// Assembles `body` with llvm-mc-19 into the kernel of the vector_add
+/// fixture (v5; its kernel-argument pointer arrives in s[4:5]).
+fn vector_add_with_body(body: &str) -> Vec<u8> {
+    let dir = std::env::temp_dir().join(format!("inlay-record-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let src = dir.join("body.s");
+    std::fs::write(&src, body).expect("write");
+    let out = std::process::Command::new("llvm-mc-19")
+        .args([
+            "-triple=amdgcn-amd-amdhsa",
+            "-mcpu=gfx90a",
+            "--show-encoding",
+        ])
+        .arg(&src)
+        .output()
+        .expect("llvm-mc-19 (scripts/install-deps installs it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let code: Vec<u8> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split("encoding: [").nth(1))
+        .flat_map(|e| {
+            e.trim_end_matches(']')
+                .split(',')
+                .map(|b| u8::from_str_radix(b.trim().trim_start_matches("0x"), 16).expect("hex"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut bytes = fixture(5, "vector_add");
+    let co = CodeObject::parse(&bytes).expect("parse");
+    let text = co.section(".text").expect(".text");
+    let entry = co
+        .kernel("vector_add")
+        .and_then(|k| k.entry_address)
+        .expect("entry");
+    let at = (entry - text.addr + text.offset) as usize;
+    assert!(
+        at + code.len() <= (text.offset + text.size) as usize,
+        "body too long"
+    );
+    drop(co);
+    bytes[at..at + code.len()].copy_from_slice(&code);
+    bytes
+}
+
+/// Addresses of every operand form: a GLOBAL base in VCC with a negative
+/// offset, in an SGPR pair with an offset too large for an inline
+/// constant, a 64-bit VGPR address with a negative offset, and FLAT.
+#[test]
+fn addresses_of_every_operand_form() {
+    let body = "s_load_dwordx2 s[8:9], s[4:5], 0x10\n\
+                s_waitcnt lgkmcnt(0)\n\
+                v_lshlrev_b32 v1, 2, v0\n\
+                s_add_u32 vcc_lo, s8, 64\n\
+                s_addc_u32 vcc_hi, s9, 0\n\
+                global_store_dword v1, v0, vcc offset:-16\n\
+                global_store_dword v1, v0, s[8:9] offset:2000\n\
+                v_mov_b32 v2, s8\n\
+                v_mov_b32 v3, s9\n\
+                v_add_co_u32 v2, vcc, v2, v1\n\
+                v_addc_co_u32 v3, vcc, 0, v3, vcc\n\
+                v_add_co_u32 v2, vcc, 64, v2\n\
+                v_addc_co_u32 v3, vcc, 0, v3, vcc\n\
+                flat_store_dword v[2:3], v0 offset:100\n\
+                global_load_dword v4, v[2:3], off offset:-4\n\
+                s_waitcnt vmcnt(0)\n\
+                global_store_dword v1, v4, s[8:9] offset:3000\n\
+                s_endpgm\n";
+    let bytes = vector_add_with_body(body);
+    let co = CodeObject::parse(&bytes).expect("parse");
+    let dev = Device::with_threads(1);
+    let original = dev.load(&bytes).expect("load");
+    let an = analyse(&co, "vector_add").expect("analyse");
+    let sites: Vec<usize> = (0..an.program.insts.len())
+        .filter(|&i| is_memory_access(&an.program.insts[i].inst))
+        .collect();
+    assert_eq!(sites.len(), 5);
+    let run_on = |program: &Program, kernel: &str| -> (Vec<u8>, u64) {
+        let c = dev.upload(&[0u8; 4096]).expect("c");
+        let mut args = vec![0u8; 28];
+        args[16..24].copy_from_slice(&c.to_le_bytes());
+        dev.dispatch(program, kernel, [64, 1, 1], [64, 1, 1], &args)
+            .unwrap_or_else(|f| panic!("{kernel}: {f}"));
+        let mut out = vec![0u8; 4096];
+        dev.read(c, &mut out).expect("read");
+        (out, c)
+    };
+    let (want, _) = run_on(&original, "vector_add");
+    let (t, counters, records) = trace(&dev, 8 * LANE_RECORD);
+    let plan = Plan {
+        counters,
+        hooks: sites
+            .iter()
+            .enumerate()
+            .map(|(n, &i)| {
+                let h = Hook::RecordLanes {
+                    trace: t,
+                    id: n as u32 + 1,
+                    value: LaneValue::Address,
+                };
+                (i, h)
+            })
+            .collect(),
+        dead_registers_only: false,
+        all_branches_long: false,
+    };
+    let kd = co.kernel("vector_add").expect("kernel").descriptor;
+    let rw = rewrite(&an, original.image.expect("image"), &kd, &plan).expect("rewrite");
+    let instrumented = dev
+        .load(&emit::code_object(&co, "vector_add", &rw).expect("emit"))
+        .expect("load instrumented");
+    let both = Program::merge(dev.memory(), &[&original, &instrumented]).expect("merge");
+    let (got, c) = run_on(&both, &emit::instrumented_name("vector_add"));
+    assert!(want == got, "instrumented output differs");
+    let used = dev.download_u64(counters, 1).expect("cursor")[0] as usize;
+    assert_eq!(used, 5 * LANE_RECORD as usize);
+    let mut buf = vec![0u8; used];
+    dev.read(records, &mut buf).expect("records");
+    // Per access: the address of lane l's element.
+    let want_at: [&dyn Fn(u64) -> u64; 5] = [
+        &|l| c + 64 - 16 + 4 * l,
+        &|l| c + 2000 + 4 * l,
+        &|l| c + 4 * l + 64 + 100,
+        &|l| c + 4 * l + 64 - 4,
+        &|l| c + 3000 + 4 * l,
+    ];
+    for r in lane_records(&buf, used) {
+        assert_eq!(r.exec, u64::MAX);
+        let f = want_at[r.id as usize - 1];
+        for (l, &a) in r.values.iter().enumerate() {
+            assert_eq!(a, f(l as u64), "access {} lane {l}", r.id);
+        }
+    }
+}
