@@ -79,9 +79,11 @@ fn sdwa_dst(old: u32, r: u32, sdwa: u32) -> u32 {
 }
 
 /// `v_div_fixup` (quotient, denominator, numerator): the IEEE result for
-/// NaN, zero and infinite operands; otherwise the quotient with the sign of
-/// numerator × denominator.
-fn div_fixup(q: f64, d: f64, n: f64) -> f64 {
+/// NaN, zero and infinite operands, zero when the quotient underflows far
+/// below the subnormals, infinity when the scaled steps overflowed (a NaN
+/// quotient); otherwise the quotient with the sign of numerator ×
+/// denominator. `narrow`: f32 operands (widened), whose exponents count.
+fn div_fixup(q: f64, d: f64, n: f64, narrow: bool) -> f64 {
     let neg = d.is_sign_negative() != n.is_sign_negative();
     let signed = |v: f64| if neg { -v } else { v };
     if n.is_nan() {
@@ -92,10 +94,200 @@ fn div_fixup(q: f64, d: f64, n: f64) -> f64 {
         f64::NAN
     } else if d == 0.0 || n.is_infinite() {
         signed(f64::INFINITY)
-    } else if d.is_infinite() || n == 0.0 {
+    } else if d.is_infinite()
+        || n == 0.0
+        || exponent(n, narrow) - exponent(d, narrow) < if narrow { -150 } else { -1075 }
+    {
+        // x/inf, 0/y, and quotients far below the subnormals.
         signed(0.0)
+    } else if q.is_nan() {
+        // The scaled steps overflowed (inf - inf): the quotient is too large.
+        signed(f64::INFINITY)
     } else {
         signed(q.abs())
+    }
+}
+
+/// (sign, m, e) with x = ±m · 2^e, for finite x.
+fn parts(x: f64) -> (bool, u64, i32) {
+    let b = x.to_bits();
+    let (exp, man) = ((b >> 52 & 0x7ff) as i32, b & ((1 << 52) - 1));
+    if exp == 0 {
+        (x.is_sign_negative(), man, -1074)
+    } else {
+        (x.is_sign_negative(), man | 1 << 52, exp - 1075)
+    }
+}
+
+/// (a · b + c) · 2^k rounded once, to nearest even, to a float of `prec`
+/// significand bits whose smallest subnormal is 2^`emin` and whose values
+/// stay below 2^`emax` (53, -1074, 1024 for f64; 24, -149, 128 for f32).
+/// `v_div_fmas` scales its fused result this way: rounding the fma first
+/// and scaling after would round twice when the result is subnormal.
+fn fma_scaled(a: f64, b: f64, c: f64, k: i32, prec: i32, emin: i32, emax: i32) -> f64 {
+    if !(a.is_finite() && b.is_finite() && c.is_finite()) || a == 0.0 || b == 0.0 {
+        return ldexp(a.mul_add(b, c), k);
+    }
+    let (sp, ma, ea) = parts(a);
+    let (_, mb, eb) = parts(b);
+    let sp = sp != b.is_sign_negative();
+    let (p, ep) = (ma as u128 * mb as u128, ea + eb);
+    let (sc, mc, ec) = parts(c);
+    // Both terms as X · 2^E with the larger one's top bit at bit 124 and
+    // the bits shifted out of the smaller one kept as a sticky bit.
+    let top = |m: u128, e: i32| e + 127 - m.leading_zeros() as i32;
+    let (big, small) = if mc == 0 || top(p, ep) >= top(mc as u128, ec) {
+        ((sp, p, ep), (sc, mc as u128, ec))
+    } else {
+        ((sc, mc as u128, ec), (sp, p, ep))
+    };
+    let e = top(big.1, big.2) - 124;
+    let align = |m: u128, me: i32| -> i128 {
+        if m == 0 {
+            0
+        } else if me >= e {
+            (m << (me - e)) as i128
+        } else {
+            let sh = (e - me) as u32;
+            if sh >= 127 {
+                1
+            } else {
+                (m >> sh | (m & ((1 << sh) - 1) != 0) as u128) as i128
+            }
+        }
+    };
+    let signed = |neg: bool, v: i128| if neg { -v } else { v };
+    let x = signed(big.0, align(big.1, big.2)) + signed(small.0, align(small.1, small.2));
+    if x == 0 {
+        // An exact zero sum is +0 (round to nearest), -0 when both terms are -0.
+        return 0.0;
+    }
+    let (neg, mag) = (x < 0, x.unsigned_abs());
+    let e = e + k;
+    let msb = 127 - mag.leading_zeros() as i32;
+    // Keep the bits from `lsb` up: prec of them, fewer below the normal range.
+    let lsb = (msb - (prec - 1)).max(emin - e);
+    let (mut m, mut exp) = (mag, e);
+    if lsb > 0 {
+        let (sh, rest) = (lsb as u32, mag & ((1u128 << lsb) - 1));
+        m = mag >> sh;
+        let half = 1u128 << (sh - 1);
+        if rest > half || (rest == half && m & 1 == 1) {
+            m += 1;
+        }
+        exp += lsb;
+    }
+    let v = if m == 0 {
+        0.0
+    } else if exp + (128 - m.leading_zeros() as i32) > emax {
+        f64::INFINITY
+    } else {
+        ldexp(m as f64, exp)
+    };
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
+/// `v_div_scale_f64` of (S0, denominator S1, numerator S2): the scaled S0
+/// and whether the quotient must be scaled back (VCC).
+fn div_scale_f64(s0: f64, den: f64, num: f64) -> (f64, bool) {
+    let exp = |x: f64| (x.to_bits() >> 52 & 0x7ff) as i32;
+    div_scale_with(
+        s0,
+        den,
+        num,
+        exp(num) - exp(den) >= 768,
+        exp(num) <= 53,
+        128,
+        |x| x.is_subnormal(),
+    )
+}
+
+/// `v_div_scale_f32`, as [`div_scale_f64`] with the f32 thresholds.
+fn div_scale_f32(s0: f32, den: f32, num: f32) -> (f32, bool) {
+    let exp = |x: f32| (x.to_bits() >> 23 & 0xff) as i32;
+    let (r, v) = div_scale_with(
+        s0 as f64,
+        den as f64,
+        num as f64,
+        exp(num) - exp(den) >= 96,
+        exp(num) <= 23,
+        64,
+        // Denormal as an f32, and 1/den, num/den computed in f32.
+        |x| (x as f32).is_subnormal(),
+    );
+    (r as f32, v)
+}
+
+/// The cases of `v_div_scale` in the ISA's order. `denorm` tells whether a
+/// value is subnormal in the operation's precision; for f32 the operands
+/// arrive widened, and the quotients below are of f32s computed exactly in
+/// f64 and then tested after rounding to f32.
+fn div_scale_with(
+    s0: f64,
+    den: f64,
+    num: f64,
+    quotient_near_max: bool,
+    numerator_tiny: bool,
+    k: i32,
+    denorm: impl Fn(f64) -> bool,
+) -> (f64, bool) {
+    if num == 0.0 || den == 0.0 {
+        return (f64::NAN, false);
+    }
+    let narrow = k == 64;
+    let div = |a: f64, b: f64| {
+        if narrow {
+            (a as f32 / b as f32) as f64
+        } else {
+            a / b
+        }
+    };
+    let rcp_denorm = denorm(div(1.0, den));
+    let quotient_denorm = denorm(div(num, den));
+    if quotient_near_max {
+        // Only the denominator is scaled; v_div_fmas scales the quotient up.
+        (if s0 == den { ldexp(s0, k) } else { s0 }, true)
+    } else if denorm(den) {
+        (ldexp(s0, k), false)
+    } else if rcp_denorm && quotient_denorm {
+        // A huge denominator and a subnormal quotient: only the denominator
+        // is scaled, and v_div_fmas scales the quotient back down. (The ISA
+        // document writes 2^+128 here, which would overflow a denominator
+        // of 2^1022 or more and cannot give the quotient; scaling it down is
+        // what makes the quotient normal.)
+        (if s0 == den { ldexp(s0, -k) } else { s0 }, true)
+    } else if rcp_denorm {
+        (ldexp(s0, -k), false)
+    } else if quotient_denorm {
+        // Only the numerator is scaled; v_div_fmas scales the quotient down.
+        (if s0 == num { ldexp(s0, k) } else { s0 }, true)
+    } else if numerator_tiny {
+        (ldexp(s0, k), false)
+    } else {
+        (s0, false)
+    }
+}
+
+/// The 2^k by which `v_div_fmas` scales when VCC is set: up for a quotient
+/// estimate (S2) of 1 or more, down otherwise.
+fn div_fmas_scale(s2_exponent: u32, bias: u32, k: i32) -> i32 {
+    if s2_exponent >= bias {
+        k
+    } else {
+        -k
+    }
+}
+
+/// The biased exponent field of `x`, as an f32 when `narrow`.
+fn exponent(x: f64, narrow: bool) -> i32 {
+    if narrow {
+        ((x as f32).to_bits() >> 23 & 0xff) as i32
+    } else {
+        (x.to_bits() >> 52 & 0x7ff) as i32
     }
 }
 
@@ -1140,55 +1332,28 @@ impl Wave {
 
     /// `v_div_scale`: the first step of clang's correctly rounded division
     /// (src0 = the value to scale, src1 = denominator, src2 = numerator).
-    /// Operands in the normal range need no scaling: the result is src0 and
-    /// VCC is clear; a zero numerator or denominator gives NaN (the fixup
-    /// step then produces the IEEE result). Ranges that need the 2^±64
-    /// (2^±128 for f64) rescaling are not modelled yet and fault.
+    /// As the ISA defines it: both operands are scaled by 2^±128 (2^±64 for
+    /// f32) when that keeps the Newton-Raphson steps away from subnormals
+    /// and overflow, and when only one of them can be scaled, VCC asks
+    /// `v_div_fmas` to scale the quotient back. A zero numerator or
+    /// denominator gives NaN (`v_div_fixup` then produces the IEEE result).
     fn div_scale(&mut self, i: &Inst) -> Result<(), Exception> {
         let wide = i.op == Op::VDivScaleF64;
         let exec = self.exec();
         let mut out = [0u64; 64];
+        let mut vcc = 0u64;
         for l in lanes(exec) {
-            let (s0, den, num) = if wide {
-                (
-                    self.rd64(i.src[0], l, true),
-                    f64b(self.rd64(i.src[1], l, true)),
-                    f64b(self.rd64(i.src[2], l, true)),
-                )
+            let (r, v) = if wide {
+                let g = |k: usize| f64b(self.fin64(self.rd64(i.src[k], l, true), i, k as u32));
+                let (r, v) = div_scale_f64(g(0), g(1), g(2));
+                (r.to_bits(), v)
             } else {
-                let g = |k: usize| self.fin32(self.rd(i.src[k], l), i, k as u32);
-                (g(0) as u64, f32b(g(1)) as f64, f32b(g(2)) as f64)
+                let g = |k: usize| f32b(self.fin32(self.rd(i.src[k], l), i, k as u32));
+                let (r, v) = div_scale_f32(g(0), g(1), g(2));
+                (r.to_bits() as u64, v)
             };
-            out[l] = if num == 0.0 || den == 0.0 {
-                if wide {
-                    f64::NAN.to_bits()
-                } else {
-                    f32::NAN.to_bits() as u64
-                }
-            } else if !den.is_finite() || !num.is_finite() {
-                s0
-            } else {
-                // Unbiased exponents of the operands as stored.
-                let (e_den, e_num, lo, hi, tiny) = if wide {
-                    let e = |x: f64| ((x.to_bits() >> 52) & 0x7ff) as i32;
-                    (e(den), e(num), 0, 2045, 53)
-                } else {
-                    let e = |x: f64| (((x as f32).to_bits() >> 23) & 0xff) as i32;
-                    (e(den), e(num), 0, 253, 23)
-                };
-                let span = if wide { 768 } else { 96 };
-                let min_q = if wide { -1022 } else { -126 };
-                let needs_scaling = e_den == lo
-                    || e_num == lo
-                    || e_num - e_den >= span
-                    || e_num - e_den <= min_q
-                    || e_den >= hi
-                    || e_num <= tiny;
-                if needs_scaling {
-                    return Err(Exception::new(FaultKind::Unimplemented));
-                }
-                s0
-            };
+            out[l] = r;
+            vcc |= (v as u64) << l;
         }
         if wide {
             self.write64(i.dst, exec, &out);
@@ -1198,8 +1363,45 @@ impl Wave {
                 d[l] = out[l] as u32;
             }
         }
-        self.sw64(i.sdst as u16, 0);
+        self.sw64(i.sdst as u16, vcc);
         Ok(())
+    }
+
+    /// `v_div_fmas`: fma(S0, S1, S2), and where VCC is set (by
+    /// `v_div_scale`) times 2^±128 (2^±64 for f32), rounded once.
+    fn div_fmas(&mut self, i: &Inst) {
+        let (exec, vcc) = (self.exec(), self.vcc());
+        if i.op == Op::VDivFmasF32 {
+            if vcc & exec == 0 {
+                return self.mapf32(i, |x, y, z| x.mul_add(y, z));
+            }
+            self.lanewise(i, false, |w, l| {
+                let g = |k: usize| f32b(w.fin32(w.rd(i.src[k], l), i, k as u32)) as f64;
+                let (x, y, z) = (g(0), g(1), g(2));
+                let r = if vcc >> l & 1 != 0 {
+                    let k = div_fmas_scale((z as f32).to_bits() >> 23 & 0xff, 127, 64);
+                    fma_scaled(x, y, z, k, 24, -149, 128) as f32
+                } else {
+                    (x as f32).mul_add(y as f32, z as f32)
+                };
+                Self::fout32(r, i) as u64
+            });
+        } else {
+            if vcc & exec == 0 {
+                return self.mapf64(i, |x, y, z| x.mul_add(y, z));
+            }
+            self.lanewise(i, true, |w, l| {
+                let g = |k: usize| f64b(w.fin64(w.rd64(i.src[k], l, true), i, k as u32));
+                let (x, y, z) = (g(0), g(1), g(2));
+                let r = if vcc >> l & 1 != 0 {
+                    let k = div_fmas_scale((z.to_bits() >> 52 & 0x7ff) as u32, 1023, 128);
+                    fma_scaled(x, y, z, k, 53, -1074, 1024)
+                } else {
+                    x.mul_add(y, z)
+                };
+                r.to_bits()
+            });
+        }
     }
 
     /// Executes a VALU instruction: with AVX2 and FMA where the CPU has them
@@ -1624,21 +1826,11 @@ impl Wave {
             }
             VMfmaF32_32x32x2f32 => self.mfma_32x32x2f32(i),
             VDivScaleF32 | VDivScaleF64 => self.div_scale(i)?,
-            VDivFmasF32 | VDivFmasF64 => {
-                // VCC set by div_scale would ask for the rescaling we do not model.
-                if self.vcc() & self.exec() != 0 {
-                    return Err(Exception::new(FaultKind::Unimplemented));
-                }
-                if i.op == VDivFmasF32 {
-                    self.mapf32(i, |x, y, z| x.mul_add(y, z));
-                } else {
-                    self.mapf64(i, |x, y, z| x.mul_add(y, z));
-                }
-            }
-            VDivFixupF32 => {
-                self.mapf32(i, |q, d, n| div_fixup(q as f64, d as f64, n as f64) as f32)
-            }
-            VDivFixupF64 => self.mapf64(i, div_fixup),
+            VDivFmasF32 | VDivFmasF64 => self.div_fmas(i),
+            VDivFixupF32 => self.mapf32(i, |q, d, n| {
+                div_fixup(q as f64, d as f64, n as f64, true) as f32
+            }),
+            VDivFixupF64 => self.mapf64(i, |q, d, n| div_fixup(q, d, n, false)),
             VPkMovB32
                 if i.src[..2]
                     .iter()

@@ -1038,7 +1038,8 @@ fn valu_f64() {
 
 /// clang-19's f64 division: div_scale, rcp, two Newton steps (fma, fmac),
 /// mul, fma, div_fmas, div_fixup; the result is the IEEE quotient, also
-/// for zeros and infinities.
+/// where div_scale must rescale (huge, tiny and subnormal operands and
+/// quotients) and for zeros and infinities.
 #[test]
 fn f64_division_sequence() {
     let dev = Device::new();
@@ -1062,9 +1063,34 @@ fn f64_division_sequence() {
             3 => (f64::INFINITY, 3.0),
             4 => (5.0, f64::NEG_INFINITY),
             5 => (1.0, 3.0),
-            _ => {
+            // Quotients near the top of the range, subnormal ones, huge and
+            // subnormal denominators, tiny numerators: div_scale rescales.
+            6 => (1e300, 1e-10),
+            7 => (-1.7e308, 0.3),
+            8 => (1e-300, 1e10),
+            9 => (3e-308, 7.0),
+            10 => (0.5, 1.5e308),
+            11 => (1e-10, 1.7e308),
+            12 => (1.0, 5e-324),
+            13 => (3.0, 2.5e-310),
+            14 => (2.5e-310, 1e-300),
+            15 => (4e-320, 3.0),
+            16 => (1e308, 1e-300),
+            17 => (1e-300, 1e300),
+            18 => (5e-324, 0.75),
+            19 => (-1.5e-300, 1.5e-10),
+            20..=39 => {
                 let r = random(l);
                 (f64_of(r[0], r[1]), f64_of(r[2], r[3]))
+            }
+            // Finite values of any exponent, subnormals included.
+            _ => {
+                let r = random(l);
+                let any = |a: u32, b: u32| {
+                    let x = (a as u64) << 32 | b as u64;
+                    f64::from_bits(x & 0x800f_ffff_ffff_ffff | ((x >> 52 & 0x7ff) % 2047) << 52)
+                };
+                (any(r[0], r[1]), any(r[2], r[3]))
             }
         }
     };
@@ -1762,5 +1788,55 @@ fn float_class_f64() {
         // The table is in class order: value k is of class k.
         let c = l % 10;
         vec![i[2] >> c & 1, i[3] >> c & 1]
+    });
+}
+
+/// clang-19's f32 division (as in `opcodes.rs`) where div_scale must
+/// rescale: the IEEE quotient for huge, tiny and subnormal operands.
+#[test]
+fn f32_division_with_rescaling() {
+    let dev = Device::new();
+    let body = "v_div_scale_f32 v12, s[20:21], v5, v5, v4\n\
+                v_div_scale_f32 v13, vcc, v4, v5, v4\n\
+                v_rcp_f32 v14, v12\n\
+                v_fma_f32 v15, -v12, v14, 1.0\n\
+                v_fma_f32 v14, v15, v14, v14\n\
+                v_mul_f32 v15, v13, v14\n\
+                v_fma_f32 v16, -v12, v15, v13\n\
+                v_fma_f32 v15, v16, v14, v15\n\
+                v_fma_f32 v12, -v12, v15, v13\n\
+                v_div_fmas_f32 v12, v12, v14, v15\n\
+                v_div_fixup_f32 v20, v12, v5, v4";
+    let nd = |l: usize| -> (f32, f32) {
+        match l {
+            0 => (1e30, 1e-10),
+            1 => (-3e38, 0.3),
+            2 => (1e-30, 1e10),
+            3 => (3e-38, 7.0),
+            4 => (0.5, 3e38),
+            5 => (1e-10, 3.3e38),
+            6 => (1.0, 1e-45),
+            7 => (3.0, 2.5e-40),
+            8 => (2.5e-40, 1e-30),
+            9 => (4e-44, 3.0),
+            10 => (3e38, 1e-30),
+            11 => (1e-30, 1e30),
+            12 => (1e-45, 0.75),
+            13 => (1.0, 3.0),
+            // Finite values of any exponent, subnormals included.
+            _ => {
+                let r = random(l);
+                let any = |b: u32| f32::from_bits(b & 0x807f_ffff | ((b >> 23 & 0xff) % 255) << 23);
+                (any(r[0]), any(r[1]))
+            }
+        }
+    };
+    let inputs = |l: usize| {
+        let (n, d) = nd(l);
+        [f(n), f(d), 0, 0, 0, 0, 0, 0]
+    };
+    check_lanes(&dev, &Lanes::new(body, 1), inputs, |l, _| {
+        let (n, d) = nd(l);
+        vec![f(n / d)]
     });
 }
