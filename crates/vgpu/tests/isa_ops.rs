@@ -1840,3 +1840,25 @@ fn f32_division_with_rescaling() {
         vec![f(n / d)]
     });
 }
+
+/// DPP with the destination also the source, as the corpus' reductions
+/// have it: every lane reads the source as it was before the instruction.
+#[test]
+fn dpp_in_place() {
+    let dev = Device::new();
+    let body = "v_mov_b32 v20, v4\n\
+                v_mov_b32_dpp v20, v20 row_shr:1 row_mask:0xf bank_mask:0xf\n\
+                v_mov_b32 v21, v4\n\
+                v_add_u32_dpp v21, v21, v21 row_ror:4 row_mask:0xf bank_mask:0xf bound_ctrl:1\n\
+                v_mov_b32 v22, v4\n\
+                v_mov_b32_dpp v22, v22 row_bcast:15 row_mask:0xa bank_mask:0xf";
+    check_lanes(&dev, &Lanes::new(body, 3), random, |l, i| {
+        let x = |s: usize| random(s)[0];
+        let (row, col) = (l / 16, l % 16);
+        vec![
+            if col >= 1 { x(l - 1) } else { i[0] },
+            x(row * 16 + (col + 12) % 16).wrapping_add(i[0]),
+            if row % 2 == 1 { x(row * 16 - 1) } else { i[0] },
+        ]
+    });
+}
