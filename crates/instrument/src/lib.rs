@@ -254,9 +254,7 @@ impl Analysis {
     /// SCC is live (all scalar hook code needs, without listing vector registers).
     pub fn free_sgprs_before(&self, i: InstId) -> (Vec<u16>, bool) {
         let any = self.live_before(i).any();
-        let sgprs = (0..self.resources.sgprs_usable as u16)
-            .filter(|n| !any.has_sgpr(*n))
-            .collect();
+        let sgprs = any.absent_sgprs(self.resources.sgprs_usable as u16);
         (sgprs, any.contains(regs::SCC))
     }
 
@@ -271,9 +269,7 @@ impl Analysis {
         let any = l.any();
         let r = &self.resources;
         FreeRegisters {
-            sgprs: (0..r.sgprs_usable as u16)
-                .filter(|n| !any.has_sgpr(*n))
-                .collect(),
+            sgprs: any.absent_sgprs(r.sgprs_usable as u16),
             vgprs: (0..r.vgprs_allocated.min(256) as u16)
                 .filter(|n| !any.has_vgpr(*n))
                 .collect(),

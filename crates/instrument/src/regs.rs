@@ -217,6 +217,29 @@ impl RegSet {
         })
     }
 
+    /// SGPRs `s0..s<limit>` (at most s101) not in the set, in increasing order.
+    pub fn absent_sgprs(&self, limit: u16) -> Vec<u16> {
+        let limit = limit.min(NUM_SGPRS);
+        let mut out = Vec::with_capacity(limit as usize);
+        for (k, w) in self
+            .0
+            .iter()
+            .enumerate()
+            .take((limit as usize).div_ceil(64))
+        {
+            let mut free = !*w;
+            while free != 0 {
+                let n = (k * 64) as u16 + free.trailing_zeros() as u16 - SGPR_BASE;
+                if n >= limit {
+                    break;
+                }
+                out.push(n);
+                free &= free - 1;
+            }
+        }
+        out
+    }
+
     /// Whether `s<n>` is in the set.
     pub fn has_sgpr(&self, n: u16) -> bool {
         n < NUM_SGPRS && self.contains(SGPR_BASE + n)
@@ -269,6 +292,24 @@ mod tests {
         assert_eq!(
             format!("{:?}", RegSet::of(&Register::new(RegFile::Sgpr, 4, 2))),
             "{s4 s5}"
+        );
+    }
+
+    #[test]
+    fn absent_sgprs_are_the_complement_below_the_limit() {
+        let mut s = RegSet::new();
+        for n in [0, 5, 63, 64, 101] {
+            s.insert(SGPR_BASE + n);
+        }
+        s.insert(VCC);
+        let want: Vec<u16> = (0..102)
+            .filter(|n| ![0, 5, 63, 64, 101].contains(n))
+            .collect();
+        assert_eq!(s.absent_sgprs(102), want);
+        assert_eq!(s.absent_sgprs(200), want);
+        assert_eq!(
+            s.absent_sgprs(64),
+            (1..63).filter(|&n| n != 5).collect::<Vec<_>>()
         );
     }
 }

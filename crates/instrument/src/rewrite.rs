@@ -56,7 +56,7 @@ use std::collections::BTreeMap;
 use inlay_codeobj::descriptor::InitialSgprs;
 use inlay_codeobj::KernelDescriptor;
 use inlay_isa::tables::{ImmKind, Slot};
-use inlay_isa::{encode, Builder, Encoding, Instruction, Operand, Target};
+use inlay_isa::{encode, encode_into, Builder, Encoding, Instruction, Modifier, Operand, Target};
 
 use crate::lift::{Callee, InstId};
 use crate::Analysis;
@@ -279,10 +279,10 @@ struct Regs {
 struct Asm {
     b: Builder,
     /// The last `s_atomic_add_x2` built, by its (data, base) registers:
-    /// hooks differ only in the offset, which is patched into its bytes
-    /// (building through the checked builder per hook is the slow part of
+    /// hooks differ only in the offset, which is set on a copy (building
+    /// through the checked builder per hook is the slow part of
     /// instrumenting every instruction).
-    atomic: std::cell::Cell<Option<(u16, u16, [u8; 8])>>,
+    atomic: std::cell::Cell<Option<(u16, u16, Instruction)>>,
     setups: std::cell::RefCell<std::collections::HashMap<(u16, u16), [Instruction; 3]>>,
     decoder: inlay_isa::Decoder,
 }
@@ -410,13 +410,9 @@ impl Asm {
 
     /// `s_atomic_add_x2 s[data:data+1], s[base:base+1], offset`.
     fn atomic_add(&self, r: &Regs, offset: u32) -> Result<Instruction, RewriteError> {
-        if let Some((data, base, mut bytes)) = self.atomic.get() {
-            // The immediate offset is the low 21 bits of the second word.
-            if (data, base) == (r.data, r.base) && offset < 1 << 20 {
-                bytes[4..8].copy_from_slice(&offset.to_le_bytes());
-                if let Ok(i) = self.decoder.decode(&bytes) {
-                    return Ok(i);
-                }
+        if let Some((data, base, mut i)) = self.atomic.get() {
+            if (data, base) == (r.data, r.base) && i.set_modifier(Modifier::Offset(offset as i32)) {
+                return Ok(i);
             }
         }
         let i = self.build(
@@ -428,9 +424,7 @@ impl Asm {
                 Operand::Imm(offset),
             ],
         )?;
-        if let Ok(bytes) = <[u8; 8]>::try_from(encode(&i).as_slice()) {
-            self.atomic.set(Some((r.data, r.base, bytes)));
-        }
+        self.atomic.set(Some((r.data, r.base, i)));
         Ok(i)
     }
 
@@ -1339,19 +1333,19 @@ pub fn rewrite(
 
     let mut code = Vec::with_capacity(at as usize);
     for i in &preamble {
-        code.extend_from_slice(&encode(i));
+        encode_into(&i, &mut code);
     }
     let mut added = preamble.len() + added_by_hooks;
     for &i in &order {
         for h in hook_code.get(&i).into_iter().flatten() {
-            code.extend_from_slice(&encode(h));
+            encode_into(&h, &mut code);
         }
         if let Some(t) = translations.get(&i) {
             let at = code.len() as u64;
             let tc = t.code(&asm, at, &label)?;
             added += tc.len();
             for x in &tc {
-                code.extend_from_slice(&encode(x));
+                encode_into(&x, &mut code);
             }
             debug_assert_eq!(code.len() as u64 - at, t.size());
         }
@@ -1366,7 +1360,7 @@ pub fn rewrite(
                     addr: prog.insts[i].addr,
                 })?;
                 for x in first {
-                    code.extend_from_slice(&encode(x));
+                    encode_into(&x, &mut code);
                 }
                 inst = *last;
             }
@@ -1392,12 +1386,12 @@ pub fn rewrite(
                 };
             }
             Emit::MaterializePc { d, pc } => {
-                code.extend_from_slice(&encode(&asm.mov(d, pc as u32)?));
+                encode_into(&asm.mov(d, pc as u32)?, &mut code);
                 inst = asm.mov(d + 1, (pc >> 32) as u32)?;
                 added += 1;
             }
         }
-        code.extend_from_slice(&encode(&inst));
+        encode_into(&inst, &mut code);
     }
     debug_assert_eq!(code.len() as u64, at);
 

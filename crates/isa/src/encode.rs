@@ -297,7 +297,7 @@ fn reg_value(
 /// Modifiers settable after building.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Modifier {
-    /// Memory offset (DS offset, FLAT/MUBUF offset) in bytes.
+    /// Memory offset (SMEM, DS, FLAT/MUBUF offset) in bytes.
     Offset(i32),
     /// Cache policy bit 0/1/2 (glc/slc/scc; sc0/nt/sc1 on gfx942).
     Cpol(u8, bool),
@@ -310,6 +310,10 @@ impl Instruction {
     /// Sets a modifier; `false` if this encoding has no such modifier or the value does not fit.
     pub fn set_modifier(&mut self, m: Modifier) -> bool {
         match (self.encoding, m) {
+            // The 21-bit SMEM byte offset (gfx9: unsigned 20 bits in use).
+            (E::Smem, Modifier::Offset(o)) => {
+                (0..1 << 20).contains(&o) && put(self, 1, 0, 21, o as u32)
+            }
             (E::Ds, Modifier::Offset(o)) => {
                 (0..=0xFFFF).contains(&o) && put(self, 0, 0, 16, o as u32)
             }
