@@ -1333,19 +1333,19 @@ pub fn rewrite(
 
     let mut code = Vec::with_capacity(at as usize);
     for i in &preamble {
-        encode_into(&i, &mut code);
+        encode_into(i, &mut code);
     }
     let mut added = preamble.len() + added_by_hooks;
     for &i in &order {
         for h in hook_code.get(&i).into_iter().flatten() {
-            encode_into(&h, &mut code);
+            encode_into(h, &mut code);
         }
         if let Some(t) = translations.get(&i) {
             let at = code.len() as u64;
             let tc = t.code(&asm, at, &label)?;
             added += tc.len();
             for x in &tc {
-                encode_into(&x, &mut code);
+                encode_into(x, &mut code);
             }
             debug_assert_eq!(code.len() as u64 - at, t.size());
         }
@@ -1360,7 +1360,7 @@ pub fn rewrite(
                     addr: prog.insts[i].addr,
                 })?;
                 for x in first {
-                    encode_into(&x, &mut code);
+                    encode_into(x, &mut code);
                 }
                 inst = *last;
             }
