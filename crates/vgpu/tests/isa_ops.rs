@@ -1862,3 +1862,23 @@ fn dpp_in_place() {
         ]
     });
 }
+
+/// MUBUF as clang uses it for the stack: the private segment buffer V# in
+/// s[0:3] (swizzled per lane), `off` or a VGPR offset, an immediate offset.
+/// Each lane has its own private memory.
+#[test]
+fn buffer_private_segment() {
+    let dev = Device::new();
+    let body = "buffer_store_dword v4, off, s[0:3], 0 offset:16\n\
+                v_mov_b32 v12, 8\n\
+                buffer_store_dword v5, v12, s[0:3], 0 offen offset:4\n\
+                buffer_store_dword v6, v12, s[0:3], 0 offen\n\
+                s_waitcnt vmcnt(0)\n\
+                buffer_load_dword v20, off, s[0:3], 0 offset:16\n\
+                buffer_load_dword v21, off, s[0:3], 0 offset:12\n\
+                buffer_load_dword v22, v12, s[0:3], 0 offen\n\
+                s_waitcnt vmcnt(0)";
+    let mut t = Lanes::new(body, 3);
+    t.scratch = 64;
+    check_lanes(&dev, &t, random, |_, i| vec![i[0], i[1], i[2]]);
+}
