@@ -2,7 +2,9 @@
 //! gfx90a code objects of Debian's librocsparse0, listed by
 //! `examples/mnemonics.rs`) appears in a kernel body of a per-opcode test,
 //! and so does every DPP and SDWA form the list names: coverage cannot
-//! regress silently when the list grows or a test is dropped.
+//! regress silently when the list grows or a test is dropped. And the list
+//! holds every mnemonic of the fixtures (and of librocsparse0's code
+//! objects when they are in /tmp/co90a), so it cannot fall behind them.
 //!
 //! The scan reads the string literals of the per-opcode test sources (the
 //! kernel bodies) and looks for the mnemonic as a whole word, bare or with
@@ -224,4 +226,66 @@ fn the_scanner_reads_kernel_bodies() {
     );
     assert_eq!(base("v_add_f32_e64"), "v_add_f32");
     assert_eq!(base("v_mov_b32_dpp"), "v_mov_b32");
+}
+
+/// Base mnemonics of the gfx90a code objects under `dir` (recursively).
+fn mnemonics_under(dir: &std::path::Path, out: &mut BTreeSet<String>) -> usize {
+    use inlay_codeobj::CodeObject;
+    use inlay_isa::{Decoder, Instruction, Target};
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut n = 0;
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            n += mnemonics_under(&p, out);
+            continue;
+        }
+        if p.extension().is_none_or(|x| x != "hsaco") {
+            continue;
+        }
+        let bytes = std::fs::read(&p).expect("read");
+        let co = CodeObject::parse(&bytes).expect("parse");
+        let text = co.section(".text").expect(".text");
+        let text = &bytes[text.offset as usize..(text.offset + text.size) as usize];
+        let dec = Decoder::new(Target::Gfx90a);
+        let (mut off, mut i) = (0, Instruction::default());
+        while off + 4 <= text.len() {
+            let Ok(len) = dec.decode_into(&text[off..], &mut i) else {
+                break;
+            };
+            off += len;
+            if let Some(op) = i.opcode() {
+                out.insert(op.name().to_string());
+            }
+        }
+        n += 1;
+    }
+    n
+}
+
+/// The list holds every mnemonic of the gfx90a fixtures (a fixture that
+/// brings a new one must bring its test too), and of the librocsparse0
+/// code objects when `inlay extract` has left them in /tmp/co90a.
+#[test]
+fn the_list_holds_every_mnemonic_of_the_code_objects() {
+    let listed: BTreeSet<String> = list().into_iter().map(|(n, _)| n).collect();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/gfx90a");
+    for (dir, required) in [(fixtures, true), ("/tmp/co90a".into(), false)] {
+        let mut found = BTreeSet::new();
+        let n = mnemonics_under(&dir, &mut found);
+        assert!(
+            n > 0 || !required,
+            "no code objects under {}",
+            dir.display()
+        );
+        let missing: Vec<&String> = found.difference(&listed).collect();
+        assert!(
+            missing.is_empty(),
+            "{} has mnemonics tests/mnemonics.txt lacks (regenerate it with \
+             examples/mnemonics.rs and add their tests): {missing:?}",
+            dir.display()
+        );
+    }
 }
