@@ -79,19 +79,22 @@ fn sdwa_dst(old: u32, r: u32, sdwa: u32) -> u32 {
 }
 
 /// `v_div_fixup` (quotient, denominator, numerator): the IEEE result for
-/// NaN, zero and infinite operands, zero when the quotient underflows far
+/// NaN (quieted), zero and infinite operands, zero when the quotient underflows far
 /// below the subnormals, infinity when the scaled steps overflowed (a NaN
 /// quotient); otherwise the quotient with the sign of numerator ×
 /// denominator. `narrow`: f32 operands (widened), whose exponents count.
 fn div_fixup(q: f64, d: f64, n: f64, narrow: bool) -> f64 {
     let neg = d.is_sign_negative() != n.is_sign_negative();
     let signed = |v: f64| if neg { -v } else { v };
+    let quiet = |v: f64| f64::from_bits(v.to_bits() | 1 << 51);
     if n.is_nan() {
-        n
+        quiet(n)
     } else if d.is_nan() {
-        d
+        quiet(d)
     } else if (d == 0.0 && n == 0.0) || (d.is_infinite() && n.is_infinite()) {
-        f64::NAN
+        // 0/0 and inf/inf: the ISA's negative quiet NaN (0xfff8000000000000,
+        // 0xffc00000 as an f32).
+        -f64::NAN
     } else if d == 0.0 || n.is_infinite() {
         signed(f64::INFINITY)
     } else if d.is_infinite()

@@ -542,7 +542,8 @@ fn f32_division_sequence() {
         let d = l as f32 * f32::from_bits(0x3e99_999a) - f32::from_bits(0x40e1_999a); // 0.3, 7.05
         (n / d).to_bits() as u64
     });
-    // Zeros: 0/0 is NaN, 1/0 is +inf, 0/2 is +0, -1/0 is -inf.
+    // Zeros: 0/0 is the ISA's default NaN (v_div_fixup: 0xffc00000, negative),
+    // 1/0 is +inf, 0/2 is +0, -1/0 is -inf.
     let special = format!(
         "v_mov_b32 v3, 0\n\
          v_mov_b32 v4, 0\n\
@@ -558,7 +559,7 @@ fn f32_division_sequence() {
         1 => f32::INFINITY.to_bits() as u64,
         2 => 0,
         3 => f32::NEG_INFINITY.to_bits() as u64,
-        _ => f32::NAN.to_bits() as u64,
+        _ => 0xffc0_0000,
     });
 }
 
