@@ -155,6 +155,18 @@ pub struct InstructionInfo {
 }
 
 impl InstructionInfo {
+    fn new() -> InstructionInfo {
+        let blank = UsedRegister {
+            register: Register::new(RegFile::Sgpr, 0, 0),
+            access: Access::Read,
+            operand: None,
+        };
+        InstructionInfo {
+            regs: [blank; CAPACITY],
+            len: 0,
+        }
+    }
+
     pub fn used_registers(&self) -> &[UsedRegister] {
         &self.regs[..self.len as usize]
     }
@@ -204,19 +216,12 @@ impl InstructionInfo {
 
 /// Def/use of `i`. Invalid instructions use no registers.
 pub fn info(i: &Instruction) -> InstructionInfo {
-    let blank = UsedRegister {
-        register: Register::new(RegFile::Sgpr, 0, 0),
-        access: Access::Read,
-        operand: None,
-    };
-    let mut out = InstructionInfo {
-        regs: [blank; CAPACITY],
-        len: 0,
-    };
+    let mut out = InstructionInfo::new();
     if !i.is_valid() {
         return out;
     }
     let name = i.opcode().map(|o| o.name()).unwrap_or("");
+    let facts = facts(i, name);
     // EXP and VINTRP have no operand slots (the formatter prints them from
     // their fields): the same registers here.
     match i.encoding {
@@ -250,7 +255,7 @@ pub fn info(i: &Instruction) -> InstructionInfo {
         }
         _ => {}
     }
-    let dst = dst_access(i, name);
+    let dst = dst_access(i, facts.dst);
     let lds = crate::format::lds_load(i);
     let mut seen_source = false;
     for (n, slot) in i.slots().iter().enumerate() {
@@ -267,7 +272,7 @@ pub fn info(i: &Instruction) -> InstructionInfo {
                 let is_dst = is_dst_field(i, field);
                 let access = if is_dst {
                     dst
-                } else if field == Field::Src0 && name.starts_with("v_swap_") {
+                } else if field == Field::Src0 && facts.swap {
                     Access::ReadWrite // the two registers trade values
                 } else {
                     Access::Read
@@ -300,7 +305,7 @@ pub fn info(i: &Instruction) -> InstructionInfo {
             Slot::Imm(ImmKind::Hwreg) => {
                 let v = i.imm_value();
                 let (id, off, size) = (v & 0x3F, (v >> 6) & 0x1F, ((v >> 11) & 0x1F) + 1);
-                let access = if !name.starts_with("s_setreg") {
+                let access = if !facts.setreg {
                     Access::Read
                 } else if off == 0 && size == 32 {
                     Access::Write
@@ -317,8 +322,54 @@ pub fn info(i: &Instruction) -> InstructionInfo {
             _ => {}
         }
     }
-    implicit(i, name, &mut out);
+    for u in facts.implicit.used_registers() {
+        out.push(u.register, u.access, None);
+    }
+    // Loads into LDS address it through M0 (a bit, not the opcode, says so).
+    if crate::format::lds_load(i) {
+        out.implicit(RegFile::M0, 0, 1, Access::Read);
+    }
     out
+}
+
+/// What an instruction's opcode alone says about its registers: found by
+/// comparing its name with prefixes, once per table entry (the string
+/// compares were most of `info`'s cost).
+#[derive(Clone)]
+struct Facts {
+    encoding: E,
+    dst: DstRule,
+    /// `v_swap_*`: the source is written too.
+    swap: bool,
+    /// `s_setreg*`: the hardware register is written.
+    setreg: bool,
+    /// Implicit registers, in the order `info` lists them.
+    implicit: InstructionInfo,
+}
+
+fn facts(i: &Instruction, name: &str) -> std::borrow::Cow<'static, Facts> {
+    static FACTS: std::sync::OnceLock<Vec<std::sync::OnceLock<Facts>>> = std::sync::OnceLock::new();
+    let all = FACTS.get_or_init(|| {
+        (0..crate::tables::desc_count())
+            .map(|_| std::sync::OnceLock::new())
+            .collect()
+    });
+    let make = || {
+        let mut implicit = InstructionInfo::new();
+        implicit_by_opcode(i, name, &mut implicit);
+        Facts {
+            encoding: i.encoding,
+            dst: dst_rule(i.encoding, name),
+            swap: name.starts_with("v_swap_"),
+            setreg: name.starts_with("s_setreg"),
+            implicit,
+        }
+    };
+    match all.get(i.desc as usize).map(|cell| cell.get_or_init(make)) {
+        Some(f) if f.encoding == i.encoding => std::borrow::Cow::Borrowed(f),
+        // A table entry shared by two encodings is not memoised.
+        _ => std::borrow::Cow::Owned(make()),
+    }
 }
 
 /// Whether a register field is the instruction's destination.
@@ -331,37 +382,42 @@ fn is_dst_field(i: &Instruction, f: Field) -> bool {
     }
 }
 
-/// Access of the destination fields, by what the opcode does with them.
-fn dst_access(i: &Instruction, name: &str) -> Access {
+/// How an opcode treats its destination fields; [`dst_access`] finishes
+/// with the bits that matter.
+#[derive(Clone, Copy)]
+enum DstRule {
+    /// Data registers of scalar and buffer memory instructions.
+    Memory {
+        atomic: bool,
+        /// Stores (and scalar cache write-backs) only read their data.
+        read: bool,
+        /// A 16-bit load that keeps the other half.
+        keeps_half: bool,
+    },
+    Is(Access),
+    /// gfx9 `_legacy` 16-bit VOP3 ops: `{16'0, result}` (a whole write), or
+    /// with op_sel[3] `{result, D[15:0]}` (the low half kept).
+    LegacyOpSel,
+    /// Decided by encoding: SDWA writing part of a dword, DPP, 8/16-bit
+    /// loads into half a register (`d16`), `v_fma_mix{lo,hi}` (`mix`).
+    ByEncoding {
+        d16: bool,
+        mix: bool,
+    },
+}
+
+fn dst_rule(enc: E, name: &str) -> DstRule {
     let starts = |p: &[&str]| p.iter().any(|x| name.starts_with(x));
-    let glc = match i.encoding {
-        E::Smem => i.bits(0, 16, 1) != 0,
-        E::Mubuf => i.bits(0, 14, 1) != 0,
-        E::Mimg => i.bits(0, 13, 1) != 0,
-        _ => false,
-    };
-    match i.encoding {
-        // Data registers of scalar and buffer memory instructions.
-        E::Smem | E::Mubuf | E::Mtbuf | E::Mimg => {
-            if name.contains("atomic") {
-                // The data goes in, and with glc the old value comes back.
-                if glc {
-                    Access::ReadWrite
-                } else {
-                    Access::Read
-                }
-            } else if name.contains("store") || name.starts_with("s_dcache") {
-                Access::Read
-            } else if name.contains("_d16") && !name.contains("format_d16_xy") {
-                Access::ReadWrite // a 16-bit load keeps the other half
-            } else {
-                Access::Write
-            }
-        }
-        _ if starts(&["s_cmpk_", "s_setreg_b32", "s_cbranch_i_fork"]) => Access::Read,
+    match enc {
+        E::Smem | E::Mubuf | E::Mtbuf | E::Mimg => DstRule::Memory {
+            atomic: name.contains("atomic"),
+            read: name.contains("store") || name.starts_with("s_dcache"),
+            keeps_half: name.contains("_d16") && !name.contains("format_d16_xy"),
+        },
+        _ if starts(&["s_cmpk_", "s_setreg_b32", "s_cbranch_i_fork"]) => DstRule::Is(Access::Read),
         // s_movreld writes SGPR[sdst + M0]: the named register only when M0
         // is 0 (and no register is read through sdst).
-        _ if starts(&["s_cmov_", "s_cmovk_", "s_movreld_"]) => Access::CondWrite,
+        _ if starts(&["s_cmov_", "s_cmovk_", "s_movreld_"]) => DstRule::Is(Access::CondWrite),
         _ if starts(&[
             "s_addk_",
             "s_mulk_",
@@ -382,10 +438,8 @@ fn dst_access(i: &Instruction, name: &str) -> Access {
             "v_cvt_sr_bf8_",
         ]) =>
         {
-            Access::ReadWrite
+            DstRule::Is(Access::ReadWrite)
         }
-        // The gfx9 `_legacy` 16-bit VOP3 ops write `{16'0, result}` (a whole
-        // write), or with op_sel[3] `{result, D[15:0]}` (the low half kept).
         _ if starts(&[
             "v_mad_legacy_f16",
             "v_mad_legacy_u16",
@@ -394,23 +448,65 @@ fn dst_access(i: &Instruction, name: &str) -> Access {
             "v_div_fixup_legacy_f16",
         ]) =>
         {
+            DstRule::LegacyOpSel
+        }
+        _ => DstRule::ByEncoding {
+            d16: name.contains("_d16"),
+            mix: starts(&["v_fma_mixlo_", "v_fma_mixhi_"]),
+        },
+    }
+}
+
+/// Access of the destination fields.
+fn dst_access(i: &Instruction, rule: DstRule) -> Access {
+    match rule {
+        DstRule::Memory {
+            atomic,
+            read,
+            keeps_half,
+        } => {
+            let glc = match i.encoding {
+                E::Smem => i.bits(0, 16, 1) != 0,
+                E::Mubuf => i.bits(0, 14, 1) != 0,
+                E::Mimg => i.bits(0, 13, 1) != 0,
+                _ => false,
+            };
+            if atomic {
+                // The data goes in, and with glc the old value comes back.
+                if glc {
+                    Access::ReadWrite
+                } else {
+                    Access::Read
+                }
+            } else if read {
+                Access::Read
+            } else if keeps_half {
+                Access::ReadWrite
+            } else {
+                Access::Write
+            }
+        }
+        DstRule::Is(a) => a,
+        DstRule::LegacyOpSel => {
             if i.bits(0, 14, 1) != 0 {
                 Access::ReadWrite
             } else {
                 Access::Write
             }
         }
-        // SDWA writing part of a dword and keeping the rest.
-        E::Vop1Sdwa | E::Vop2Sdwa if i.bits(1, 8, 3) < 6 && i.bits(1, 11, 2) == 2 => {
-            Access::ReadWrite
-        }
-        // Lanes whose DPP source is invalid or masked keep the old value;
-        // like LLVM we count the old value as an input whatever the controls.
-        E::Vop1Dpp | E::Vop2Dpp => Access::ReadWrite,
-        // 8/16-bit loads into half a register keep the other half.
-        E::Ds | E::Flat | E::Global | E::Scratch if name.contains("_d16") => Access::ReadWrite,
-        _ if starts(&["v_fma_mixlo_", "v_fma_mixhi_"]) => Access::ReadWrite,
-        _ => Access::Write,
+        DstRule::ByEncoding { d16, mix } => match i.encoding {
+            // SDWA writing part of a dword and keeping the rest.
+            E::Vop1Sdwa | E::Vop2Sdwa if i.bits(1, 8, 3) < 6 && i.bits(1, 11, 2) == 2 => {
+                Access::ReadWrite
+            }
+            // Lanes whose DPP source is invalid or masked keep the old value;
+            // like LLVM we count the old value as an input whatever the controls.
+            E::Vop1Dpp | E::Vop2Dpp => Access::ReadWrite,
+            // 8/16-bit loads into half a register keep the other half.
+            E::Ds | E::Flat | E::Global | E::Scratch if d16 => Access::ReadWrite,
+            _ if mix => Access::ReadWrite,
+            _ => Access::Write,
+        },
     }
 }
 
@@ -547,7 +643,9 @@ fn smem_soffset(i: &Instruction) -> Option<Register> {
 pub const HW_REG_MODE: u16 = 1;
 
 /// Registers an instruction uses without naming them.
-fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
+/// The implicit registers the opcode of `i` uses (those a bit of `i`
+/// decides are added by [`info`]).
+fn implicit_by_opcode(i: &Instruction, name: &str, out: &mut InstructionInfo) {
     use Access::*;
     use RegFile::*;
     let starts = |p: &str| name.starts_with(p);
@@ -680,8 +778,7 @@ fn implicit(i: &Instruction, name: &str, out: &mut InstructionInfo) {
         "ds_nop",
         "global_load_lds_",
         "scratch_load_lds_",
-    ]) || (enc == E::Ds && (name.contains("addtid") || name.contains("_src2_")))
-        || crate::format::lds_load(i);
+    ]) || (enc == E::Ds && (name.contains("addtid") || name.contains("_src2_")));
     if m0_read {
         out.implicit(M0, 0, 1, Read);
     }

@@ -180,6 +180,11 @@ impl Desc {
 }
 
 /// Desc by id (0 is the invalid desc).
+/// Number of table entries (desc ids are below it).
+pub(crate) fn desc_count() -> usize {
+    gen::DESCS.len()
+}
+
 pub fn desc(id: u16) -> &'static Desc {
     gen::DESCS.get(id as usize).unwrap_or(&gen::DESCS[0])
 }
