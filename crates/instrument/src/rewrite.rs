@@ -822,17 +822,10 @@ impl Asm {
     }
 
     /// `s_atomic_add_x2 ... glc`: the counter's old value comes back in data.
+    /// (The glc bit is set in its bytes, which are decoded again, so the
+    /// instruction is whatever the decoder makes of the returning form.)
     fn atomic_add_returning(&self, r: &Regs, offset: u32) -> Result<Instruction, RewriteError> {
-        let i = self.build(
-            Encoding::Smem,
-            "s_atomic_add_x2",
-            &[
-                Self::sgpr(r.data, 2),
-                Self::sgpr(r.base, 2),
-                Operand::Imm(offset),
-            ],
-        )?;
-        let mut bytes = encode(&i);
+        let mut bytes = encode(&self.atomic_add(r, offset)?);
         bytes[2] |= 1; // glc, bit 16 of the first word
         self.decoder.decode(&bytes).map_err(|_| {
             RewriteError::Build(

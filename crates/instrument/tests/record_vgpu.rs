@@ -23,7 +23,7 @@ use harness::{fixture, kernels, launch_geometry, run, run_launch};
 use inlay_codeobj::metadata::KernelMetadata;
 use inlay_codeobj::CodeObject;
 use inlay_instrument::rewrite::{
-    rewrite, Hook, LaneValue, Plan, RewriteError, Trace, Value, LANE_RECORD, SCALAR_RECORD,
+    Hook, LaneValue, Plan, RewriteError, Trace, Value, LANE_RECORD, SCALAR_RECORD,
 };
 use inlay_instrument::{analyse, emit, Analysis};
 use inlay_isa::Encoding;
@@ -61,12 +61,15 @@ impl Kernel {
     }
 
     fn rewrite(&self, an: &Analysis, plan: &Plan) -> Result<Program, RewriteError> {
-        let co = self.co();
-        let kd = co.kernel(&self.md.name).expect("kernel").descriptor;
-        let rw = rewrite(an, self.original.image.expect("image"), &kd, plan)?;
-        let code_object = emit::code_object(&co, &self.md.name, &rw).expect("emit");
-        let instrumented = self.dev.load(&code_object).expect("load instrumented");
-        Ok(Program::merge(self.dev.memory(), &[&self.original, &instrumented]).expect("merge"))
+        harness::instrument(
+            &self.dev,
+            &self.co(),
+            &self.md.name,
+            an,
+            &self.original,
+            plan,
+        )
+        .map(|l| l.both)
     }
 
     /// Runs the instrumented copy on the harness's inputs.
@@ -124,6 +127,27 @@ fn is_memory_access(i: &inlay_isa::Instruction) -> bool {
     matches!(i.encoding(), Encoding::Global | Encoding::Flat)
 }
 
+/// Hooks recording every lane's address before each of `sites`, with the
+/// instruction's id plus one as the record id.
+fn address_plan(counters: u64, trace: Trace, sites: &[usize], dead_only: bool) -> Plan {
+    Plan {
+        counters,
+        hooks: sites
+            .iter()
+            .map(|&i| {
+                let hook = Hook::RecordLanes {
+                    trace,
+                    id: i as u32 + 1,
+                    value: LaneValue::Address,
+                };
+                (i, hook)
+            })
+            .collect(),
+        dead_registers_only: dead_only,
+        all_branches_long: false,
+    }
+}
+
 /// Lanes the virtual GPU counts per instruction offset.
 fn native_lanes(stats: &Stats, program: &Program) -> BTreeMap<u64, u64> {
     stats
@@ -165,22 +189,7 @@ fn check_addresses(version: u32, file: &str, name: &str, dead_only: bool) {
         .sum();
     let capacity = (executions as u32 + 1) * LANE_RECORD;
     let (t, counters, records) = trace(&k.dev, capacity);
-    let plan = Plan {
-        counters,
-        hooks: sites
-            .iter()
-            .map(|&i| {
-                let hook = Hook::RecordLanes {
-                    trace: t,
-                    id: i as u32 + 1,
-                    value: LaneValue::Address,
-                };
-                (i, hook)
-            })
-            .collect(),
-        dead_registers_only: dead_only,
-        all_branches_long: false,
-    };
+    let plan = address_plan(counters, t, &sites, dead_only);
     let program = k
         .rewrite(&an, &plan)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -567,22 +576,7 @@ fn a_full_trace_writes_nothing_past_its_capacity() {
         records,
         capacity,
     };
-    let plan = Plan {
-        counters,
-        hooks: sites
-            .iter()
-            .map(|&i| {
-                let hook = Hook::RecordLanes {
-                    trace: t,
-                    id: i as u32 + 1,
-                    value: LaneValue::Address,
-                };
-                (i, hook)
-            })
-            .collect(),
-        dead_registers_only: false,
-        all_branches_long: false,
-    };
+    let plan = address_plan(counters, t, &sites, false);
     let program = k.rewrite(&an, &plan).expect("rewrite");
     k.run_instrumented(&program);
     let per_offset = native.per_offset(&k.original);
@@ -728,29 +722,10 @@ fn addresses_of_every_operand_form() {
     };
     let (want, _) = run_on(&original, "vector_add");
     let (t, counters, records) = trace(&dev, 8 * LANE_RECORD);
-    let plan = Plan {
-        counters,
-        hooks: sites
-            .iter()
-            .enumerate()
-            .map(|(n, &i)| {
-                let h = Hook::RecordLanes {
-                    trace: t,
-                    id: n as u32 + 1,
-                    value: LaneValue::Address,
-                };
-                (i, h)
-            })
-            .collect(),
-        dead_registers_only: false,
-        all_branches_long: false,
-    };
-    let kd = co.kernel("vector_add").expect("kernel").descriptor;
-    let rw = rewrite(&an, original.image.expect("image"), &kd, &plan).expect("rewrite");
-    let instrumented = dev
-        .load(&emit::code_object(&co, "vector_add", &rw).expect("emit"))
-        .expect("load instrumented");
-    let both = Program::merge(dev.memory(), &[&original, &instrumented]).expect("merge");
+    let plan = address_plan(counters, t, &sites, false);
+    let both = harness::instrument(&dev, &co, "vector_add", &an, &original, &plan)
+        .expect("rewrite")
+        .both;
     let (got, c) = run_on(&both, &emit::instrumented_name("vector_add"));
     assert!(want == got, "instrumented output differs");
     let used = dev.download_u64(counters, 1).expect("cursor")[0] as usize;
@@ -767,9 +742,12 @@ fn addresses_of_every_operand_form() {
     ];
     for r in lane_records(&buf, used) {
         assert_eq!(r.exec, u64::MAX);
-        let f = want_at[r.id as usize - 1];
+        let k = sites
+            .iter()
+            .position(|&i| i + 1 == r.id as usize)
+            .expect("a site's id");
         for (l, &a) in r.values.iter().enumerate() {
-            assert_eq!(a, f(l as u64), "access {} lane {l}", r.id);
+            assert_eq!(a, want_at[k](l as u64), "access {k} lane {l}");
         }
     }
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use harness::{fixture, kernels, launch_geometry, run, waves_of};
 use inlay_codeobj::metadata::KernelMetadata;
 use inlay_codeobj::CodeObject;
-use inlay_instrument::rewrite::{rewrite, Hook, Plan, Rewritten, Value};
+use inlay_instrument::rewrite::{Hook, Plan, Rewritten, Value};
 use inlay_instrument::{analyse, counting, emit};
 use inlay_vgpu::{Device, Program, Stats};
 
@@ -24,10 +24,7 @@ struct Instrumented {
     stats: Stats,
 }
 
-/// Rewrites `kernel` of `co` (loaded on `dev` as `original`) with `plan`,
-/// emits it, loads it beside the original as one program (as the runtime
-/// registers them: calls the rewriter leaves pointing at the original code
-/// still land in code) and runs it on the same inputs.
+/// Instruments `kernel` with `plan` and runs it on the same inputs.
 fn run_instrumented(
     dev: &Device,
     co: &CodeObject<'_>,
@@ -37,17 +34,13 @@ fn run_instrumented(
     plan: &Plan,
     what: &str,
 ) -> Instrumented {
-    let kd = co.kernel(&md.name).expect("kernel").descriptor;
-    let base = original.image.expect("image");
-    let rw = rewrite(an, base, &kd, plan).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let code_object = emit::code_object(co, &md.name, &rw).expect("emit");
-    let instrumented = dev.load(&code_object).expect("load instrumented");
-    let both = Program::merge(dev.memory(), &[original, &instrumented]).expect("merge");
-    let (out, stats) = run(dev, &both, &emit::instrumented_name(&md.name), md);
+    let l = harness::instrument(dev, co, &md.name, an, original, plan)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let (out, stats) = run(dev, &l.both, &emit::instrumented_name(&md.name), md);
     Instrumented {
-        rw,
-        code_object,
-        both,
+        rw: l.rw,
+        code_object: l.code_object,
+        both: l.both,
         out,
         stats,
     }

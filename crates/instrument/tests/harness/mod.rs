@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 use inlay_codeobj::CodeObject;
+use inlay_instrument::rewrite::{rewrite, Plan, RewriteError, Rewritten};
+use inlay_instrument::{emit, Analysis};
 use inlay_vgpu::{Device, Program, Stats};
 
 pub fn fixture(version: u32, name: &str) -> Vec<u8> {
@@ -163,4 +165,35 @@ pub fn kernels(version: u32) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// An instrumented kernel loaded beside its original.
+pub struct Loaded {
+    pub rw: Rewritten,
+    pub code_object: Vec<u8>,
+    /// Both code objects as one program, as the runtime registers them:
+    /// calls the rewriter leaves pointing at the original code still land.
+    pub both: Program,
+}
+
+/// Rewrites `kernel` of `co` (loaded on `dev` as `original`) with `plan`,
+/// emits it and loads it beside the original.
+pub fn instrument(
+    dev: &Device,
+    co: &CodeObject<'_>,
+    kernel: &str,
+    an: &Analysis,
+    original: &Program,
+    plan: &Plan,
+) -> Result<Loaded, RewriteError> {
+    let kd = co.kernel(kernel).expect("kernel").descriptor;
+    let rw = rewrite(an, original.image.expect("image"), &kd, plan)?;
+    let code_object = emit::code_object(co, kernel, &rw).expect("emit");
+    let instrumented = dev.load(&code_object).expect("load instrumented");
+    let both = Program::merge(dev.memory(), &[original, &instrumented]).expect("merge");
+    Ok(Loaded {
+        rw,
+        code_object,
+        both,
+    })
 }
