@@ -11,6 +11,12 @@
 //! holding the rewritten kernel, loadable beside the original). The
 //! `inlay-tools` crate drives it from the HSA runtime.
 //!
+//! Hooks ([`rewrite::Hook`]) count (once per wave, or the lanes EXEC
+//! enables), add a value to a counter, or append a record to a trace
+//! buffer through an atomic cursor: a value per wave (constants, SGPRs,
+//! EXEC, VCC, kernel arguments, dispatch-packet fields, workgroup ids) or
+//! per lane (VGPRs, the address a FLAT/GLOBAL instruction accesses).
+//!
 //! # Model
 //! [`lift()`] starts at a kernel's entry and decodes by recursive descent
 //! (fall-through, SOPP branches, call targets), so nothing that is not code
