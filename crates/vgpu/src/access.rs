@@ -225,26 +225,39 @@ impl Span {
     }
 }
 
-/// The allocation a workgroup's last device access was checked against,
-/// with the table's free count at the time: while no free has happened
-/// since, a range inside it needs no lookup (nor the table's lock, which
-/// host threads would otherwise contend for on every memory instruction).
+/// The allocations a workgroup's last device accesses were checked against,
+/// each with the table's free count at the time: while no free has happened
+/// since, a range inside one of them needs no lookup (nor the table's lock,
+/// which host threads would otherwise contend for on every memory
+/// instruction). A few entries, because kernels commonly stream through
+/// several buffers in turn (two inputs and an output, say): with one entry
+/// each access would evict the previous buffer and take the lock.
 #[derive(Default)]
-pub struct AllocCache(Cell<Option<(u64, Allocation)>>);
+pub struct AllocCache {
+    slots: [Cell<Option<(u64, Allocation)>>; CACHE_SLOTS],
+    /// The slot the next miss replaces (round robin).
+    next: Cell<usize>,
+}
+
+const CACHE_SLOTS: usize = 4;
 
 impl AllocCache {
     /// Whether `len` bytes at `addr` lie inside one live allocation.
     pub fn check(&self, mem: &Memory, addr: u64, len: u64) -> bool {
         // Read before the lookup: a free after this read changes the count.
         let generation = mem.generation();
-        if let Some((g, a)) = self.0.get() {
-            if g == generation && a.contains(addr, len) {
-                return true;
+        for slot in &self.slots {
+            if let Some((g, a)) = slot.get() {
+                if g == generation && a.contains(addr, len) {
+                    return true;
+                }
             }
         }
         match mem.check(addr, len) {
             Ok(a) => {
-                self.0.set(Some((generation, a)));
+                let n = self.next.get();
+                self.slots[n].set(Some((generation, a)));
+                self.next.set((n + 1) % CACHE_SLOTS);
                 true
             }
             Err(_) => false,
