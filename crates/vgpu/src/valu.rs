@@ -8,7 +8,7 @@ use std::cell::Cell;
 
 use crate::fault::{Exception, FaultKind};
 use crate::inst::{Inst, Op, Src, Ty};
-use crate::wave::{bfe32, cond_mask, lanes, Wave, EXEC};
+use crate::wave::{bfe32, cond_mask, lanes, Opnd, Wave, EXEC};
 
 const SIGN32: u32 = 0x8000_0000;
 const SIGN64: u64 = 1 << 63;
@@ -393,28 +393,6 @@ fn class_bit_f32(x: f32) -> u32 {
     class_bit_f64(x as f64)
 }
 
-/// Fused multiply-add on f32 columns under EXEC, with the CPU's FMA unit
-/// when it has one (the portable `mul_add` is a library call per lane).
-fn fma32_run(x: &Col, y: &Col, z: &Col, d: &Col, exec: u64) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has the features the function is compiled for.
-        unsafe { fma32_run_avx2(x, y, z, d, exec) };
-        return;
-    }
-    run3(x, y, z, d, exec, |a, b, c| {
-        f32b(a).mul_add(f32b(b), f32b(c)).to_bits()
-    });
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn fma32_run_avx2(x: &Col, y: &Col, z: &Col, d: &Col, exec: u64) {
-    run3(x, y, z, d, exec, |a, b, c| {
-        f32b(a).mul_add(f32b(b), f32b(c)).to_bits()
-    });
-}
-
 /// [`run3`] for 64-bit lanes held in register pairs (low, high column).
 #[inline(always)]
 pub(crate) fn run3_64(
@@ -576,6 +554,24 @@ fn pick_col<'a>(
     }
 }
 
+/// The column pair a 64-bit source reads: its registers, the source's own
+/// pair of broadcast columns (`k`: which source), or zeros.
+#[inline(always)]
+fn pick_pair<'a>(
+    s: Src,
+    k: usize,
+    v: &'a [Cell<u32>],
+    a: &'a [Cell<u32>],
+    bc: &'a [Cell<u32>],
+) -> (&'a Col, &'a Col) {
+    match s {
+        Src::V(n) => (col_at(v, n as usize), col_at(v, n as usize + 1)),
+        Src::A(n) => (col_at(a, n as usize), col_at(a, n as usize + 1)),
+        Src::None => (col_at(bc, ZERO_COL), col_at(bc, ZERO_COL)),
+        _ => (col_at(bc, BC64 + 2 * k), col_at(bc, BC64 + 2 * k + 1)),
+    }
+}
+
 /// Broadcast columns (`Wave::bc`): 8 shared by value, then one of each
 /// source's own, then one that stays zero (an absent source), then a pair
 /// for each 64-bit source.
@@ -595,9 +591,33 @@ pub(crate) fn put32(d: &mut [u32; 64], out: &[u32; 64], exec: u64) {
         *d = *out;
         return;
     }
+    // Blended into a copy, then stored whole (see `put_cells`).
+    let mut t = [0u32; 64];
     for l in 0..64 {
         let m = ((exec >> l) as u32 & 1).wrapping_neg();
-        d[l] = (out[l] & m) | (d[l] & !m);
+        t[l] = (out[l] & m) | (d[l] & !m);
+    }
+    *d = t;
+}
+
+/// [`put32`] into a column seen as cells.
+#[inline(always)]
+pub(crate) fn put_cells(d: &Col, out: &[u32; 64], exec: u64) {
+    if exec == u64::MAX {
+        for l in 0..64 {
+            d[l].set(out[l]);
+        }
+        return;
+    }
+    // Blended into a copy first, then stored whole: a blend stored in place
+    // becomes masked stores, which are slow on some CPUs.
+    let mut t = [0u32; 64];
+    for l in 0..64 {
+        let m = ((exec >> l) as u32 & 1).wrapping_neg();
+        t[l] = (out[l] & m) | (d[l].get() & !m);
+    }
+    for l in 0..64 {
+        d[l].set(t[l]);
     }
 }
 
@@ -870,11 +890,22 @@ impl Wave {
     /// (FP_DENORM bit 0: keep input denormals, bit 1: keep output denormals).
     #[inline(always)]
     fn mapf32(&mut self, i: &Inst, f: impl Fn(f32, f32, f32) -> f32) {
-        self.mapf32_with(i, &f, |x, y, z, d, exec| {
-            run3(x, y, z, d, exec, |a, b, c| {
-                f(f32b(a), f32b(b), f32b(c)).to_bits()
-            })
-        })
+        self.mapf32_with(
+            i,
+            &f,
+            #[inline(always)]
+            |x, y, z, d, exec| {
+                run3(
+                    x,
+                    y,
+                    z,
+                    d,
+                    exec,
+                    #[inline(always)]
+                    |a, b, c| f(f32b(a), f32b(b), f32b(c)).to_bits(),
+                )
+            },
+        )
     }
 
     /// [`Wave::mapf32`] with the unmodified case (no abs, neg, clamp, omod,
@@ -976,9 +1007,15 @@ impl Wave {
                 i.dst,
                 #[inline(always)]
                 |[x, y, z], d| {
-                    run3_64(x, y, z, d, exec, |a, b, c| {
-                        f(f64b(a), f64b(b), f64b(c)).to_bits()
-                    })
+                    run3_64(
+                        x,
+                        y,
+                        z,
+                        d,
+                        exec,
+                        #[inline(always)]
+                        |a, b, c| f(f64b(a), f64b(b), f64b(c)).to_bits(),
+                    )
                 },
             );
             return;
@@ -986,16 +1023,23 @@ impl Wave {
         let absm: [u64; 3] =
             std::array::from_fn(|k| if i.abs >> k & 1 != 0 { !SIGN64 } else { !0 });
         let negm: [u64; 3] = std::array::from_fn(|k| if i.neg >> k & 1 != 0 { SIGN64 } else { 0 });
-        let g = |a: u64, b: u64, c: u64| {
-            let m = |v: u64, k: usize| f64b(v & absm[k] ^ negm[k]);
-            Self::fout64(f(m(a, 0), m(b, 1), m(c, 2)), i)
-        };
+        let m = |v: u64, k: usize| f64b(v & absm[k] ^ negm[k]);
         self.with_cols64(
             i.src,
             [true; 3],
             i.dst,
             #[inline(always)]
-            |[x, y, z], d| run3_64(x, y, z, d, exec, g),
+            |[x, y, z], d| {
+                run3_64(
+                    x,
+                    y,
+                    z,
+                    d,
+                    exec,
+                    #[inline(always)]
+                    |a, b, c| Self::fout64(f(m(a, 0), m(b, 1), m(c, 2)), i),
+                )
+            },
         );
     }
 
@@ -1028,12 +1072,7 @@ impl Wave {
         let v = cells(&mut self.v);
         let a = cells(&mut self.a);
         let bc = cells(&mut self.bc);
-        let pick = |k: usize| match s[k] {
-            Src::V(n) => (col_at(v, n as usize), col_at(v, n as usize + 1)),
-            Src::A(n) => (col_at(a, n as usize), col_at(a, n as usize + 1)),
-            Src::None => (col_at(bc, ZERO_COL), col_at(bc, ZERO_COL)),
-            _ => (col_at(bc, BC64 + 2 * k), col_at(bc, BC64 + 2 * k + 1)),
-        };
+        let pick = |k: usize| pick_pair(s[k], k, v, a, bc);
         let d = (col_at(v, dst as usize), col_at(v, dst as usize + 1));
         f([pick(0), pick(1), pick(2)], d)
     }
@@ -1070,6 +1109,28 @@ impl Wave {
         }
         put32(lo, &l32, exec);
         put32(hi, &h32, exec);
+    }
+
+    /// A 32-bit source to a 64-bit result in the register pair at `dst`.
+    /// A scalar or constant source gives every lane the same value: it is
+    /// converted once.
+    #[inline(always)]
+    fn widen32(&mut self, i: &Inst, f: impl Fn(u32) -> u64) {
+        let exec = self.exec();
+        let out = match i.src[0] {
+            Src::V(_) | Src::A(_) => {
+                let Opnd::Col(x) = self.opnd(i.src[0]) else {
+                    return;
+                };
+                let mut out = [0u64; 64];
+                for l in 0..64 {
+                    out[l] = f(x[l]);
+                }
+                out
+            }
+            s => [f(self.rd(s, 0)); 64],
+        };
+        self.write64(i.dst, exec, &out);
     }
 
     /// Add/sub with carry: `f(x, y, carry_in) -> (result, carry_out)`.
@@ -1479,9 +1540,8 @@ impl Wave {
             VMaxF32 => self.mapf32(i, |x, y, _| x.max(y)),
             VMin3F32 => self.mapf32(i, |x, y, z| x.min(y).min(z)),
             VMax3F32 => self.mapf32(i, |x, y, z| x.max(y).max(z)),
-            VFmaF32 | VFmacF32 => {
-                self.mapf32_with(i, &|x: f32, y: f32, z: f32| x.mul_add(y, z), fma32_run)
-            }
+            // In the AVX2 build `mul_add` is one FMA instruction per 8 lanes.
+            VFmaF32 | VFmacF32 => self.mapf32(i, |x, y, z| x.mul_add(y, z)),
             VMacF32 | VMadF32 | VMadmkF32 | VMadakF32 => self.mapf32(i, |x, y, z| x * y + z),
             VPermB32 => self.map32(i, |x, y, sel| {
                 // Each result byte picks a byte of {S0, S1} (S1 low) by selector
@@ -1675,31 +1735,14 @@ impl Wave {
             VLogF32 => self.mapf32(i, |x, _, _| x.log2()),
             VCvtF16F32 => self.map32(i, |x, _, _| f32_to_f16(f32b(x)) as u32),
             VCvtF32F16 => self.map32(i, |x, _, _| f16_to_f32(x as u16).to_bits()),
-            VCvtF64F32 | VCvtF64I32 | VCvtF64U32 => {
-                let exec = self.exec();
+            VCvtF64I32 => self.widen32(i, |a| (a as i32 as f64).to_bits()),
+            VCvtF64U32 => self.widen32(i, |a| (a as f64).to_bits()),
+            VCvtF64F32 => {
                 let (absm, negm) = (
                     if i.abs & 1 != 0 { !SIGN32 } else { !0 },
                     if i.neg & 1 != 0 { SIGN32 } else { 0 },
                 );
-                let op = i.op;
-                self.with_cols64(
-                    [i.src[0], Src::None, Src::None],
-                    [false; 3],
-                    i.dst,
-                    #[inline(always)]
-                    |[x, y, z], d| {
-                        // Only the low column of the 32-bit source is read.
-                        let x = (x.0, x.0);
-                        run3_64(x, y, z, d, exec, |a, _, _| {
-                            let a = a as u32;
-                            match op {
-                                VCvtF64I32 => (a as i32 as f64).to_bits(),
-                                VCvtF64U32 => (a as f64).to_bits(),
-                                _ => (f32b(a & absm ^ negm) as f64).to_bits(),
-                            }
-                        })
-                    },
-                );
+                self.widen32(i, |a| (f32b(a & absm ^ negm) as f64).to_bits())
             }
             VCvtF32F64 => self.lanewise(i, false, |w, l| {
                 (f64b(w.fin64(w.rd64(i.src[0], l, true), i, 0)) as f32).to_bits() as u64
@@ -1733,15 +1776,25 @@ impl Wave {
                         // The exponent is the low column of src1.
                         let y = (y.0, y.0);
                         // Exponents within ±1000 (the usual case): one exact
-                        // multiply by 2^e per lane, which vectorizes.
-                        if y.0
-                            .iter()
-                            .all(|e| (-1000..=1000).contains(&(e.get() as i32)))
-                        {
-                            run3_64(x, y, z, d, exec, |a, e, _| {
-                                let scale = f64::from_bits(((e as u32 as i32 + 1023) as u64) << 52);
-                                (f64b(a & absm ^ negm) * scale).to_bits()
-                            })
+                        // multiply by 2^e per lane, which vectorizes (so does
+                        // the test: no early exit).
+                        let in_range = y.0.iter().fold(true, |ok, e| {
+                            ok & ((e.get() as i32).wrapping_add(1000) as u32 <= 2000)
+                        });
+                        if in_range {
+                            run3_64(
+                                x,
+                                y,
+                                z,
+                                d,
+                                exec,
+                                #[inline(always)]
+                                |a, e, _| {
+                                    let scale =
+                                        f64::from_bits(((e as u32 as i32 + 1023) as u64) << 52);
+                                    (f64b(a & absm ^ negm) * scale).to_bits()
+                                },
+                            )
                         } else {
                             run3_64(x, y, z, d, exec, |a, e, _| {
                                 ldexp(f64b(a & absm ^ negm), e as u32 as i32).to_bits()
@@ -1849,9 +1902,14 @@ impl Wave {
                     i.dst,
                     #[inline(always)]
                     |[x, y, _], d| {
+                        // Two 32-bit column moves, both read before either
+                        // is written (the destination may overlap a source).
                         let lo = if h0 { x.1 } else { x.0 };
                         let hi = if h1 { y.1 } else { y.0 };
-                        run3_64((lo, hi), (lo, hi), (lo, hi), d, exec, |a, _, _| a)
+                        let lo: [u32; 64] = std::array::from_fn(|l| lo[l].get());
+                        let hi: [u32; 64] = std::array::from_fn(|l| hi[l].get());
+                        put_cells(d.0, &lo, exec);
+                        put_cells(d.1, &hi, exec);
                     },
                 );
             }

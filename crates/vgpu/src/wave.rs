@@ -130,32 +130,32 @@ impl Wave {
         self.hwreg = [0; 8];
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn exec(&self) -> u64 {
         self.s[EXEC] as u64 | (self.s[EXEC + 1] as u64) << 32
     }
-    #[inline]
+    #[inline(always)]
     pub fn set_exec(&mut self, v: u64) {
         self.s[EXEC] = v as u32;
         self.s[EXEC + 1] = (v >> 32) as u32;
     }
-    #[inline]
+    #[inline(always)]
     pub fn vcc(&self) -> u64 {
         self.sreg64(VCC)
     }
-    #[inline]
+    #[inline(always)]
     pub fn sreg64(&self, c: usize) -> u64 {
         self.s[c] as u64 | (self.s[c + 1] as u64) << 32
     }
 
     /// Writes a scalar register by code; codes outside the file are dropped.
-    #[inline]
+    #[inline(always)]
     pub fn sw32(&mut self, code: u16, v: u32) {
         if let Some(r) = self.s.get_mut(code as usize) {
             *r = v;
         }
     }
-    #[inline]
+    #[inline(always)]
     pub fn sw64(&mut self, code: u16, v: u64) {
         self.sw32(code, v as u32);
         self.sw32(code + 1, (v >> 32) as u32);
@@ -253,16 +253,17 @@ impl Wave {
         out
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn s32(&self, s: Src) -> u32 {
         self.rd(s, 0)
     }
-    #[inline]
+    #[inline(always)]
     pub fn s64(&self, s: Src) -> u64 {
         self.rd64(s, 0, false)
     }
 
     /// Executes one instruction.
+    #[inline(always)]
     pub fn step(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<Flow, Exception> {
         use Op::*;
         let a = i.src[0];
