@@ -292,11 +292,7 @@ fn mem_trace_records_every_access() {
         .collect();
     assert_eq!(dumped.len(), 48);
     for r in &dumped {
-        let exec = u64::from_str_radix(
-            r["exec"].as_str().expect("exec").trim_start_matches("0x"),
-            16,
-        )
-        .expect("hex");
+        let exec = r["exec"].as_u64().expect("exec");
         assert_eq!(
             r["addresses"].as_array().expect("addresses").len(),
             exec.count_ones() as usize,

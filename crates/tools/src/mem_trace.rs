@@ -100,7 +100,7 @@ impl Tool for MemTrace {
                     "launch": launch.index,
                     "pc": rec.addr,
                     "opcode": rec.opcode,
-                    "exec": format!("{:#018x}", rec.exec),
+                    "exec": rec.exec,
                     "addresses": addresses,
                 }));
             }
