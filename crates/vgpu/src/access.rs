@@ -301,15 +301,16 @@ impl<'a> Lanes<'a> {
         exec: u64,
         n: u64,
     ) -> Option<Lanes<'a>> {
-        let (mut lo, mut hi) = (u64::MAX, 0u64);
-        let mut m = exec;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
-            lo = lo.min(addr[l]);
-            hi = hi.max(addr[l].checked_add(n)?);
+        // Over every lane, the inactive ones masked out (no branch per lane).
+        let (mut lo, mut hi, mut wraps) = (u64::MAX, 0u64, false);
+        for (l, &a) in addr.iter().enumerate() {
+            let active = (exec >> l) & 1 != 0;
+            let end = a.wrapping_add(n);
+            wraps |= active & (end < a);
+            lo = lo.min(if active { a } else { u64::MAX });
+            hi = hi.max(if active { end } else { 0 });
         }
-        if lo >= hi || !cache.check(mem, lo, hi - lo) {
+        if wraps || lo >= hi || !cache.check(mem, lo, hi - lo) {
             return None;
         }
         Some(Lanes { addr, exec, n })

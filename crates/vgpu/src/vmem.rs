@@ -12,7 +12,7 @@ use crate::access::{
 use crate::fault::{Exception, FaultKind};
 use crate::inst::{Atomic, Inst, Op, Src, Width};
 use crate::valu::{cells, col_at, put32};
-use crate::wave::{lanes, Env, Wave, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI};
+use crate::wave::{lanes, private_index, Env, Wave, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI};
 
 /// Where one lane's access goes.
 #[derive(Clone, Copy)]
@@ -193,8 +193,10 @@ impl Wave {
                 Ok(())
             }
             Place::Private(a) => {
-                let r = self.private_range(a, out.len(), lane)?;
-                out.copy_from_slice(&self.scratch[r]);
+                self.private_check(a, out.len())?;
+                for (k, b) in out.iter_mut().enumerate() {
+                    *b = self.scratch[private_index(lane, a as usize + k)];
+                }
                 Ok(())
             }
         }
@@ -215,19 +217,17 @@ impl Wave {
                 Ok(())
             }
             Place::Private(a) => {
-                let r = self.private_range(a, data.len(), lane)?;
-                self.scratch[r].copy_from_slice(data);
+                self.private_check(a, data.len())?;
+                for (k, &b) in data.iter().enumerate() {
+                    self.scratch[private_index(lane, a as usize + k)] = b;
+                }
                 Ok(())
             }
         }
     }
 
-    fn private_range(
-        &self,
-        off: u64,
-        len: usize,
-        lane: usize,
-    ) -> Result<std::ops::Range<usize>, Exception> {
+    /// Whether `len` bytes at offset `off` lie inside a lane's private memory.
+    fn private_check(&self, off: u64, len: usize) -> Result<(), Exception> {
         let size = self.priv_size as u64;
         if off.checked_add(len as u64).is_none_or(|e| e > size) {
             return Err(Exception::at(
@@ -239,8 +239,7 @@ impl Wave {
                 off,
             ));
         }
-        let start = lane * self.priv_size as usize + off as usize;
-        Ok(start..start + len)
+        Ok(())
     }
 
     // Out of line: its lane arrays would otherwise make every scalar step's frame large.
@@ -510,38 +509,64 @@ impl Wave {
         let exec = self.exec();
         let size = self.priv_size as u64;
         let vaddr = &self.v[va as usize];
+        // Every lane's offset and the tests over the active ones, without
+        // a branch per lane (a loop the compiler vectorizes).
+        let lane0 = exec.trailing_zeros() as usize & 63;
+        let first = (start.wrapping_add(vaddr[lane0] as u64) & 0xffff_ffff) as u32;
         let mut off = [0u32; 64];
-        let mut ok = true;
-        for l in lanes(exec) {
+        let (mut bad, mut misaligned, mut differ) = (0u32, 0u32, 0u32);
+        for l in 0..64 {
+            let active = (exec >> l) as u32 & 1;
             let o = start.wrapping_add(vaddr[l] as u64) & 0xffff_ffff;
-            ok &= o + n <= size;
             off[l] = o as u32;
+            bad |= active & (o + n > size) as u32;
+            // Dword-aligned offsets only: each dword is then one slot of the
+            // swizzled layout (others take the general path, byte by byte).
+            misaligned |= active & (o as u32 & 3 != 0) as u32;
+            differ |= active & (o as u32 != first) as u32;
         }
-        if !ok {
+        if bad != 0 || misaligned != 0 {
             return false;
         }
-        let priv_size = self.priv_size as usize;
-        if i.op == Op::BufLoad {
-            let file = if i.acc { &mut self.a } else { &mut self.v };
-            let file = cells(file);
-            for k in 0..dw {
-                let d = col_at(file, i.dst as usize + k);
-                for l in lanes(exec) {
-                    let s = l * priv_size + off[l] as usize + 4 * k;
-                    if let Some(b) = self.scratch.get(s..s + 4) {
-                        d[l].set(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let uniform = differ == 0;
+        let load = i.op == Op::BufLoad;
+        let file = if i.acc { &mut self.a } else { &mut self.v };
+        for k in 0..dw {
+            let reg = &mut file[i.dst as usize + k];
+            if uniform {
+                // The same offset in every lane: 64 consecutive dwords.
+                let at = (first as usize / 4 + k) * 256;
+                let Some(run) = self.scratch.get_mut(at..at + 256) else {
+                    return false;
+                };
+                let mut words = [0u32; 64];
+                for (l, w) in words.iter_mut().enumerate() {
+                    *w = u32::from_le_bytes([
+                        run[4 * l],
+                        run[4 * l + 1],
+                        run[4 * l + 2],
+                        run[4 * l + 3],
+                    ]);
+                }
+                if load {
+                    put32(reg, &words, exec);
+                } else {
+                    put32(&mut words, reg, exec);
+                    for (l, w) in words.iter().enumerate() {
+                        run[4 * l..4 * l + 4].copy_from_slice(&w.to_le_bytes());
                     }
                 }
+                continue;
             }
-        } else {
-            let file = if i.acc { &self.a } else { &self.v };
             for l in lanes(exec) {
-                for k in 0..dw {
-                    let s = l * priv_size + off[l] as usize + 4 * k;
-                    let v = file[i.dst as usize + k][l].to_le_bytes();
-                    if let Some(b) = self.scratch.get_mut(s..s + 4) {
-                        b.copy_from_slice(&v);
-                    }
+                let s = private_index(l, off[l] as usize + 4 * k);
+                let Some(b) = self.scratch.get_mut(s..s + 4) else {
+                    continue;
+                };
+                if load {
+                    reg[l] = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                } else {
+                    b.copy_from_slice(&reg[l].to_le_bytes());
                 }
             }
         }

@@ -48,7 +48,10 @@ pub struct Wave {
     pub a: Vec<[u32; 64]>,
     /// Index of the next instruction.
     pub pc: u32,
-    /// Private memory, `priv_size` bytes per lane, lane after lane.
+    /// Private memory, `priv_size` bytes per lane, swizzled by dword as
+    /// the hardware's private buffers are: dword `k` of lane `l` is at byte
+    /// `(k * 64 + l) * 4` (see [`private_index`]), so an access at the same
+    /// offset in every lane (the usual one) touches one contiguous run.
     pub scratch: Vec<u8>,
     pub priv_size: u32,
     pub done: bool,
@@ -79,6 +82,18 @@ impl Opnd<'_> {
     }
 }
 
+/// Bytes of private memory a wave holds: `priv_size` per lane, rounded up
+/// to whole dwords.
+pub fn scratch_bytes(priv_size: u32) -> usize {
+    (priv_size as usize).div_ceil(4) * 4 * 64
+}
+
+/// Index in `Wave::scratch` of byte `off` of lane `lane`'s private memory.
+#[inline(always)]
+pub fn private_index(lane: usize, off: usize) -> usize {
+    ((off >> 2) * 64 + lane) * 4 + (off & 3)
+}
+
 /// Iterates the set bits of a mask (active lanes).
 #[inline]
 pub fn lanes(mut m: u64) -> impl Iterator<Item = usize> {
@@ -100,7 +115,7 @@ impl Wave {
             v: vec![[0; 64]; VGPRS],
             a: vec![[0; 64]; VGPRS],
             pc: 0,
-            scratch: vec![0; priv_size as usize * 64],
+            scratch: vec![0; scratch_bytes(priv_size)],
             priv_size,
             done: false,
             executed: 0,
@@ -122,7 +137,7 @@ impl Wave {
         let n = (agprs as usize + 8).min(VGPRS);
         self.a[..n].iter_mut().for_each(|r| *r = [0; 64]);
         self.scratch.clear();
-        self.scratch.resize(priv_size as usize * 64, 0);
+        self.scratch.resize(scratch_bytes(priv_size), 0);
         self.priv_size = priv_size;
         self.pc = 0;
         self.done = false;

@@ -1893,3 +1893,34 @@ fn buffer_private_segment() {
     t.scratch = 64;
     check_lanes(&dev, &t, random, |_, i| vec![i[0], i[1], i[2]]);
 }
+
+/// Private memory as bytes, whatever layout holds it: dword pairs at a
+/// different offset in each lane, a dword under a partial EXEC at one
+/// offset, a byte written into the middle of it, and reads of whole,
+/// pair and unaligned dwords.
+#[test]
+fn buffer_private_mixed_widths() {
+    let dev = Device::new();
+    let body = "v_and_b32 v12, 3, v0\n\
+                v_lshlrev_b32 v12, 3, v12\n\
+                buffer_store_dwordx2 v[4:5], v12, s[0:3], 0 offen offset:32\n\
+                v_cmp_gt_u32 vcc, 32, v0\n\
+                s_and_saveexec_b64 s[20:21], vcc\n\
+                buffer_store_dword v6, off, s[0:3], 0 offset:64\n\
+                s_mov_b64 exec, s[20:21]\n\
+                buffer_store_byte v7, off, s[0:3], 0 offset:66\n\
+                s_waitcnt vmcnt(0)\n\
+                buffer_load_dwordx2 v[20:21], v12, s[0:3], 0 offen offset:32\n\
+                buffer_load_dword v22, off, s[0:3], 0 offset:64\n\
+                buffer_load_dword v23, off, s[0:3], 0 offset:65\n\
+                s_waitcnt vmcnt(0)";
+    let mut t = Lanes::new(body, 4);
+    t.scratch = 96;
+    check_lanes(&dev, &t, random, |l, i| {
+        // Bytes 64..68 of the lane: i[2] where the lane was active (zero
+        // elsewhere), byte 66 replaced by i[3]'s low byte; 68.. stay zero.
+        let kept = if l < 32 { i[2] } else { 0 };
+        let dword = kept & !0x00ff_0000 | (i[3] & 0xff) << 16;
+        vec![i[0], i[1], dword, dword >> 8]
+    });
+}
