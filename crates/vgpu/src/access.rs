@@ -289,11 +289,14 @@ pub struct Lanes<'a> {
     addr: &'a [u64; 64],
     exec: u64,
     n: u64,
+    /// Every lane active, each right after the one before (see [`Lanes::contiguous`]).
+    run: bool,
 }
 
 impl<'a> Lanes<'a> {
     /// Checks the `n` bytes at the address of every lane `exec` enables;
     /// None if they are not all inside one allocation (or no lane is active).
+    #[inline]
     pub fn check(
         mem: &Memory,
         cache: &AllocCache,
@@ -301,6 +304,28 @@ impl<'a> Lanes<'a> {
         exec: u64,
         n: u64,
     ) -> Option<Lanes<'a>> {
+        if exec == u64::MAX {
+            // The coalesced case first: a test the compiler vectorizes, and
+            // the range is then the run from the first lane's address.
+            let base = addr[0];
+            let mut diff = 0u64;
+            for (l, &a) in addr.iter().enumerate() {
+                diff |= a ^ base.wrapping_add(l as u64 * n);
+            }
+            if diff == 0 && n > 0 {
+                let len = 64 * n;
+                base.checked_add(len)?;
+                if !cache.check(mem, base, len) {
+                    return None;
+                }
+                return Some(Lanes {
+                    addr,
+                    exec,
+                    n,
+                    run: true,
+                });
+            }
+        }
         // Over every lane, the inactive ones masked out (no branch per lane).
         let (mut lo, mut hi, mut wraps) = (u64::MAX, 0u64, false);
         for (l, &a) in addr.iter().enumerate() {
@@ -313,7 +338,59 @@ impl<'a> Lanes<'a> {
         if wraps || lo >= hi || !cache.check(mem, lo, hi - lo) {
             return None;
         }
-        Some(Lanes { addr, exec, n })
+        Some(Lanes {
+            addr,
+            exec,
+            n,
+            run: false,
+        })
+    }
+
+    /// Whether every lane is active and lane `l` accesses the `n` bytes
+    /// right after lane `l - 1`'s (the coalesced access of consecutive
+    /// work-items): the lanes then cover one run of `64 * n` bytes.
+    #[inline]
+    pub fn contiguous(&self) -> bool {
+        self.run
+    }
+
+    /// The `64 * n` bytes of a [`Lanes::contiguous`] access, as dwords in
+    /// memory order (`n` a multiple of 4); false if it is not one.
+    #[inline]
+    pub fn load_run(&self, out: &mut [u32]) -> bool {
+        if !self.contiguous() || out.len() as u64 * 4 != 64 * self.n {
+            return false;
+        }
+        // SAFETY: every lane is active, so each lane's n bytes were checked
+        // to lie inside one live allocation, and together they are the one
+        // run addr[0]..addr[0] + 64n; `out` is a distinct Rust buffer of
+        // exactly that many bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.addr[0] as *const u8,
+                out.as_mut_ptr() as *mut u8,
+                out.len() * 4,
+            )
+        };
+        true
+    }
+
+    /// Writes the run of a [`Lanes::contiguous`] access from `data` (dwords
+    /// in memory order); false (and nothing written) if it is not one.
+    #[inline]
+    pub fn store_run(&self, data: &[u32]) -> bool {
+        if !self.contiguous() || data.len() as u64 * 4 != 64 * self.n {
+            return false;
+        }
+        // SAFETY: as in `load_run`, for the destination.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr() as *const u8,
+                self.addr[0] as *mut u8,
+                data.len() * 4,
+            )
+        };
+        true
     }
 
     /// Dword `k` (bytes 4k..4k+4 of each lane's `n`) of every active lane,

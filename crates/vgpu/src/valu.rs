@@ -1222,20 +1222,37 @@ impl Wave {
                     },
                 );
             }
-            Ty::F64 | Ty::U64 | Ty::I64 => {
-                let float = i.ty == Ty::F64;
-                let (x, y) = (self.col64(i.src[0], float), self.col64(i.src[1], float));
-                match i.ty {
-                    Ty::F64 => {
+            Ty::F64 => {
+                // Both pairs read in place; abs and neg as bit masks.
+                let absm: [u64; 2] =
+                    std::array::from_fn(|k| if i.abs >> k & 1 != 0 { !SIGN64 } else { !0 });
+                let negm: [u64; 2] =
+                    std::array::from_fn(|k| if i.neg >> k & 1 != 0 { SIGN64 } else { 0 });
+                self.with_cols64(
+                    [i.src[0], i.src[1], Src::None],
+                    [true; 3],
+                    0,
+                    #[inline(always)]
+                    |[x, y, _], _| {
                         for l in 0..64 {
-                            let a = f64b(self.fin64(x[l], i, 0));
-                            let b = f64b(self.fin64(y[l], i, 1));
+                            let get = |p: (&Col, &Col), k: usize| {
+                                let v = p.0[l].get() as u64 | (p.1[l].get() as u64) << 32;
+                                f64b(v & absm[k] ^ negm[k])
+                            };
+                            let (a, b) = (get(x, 0), get(y, 1));
                             c[l] = (lt & (a < b))
                                 | (eq & (a == b))
                                 | (gt & (a > b))
                                 | (un & (a.is_nan() | b.is_nan()));
                         }
-                    }
+                    },
+                );
+            }
+            Ty::U64 | Ty::I64 => {
+                // 64-bit integer compares with abs or neg bits (no effect
+                // on integers, but they take the general path as before).
+                let (x, y) = (self.col64(i.src[0], false), self.col64(i.src[1], false));
+                match i.ty {
                     Ty::U64 => int_cmp(&x, &y, |v| v, [lt, eq, gt], &mut c),
                     _ => int_cmp(&x, &y, |v| v as i64, [lt, eq, gt], &mut c),
                 }
@@ -1289,10 +1306,22 @@ impl Wave {
         let mut c = [false; 64];
         // Every lane classified (a pure function), the inactive ones masked off.
         if i.ty == Ty::F64 {
-            let x = self.col64(i.src[0], true);
-            for l in 0..64 {
-                c[l] = mask[l] & class_bit_f64(f64b(self.fin64(x[l], i, 0))) != 0;
-            }
+            let (absm, negm) = (
+                if i.abs & 1 != 0 { !SIGN64 } else { !0 },
+                if i.neg & 1 != 0 { SIGN64 } else { 0 },
+            );
+            self.with_cols64(
+                [i.src[0], Src::None, Src::None],
+                [true; 3],
+                0,
+                #[inline(always)]
+                |[x, _, _], _| {
+                    for l in 0..64 {
+                        let v = x.0[l].get() as u64 | (x.1[l].get() as u64) << 32;
+                        c[l] = mask[l] & class_bit_f64(f64b(v & absm ^ negm)) != 0;
+                    }
+                },
+            );
         } else {
             let x = self.fcol32(self.col(i.src[0]), i, 0);
             for l in 0..64 {

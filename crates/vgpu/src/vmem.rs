@@ -242,9 +242,28 @@ impl Wave {
         Ok(())
     }
 
+    /// Executes a vector memory instruction, built for AVX2 where the CPU
+    /// has it (the lane loops over addresses then vectorize).
     // Out of line: its lane arrays would otherwise make every scalar step's frame large.
     #[inline(never)]
     pub(crate) fn vmem(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
+        #[cfg(target_arch = "x86_64")]
+        if crate::valu::Simd::detect().avx2() {
+            // SAFETY: `avx2()` is only true when the CPU has AVX2 and FMA,
+            // the features the function is compiled for.
+            return unsafe { self.vmem_avx2(i, env) };
+        }
+        self.vmem_impl(i, env)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,bmi1,bmi2,lzcnt,popcnt")]
+    fn vmem_avx2(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
+        self.vmem_impl(i, env)
+    }
+
+    #[inline(always)]
+    fn vmem_impl(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
         match i.op {
             Op::GlobalLoad | Op::FlatLoad | Op::ScratchLoad | Op::BufLoad => self.vload(i, env),
             Op::GlobalStore | Op::FlatStore | Op::ScratchStore | Op::BufStore => {
@@ -260,6 +279,7 @@ impl Wave {
     /// Addresses of every active lane, and a span covering all of them when
     /// they all go to device memory inside one allocation (one table lookup
     /// for the whole instruction instead of one per lane).
+    #[inline(always)]
     fn places(&self, i: &Inst, n: usize, env: &Env<'_>) -> ([Place; 64], Option<Span>) {
         let mut places = [Place::Global(0); 64];
         let (mut lo, mut hi, mut all_global) = (u64::MAX, 0u64, true);
@@ -306,6 +326,7 @@ impl Wave {
 
     /// Addresses of a global or flat access in every lane, when every active
     /// lane goes to device memory (not the LDS or private apertures).
+    #[inline(always)]
     fn device_addrs(&self, i: &Inst, exec: u64) -> Option<[u64; 64]> {
         let Src::V(va) = i.src[0] else {
             return None;
@@ -344,6 +365,7 @@ impl Wave {
 
     /// Global/flat loads whose lanes all read inside one allocation. False
     /// when the general path must run (it also reports any fault).
+    #[inline(always)]
     fn vload_fast(&mut self, i: &Inst, env: &Env<'_>) -> bool {
         let exec = self.exec();
         let Some(a) = self.device_addrs(i, exec) else {
@@ -354,6 +376,21 @@ impl Wave {
             return false;
         };
         let file = if i.acc { &mut self.a } else { &mut self.v };
+        if let (Width::D1 | Width::D2 | Width::D4, true) = (i.width, lanes.contiguous()) {
+            // Consecutive lanes, consecutive addresses: one copy of the run,
+            // then each lane's dwords to its registers.
+            let dw = i.width.dwords();
+            let mut run = [0u32; 256];
+            if lanes.load_run(&mut run[..64 * dw]) {
+                for k in 0..dw {
+                    let d = &mut file[i.dst as usize + k];
+                    for l in 0..64 {
+                        d[l] = u32::from_le(run[l * dw + k]);
+                    }
+                }
+                return true;
+            }
+        }
         match i.width {
             Width::D1 | Width::D2 | Width::D3 | Width::D4 => {
                 let file = cells(file);
@@ -377,6 +414,7 @@ impl Wave {
 
     /// Global/flat stores whose lanes all write inside one allocation, lane
     /// after lane (a later lane's bytes win where lanes overlap).
+    #[inline(always)]
     fn vstore_fast(&mut self, i: &Inst, env: &Env<'_>) -> bool {
         let exec = self.exec();
         let Some(a) = self.device_addrs(i, exec) else {
@@ -388,6 +426,19 @@ impl Wave {
         };
         let file = if i.acc { &self.a } else { &self.v };
         let data = Self::vreg(i.src[1]) as usize;
+        if let (Width::D1 | Width::D2 | Width::D4, true) = (i.width, lanes.contiguous()) {
+            let dw = i.width.dwords();
+            let mut run = [0u32; 256];
+            for k in 0..dw {
+                let s = &file[data + k];
+                for l in 0..64 {
+                    run[l * dw + k] = s[l].to_le();
+                }
+            }
+            if lanes.store_run(&run[..64 * dw]) {
+                return true;
+            }
+        }
         match i.width {
             Width::D1 | Width::D2 | Width::D3 | Width::D4 => {
                 let dw = i.width.dwords();
@@ -409,6 +460,7 @@ impl Wave {
 
     /// Dword DS reads and writes (one and two addresses) whose lanes all stay
     /// inside the LDS. False when the general path must run.
+    #[inline(always)]
     fn ds_fast(&mut self, i: &Inst, env: &mut Env<'_>) -> bool {
         let (Width::D1 | Width::D2 | Width::D4) = i.width else {
             return false;
@@ -489,6 +541,7 @@ impl Wave {
     /// MUBUF dword accesses through a private (add_tid) V# with a VGPR
     /// offset: each lane's own scratch, checked once for all lanes. False
     /// when the general path must run (it also reports any fault).
+    #[inline(always)]
     fn buf_private_fast(&mut self, i: &Inst) -> bool {
         let (Src::S(r), Src::V(va)) = (i.src[1], i.src[0]) else {
             return false;
@@ -573,6 +626,7 @@ impl Wave {
         true
     }
 
+    #[inline(always)]
     fn vload(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
         if i.op == Op::BufLoad && self.buf_private_fast(i) {
             return Ok(());
@@ -619,6 +673,7 @@ impl Wave {
         Ok(())
     }
 
+    #[inline(always)]
     fn vstore(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
         if i.op == Op::BufStore && self.buf_private_fast(i) {
             return Ok(());
