@@ -1796,6 +1796,30 @@ impl Wave {
                     if i.abs & 1 != 0 { !SIGN64 } else { !0 },
                     if i.neg & 1 != 0 { SIGN64 } else { 0 },
                 );
+                let e = self.rd(i.src[1], 0) as i32;
+                if !matches!(i.src[1], Src::V(_) | Src::A(_)) && (-1000..=1000).contains(&e) {
+                    // One exponent for every lane (a scalar or constant):
+                    // one exact multiply by 2^e, its factor built once.
+                    let scale = f64::from_bits(((e + 1023) as u64) << 52);
+                    self.with_cols64(
+                        [i.src[0], Src::None, Src::None],
+                        [true; 3],
+                        i.dst,
+                        #[inline(always)]
+                        |[x, _, _], d| {
+                            run3_64(
+                                x,
+                                x,
+                                x,
+                                d,
+                                exec,
+                                #[inline(always)]
+                                |a, _, _| (f64b(a & absm ^ negm) * scale).to_bits(),
+                            )
+                        },
+                    );
+                    return Ok(());
+                }
                 self.with_cols64(
                     [i.src[0], i.src[1], Src::None],
                     [true, false, false],
