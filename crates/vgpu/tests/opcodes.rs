@@ -169,6 +169,17 @@ fn valu_float() {
     );
     check(&dev, "v_cvt_f64_u32 v[6:7], v0\nv_add_f64 v[6:7], v[6:7], 0.5\nv_mov_b32 v1, v6\nv_mov_b32 v2, v7", |l| (l as f64 + 0.5).to_bits());
     check(&dev, "v_cvt_f64_u32 v[6:7], v0\nv_ldexp_f64 v[6:7], v[6:7], 3\nv_mov_b32 v1, v6\nv_mov_b32 v2, v7", |l| (8.0 * l as f64).to_bits());
+    // SGPR exponents, one in the range of a single multiply by 2^e and two
+    // outside it (2^-1030 is subnormal, 2^1100 overflows).
+    check(&dev, "v_cvt_f64_u32 v[6:7], v0\ns_movk_i32 s10, 0xfc18\nv_ldexp_f64 v[6:7], v[6:7], s10\nv_mov_b32 v1, v6\nv_mov_b32 v2, v7", |l| {
+        (l as f64 * f64::from_bits(23 << 52)).to_bits() // 2^-1000
+    });
+    check(&dev, "v_cvt_f64_u32 v[6:7], v0\ns_movk_i32 s10, 0xfbfa\nv_ldexp_f64 v[6:7], v[6:7], s10\nv_mov_b32 v1, v6\nv_mov_b32 v2, v7", |l| {
+        (l as f64 * f64::from_bits(1 << 44)).to_bits() // 2^-1030
+    });
+    check(&dev, "v_cvt_f64_u32 v[6:7], v0\ns_movk_i32 s10, 1100\nv_ldexp_f64 v[6:7], v[6:7], s10\nv_mov_b32 v1, v6\nv_mov_b32 v2, v7", |l| {
+        if l == 0 { 0.0f64 } else { f64::INFINITY }.to_bits()
+    });
     // madmk: S0·K + S1; madak: S0·S1 + K (K = 3.0).
     check(&dev, "v_cvt_f32_u32 v3, v0\nv_madmk_f32 v1, v3, 0x40400000, v3\nv_madak_f32 v2, v3, v3, 0x40400000", |l| {
         let x = l as f32;
