@@ -619,6 +619,7 @@ pub fn bfe64(x: u64, off: u32, w: u32, signed: bool) -> u64 {
 
 /// Which outcomes make a condition true, as bits: 1 less, 2 equal,
 /// 4 greater, 8 unordered. Compares then test one bit per lane.
+#[inline(always)]
 pub fn cond_mask(c: Cond) -> u8 {
     const L: u8 = 1;
     const E: u8 = 2;
@@ -658,12 +659,15 @@ pub fn ford_bit(x: f64, y: f64) -> u8 {
     x.partial_cmp(&y).map_or(8, ord_bit)
 }
 
+#[inline(always)]
 pub fn compare_u32(c: Cond, x: u32, y: u32) -> bool {
     cond_mask(c) & ord_bit(x.cmp(&y)) != 0
 }
+#[inline(always)]
 pub fn compare_i32(c: Cond, x: i32, y: i32) -> bool {
     cond_mask(c) & ord_bit(x.cmp(&y)) != 0
 }
+#[inline(always)]
 pub fn compare_u64(c: Cond, x: u64, y: u64) -> bool {
     cond_mask(c) & ord_bit(x.cmp(&y)) != 0
 }
