@@ -123,8 +123,30 @@ fn trace(dev: &Device, capacity: u32) -> (Trace, u64, u64) {
     )
 }
 
-fn is_memory_access(i: &inlay_isa::Instruction) -> bool {
-    matches!(i.encoding(), Encoding::Global | Encoding::Flat)
+/// The FLAT and GLOBAL instructions of a lifted program.
+fn access_sites(prog: &inlay_instrument::lift::Program) -> Vec<usize> {
+    (0..prog.insts.len())
+        .filter(|&i| {
+            matches!(
+                prog.insts[i].inst.encoding(),
+                Encoding::Global | Encoding::Flat
+            )
+        })
+        .collect()
+}
+
+/// Wave executions of `sites` in a native run of `program`.
+fn executions(
+    stats: &Stats,
+    program: &Program,
+    prog: &inlay_instrument::lift::Program,
+    sites: &[usize],
+) -> u64 {
+    let per_offset = stats.per_offset(program);
+    sites
+        .iter()
+        .map(|&i| per_offset.get(&prog.insts[i].addr).copied().unwrap_or(0))
+        .sum()
 }
 
 /// Hooks recording every lane's address before each of `sites`, with the
@@ -174,19 +196,8 @@ fn check_addresses(version: u32, file: &str, name: &str, dead_only: bool) {
     let k = kernel(version, file, name);
     let (want, native) = run(&k.dev, &k.original, name, &k.md);
     let an = analyse(&k.co(), name).expect("analyse");
-    let per_offset = native.per_offset(&k.original);
-    let sites: Vec<usize> = (0..an.program.insts.len())
-        .filter(|&i| is_memory_access(&an.program.insts[i].inst))
-        .collect();
-    let executions: u64 = sites
-        .iter()
-        .map(|&i| {
-            per_offset
-                .get(&an.program.insts[i].addr)
-                .copied()
-                .unwrap_or(0)
-        })
-        .sum();
+    let sites = access_sites(&an.program);
+    let executions = executions(&native, &k.original, &an.program, &sites);
     let capacity = (executions as u32 + 1) * LANE_RECORD;
     let (t, counters, records) = trace(&k.dev, capacity);
     let plan = address_plan(counters, t, &sites, dead_only);
@@ -450,19 +461,11 @@ fn check_launch_values_anywhere(version: u32, file: &str, name: &str, dead_only:
         })
     });
     let (want, native) = run(&k.dev, &k.original, name, &k.md);
-    let per_offset = native.per_offset(&k.original);
-    let accesses: Vec<usize> = (0..prog.insts.len())
-        .filter(|&i| is_memory_access(&prog.insts[i].inst))
-        .collect();
+    let accesses = access_sites(prog);
     let exits: Vec<usize> = (0..prog.insts.len())
         .filter(|&i| prog.insts[i].inst.opcode().map(|o| o.name()) == Some("s_endpgm"))
         .collect();
-    let executions = |sites: &[usize]| -> u64 {
-        sites
-            .iter()
-            .map(|&i| per_offset.get(&prog.insts[i].addr).copied().unwrap_or(0))
-            .sum()
-    };
+    let executions = |sites: &[usize]| executions(&native, &k.original, prog, sites);
     let (grid, wg) = launch_geometry(&k.md);
     let waves = waves(grid, wg);
     let records = executions(&accesses) + waves.len() as u64;
@@ -562,9 +565,7 @@ fn a_full_trace_writes_nothing_past_its_capacity() {
     let k = kernel(5, "vector_add", "vector_add");
     let an = analyse(&k.co(), "vector_add").expect("analyse");
     let (_, native) = run(&k.dev, &k.original, "vector_add", &k.md);
-    let sites: Vec<usize> = (0..an.program.insts.len())
-        .filter(|&i| is_memory_access(&an.program.insts[i].inst))
-        .collect();
+    let sites = access_sites(&an.program);
     let capacity = 2 * LANE_RECORD;
     let guard = 4096usize;
     let counters = k.dev.upload(&[0u8; 64]).expect("counters");
@@ -579,18 +580,9 @@ fn a_full_trace_writes_nothing_past_its_capacity() {
     let plan = address_plan(counters, t, &sites, false);
     let program = k.rewrite(&an, &plan).expect("rewrite");
     k.run_instrumented(&program);
-    let per_offset = native.per_offset(&k.original);
     // One wave of the launch (n = 64) reaches vector_add's three accesses,
     // with every lane enabled; the others branch around them.
-    let claims: u64 = sites
-        .iter()
-        .map(|&i| {
-            per_offset
-                .get(&an.program.insts[i].addr)
-                .copied()
-                .unwrap_or(0)
-        })
-        .sum();
+    let claims = executions(&native, &k.original, &an.program, &sites);
     assert!(claims > 2, "the test needs more records than fit");
     let cursor = k.dev.download_u64(counters, 1).expect("cursor")[0];
     assert_eq!(cursor, claims * u64::from(LANE_RECORD));
@@ -706,9 +698,7 @@ fn addresses_of_every_operand_form() {
     let dev = Device::with_threads(1);
     let original = dev.load(&bytes).expect("load");
     let an = analyse(&co, "vector_add").expect("analyse");
-    let sites: Vec<usize> = (0..an.program.insts.len())
-        .filter(|&i| is_memory_access(&an.program.insts[i].inst))
-        .collect();
+    let sites = access_sites(&an.program);
     assert_eq!(sites.len(), 5);
     let run_on = |program: &Program, kernel: &str| -> (Vec<u8>, u64) {
         let c = dev.upload(&[0u8; 4096]).expect("c");
