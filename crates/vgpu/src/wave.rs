@@ -20,8 +20,11 @@ pub const PRIVATE_APERTURE_HI: u32 = 0x2000_0000;
 
 /// Room for the scalar file (codes 0..=127) plus the widest tuple past it.
 const SGPRS: usize = 128 + 16;
-/// Room for 256 registers plus the widest tuple past the last one.
-const VGPRS: usize = 256 + 16;
+/// Room for 256 registers plus the widest tuple past the last one, then
+/// four spare registers no instruction can name (see [`TMP_VGPR`]).
+const VGPRS: usize = 256 + 16 + 4;
+/// The spare VGPRs DPP and SDWA copy their selected sources to (`lanesel`).
+pub const TMP_VGPR: usize = 256 + 16;
 
 /// What the wave does after an instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -589,31 +592,50 @@ impl Wave {
     }
 }
 
+/// Bit-field extract of `w` bits at `off` (the ISA's pseudo-code: the
+/// source shifted right, arithmetically when `signed`, masked to `w` bits,
+/// then sign-extended from its top bit; a field running past bit 31 takes
+/// the source's sign).
 pub fn bfe32(x: u32, off: u32, w: u32, signed: bool) -> u32 {
     if w == 0 {
         return 0;
     }
-    let w = w.min(32);
-    let v = (x as u64) >> off;
     if signed {
-        let sh = 64 - w;
-        (((v << sh) as i64) >> sh) as u32
+        let v = (x as i32 >> off.min(31)) as u32;
+        if w >= 32 {
+            return v;
+        }
+        let sh = 32 - w;
+        ((v << sh) as i32 >> sh) as u32
     } else {
-        (v & ((1u64 << w) - 1)) as u32
+        let v = x >> off.min(31);
+        if w >= 32 {
+            v
+        } else {
+            v & ((1 << w) - 1)
+        }
     }
 }
 
+/// [`bfe32`] for 64-bit sources.
 pub fn bfe64(x: u64, off: u32, w: u32, signed: bool) -> u64 {
     if w == 0 {
         return 0;
     }
-    let w = w.min(64);
-    let v = (x as u128) >> off;
     if signed {
-        let sh = 128 - w;
-        (((v << sh) as i128) >> sh) as u64
+        let v = (x as i64 >> off.min(63)) as u64;
+        if w >= 64 {
+            return v;
+        }
+        let sh = 64 - w;
+        ((v << sh) as i64 >> sh) as u64
     } else {
-        (v & ((1u128 << w) - 1)) as u64
+        let v = x >> off.min(63);
+        if w >= 64 {
+            v
+        } else {
+            v & ((1 << w) - 1)
+        }
     }
 }
 
@@ -718,5 +740,8 @@ mod tests {
         assert_eq!(bfe32(0xf0, 4, 4, true), u32::MAX);
         assert_eq!(bfe32(0x1234_5678, 8, 0, false), 0);
         assert_eq!(bfe64(1 << 63, 60, 4, true), u64::MAX - 7);
+        // A signed field past the top bit takes the source's sign.
+        assert_eq!(bfe32(0xffff_ffff, 22, 11, true), u32::MAX);
+        assert_eq!(bfe64(1 << 63, 60, 100, true), u64::MAX - 7);
     }
 }
