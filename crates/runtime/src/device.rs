@@ -105,7 +105,9 @@ impl Device for VirtualGpu {
                     FaultKind::Unimplemented | FaultKind::BadJump { .. } => {
                         Status::IllegalInstruction
                     }
-                    FaultKind::Trap(_) | FaultKind::Watchdog { .. } => Status::Exception,
+                    FaultKind::Trap(_) | FaultKind::Watchdog { .. } | FaultKind::Deadlock(_) => {
+                        Status::Exception
+                    }
                     FaultKind::Launch(_) => Status::InvalidPacketFormat,
                 };
                 let fault = match report.kind {

@@ -29,6 +29,9 @@ pub enum FaultKind {
     BadJump { target: u64 },
     /// The dispatch could not start: unknown kernel, bad sizes, resources.
     Launch(String),
+    /// Every wave left waits on a GWS barrier or semaphore, or a workgroup
+    /// barrier, that nothing can release any more.
+    Deadlock(String),
 }
 
 impl fmt::Display for FaultKind {
@@ -55,6 +58,7 @@ impl fmt::Display for FaultKind {
             }
             FaultKind::BadJump { target } => write!(f, "jump to {target:#x}: not an instruction"),
             FaultKind::Launch(why) => write!(f, "dispatch refused: {why}"),
+            FaultKind::Deadlock(why) => write!(f, "deadlock: {why}"),
         }
     }
 }

@@ -157,6 +157,14 @@ pub enum Atomic {
     Dec,
     AddF32,
     AddF64,
+    /// Float min / max as the ISA's pseudo-code has them: the new value
+    /// replaces the old only when it compares less (greater).
+    MinF32,
+    MaxF32,
+    MinF64,
+    MaxF64,
+    /// Two f16 additions, one per half.
+    PkAddF16,
 }
 
 macro_rules! ops {
@@ -276,6 +284,14 @@ ops! {
     SBitcmp0B32 = "s_bitcmp0_b32", SBitcmp1B32 = "s_bitcmp1_b32",
     SBitcmp0B64 = "s_bitcmp0_b64", SBitcmp1B64 = "s_bitcmp1_b64",
     BufferWbinvl1 = "buffer_wbinvl1", BufferWbinvl1Vol = "buffer_wbinvl1_vol",
+    // Cache maintenance of the memory model (system-scope release and
+    // acquire): memory here is coherent, so they order nothing further.
+    BufferWbl2 = "buffer_wbl2", BufferInvl2 = "buffer_invl2",
+    // GWS (global wave sync): barriers and semaphores shared by the waves
+    // of a dispatch (see `gws`).
+    DsGwsInit = "ds_gws_init", DsGwsBarrier = "ds_gws_barrier",
+    DsGwsSemaV = "ds_gws_sema_v", DsGwsSemaP = "ds_gws_sema_p",
+    DsGwsSemaBr = "ds_gws_sema_br", DsGwsSemaReleaseAll = "ds_gws_sema_release_all",
     VAddU16 = "v_add_u16", VSubU16 = "v_sub_u16", VSubrevU16 = "v_subrev_u16",
     VMulLoU16 = "v_mul_lo_u16", VLshlrevB16 = "v_lshlrev_b16", VLshrrevB16 = "v_lshrrev_b16",
     VAshrrevI16 = "v_ashrrev_i16", VMinU16 = "v_min_u16", VMaxU16 = "v_max_u16",
@@ -303,6 +319,14 @@ fn mem_width(suffix: &str) -> Option<Width> {
 }
 
 fn atomic_of(name: &str) -> Option<(Atomic, bool)> {
+    // The float forms of gfx90a name their type.
+    match name {
+        "add_f64" => return Some((Atomic::AddF64, true)),
+        "min_f64" => return Some((Atomic::MinF64, true)),
+        "max_f64" => return Some((Atomic::MaxF64, true)),
+        "pk_add_f16" => return Some((Atomic::PkAddF16, false)),
+        _ => {}
+    }
     // `_x2` suffixes select 64-bit forms.
     let (base, wide) = match name.strip_suffix("_x2") {
         Some(b) => (b, true),
@@ -346,6 +370,10 @@ fn ds_atomic_of(name: &str) -> Option<(Atomic, bool, bool)> {
         ("add", false) => Atomic::Add,
         ("add", true) if wide => Atomic::AddF64,
         ("add", true) => Atomic::AddF32,
+        ("min", true) if wide => Atomic::MinF64,
+        ("min", true) => Atomic::MinF32,
+        ("max", true) if wide => Atomic::MaxF64,
+        ("max", true) => Atomic::MaxF32,
         ("sub", false) => Atomic::Sub,
         ("min", false) if signed => Atomic::SMin,
         ("min", false) => Atomic::UMin,
@@ -600,7 +628,16 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
                 p.dst = f(Field::Sdata) as u16;
             }
             if let Some((a, wide)) = name.strip_prefix("s_atomic_").and_then(atomic_of) {
-                p.op = if a == Atomic::AddF32 {
+                p.op = if matches!(
+                    a,
+                    Atomic::AddF32
+                        | Atomic::AddF64
+                        | Atomic::MinF32
+                        | Atomic::MaxF32
+                        | Atomic::MinF64
+                        | Atomic::MaxF64
+                        | Atomic::PkAddF16
+                ) {
                     Op::Unimplemented
                 } else {
                     Op::SAtomic
@@ -853,11 +890,12 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
     if matches!(i.encoding(), Encoding::Vop1) && w0 & 0x1ff == 255 {
         p.src[0] = Src::Lit(w1);
     }
-    // Loads into LDS and GDS are not modelled: they fault if run.
+    // Loads into LDS and GDS are not modelled: they fault if run (GWS
+    // instructions always carry the gds bit).
     let to_lds = match i.encoding() {
         Encoding::Mubuf => w0 >> 16 & 1 != 0,
         Encoding::Flat | Encoding::Global | Encoding::Scratch => w0 >> 13 & 1 != 0,
-        Encoding::Ds => w0 >> 16 & 1 != 0, // gds
+        Encoding::Ds => w0 >> 16 & 1 != 0 && !is_gws(p.op),
         _ => false,
     };
     if to_lds {
@@ -866,13 +904,34 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
     p
 }
 
+/// The GWS instructions (global wave sync).
+pub fn is_gws(op: Op) -> bool {
+    matches!(
+        op,
+        Op::DsGwsInit
+            | Op::DsGwsBarrier
+            | Op::DsGwsSemaV
+            | Op::DsGwsSemaP
+            | Op::DsGwsSemaBr
+            | Op::DsGwsSemaReleaseAll
+    )
+}
+
 /// Marks `Inst::sdwa` as present (the SDWA dword itself may be 0).
 pub const SDWA_PRESENT: u32 = 1 << 22;
 
 fn ds_kind(name: &str, p: &mut Inst) {
     if matches!(
         p.op,
-        Op::DsBpermuteB32 | Op::DsPermuteB32 | Op::DsSwizzleB32
+        Op::DsBpermuteB32
+            | Op::DsPermuteB32
+            | Op::DsSwizzleB32
+            | Op::DsGwsInit
+            | Op::DsGwsBarrier
+            | Op::DsGwsSemaV
+            | Op::DsGwsSemaP
+            | Op::DsGwsSemaBr
+            | Op::DsGwsSemaReleaseAll
     ) {
         return;
     }

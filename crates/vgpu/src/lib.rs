@@ -27,6 +27,7 @@ pub mod access;
 pub mod device;
 pub mod fault;
 pub mod fpmode;
+pub mod gws;
 pub mod inst;
 pub mod kernarg;
 mod lanesel;

@@ -33,6 +33,10 @@ pub enum Flow {
     Jump(u32),
     Barrier,
     End,
+    /// A GWS instruction that cannot complete yet: the wave stays on it.
+    Wait,
+    /// The wave used its time slice (resident dispatches share one thread).
+    Yield,
 }
 
 /// Shared context of a workgroup's execution.
@@ -42,6 +46,8 @@ pub struct Env<'a> {
     pub lds: &'a mut [u8],
     /// The workgroup's last checked allocation (see `access::AllocCache`).
     pub cache: crate::access::AllocCache,
+    /// The device's GWS resources.
+    pub gws: &'a crate::gws::Gws,
 }
 
 pub struct Wave {
@@ -66,6 +72,8 @@ pub struct Wave {
     /// loops read every source as a plain array (see `Wave::broadcast`); the
     /// last one is never written and reads as zeros.
     pub bc: [[u32; 64]; 18],
+    /// The GWS barrier or semaphore the wave waits on, if any.
+    pub gws_wait: Option<crate::gws::GwsWait>,
 }
 
 /// A 32-bit source as the lane loops see it (see [`Wave::opnd`]).
@@ -124,6 +132,7 @@ impl Wave {
             executed: 0,
             hwreg: [0; 8],
             bc: [[0; 64]; 18],
+            gws_wait: None,
         }
     }
 
@@ -146,6 +155,7 @@ impl Wave {
         self.done = false;
         self.executed = 0;
         self.hwreg = [0; 8];
+        self.gws_wait = None;
     }
 
     #[inline(always)]
@@ -544,7 +554,9 @@ impl Wave {
             }
             // ---- SOPP ----
             SNop | SWaitcnt | SSleep | SSetprio | SIcacheInv | SDcacheWb | SSendmsg
-            | STtracedata | BufferWbinvl1 | BufferWbinvl1Vol => {}
+            | STtracedata | BufferWbinvl1 | BufferWbinvl1Vol | BufferWbl2 | BufferInvl2 => {}
+            DsGwsInit | DsGwsBarrier | DsGwsSemaV | DsGwsSemaP | DsGwsSemaBr
+            | DsGwsSemaReleaseAll => return Ok(self.gws(i, env)),
             // Bit compares: SCC = bit S1 of S0 is 0 (bitcmp0) or 1 (bitcmp1).
             SBitcmp0B32 | SBitcmp1B32 => {
                 let bit = self.s32(a) >> (self.s32(b) & 31) & 1;
@@ -589,6 +601,60 @@ impl Wave {
             _ => self.valu(i)?,
         }
         Ok(Flow::Next)
+    }
+}
+
+impl Wave {
+    /// A GWS instruction (see [`crate::gws`]): wave-level, on the resource
+    /// `(offset + M0[21:16]) % 64`, with data0 from the first active lane.
+    fn gws(&mut self, i: &Inst, env: &Env<'_>) -> Flow {
+        use crate::gws::GwsWait;
+        let exec = self.exec();
+        if exec == 0 {
+            return Flow::Next;
+        }
+        if let Some(w) = self.gws_wait {
+            if !env.gws.ready(w) {
+                return Flow::Wait;
+            }
+            self.gws_wait = None;
+            return Flow::Next;
+        }
+        let offset = i.imm as u32 | i.imm2 << 8;
+        let id = (offset.wrapping_add(self.s[M0] >> 16 & 63) % 64) as u8;
+        let lane = exec.trailing_zeros() as usize;
+        let data = match i.src[1] {
+            Src::V(n) if i.acc => self.a[n as usize][lane],
+            Src::V(n) => self.v[n as usize][lane],
+            _ => 0,
+        };
+        let wait: Option<GwsWait> = match i.op {
+            Op::DsGwsInit => {
+                env.gws.init(id, data);
+                None
+            }
+            Op::DsGwsBarrier => env.gws.barrier(id, data),
+            Op::DsGwsSemaV => {
+                env.gws.sema_add(id, 1);
+                None
+            }
+            Op::DsGwsSemaBr => {
+                env.gws.sema_add(id, data);
+                None
+            }
+            Op::DsGwsSemaP => env.gws.sema_p(id),
+            _ => {
+                env.gws.release_all(id);
+                None
+            }
+        };
+        match wait {
+            Some(w) => {
+                self.gws_wait = Some(w);
+                Flow::Wait
+            }
+            None => Flow::Next,
+        }
     }
 }
 

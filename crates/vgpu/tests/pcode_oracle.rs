@@ -847,6 +847,7 @@ fn every_alu_opcode_against_the_isa_pseudo_code() {
     let bodies: Vec<&Vec<Stmt>> = ops.iter().map(|o| &table.ops[&o.key]).collect();
     let mut wave = Wave::new(0);
     let mut lds: Vec<u8> = Vec::new();
+    let gws = inlay_vgpu::gws::Gws::default();
     let mut failures: BTreeMap<String, (usize, Vec<String>)> = BTreeMap::new();
     let examples: usize = std::env::var("INLAY_PCODE_EXAMPLES")
         .ok()
@@ -875,6 +876,7 @@ fn every_alu_opcode_against_the_isa_pseudo_code() {
                 mem: &mem,
                 lds: lds.as_mut_slice(),
                 cache: Default::default(),
+                gws: &gws,
             };
             let flow = wave.step(inst, &mut env);
             let got = read_state(&wave);
