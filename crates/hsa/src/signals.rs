@@ -2,7 +2,8 @@
 //! memory order (and the HSA 1.0 names ROCr still exports), waits, signal
 //! groups and the AMD extensions.
 //!
-//! Void-returning operations cannot report a bad handle; they do nothing.
+//! Operations that return a value or nothing cannot report a bad handle:
+//! as in ROCr, the process aborts (see [`misuse`]).
 
 use crate::abi::*;
 use crate::export;
@@ -15,8 +16,19 @@ use std::sync::atomic::Ordering::{self, AcqRel, Acquire, Relaxed, Release};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-fn sig(h: Handle) -> Option<Arc<Signal>> {
-    rt().ok()?.signal(h).ok()
+/// The signal behind `h`, for `function`, which cannot return a status.
+fn sig(h: Handle, function: &str) -> Arc<Signal> {
+    match rt().map(|rt| rt.signal(h)) {
+        Ok(Ok(s)) => s,
+        Ok(Err(_)) => misuse(
+            function,
+            format_args!("signal handle {h:#x} is not a signal (never created, or destroyed)"),
+        ),
+        Err(_) => misuse(
+            function,
+            format_args!("signal handle {h:#x} used while the runtime is not initialized"),
+        ),
+    }
 }
 
 /// A timeout hint in timestamp ticks (1 GHz); u64::MAX means none.
@@ -24,10 +36,20 @@ fn timeout(hint: u64) -> Option<Duration> {
     (hint != u64::MAX).then(|| Duration::from_nanos(hint))
 }
 
+/// The consumers as ROCr's `hsa_amd_signal_create` checks them: a list
+/// without duplicates; the handles themselves are not validated (ROCr only
+/// compares them with its CPU agents), so ones that are not agents are dropped.
 fn consumers(n: u32, list: *const Handle) -> Result<Vec<inlay_runtime::agent::AgentId>, Status> {
     let rt = rt()?;
     let handles = read_array(list, n as usize)?;
-    handles.iter().map(|&h| state::agent_id(&rt, h)).collect()
+    let unique: std::collections::BTreeSet<Handle> = handles.iter().copied().collect();
+    if unique.len() != handles.len() {
+        return Err(Status::InvalidArgument);
+    }
+    Ok(handles
+        .iter()
+        .filter_map(|&h| state::agent_id(&rt, h).ok())
+        .collect())
 }
 
 fn create(initial: i64, n: u32, list: *const Handle, out: *mut Handle) -> Result<(), Status> {
@@ -39,16 +61,40 @@ fn create(initial: i64, n: u32, list: *const Handle, out: *mut Handle) -> Result
     put(out as *mut c_void, h)
 }
 
-fn wait(h: Handle, cond: u32, compare: i64, hint: u64, state: u32, o: Ordering) -> i64 {
-    let (Some(s), Some(c)) = (sig(h), Condition::from_raw(cond)) else {
-        return 0;
-    };
+fn wait(
+    h: Handle,
+    cond: u32,
+    compare: i64,
+    hint: u64,
+    state: u32,
+    o: Ordering,
+    function: &str,
+) -> i64 {
+    let s = sig(h, function);
     let ws = if state == 1 {
         WaitState::Active
     } else {
         WaitState::Blocked
     };
-    s.wait(c, compare, timeout(hint), ws, o)
+    match Condition::from_raw(cond) {
+        Some(c) => s.wait(c, compare, timeout(hint), ws, o),
+        // ROCr: a condition it does not know never holds (CheckSignalCondition),
+        // so the wait lasts until its timeout and returns the value then.
+        None => {
+            let start = std::time::Instant::now();
+            while timeout(hint).is_none_or(|t| start.elapsed() < t) {
+                let v = s.load(Relaxed);
+                s.wait(
+                    Condition::Ne,
+                    v,
+                    Some(Duration::from_millis(1)),
+                    ws,
+                    Relaxed,
+                );
+            }
+            s.load(o)
+        }
+    }
 }
 
 /// Defines `hsa_signal_<op>_<order>` for each order given.
@@ -56,7 +102,7 @@ macro_rules! rmw {
     ($op:ident: $($name:ident = $o:expr),*) => {
         export! { $(
             fn $name(h: Handle, v: i64) -> () {
-                if let Some(s) = sig(h) { s.$op(v, $o) }
+                sig(h, stringify!($name)).$op(v, $o)
             }
         )* }
     };
@@ -77,7 +123,7 @@ rmw!(silent_store: hsa_signal_silent_store_relaxed = Relaxed, hsa_signal_silent_
 
 macro_rules! load {
     ($($name:ident = $o:expr),*) => {
-        export! { $( fn $name(h: Handle) -> i64 { sig(h).map_or(0, |s| s.load($o)) } )* }
+        export! { $( fn $name(h: Handle) -> i64 { sig(h, stringify!($name)).load($o) } )* }
     };
 }
 load!(
@@ -88,7 +134,7 @@ load!(
 
 macro_rules! exchange {
     ($($name:ident = $o:expr),*) => {
-        export! { $( fn $name(h: Handle, v: i64) -> i64 { sig(h).map_or(0, |s| s.exchange(v, $o)) } )* }
+        export! { $( fn $name(h: Handle, v: i64) -> i64 { sig(h, stringify!($name)).exchange(v, $o) } )* }
     };
 }
 exchange!(
@@ -103,7 +149,7 @@ exchange!(
 
 macro_rules! cas {
     ($($name:ident = $o:expr),*) => {
-        export! { $( fn $name(h: Handle, expected: i64, v: i64) -> i64 { sig(h).map_or(0, |s| s.cas(expected, v, $o)) } )* }
+        export! { $( fn $name(h: Handle, expected: i64, v: i64) -> i64 { sig(h, stringify!($name)).cas(expected, v, $o) } )* }
     };
 }
 cas!(
@@ -120,7 +166,7 @@ macro_rules! waits {
     ($($name:ident = $o:expr),*) => {
         export! { $(
             fn $name(h: Handle, cond: u32, compare: i64, hint: u64, state: u32) -> i64 {
-                wait(h, cond, compare, hint, state, $o)
+                wait(h, cond, compare, hint, state, $o, stringify!($name))
             }
         )* }
     };
@@ -184,17 +230,15 @@ export! {
     }
 
     fn hsa_amd_signal_create(initial: i64, n: u32, consumers: *const Handle, attributes: u64, out: *mut Handle) -> HsaStatus {
-        // GPU_ONLY and IPC are hints or features we do not distinguish; unknown bits are an error.
-        status(rt().and_then(|_| {
-            if attributes & !3 != 0 {
-                return Err(Status::InvalidArgument);
-            }
-            create(initial, n, consumers, out)
-        }))
+        // GPU_ONLY and IPC are hints or features we do not distinguish;
+        // ROCr ignores bits it does not know, and so do we.
+        let _ = attributes;
+        status(create(initial, n, consumers, out))
     }
 
     fn hsa_signal_destroy(h: Handle) -> HsaStatus {
-        status(rt().and_then(|rt| rt.signal_destroy(h)))
+        // ROCr's Signal::Convert: a null handle is INVALID_ARGUMENT.
+        status(rt().and_then(|rt| if h == 0 { Err(Status::InvalidArgument) } else { rt.signal_destroy(h) }))
     }
 
     fn hsa_amd_signal_value_pointer(h: Handle, out: *mut *const i64) -> HsaStatus {
@@ -215,7 +259,11 @@ export! {
         status((|| {
             let rt = rt()?;
             let handler = handler.ok_or(Status::InvalidArgument)?;
-            let cond = Condition::from_raw(cond).ok_or(Status::InvalidArgument)?;
+            // ROCr accepts a condition it does not know; it never holds, so
+            // the handler is registered and never called.
+            let Some(cond) = Condition::from_raw(cond) else {
+                return rt.signal(h).map(|_| ());
+            };
             let arg = arg as usize;
             rt.signal_async_handler(h, cond, value, Box::new(move |v| handler(v, arg as *mut c_void)))
         })())
