@@ -22,9 +22,10 @@
 //! - `handleExceptionT` (hsa.cpp): a value function whose handle does not
 //!   convert (`Signal::Convert` throws) aborts the process.
 //!
-//! Inlay adds its own report (kernel, workgroup, wave, lane, PC, instruction,
-//! address, nearest allocation) under ROCr's line; the instruction is checked
-//! against llvm-objdump-19's listing of the kernel.
+//! A kernel that faulted also gets Inlay's own report on standard error
+//! (kernel, workgroup, wave, lane, PC, instruction, address, nearest
+//! allocation), under ROCr's line where ROCr prints one; the instruction is
+//! checked against llvm-objdump-19's listing of the kernel.
 
 mod common;
 use common::{run_bounded, CProgram, Ended};
@@ -191,7 +192,7 @@ fn fault_without_handlers_prints_rocrs_line_and_inlays_report_then_aborts() {
 }
 
 #[test]
-fn fault_handled_by_a_system_event_handler_continues_quietly() {
+fn fault_handled_by_a_system_event_handler_continues_with_inlays_report() {
     let Some(e) = case("fault_handler", &[]) else {
         return;
     };
@@ -203,6 +204,7 @@ fn fault_handled_by_a_system_event_handler_continues_quietly() {
     // The completion signal is left alone.
     assert_eq!(field(&w, "signal"), "1");
     assert!(!e.stderr.contains("Memory access fault"), "{}", show(&e));
+    check_store_report(&e.stderr);
 }
 
 #[test]
@@ -253,6 +255,16 @@ fn queue_errors_go_to_the_callback_and_the_program_continues() {
         assert_eq!(field(&w, "status"), status, "{name}");
         assert_eq!(field(&w, "signal"), "1", "{name}: completion signal moved");
         assert!(!e.stderr.contains("inactivated"), "{name}: {}", show(&e));
+        // A kernel that ran and faulted is reported; a packet that never
+        // started a kernel is the callback's alone.
+        let (offset, text) = instruction(".long");
+        let report = format!("(offset {offset:#x} in its code object): {text}");
+        assert_eq!(
+            e.stderr.contains(&report),
+            name == "illegal_callback",
+            "{name}: {}",
+            show(&e)
+        );
     }
 }
 
@@ -279,6 +291,12 @@ fn a_time_limit_ends_a_kernel_that_never_ends() {
     assert_eq!(field(&w, "signal"), "1");
     let after: f64 = field(&w, "after").parse().expect("seconds");
     assert!(after >= 0.5, "ended before its limit: {after} s");
+    assert!(
+        e.stderr
+            .contains("inlay: kernel `spin`: time limit of 0.5 s reached"),
+        "{}",
+        show(&e)
+    );
 
     // Without a callback: ROCr's default handler, with Inlay's report of
     // where the waves were (an instruction of the loop).

@@ -13,9 +13,12 @@
 //!   due to async error" and aborts (`Queue::DefaultErrorHandler`, queue.cpp).
 //!
 //! Either way the queue processes nothing more and the packet's completion
-//! signal is left alone. Where ROCr prints its line, Inlay adds its own
-//! report: kernel, workgroup, wave, lane, PC, instruction, address and the
-//! nearest allocation. ROCr's switches `HSA_ENABLE_VM_FAULT_MESSAGE=0` and
+//! signal is left alone. A kernel that faulted also gets Inlay's own report
+//! on standard error (kernel, workgroup, wave, lane, PC, instruction,
+//! address, nearest allocation), under ROCr's line where ROCr prints one:
+//! ROCr's callbacks and handlers are only told a status and an address, and
+//! a program's callback typically aborts with just that. The switches
+//! `HSA_ENABLE_VM_FAULT_MESSAGE=0` and
 //! `HSA_ENABLE_QUEUE_FAULT_MESSAGE=0` are honoured as ROCr honours them: the
 //! first silences the message (the process still aborts), the second
 //! silences the default handler entirely (no message, no abort).
@@ -24,7 +27,7 @@ use crate::device::DispatchError;
 use crate::queue::Queue;
 use crate::status::status_text;
 use crate::{agent, Shared, SystemEvent};
-use inlay_vgpu::Fault;
+use inlay_vgpu::{Fault, FaultKind};
 
 /// ROCr's message switches, read once when the runtime starts.
 #[derive(Clone, Copy, Debug)]
@@ -46,12 +49,29 @@ impl Messages {
 /// Packet `read` of queue `q` failed with `e` (the queue is already inactive).
 pub(crate) fn queue_error(shared: &Shared, q: &Queue, read: u64, e: &DispatchError) {
     shared.log(&format!("queue {}: packet {read}: {}", q.id, e.message));
+    let kernel_report = e
+        .report
+        .as_ref()
+        .filter(|r| {
+            !matches!(
+                r.kind,
+                FaultKind::Launch(_) | FaultKind::UnknownKernel { .. }
+            )
+        })
+        .map(|r| r.detail());
     if let Some((address, fault)) = e.memory_fault() {
-        let detail = e.report.as_ref().map(|r| r.detail()).unwrap_or_default();
-        memory_fault(shared, address, fault, &detail);
+        memory_fault(
+            shared,
+            address,
+            fault,
+            kernel_report.as_deref().unwrap_or(""),
+        );
         return;
     }
     if let Some(cb) = &q.on_error {
+        if let Some(detail) = &kernel_report {
+            eprint!("{}", indent(detail));
+        }
         cb(e.status, q.addr);
         return;
     }
@@ -81,6 +101,7 @@ pub(crate) fn memory_fault(shared: &Shared, address: u64, fault: Fault, detail: 
         fault,
     });
     if handled {
+        eprint!("{}", indent(detail));
         return;
     }
     if shared.messages.vm_fault {
