@@ -187,10 +187,12 @@ fn groups() -> std::sync::MutexGuard<'static, Option<HashMap<u64, Vec<Handle>>>>
     GROUPS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Waits until any of `signals` satisfies its condition; returns its index and value.
+/// Waits until any of `signals` satisfies its condition; returns its index
+/// and value. Scanning a condition that is not one (None) ends the wait
+/// unsatisfied, as in ROCr's Signal::WaitMultiple.
 fn wait_any(
     signals: &[Arc<Signal>],
-    conds: &[Condition],
+    conds: &[Option<Condition>],
     values: &[i64],
     o: Ordering,
     limit: Option<Duration>,
@@ -199,8 +201,10 @@ fn wait_any(
     loop {
         for (i, s) in signals.iter().enumerate() {
             let v = s.load(o);
-            if conds[i].holds(v, values[i]) {
-                return Some((i, v));
+            match conds[i] {
+                None => return None,
+                Some(c) if c.holds(v, values[i]) => return Some((i, v)),
+                Some(_) => {}
             }
         }
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
@@ -297,13 +301,23 @@ export! {
             if n == 0 {
                 return Err(Status::InvalidArgument);
             }
-            let sigs = resolve(read_array(signals, n)?)?;
-            let conds = read_array(conds, n)?.iter().map(|&c| Condition::from_raw(c)).collect::<Option<Vec<_>>>().ok_or(Status::InvalidArgument)?;
-            let values = read_array(values, n)?;
-            // ROCr's answer on timeout: UINT32_MAX.
-            let Some((i, v)) = wait_any(&sigs, &conds, values, Acquire, timeout(hint)) else {
+            let rt = rt()?;
+            let (handles, conds, values) = (read_array(signals, n)?, read_array(conds, n)?, read_array(values, n)?);
+            // As ROCr: null and invalid signals are skipped, and UINT32_MAX
+            // means none was left to wait on or none was satisfied in time.
+            // (ROCr then pairs the k-th valid signal with conds[k], not with
+            // its own condition; we keep each signal's own.)
+            let (live, sigs): (Vec<usize>, Vec<Arc<Signal>>) =
+                (0..n).filter_map(|i| rt.signal(handles[i]).ok().map(|s| (i, s))).unzip();
+            if live.is_empty() {
+                return Ok(u32::MAX);
+            }
+            let conds: Vec<Option<Condition>> = live.iter().map(|&i| Condition::from_raw(conds[i])).collect();
+            let values: Vec<i64> = live.iter().map(|&i| values[i]).collect();
+            let Some((k, v)) = wait_any(&sigs, &conds, &values, Acquire, timeout(hint)) else {
                 return Ok(u32::MAX);
             };
+            let i = live[k];
             if !satisfying.is_null() {
                 put(satisfying as *mut c_void, v)?;
             }
@@ -358,9 +372,10 @@ fn group_wait(
     }
     let sigs = resolve(&handles)?;
     let n = handles.len();
+    // ROCr would wait forever on a condition it does not know; we refuse it.
     let conds = read_array(conds, n)?
         .iter()
-        .map(|&c| Condition::from_raw(c))
+        .map(|&c| Condition::from_raw(c).map(Some))
         .collect::<Option<Vec<_>>>()
         .ok_or(Status::InvalidArgument)?;
     let (i, v) = wait_any(&sigs, &conds, read_array(values, n)?, o, None).ok_or(Status::Error)?;

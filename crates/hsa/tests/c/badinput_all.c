@@ -352,6 +352,18 @@ static void signals(void) {
     VALUE(UINT32_MAX, hsa_amd_signal_wait_any, 2, pair, NULL, vals, 0, HSA_WAIT_STATE_BLOCKED, &v);
     hsa_signal_condition_t badconds[2] = {(hsa_signal_condition_t)9, HSA_SIGNAL_CONDITION_EQ};
     VALUE(UINT32_MAX, hsa_amd_signal_wait_any, 2, pair, badconds, vals, 0, HSA_WAIT_STATE_BLOCKED, &v);
+    /* signal.cpp Signal::WaitMultiple scans in order: an unknown condition
+     * ends the wait at once (even with no time limit), unless a signal
+     * before it is already satisfied. */
+    VALUE(UINT32_MAX, hsa_amd_signal_wait_any, 2, pair, badconds, vals, UINT64_MAX, HSA_WAIT_STATE_BLOCKED, &v);
+    hsa_signal_condition_t lastbad[2] = {HSA_SIGNAL_CONDITION_EQ, (hsa_signal_condition_t)9};
+    hsa_signal_value_t ones[2] = {1, 1};
+    VALUE(0, hsa_amd_signal_wait_any, 2, pair, lastbad, ones, UINT64_MAX, HSA_WAIT_STATE_BLOCKED, &v);
+    /* A made-up handle is skipped and the valid signal after it still counts. */
+    hsa_signal_t skip[2] = {junksig, t};
+    hsa_signal_store_relaxed(t, 0);
+    VALUE(1, hsa_amd_signal_wait_any, 2, skip, conds, vals, 0, HSA_WAIT_STATE_BLOCKED, &v);
+    hsa_signal_store_relaxed(t, 1);
 
     /* Signal groups. */
     ROW(INVARG, "hsa.cpp hsa_signal_group_create: num_signals == 0", hsa_signal_group_create, 0, pair, 0, NULL, &group);
