@@ -113,18 +113,12 @@ fn fixed_operand(i: &Instruction, n: usize, text: &str, out: &mut String) {
         }
         return;
     }
-    if i.encoding == E::VopcSdwa && n == 0 && i.bits(1, 15, 1) != 0 {
-        return scalar(i.bits(1, 8, 7) as u8, 2, ConstKind::B32, 0, out);
+    if let Some((v, regs)) = fixed_scalar(i, n, text) {
+        return scalar(v as u8, regs, ConstKind::B32, 0, out);
     }
     if text == "off" {
         let last = n + 1 == i.slots().len();
-        let saddr = i.field(Field::Saddr);
         match i.encoding {
-            // the saddr position: an SGPR base unless 0x7f
-            E::Global | E::Scratch if last && saddr != 0x7F => {
-                let regs = if i.encoding == E::Global { 2 } else { 1 };
-                return scalar(saddr as u8, regs, ConstKind::B32, 0, out);
-            }
             // gfx940 scratch: a VGPR address only when SVE (bit 13) is set
             E::Scratch if !last && info(i.target).scratch_sve && i.bits(0, 13, 1) != 0 => {
                 return vgprs(i.field(Field::Addr), 1, File::V, out);
@@ -139,6 +133,71 @@ fn fixed_operand(i: &Instruction, n: usize, text: &str, out: &mut String) {
         }
     }
     out.push_str(text);
+}
+
+/// A scalar operand behind a fixed slot, as (8-bit code, registers): the
+/// SGPR destination of a VOPC SDWA compare (bit 15 set), the scalar base of
+/// GLOBAL/SCRATCH addresses (any saddr but 0x7f, "off").
+fn fixed_scalar(i: &Instruction, n: usize, text: &str) -> Option<(u32, u8)> {
+    match i.encoding {
+        E::VopcSdwa if n == 0 && i.bits(1, 15, 1) != 0 => Some((i.bits(1, 8, 7), 2)),
+        E::Global | E::Scratch if text == "off" && n + 1 == i.slots().len() => {
+            let saddr = i.field(Field::Saddr);
+            let regs = if i.encoding == E::Global { 2 } else { 1 };
+            (saddr != 0x7F).then_some((saddr, regs))
+        }
+        _ => None,
+    }
+}
+
+/// What llvm-objdump prints after the encoding as a `; ` comment (nothing
+/// for most instructions): LLVM's disassembler warns about each scalar
+/// register tuple that does not start on its alignment (pairs on even
+/// registers, wider tuples on multiples of four), in operand order and run
+/// together: `Warning: SGPR_64: scalar reg isn't aligned 5` (the encoded
+/// number; the operand prints as the aligned tuple, `s[4:5]`).
+pub fn comment(i: &Instruction, out: &mut String) {
+    if !i.is_valid() {
+        return;
+    }
+    for (n, slot) in i.slots().iter().enumerate() {
+        let (v, regs) = match *slot {
+            Slot::Reg {
+                field, regs, file, ..
+            } => {
+                let v = i.field(field);
+                let source = matches!(
+                    field,
+                    Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1
+                );
+                let scalar = file == File::S
+                    || matches!(field, Field::Ssrc0 | Field::Ssrc1)
+                    || (source && v < 256);
+                if !scalar {
+                    continue;
+                }
+                (v, regs)
+            }
+            Slot::Fixed(t) => match fixed_scalar(i, n, Slot::fixed_text(t)) {
+                Some(x) => x,
+                None => continue,
+            },
+            _ => continue,
+        };
+        let (class, index) = match v {
+            0..=101 => ("SGPR", v),
+            108..=123 => ("TTMP", v - 108),
+            _ => continue,
+        };
+        let align = if regs >= 3 { 4 } else { u32::from(regs) };
+        if regs >= 2 && index % align != 0 {
+            let _ = write!(
+                out,
+                "Warning: {class}_{}: scalar reg isn't aligned {index}",
+                32 * u32::from(regs)
+            );
+        }
+    }
 }
 
 fn reg_operand(
