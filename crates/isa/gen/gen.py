@@ -27,7 +27,7 @@ FIELDS = ["vdst", "sdst", "src0", "src1", "src2", "vsrc1", "ssrc0", "ssrc1", "si
           "offset", "soffset", "addr", "data", "data0", "data1", "saddr", "vdata", "vaddr", "srsrc", "ssamp",
           "literal"]
 # Must match format.rs F_* constants.
-FLAG_BITS = {"NEG": 1, "ABS": 2, "CLAMP": 4, "OMOD": 8, "OPSEL": 16, "OPSEL_HI_ONES": 32}
+FLAG_BITS = {"NEG": 1, "ABS": 2, "CLAMP": 4, "OMOD": 8, "OPSEL": 16, "OPSEL_HI_ONES": 32, "GDS": 64}
 SRC_FIELDS = ("src0", "src1", "src2", "ssrc0", "ssrc1")
 
 
@@ -43,6 +43,8 @@ def const_kind(consts):
         return "I16"
     if consts[3] is not None and len(consts[3]) == 6:  # 16-bit literal 0x5678
         return "F16"
+    if consts[7] == "1.0":  # a 32-bit literal that is f16 1.0 (packed f16)
+        return "V2F16"
     return "B32"
 
 
@@ -216,8 +218,12 @@ def main():
             ops = learned[t][table]
             n = max([int(o) for o in ops] + [0]) + 1
             arr = [0] * n
-            form = table.endswith("_GLC") or table.endswith("_LDS")
+            form = table.endswith(("_GLC", "_LDS", "_GDS"))
             base = learned[t].get(table[:-4]) if form else None
+            if table.endswith("_GDS"):
+                for op, d in ops.items():
+                    if op not in base:  # exists only with gds (GWS): prints it everywhere
+                        d.setdefault("flags", []).append("GDS")
 
             def desc_key(d):
                 mn = d["mn"]

@@ -61,20 +61,23 @@ def table_encodings():
                 out.append((s, e, v))
         else:
             out.append((e, e, None))
-    # Atomics print a returned-value operand when glc (sc0) is set, and
-    # loads into LDS are other instructions (some exist only so: buffer_
-    # store_lds_dword): learn those forms as tables of their own.
-    # seg = ("GLC" or "LDS", inner seg, bit).
+    # Atomics print a returned-value operand when glc (sc0) is set, loads
+    # into LDS are other instructions (some exist only so: buffer_store_lds_
+    # dword), and the GWS operations exist only with gds set: learn those
+    # forms as tables of their own. seg = ("GLC", "LDS" or "GDS", inner seg, bit).
     for name, layout, seg in list(out):
         if layout in GLC_BIT:
             out.append((name + "_GLC", layout, ("GLC", seg, GLC_BIT[layout])))
         if layout in LDS_BIT and seg != 0:  # FLAT proper has no lds bit
             out.append((name + "_LDS", layout, ("LDS", seg, LDS_BIT[layout])))
+        if layout in GDS_BIT:
+            out.append((name + "_GDS", layout, ("GDS", seg, GDS_BIT[layout])))
     return out
 
 
 GLC_BIT = {"FLAT": 16, "MUBUF": 14}
 LDS_BIT = {"FLAT": 13, "MUBUF": 16}
+GDS_BIT = {"DS": 16}
 
 
 def words(layout, seg, op, vals):
@@ -175,6 +178,8 @@ def learn(target):
         ops = {}
         for op, (vals, text, lit) in chosen.items():
             mn, operands, mods = split_text(text)
+            if operands[-1:] == ["gds"]:  # GWS operations without operands: a modifier
+                operands, mods = operands[:-1], "gds"
             if mn == "s_nop" and table != "SOPP":
                 continue
             # EXP/VINTRP operands are formatted by hand (targets, attributes)
@@ -188,11 +193,16 @@ def learn(target):
     return result
 
 
+F16_ONE_LITERAL = -1  # in learn_constants' tests: source 255 followed by 0x3c00
+
+
 def learn_constants(target, result):
     """For every 9-bit source slot, how llvm-mc prints inline 1/(2*pi) (248),
-    inline -1 (193), 0.5 (240) and a literal 0x12345678 (255). Adds 'consts' to the slot."""
+    inline -1 (193), 0.5 (240), a literal 0x12345678 (255), exec_lo, vcc_lo,
+    src_scc, and a literal 0x3c00 (f16 1.0: the last entry). Adds 'consts'
+    to the slot."""
     probes, owners = [], []
-    tests = (248, 193, 240, 255, 0x7E, 0x6A, 0xFB)
+    tests = (248, 193, 240, 255, 0x7E, 0x6A, 0xFB, F16_ONE_LITERAL)
     for table, layout, seg in table_encodings():
         if seg in EXT:
             continue  # same operand types as the plain form
@@ -202,8 +212,12 @@ def learn_constants(target, result):
                 if f not in SRC9:
                     continue
                 for v in tests:
-                    vals = dict(d["vals"]); vals[f] = v
-                    probes.append(words(layout, seg, int(op), vals)); owners.append((table, op, i))
+                    vals = dict(d["vals"])
+                    vals[f] = 255 if v == F16_ONE_LITERAL else v
+                    w = words(layout, seg, int(op), vals)
+                    if v == F16_ONE_LITERAL:
+                        w.append(0x3C00)
+                    probes.append(w); owners.append((table, op, i))
     out = run_batch(target, probes)
     for (table, op, i), r in zip(owners, out):
         slot = result[table][op]["slots"][i]

@@ -84,11 +84,12 @@ impl Decoder {
     }
 
     /// The table entry for opcode `op`: memory instructions with glc (sc0)
-    /// or lds set have forms of their own where those differ.
+    /// or lds (DS: gds) set have forms of their own where those differ.
     fn lookup(&self, enc: E, op: u32, w0: u32) -> u16 {
         let (glc, lds) = match enc {
             E::Flat | E::Scratch | E::Global => (w0 >> 16 & 1 != 0, w0 >> 13 & 1 != 0),
             E::Mubuf => (w0 >> 14 & 1 != 0, w0 >> 16 & 1 != 0),
+            E::Ds => (false, w0 >> 16 & 1 != 0),
             _ => (false, false),
         };
         let form = match (glc, lds) {

@@ -369,6 +369,14 @@ fn literal(lit: u32, ck: ConstKind, out: &mut String) {
                 v,
             )
         }
+        ConstKind::V2F16 => (
+            inline_int(lit as i32).or_else(|| {
+                u16::try_from(lit)
+                    .ok()
+                    .and_then(|v| inline_float(u32::from(v), &F16_BITS))
+            }),
+            lit,
+        ),
         ConstKind::F64 => (
             (lit == 0)
                 .then_some(128)
@@ -649,6 +657,8 @@ pub(crate) const F_CLAMP: u8 = 4;
 pub(crate) const F_OMOD: u8 = 8;
 pub(crate) const F_OPSEL: u8 = 16;
 pub(crate) const F_OPSEL_HI_ONES: u8 = 32;
+/// A DS operation that exists only with gds (GWS): prints it on every target.
+pub(crate) const F_GDS: u8 = 64;
 
 fn nsrc(i: &Instruction) -> usize {
     i.slots()
@@ -708,7 +718,7 @@ fn modifiers(i: &Instruction, out: &mut String) {
                     num::dec(out, (o1 << 8 | o0) as u64);
                 }
             }
-            if t.ds_gds && i.bits(0, 16, 1) != 0 {
+            if (t.ds_gds || flags & F_GDS != 0) && i.bits(0, 16, 1) != 0 {
                 out.push_str(" gds");
             }
         }
@@ -793,6 +803,13 @@ fn modifiers(i: &Instruction, out: &mut String) {
             }
         }
         E::Vop3 => {
+            // 16-bit interpolation: bit 8 of the attribute source picks the high half
+            if i.mnemonic().starts_with("v_interp_")
+                && i.mnemonic().ends_with("_f16")
+                && i.bits(1, 8, 1) != 0
+            {
+                out.push_str(" high");
+            }
             if flags & F_OPSEL != 0 && i.bits(0, 11, 4) != 0 {
                 let n = nsrc(i);
                 let mut b = [0; 4];

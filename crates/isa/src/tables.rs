@@ -58,6 +58,9 @@ pub enum ConstKind {
     F16,
     /// 16-bit integer: inline floats print as their 16-bit hex pattern.
     I16,
+    /// Packed 16-bit floats: inline constants as B32, but a literal names
+    /// an f16 constant only when it fits in 16 bits, else prints as 32 bits.
+    V2F16,
 }
 
 /// How a 16-bit immediate prints.
@@ -319,6 +322,8 @@ pub struct TargetTables {
     pub(crate) scratch_lds: &'static [u16],
     pub(crate) global_lds: &'static [u16],
     pub(crate) mubuf_lds: &'static [u16],
+    /// DS operations that exist only with gds set (GWS).
+    pub(crate) ds_gds: &'static [u16],
     pub(crate) exp: &'static [u16],
     pub(crate) vintrp: &'static [u16],
     /// Per image opcode, the data sizes in dwords LLVM has an instruction
@@ -373,12 +378,13 @@ impl TargetTables {
         self.table_glc(enc).get(op as usize).copied().unwrap_or(0)
     }
 
-    /// Desc id of the lds form of `op`, where it differs (else 0).
+    /// Desc id of the lds form of `op` (gds for DS), where it differs (else 0).
     pub fn lookup_lds(&self, enc: Encoding, op: u32) -> u16 {
         let table: &[u16] = match enc {
             Encoding::Scratch => self.scratch_lds,
             Encoding::Global => self.global_lds,
             Encoding::Mubuf => self.mubuf_lds,
+            Encoding::Ds => self.ds_gds,
             _ => &[],
         };
         table.get(op as usize).copied().unwrap_or(0)
@@ -411,7 +417,7 @@ pub(crate) fn src_name(ck: ConstKind, regs: u8, v: u8) -> &'static str {
         }
     } else {
         match ck {
-            ConstKind::B32 => &gen::SRC_NAMES_B32,
+            ConstKind::B32 | ConstKind::V2F16 => &gen::SRC_NAMES_B32,
             ConstKind::F64 => &gen::SRC_NAMES_B64,
             ConstKind::F16 => &gen::SRC_NAMES_F16,
             ConstKind::I16 => &gen::SRC_NAMES_I16,

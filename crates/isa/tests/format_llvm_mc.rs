@@ -44,11 +44,12 @@ const PREFIXES: [(u32, u32); 14] = [
 ];
 
 /// The first cases are literals (must all match); the rest random words.
-const LITERAL_CASES: usize = 5 * 22;
+const LITERAL_CASES: usize = 6 * 22;
 
 fn cases() -> Vec<[u32; 2]> {
     let mut v = Vec::new();
-    // literals: v_add_f16, v_add_u16, v_add_f32, v_add_u32 (VOP2) and v_fract_f64 (VOP1)
+    // literals: v_add_f16, v_add_u16, v_add_f32, v_add_u32, v_pk_fmac_f16 (VOP2)
+    // and v_fract_f64 (VOP1)
     let lits = [
         0x3c00, 0xbc00, 0x3800, 0x3118, 0x3e22f983, 0x3ff00000, 0x3fe00000, 0xbff00000, 0x3fc45f30,
         1, 64, 65, 0xfffffff0, 0xffff, 0xfff0, 0x40000000, 0x4400, 0x8000, 0x7fffffff, 0x10000,
@@ -59,6 +60,7 @@ fn cases() -> Vec<[u32; 2]> {
         38 << 25,
         1 << 25,
         0x34 << 25,
+        0x3C << 25,
         0x7E00_0000 | 0x32 << 9,
     ] {
         for l in lits {
