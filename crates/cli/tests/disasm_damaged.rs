@@ -65,7 +65,7 @@ impl Seed {
         let start = usize::try_from(text.offset).ok()?;
         let end = start.checked_add(usize::try_from(text.size).ok()?)?;
         let e_flags = co.header.e_flags;
-        (end <= bytes.len() && end - start >= 8).then(|| Seed {
+        (end <= bytes.len() && end - start >= 8).then_some(Seed {
             name,
             text: start..end,
             e_flags,
@@ -202,8 +202,8 @@ fn first_difference(ours: &str, theirs: &str) -> String {
         .find(|&k| a.get(k) != b.get(k))
         .unwrap_or(0);
     let mut s = String::new();
-    for j in k.saturating_sub(2)..k {
-        s += &format!("    same:    {}\n", a[j]);
+    for line in &a[k.saturating_sub(2)..k] {
+        s += &format!("    same:    {line}\n");
     }
     s += &format!(
         "    inlay:   {}\n    objdump: {}\n",
