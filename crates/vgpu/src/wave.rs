@@ -627,7 +627,9 @@ impl Wave {
         let offset = i.imm as u32 | i.imm2 << 8;
         let id = (offset.wrapping_add(self.s[M0] >> 16 & 63) % 64) as u8;
         let lane = exec.trailing_zeros() as usize;
-        let data = match i.src[1] {
+        // data0 is encoded in the address field (LLVM: `ds_gws_init v4` puts
+        // v4 in bits 7:0 of the second word), which the decoder reads as src[0].
+        let data = match i.src[0] {
             Src::V(n) if i.acc => self.a[n as usize][lane],
             Src::V(n) => self.v[n as usize][lane],
             _ => 0,

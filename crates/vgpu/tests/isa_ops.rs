@@ -2064,3 +2064,27 @@ fn lds_min_max_f64_and_friends() {
         check(&dev, &body, |_| want as u32 as u64);
     }
 }
+
+/// GWS on one wave (a dispatch the device runs resident): a semaphore filled
+/// by ds_gws_sema_br and ds_gws_sema_v is emptied by as many ds_gws_sema_p,
+/// and a barrier of one wave (value 0) releases at once; a wrong count would
+/// leave the wave waiting, which ends the dispatch as a deadlock. The
+/// resource (9) is named through M0[21:16], as clang's code does.
+#[test]
+fn gws_semaphore_and_barrier_of_one_wave() {
+    let dev = Device::new();
+    let body = "s_mov_b32 m0, 0x90000\n\
+                v_mov_b32 v4, 0\n\
+                ds_gws_init v4 gds\n\
+                v_mov_b32 v4, 2\n\
+                ds_gws_sema_br v4 gds\n\
+                ds_gws_sema_p gds\n\
+                ds_gws_sema_v gds\n\
+                ds_gws_sema_p gds\n\
+                ds_gws_sema_p gds\n\
+                v_mov_b32 v4, 0\n\
+                ds_gws_barrier v4 gds\n\
+                ds_gws_barrier v4 gds\n\
+                v_mov_b32 v1, 7";
+    check(&dev, body, |_| 7);
+}
