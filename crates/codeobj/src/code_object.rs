@@ -2,7 +2,9 @@
 
 use serde::Serialize;
 
-use crate::descriptor::{DecodedDescriptor, KernelDescriptor, KERNEL_DESCRIPTOR_SIZE};
+use crate::descriptor::{
+    DecodedDescriptor, DescriptorProblem, KernelDescriptor, KERNEL_DESCRIPTOR_SIZE,
+};
 use crate::elf::{self, FileHeader, Section, Segment};
 use crate::metadata::{self, Metadata, Note};
 use crate::reloc::{self, Relocation};
@@ -165,6 +167,45 @@ impl<'data> CodeObject<'data> {
         };
         let table = self.sections.iter().find(|sec| sec.sh_type == sh_type);
         table.map_or(0, |t| t.offset + (s.index * elf::SYM_SIZE) as u64)
+    }
+
+    /// What makes `kernel`'s descriptor impossible to run on this code
+    /// object's target: the fields [`KernelDescriptor::problems`] finds, and
+    /// an entry point that is not 256-byte aligned or (in a shared object)
+    /// not inside a section of code. Empty for a descriptor a loader can take.
+    pub fn descriptor_problems(&self, kernel: &Kernel<'data>) -> Vec<DescriptorProblem> {
+        let processor = self.target.processor.name();
+        let mut problems = kernel
+            .descriptor
+            .problems(processor, self.target.processor.family());
+        let field = "KERNEL_CODE_ENTRY_BYTE_OFFSET";
+        let offset = kernel.descriptor.kernel_code_entry_byte_offset as u64;
+        let mut problem = |what: String| {
+            problems.push(DescriptorProblem {
+                field,
+                value: offset,
+                problem: what,
+            })
+        };
+        let Some(entry) = kernel.entry_address else {
+            problem("the entry point's address overflows".into());
+            return problems;
+        };
+        if entry % 256 != 0 {
+            problem(format!("entry point {entry:#x} is not 256-byte aligned"));
+        }
+        if !self.is_relocatable() {
+            let code = self.section_at(entry).filter(|s| {
+                s.flags & elf::SHF_EXECINSTR != 0 && s.sh_type != elf::SHT_NOBITS
+            });
+            if code.is_none() {
+                let text = self
+                    .section(".text")
+                    .map_or(String::new(), |t| format!(" (.text is {:#x}..{:#x})", t.addr, t.addr + t.size));
+                problem(format!("entry point {entry:#x} is outside the code{text}"));
+            }
+        }
+        problems
     }
 
     /// The kernel called `name`.
