@@ -47,6 +47,10 @@ pub struct Kernel<'data> {
     pub entry_address: Option<u64>,
     /// The function symbol at the entry address, if any.
     pub entry_symbol: Option<&'data str>,
+    /// Values the target makes impossible: empty for a descriptor a loader
+    /// can take (see [`KernelDescriptor::problems`] and the entry point rules
+    /// of `CodeObject::entry_problems`).
+    pub descriptor_problems: Vec<DescriptorProblem>,
 }
 
 impl<'data> CodeObject<'data> {
@@ -169,17 +173,19 @@ impl<'data> CodeObject<'data> {
         table.map_or(0, |t| t.offset + (s.index * elf::SYM_SIZE) as u64)
     }
 
-    /// What makes `kernel`'s descriptor impossible to run on this code
-    /// object's target: the fields [`KernelDescriptor::problems`] finds, and
-    /// an entry point that is not 256-byte aligned or (in a shared object)
-    /// not inside a section of code. Empty for a descriptor a loader can take.
-    pub fn descriptor_problems(&self, kernel: &Kernel<'data>) -> Vec<DescriptorProblem> {
+    /// What makes a descriptor impossible to run on this code object's
+    /// target: the fields [`KernelDescriptor::problems`] finds, and an entry
+    /// point (`entry`, from `descriptor`) that is not 256-byte aligned or (in
+    /// a shared object) not inside a section of code.
+    fn descriptor_problems(
+        &self,
+        descriptor: &KernelDescriptor,
+        entry: Option<u64>,
+    ) -> Vec<DescriptorProblem> {
         let processor = self.target.processor.name();
-        let mut problems = kernel
-            .descriptor
-            .problems(processor, self.target.processor.family());
+        let mut problems = descriptor.problems(processor, self.target.processor.family());
         let field = "KERNEL_CODE_ENTRY_BYTE_OFFSET";
-        let offset = kernel.descriptor.kernel_code_entry_byte_offset as u64;
+        let offset = descriptor.kernel_code_entry_byte_offset as u64;
         let mut problem = |what: String| {
             problems.push(DescriptorProblem {
                 field,
@@ -187,7 +193,7 @@ impl<'data> CodeObject<'data> {
                 problem: what,
             })
         };
-        let Some(entry) = kernel.entry_address else {
+        let Some(entry) = entry else {
             problem("the entry point's address overflows".into());
             return problems;
         };
@@ -271,6 +277,7 @@ impl<'data> CodeObject<'data> {
                 descriptor_address: kd.value,
                 descriptor_file_offset: offset,
                 decoded: descriptor.decode(self.target.processor.family(), wave32),
+                descriptor_problems: self.descriptor_problems(&descriptor, entry_address),
                 descriptor,
                 entry_address,
                 entry_symbol,

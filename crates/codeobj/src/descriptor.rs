@@ -178,8 +178,8 @@ impl KernelDescriptor {
     /// scratch init where scratch is architected), more user SGPRs than
     /// exist or than are requested, more SGPRs than a GFX9 wave has, AGPRs
     /// starting past the VGPRs allocated, more LDS than a work-group can have.
-    /// Where the entry point is depends on the code object:
-    /// see `CodeObject::descriptor_problems`. Families other than GFX9
+    /// Where the entry point may be depends on the code object: a
+    /// [`crate::Kernel`]'s `descriptor_problems` has both. Families other than GFX9
     /// (gfx9xx) get only the rules common to all.
     pub fn problems(&self, processor: &str, family: Family) -> Vec<DescriptorProblem> {
         let mut out = Vec::new();

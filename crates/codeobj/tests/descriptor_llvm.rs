@@ -41,7 +41,7 @@ fn seed(rel: &str) -> (Vec<u8>, usize, String) {
     let bytes = std::fs::read(&path).unwrap();
     let co = CodeObject::parse(&bytes).unwrap();
     let k = &co.kernels[0];
-    assert!(co.descriptor_problems(k).is_empty(), "{rel}: the original is fine");
+    assert!(k.descriptor_problems.is_empty(), "{rel}: the original is fine");
     (bytes.clone(), k.descriptor_file_offset as usize, k.name.to_string())
 }
 
@@ -152,7 +152,7 @@ fn what_llvm_refuses_is_refused_and_beyond_llvm_only_by_the_extra_rules() {
             let b = std::fs::read(file).unwrap();
             let co = CodeObject::parse(&b).unwrap();
             let k = co.kernel(&kernel).unwrap();
-            let ours = co.descriptor_problems(k);
+            let ours = k.descriptor_problems.clone();
             let shown = || format!("{}: descriptor {}\nLLVM: {verdict:?}\nours: {ours:#?}", file.display(), hex(d));
             match verdict {
                 Some(_) => {
@@ -219,7 +219,7 @@ fn impossible_values_llvm_decodes_are_refused_naming_the_field() {
     ];
     for (field, b) in &cases {
         let co = CodeObject::parse(b).unwrap();
-        let problems = co.descriptor_problems(co.kernel(&kernel).unwrap());
+        let problems = co.kernel(&kernel).unwrap().descriptor_problems.clone();
         assert!(
             problems.iter().any(|p| p.field == *field),
             "{field}: {problems:#?}"
@@ -235,7 +235,7 @@ fn features_the_target_lacks_are_named() {
     let mut b = bytes.clone();
     b[at + 57] |= 1 << 2; // kernel_code_properties bit 10
     let co = CodeObject::parse(&b).unwrap();
-    let problems = co.descriptor_problems(co.kernel(&kernel).unwrap());
+    let problems = co.kernel(&kernel).unwrap().descriptor_problems.clone();
     assert!(
         problems
             .iter()
@@ -247,7 +247,7 @@ fn features_the_target_lacks_are_named() {
     let mut b = bytes.clone();
     b[at + 56] |= 1; // private segment buffer
     let co = CodeObject::parse(&b).unwrap();
-    let problems = co.descriptor_problems(co.kernel(&kernel).unwrap());
+    let problems = co.kernel(&kernel).unwrap().descriptor_problems.clone();
     assert!(
         problems
             .iter()

@@ -38,7 +38,7 @@ fn check(location: &str, bytes: &[u8]) -> usize {
     for k in &co.kernels {
         assert_eq!(k.entry_symbol, Some(k.name), "{location}: {}", k.name);
         // AMD's compiler wrote these descriptors: none is impossible.
-        let problems = co.descriptor_problems(k);
+        let problems = k.descriptor_problems.clone();
         assert!(problems.is_empty(), "{location}: {}: {problems:?}", k.name);
     }
     assert!(

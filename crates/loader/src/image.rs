@@ -118,7 +118,7 @@ impl Image {
         // A descriptor the target cannot run is refused now, naming the
         // field, rather than handed out as a kernel object whose dispatch fails.
         for k in &co.kernels {
-            let problems = co.descriptor_problems(k);
+            let problems = &k.descriptor_problems;
             if let Some(first) = problems.first() {
                 let more = match problems.len() - 1 {
                     0 => String::new(),
