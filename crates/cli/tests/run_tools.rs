@@ -14,8 +14,14 @@ use std::process::Command;
 
 use common::*;
 
-/// Compiles crates/hsa/tests/c/kernels.c against the headers and our runtime.
+/// Compiles crates/hsa/tests/c/kernels.c against the headers and our runtime,
+/// once per test binary (the tests run in parallel and share the program).
 fn kernels_program() -> Option<PathBuf> {
+    static PROGRAM: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    PROGRAM.get_or_init(build_kernels_program).clone()
+}
+
+fn build_kernels_program() -> Option<PathBuf> {
     let cc_present = Command::new("gcc").arg("--version").output().is_ok();
     let headers = std::path::Path::new("/usr/include/hsa/hsa.h").is_file();
     if missing(
@@ -24,14 +30,11 @@ fn kernels_program() -> Option<PathBuf> {
     ) {
         return None;
     }
-    build_runtime();
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_inlay"));
-    let lib_dir = bin.parent().expect("profile dir").to_path_buf();
     let dir = std::env::temp_dir().join(format!("inlay-run-tools-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let link = dir.join("libhsa-runtime64.so");
     let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(lib_dir.join("libhsa_runtime64.so"), &link).expect("symlink");
+    std::os::unix::fs::symlink(runtime_library(), &link).expect("symlink");
     let exe = dir.join("kernels");
     let src = root().join("crates/hsa/tests/c/kernels.c");
     let out = Command::new("gcc")
@@ -53,8 +56,7 @@ fn kernels_program() -> Option<PathBuf> {
 /// Runs the program under `inlay run` with `args`; returns (stdout, stderr).
 fn run(exe: &PathBuf, tool_args: &[&str]) -> (String, String) {
     let fixtures = root().join("fixtures/gfx90a/v5");
-    let out = inlay()
-        .arg("run")
+    let out = inlay_run()
         .args(tool_args)
         .arg("--")
         .arg(exe)
