@@ -407,7 +407,9 @@ fn code_object_json(
         let mut function = functions.object(out)?;
         function.member(out, "address", &json!(f.value))?;
         let mut instructions = function.array(out, "instructions")?;
-        for_each_instruction(target, body, f.value, |value| instructions.item(out, &value))?;
+        for_each_instruction(target, body, f.value, |value| {
+            instructions.item(out, &value)
+        })?;
         instructions.end(out)?;
         function.member(out, "kind", &f.kind)?;
         function.member(out, "name", f.name)?;
@@ -585,7 +587,8 @@ pub fn list_files(
             Job::Ready(done) => done,
             Job::List(file, input, entry, mut buf) => {
                 buf.clear();
-                let listed = list_code_object(&entry, &input.name, input.bytes.len(), opts, &mut buf);
+                let listed =
+                    list_code_object(&entry, &input.name, input.bytes.len(), opts, &mut buf);
                 input.release(&entry);
                 Done::CodeObject(file, listed, buf)
             }

@@ -115,7 +115,10 @@ pub fn inspect(
     let handles = handles.map(HandleMapBuilder::finish);
     let shown_handles = |h: &HandleMap| -> Vec<usize> {
         (0..h.kernels.len())
-            .filter(|&i| opts.kernel.is_none_or(|k| kernel_matches(&h.kernels[i].kernel, k)))
+            .filter(|&i| {
+                opts.kernel
+                    .is_none_or(|k| kernel_matches(&h.kernels[i].kernel, k))
+            })
             .collect()
     };
     let shown = handles.as_ref().map(shown_handles);
@@ -188,7 +191,10 @@ struct CodeObjectJson<'a> {
     target_id: String,
 }
 
-fn entry_json<'a>(entry: &'a Entry, parsed: &'a Option<inlay_codeobj::Result<CodeObject<'a>>>) -> EntryJson<'a> {
+fn entry_json<'a>(
+    entry: &'a Entry,
+    parsed: &'a Option<inlay_codeobj::Result<CodeObject<'a>>>,
+) -> EntryJson<'a> {
     let (code_object, error) = match parsed {
         Some(Ok(co)) => (
             Some(CodeObjectJson {

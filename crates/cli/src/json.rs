@@ -180,7 +180,8 @@ impl Object<'_> {
         self.out.truncate(self.start);
         self.out.push(b'{');
         for (i, (key, range)) in self.members.iter().enumerate() {
-            self.out.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
+            self.out
+                .extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
             indent(self.out, self.depth + 1);
             scalar(self.out, key.as_str())?;
             self.out.extend_from_slice(b": ");
@@ -510,10 +511,19 @@ impl ser::Serializer for MapKey {
     fn serialize_u64(self, v: u64) -> Result<String> {
         Ok(v.to_string())
     }
-    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result<String> {
+    fn serialize_unit_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+    ) -> Result<String> {
         Ok(variant.to_string())
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result<String> {
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        value: &T,
+    ) -> Result<String> {
         value.serialize(self)
     }
     fn serialize_f32(self, _: f32) -> Result<String> {
@@ -552,7 +562,11 @@ impl ser::Serializer for MapKey {
     fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple> {
         Err(Error("a tuple as a map key".into()))
     }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct> {
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleStruct> {
         Err(Error("a tuple as a map key".into()))
     }
     fn serialize_tuple_variant(
@@ -676,7 +690,11 @@ impl JsonArray {
         indent(&mut self.buf, self.depth + 1);
     }
 
-    pub fn item<T: Serialize + ?Sized>(&mut self, out: &mut dyn Write, value: &T) -> io::Result<()> {
+    pub fn item<T: Serialize + ?Sized>(
+        &mut self,
+        out: &mut dyn Write,
+        value: &T,
+    ) -> io::Result<()> {
         self.next();
         write_value_with(&mut self.buf, value, self.depth + 1, &mut self.scratch);
         out.write_all(&self.buf)

@@ -189,9 +189,7 @@ fn main() -> ExitCode {
 
 /// Maps an input file, or reports why it cannot be.
 fn open(path: &Path, problems: &mut Problems) -> Option<MappedFile> {
-    MappedFile::open(path)
-        .map_err(|e| problems.report(e))
-        .ok()
+    MappedFile::open(path).map_err(|e| problems.report(e)).ok()
 }
 
 /// The built-in example: a project fixture compiled into the binary.
@@ -207,7 +205,12 @@ fn demo(out: &mut dyn Write, problems: &mut Problems) -> std::io::Result<()> {
     };
     inspect::inspect(&input, &opts, out, problems)?;
     let mut listing = Vec::new();
-    disasm::disasm(&input, &disasm::Options { kernel: None }, &mut listing, problems);
+    disasm::disasm(
+        &input,
+        &disasm::Options { kernel: None },
+        &mut listing,
+        problems,
+    );
     out.write_all(&demo::shorten_listing(&listing))?;
     match demo::run(DEMO_CODE_OBJECT) {
         Ok(text) => out.write_all(text.as_bytes()),

@@ -64,7 +64,9 @@ pub fn run(
         .iter()
         .find(|o| !o.contains('=') || o.contains(';'))
     {
-        return fail(format!("--tool-opt {bad}: expected KEY=VALUE (without ';')"));
+        return fail(format!(
+            "--tool-opt {bad}: expected KEY=VALUE (without ';')"
+        ));
     }
     if let Some(secs) = timeout.filter(|s| !valid_timeout(s)) {
         return fail(format!(
@@ -81,7 +83,10 @@ pub fn run(
             "LD_LIBRARY_PATH",
             prepend(&runtime.lib_dir(), std::env::var_os("LD_LIBRARY_PATH")),
         )
-        .env("PATH", prepend(&runtime.bin_dir(), std::env::var_os("PATH")));
+        .env(
+            "PATH",
+            prepend(&runtime.bin_dir(), std::env::var_os("PATH")),
+        );
     if !tools.is_empty() {
         cmd.env("INLAY_TOOL", tools.join(","));
         cmd.env("INLAY_TOOL_OPTS", tool_opts.join(";"));
@@ -189,7 +194,9 @@ mod tests {
         for ok in ["1", "2.5", ".5", "0.25", "10", "007"] {
             assert!(valid_timeout(ok), "{ok}");
         }
-        for bad in ["", "0", "0.0", ".", "1.", "-1", "1e3", "inf", "nan", "2,5", " 1", "1s"] {
+        for bad in [
+            "", "0", "0.0", ".", "1.", "-1", "1e3", "inf", "nan", "2,5", " 1", "1s",
+        ] {
             assert!(!valid_timeout(bad), "{bad}");
         }
     }

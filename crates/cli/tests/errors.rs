@@ -47,7 +47,11 @@ impl Drop for Scratch {
 fn run(args: &[&str], input: &Path, out_dir: &Path) -> Output {
     let mut cmd = inlay();
     for a in args {
-        cmd.arg(if *a == "OUT" { out_dir.as_os_str() } else { a.as_ref() });
+        cmd.arg(if *a == "OUT" {
+            out_dir.as_os_str()
+        } else {
+            a.as_ref()
+        });
     }
     cmd.arg(input).output().expect("run inlay")
 }
@@ -93,10 +97,22 @@ fn unreadable_inputs_fail_every_command() {
     let directory = scratch.0.join("a-directory");
     std::fs::create_dir_all(&directory).unwrap();
     let cases: Vec<(&str, PathBuf, &str)> = vec![
-        ("a missing file", scratch.0.join("no-such-file"), "No such file"),
+        (
+            "a missing file",
+            scratch.0.join("no-such-file"),
+            "No such file",
+        ),
         ("a directory", directory, "is a directory"),
-        ("an empty file", scratch.file("empty", b""), "not a code object"),
-        ("random bytes", scratch.file("random", &random), "not a code object"),
+        (
+            "an empty file",
+            scratch.file("empty", b""),
+            "not a code object",
+        ),
+        (
+            "random bytes",
+            scratch.file("random", &random),
+            "not a code object",
+        ),
         (
             "an ELF header alone",
             scratch.file("header", &fixture("gfx90a/v5/vector_add.hsaco")[..64]),
@@ -107,7 +123,10 @@ fn unreadable_inputs_fail_every_command() {
         for args in COMMANDS {
             let out = run(args, input, &out_dir);
             assert_fails(what, args, input, &out, must);
-            assert!(out.stdout.is_empty() || args.contains(&"--json"), "{what}: {args:?} printed a report");
+            assert!(
+                out.stdout.is_empty() || args.contains(&"--json"),
+                "{what}: {args:?} printed a report"
+            );
         }
     }
     // Nothing was extracted from any of them.
@@ -134,8 +153,16 @@ fn damaged_inputs_fail_every_command_and_nothing_damaged_is_written() {
             scratch.file("truncated.hsaco", &code_object[..code_object.len() / 2]),
             "past end",
         ),
-        ("a corrupt section table", scratch.file("corrupt.hsaco", &corrupt), "section header"),
-        ("a truncated bundle", scratch.file("cut.bundle", cut_bundle), "cut.bundle"),
+        (
+            "a corrupt section table",
+            scratch.file("corrupt.hsaco", &corrupt),
+            "section header",
+        ),
+        (
+            "a truncated bundle",
+            scratch.file("cut.bundle", cut_bundle),
+            "cut.bundle",
+        ),
     ];
     for (what, input, must) in &cases {
         for args in COMMANDS {
@@ -151,7 +178,10 @@ fn damaged_inputs_fail_every_command_and_nothing_damaged_is_written() {
                         .into_iter()
                         .flatten()
                         .any(|e| e["error"].is_string());
-                assert!(said, "{what}: the JSON document does not say what is damaged:\n{doc}");
+                assert!(
+                    said,
+                    "{what}: the JSON document does not say what is damaged:\n{doc}"
+                );
             }
             // Whatever extract wrote is a whole code object that parses.
             for file in std::fs::read_dir(&out_dir).into_iter().flatten() {
@@ -180,7 +210,13 @@ fn a_kernel_that_is_not_there_is_an_error() {
             &["disasm", "--json", "--kernel", "no_such_kernel"],
         ] {
             let out = run(args, &input, Path::new("."));
-            assert_fails("--kernel no_such_kernel", args, &input, &out, "no_such_kernel");
+            assert_fails(
+                "--kernel no_such_kernel",
+                args,
+                &input,
+                &out,
+                "no_such_kernel",
+            );
         }
         // The same commands with a kernel that is there succeed.
         for args in [&["inspect", "--kernel"][..], &["disasm", "--kernel"]] {
@@ -212,7 +248,13 @@ fn disasm_lists_the_good_files_around_a_bad_one() {
         .args([&good, &bad, &good])
         .output()
         .unwrap();
-    assert_fails("a bad file among good ones", &["disasm"], &bad, &out, "not a code object");
+    assert_fails(
+        "a bad file among good ones",
+        &["disasm"],
+        &bad,
+        &out,
+        "not a code object",
+    );
     let alone = inlay().arg("disasm").arg(&good).output().unwrap();
     assert!(alone.status.success());
     let twice = [alone.stdout.as_slice(), alone.stdout.as_slice()].concat();

@@ -38,17 +38,30 @@ fn a_program_that_cannot_run_is_inlays_own_error() {
     let not_executable = dir.join("data");
     std::fs::write(&not_executable, "just data").unwrap();
     for (program, code, says) in [
-        (dir.join("no-such-program"), 127, "No such file or directory"),
+        (
+            dir.join("no-such-program"),
+            127,
+            "No such file or directory",
+        ),
         (not_executable, 126, "Permission denied"),
         (dir.clone(), 126, "Permission denied"),
     ] {
         let out = inlay_run().arg("--").arg(&program).output().unwrap();
         let stderr = text(&out.stderr);
         // As sh and env(1) exit: 127 when not found, 126 when not runnable.
-        assert_eq!(out.status.code(), Some(code), "{}: {stderr}", program.display());
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{}: {stderr}",
+            program.display()
+        );
         assert_eq!(
             stderr.trim_end(),
-            format!("inlay: cannot run {}: {says} (os error {})", program.display(), if code == 127 { 2 } else { 13 }),
+            format!(
+                "inlay: cannot run {}: {says} (os error {})",
+                program.display(),
+                if code == 127 { 2 } else { 13 }
+            ),
         );
     }
     std::fs::remove_dir_all(&dir).ok();
@@ -70,7 +83,10 @@ fn signal_inlay(script: &str, signal: i32) -> (std::process::ExitStatus, String)
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     let status = child.wait().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(20), "the program ignored the signal");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the program ignored the signal"
+    );
     (status, rest)
 }
 
@@ -78,7 +94,9 @@ fn signal_inlay(script: &str, signal: i32) -> (std::process::ExitStatus, String)
 fn sigint_and_sigterm_reach_the_program() {
     for (signal, name) in [(libc::SIGINT, "INT"), (libc::SIGTERM, "TERM")] {
         // A program that handles the signal: its own exit code comes back.
-        let script = format!("trap 'echo got {name}; exit 42' {name}; echo ready; while :; do sleep 0.05; done");
+        let script = format!(
+            "trap 'echo got {name}; exit 42' {name}; echo ready; while :; do sleep 0.05; done"
+        );
         let (status, printed) = signal_inlay(&script, signal);
         assert_eq!(printed, format!("got {name}\n"));
         assert_eq!(status.code(), Some(42), "SIG{name}");
@@ -91,7 +109,14 @@ fn sigint_and_sigterm_reach_the_program() {
 #[test]
 fn timeout_sets_the_runtimes_variable_and_bad_ones_are_refused() {
     let out = inlay_run()
-        .args(["--timeout", "2.5", "--", "sh", "-c", "echo \"$INLAY_DISPATCH_TIMEOUT\""])
+        .args([
+            "--timeout",
+            "2.5",
+            "--",
+            "sh",
+            "-c",
+            "echo \"$INLAY_DISPATCH_TIMEOUT\"",
+        ])
         .env_remove("INLAY_DISPATCH_TIMEOUT")
         .output()
         .unwrap();
@@ -125,7 +150,10 @@ fn library_copy(dir: &Path) -> PathBuf {
 #[test]
 fn each_build_gets_its_own_runtime_even_concurrently() {
     let base = std::env::temp_dir().join(format!("inlay-builds-{}", std::process::id()));
-    let builds: Vec<PathBuf> = ["a", "b"].iter().map(|b| library_copy(&base.join(b))).collect();
+    let builds: Vec<PathBuf> = ["a", "b"]
+        .iter()
+        .map(|b| library_copy(&base.join(b)))
+        .collect();
     // Both builds' programs run at once, each several times.
     let children: Vec<_> = (0..6)
         .map(|i| {

@@ -201,13 +201,13 @@ impl<'data> CodeObject<'data> {
             problem(format!("entry point {entry:#x} is not 256-byte aligned"));
         }
         if !self.is_relocatable() {
-            let code = self.section_at(entry).filter(|s| {
-                s.flags & elf::SHF_EXECINSTR != 0 && s.sh_type != elf::SHT_NOBITS
-            });
+            let code = self
+                .section_at(entry)
+                .filter(|s| s.flags & elf::SHF_EXECINSTR != 0 && s.sh_type != elf::SHT_NOBITS);
             if code.is_none() {
-                let text = self
-                    .section(".text")
-                    .map_or(String::new(), |t| format!(" (.text is {:#x}..{:#x})", t.addr, t.addr + t.size));
+                let text = self.section(".text").map_or(String::new(), |t| {
+                    format!(" (.text is {:#x}..{:#x})", t.addr, t.addr + t.size)
+                });
                 problem(format!("entry point {entry:#x} is outside the code{text}"));
             }
         }

@@ -194,15 +194,28 @@ impl KernelDescriptor {
         };
         let le = |b: &[u8]| b.iter().rev().fold(0u64, |v, &x| v << 8 | u64::from(x));
         let reserved = "reserved, must be 0";
-        check("reserved bytes 12-15", le(&self.reserved0), self.reserved0 == [0; 4], reserved);
+        check(
+            "reserved bytes 12-15",
+            le(&self.reserved0),
+            self.reserved0 == [0; 4],
+            reserved,
+        );
         let nonzero = self.reserved1.iter().position(|&b| b != 0);
         check(
             "reserved bytes 24-43",
             nonzero.map_or(0, |i| u64::from(self.reserved1[i])),
             nonzero.is_none(),
-            &format!("reserved, must be 0 (byte {} is not)", 24 + nonzero.unwrap_or(0)),
+            &format!(
+                "reserved, must be 0 (byte {} is not)",
+                24 + nonzero.unwrap_or(0)
+            ),
         );
-        check("reserved bytes 60-63", le(&self.reserved3), self.reserved3 == [0; 4], reserved);
+        check(
+            "reserved bytes 60-63",
+            le(&self.reserved3),
+            self.reserved3 == [0; 4],
+            reserved,
+        );
         let props = u32::from(self.kernel_code_properties);
         check(
             "KERNEL_CODE_PROPERTIES bits 7-9",
@@ -285,35 +298,98 @@ impl KernelDescriptor {
             ("COMPUTE_PGM_RSRC1.BULKY", 24, 1, must_be_zero),
             ("COMPUTE_PGM_RSRC1.CDBG_USER", 25, 1, must_be_zero),
             ("COMPUTE_PGM_RSRC1 bits 27-28", 27, 2, reserved),
-            ("COMPUTE_PGM_RSRC1.WGP_MODE", 29, 1, "GFX10 and later only; reserved, must be 0"),
-            ("COMPUTE_PGM_RSRC1.MEM_ORDERED", 30, 1, "GFX10 and later only; reserved, must be 0"),
-            ("COMPUTE_PGM_RSRC1.FWD_PROGRESS", 31, 1, "GFX10 and later only; reserved, must be 0"),
+            (
+                "COMPUTE_PGM_RSRC1.WGP_MODE",
+                29,
+                1,
+                "GFX10 and later only; reserved, must be 0",
+            ),
+            (
+                "COMPUTE_PGM_RSRC1.MEM_ORDERED",
+                30,
+                1,
+                "GFX10 and later only; reserved, must be 0",
+            ),
+            (
+                "COMPUTE_PGM_RSRC1.FWD_PROGRESS",
+                31,
+                1,
+                "GFX10 and later only; reserved, must be 0",
+            ),
         ] {
-            check(field, u64::from(bits(r1, lo, width)), bits(r1, lo, width) == 0, why);
+            check(
+                field,
+                u64::from(bits(r1, lo, width)),
+                bits(r1, lo, width) == 0,
+                why,
+            );
         }
         let sgpr_blocks = bits(r1, 6, 4);
         check(
             "COMPUTE_PGM_RSRC1.GRANULATED_WAVEFRONT_SGPR_COUNT",
             u64::from(sgpr_blocks),
             (sgpr_blocks + 1) * 8 <= 112,
-            &format!("{} SGPRs; a GFX9 wave has at most 112", (sgpr_blocks + 1) * 8),
+            &format!(
+                "{} SGPRs; a GFX9 wave has at most 112",
+                (sgpr_blocks + 1) * 8
+            ),
         );
         let r2 = self.compute_pgm_rsrc2;
         for (field, lo, width, why) in [
-            ("COMPUTE_PGM_RSRC2.ENABLE_TRAP_HANDLER", 6, 1, "must be 0 (CP sets it when a trap handler is installed)"),
-            ("COMPUTE_PGM_RSRC2.ENABLE_EXCEPTION_ADDRESS_WATCH", 13, 1, must_be_zero),
-            ("COMPUTE_PGM_RSRC2.ENABLE_EXCEPTION_MEMORY", 14, 1, must_be_zero),
-            ("COMPUTE_PGM_RSRC2.GRANULATED_LDS_SIZE", 15, 9, "must be 0 (CP uses the dispatch packet's size)"),
+            (
+                "COMPUTE_PGM_RSRC2.ENABLE_TRAP_HANDLER",
+                6,
+                1,
+                "must be 0 (CP sets it when a trap handler is installed)",
+            ),
+            (
+                "COMPUTE_PGM_RSRC2.ENABLE_EXCEPTION_ADDRESS_WATCH",
+                13,
+                1,
+                must_be_zero,
+            ),
+            (
+                "COMPUTE_PGM_RSRC2.ENABLE_EXCEPTION_MEMORY",
+                14,
+                1,
+                must_be_zero,
+            ),
+            (
+                "COMPUTE_PGM_RSRC2.GRANULATED_LDS_SIZE",
+                15,
+                9,
+                "must be 0 (CP uses the dispatch packet's size)",
+            ),
             ("COMPUTE_PGM_RSRC2 bit 31", 31, 1, reserved),
         ] {
-            check(field, u64::from(bits(r2, lo, width)), bits(r2, lo, width) == 0, why);
+            check(
+                field,
+                u64::from(bits(r2, lo, width)),
+                bits(r2, lo, width) == 0,
+                why,
+            );
         }
         let r3 = self.compute_pgm_rsrc3;
         if family == Family::Gfx9 {
-            check("COMPUTE_PGM_RSRC3", u64::from(r3), r3 == 0, &format!("reserved on {processor}, must be 0"));
+            check(
+                "COMPUTE_PGM_RSRC3",
+                u64::from(r3),
+                r3 == 0,
+                &format!("reserved on {processor}, must be 0"),
+            );
         } else {
-            check("COMPUTE_PGM_RSRC3 bits 6-15", u64::from(bits(r3, 6, 10)), bits(r3, 6, 10) == 0, reserved);
-            check("COMPUTE_PGM_RSRC3 bits 17-31", u64::from(bits(r3, 17, 15)), bits(r3, 17, 15) == 0, reserved);
+            check(
+                "COMPUTE_PGM_RSRC3 bits 6-15",
+                u64::from(bits(r3, 6, 10)),
+                bits(r3, 6, 10) == 0,
+                reserved,
+            );
+            check(
+                "COMPUTE_PGM_RSRC3 bits 17-31",
+                u64::from(bits(r3, 17, 15)),
+                bits(r3, 17, 15) == 0,
+                reserved,
+            );
             let accum_offset = (bits(r3, 0, 6) + 1) * 4;
             let vgprs = vgpr_count(r1, family, false);
             check(
@@ -323,12 +399,19 @@ impl KernelDescriptor {
                 &format!("AGPRs from v{accum_offset}, past the {vgprs} registers COMPUTE_PGM_RSRC1 allocates"),
             );
         }
-        let lds = if processor == "gfx950" { 160 * 1024 } else { 64 * 1024 };
+        let lds = if processor == "gfx950" {
+            160 * 1024
+        } else {
+            64 * 1024
+        };
         check(
             "GROUP_SEGMENT_FIXED_SIZE",
             u64::from(self.group_segment_fixed_size),
             self.group_segment_fixed_size <= lds,
-            &format!("more LDS than the {} KiB a {processor} work-group can have", lds / 1024),
+            &format!(
+                "more LDS than the {} KiB a {processor} work-group can have",
+                lds / 1024
+            ),
         );
         out
     }

@@ -37,12 +37,21 @@ const BEYOND_LLVM: &[&str] = &[
 
 /// A fixture, the file offset of its first kernel's descriptor, and that kernel.
 fn seed(rel: &str) -> (Vec<u8>, usize, String) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(rel);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel);
     let bytes = std::fs::read(&path).unwrap();
     let co = CodeObject::parse(&bytes).unwrap();
     let k = &co.kernels[0];
-    assert!(k.descriptor_problems.is_empty(), "{rel}: the original is fine");
-    (bytes.clone(), k.descriptor_file_offset as usize, k.name.to_string())
+    assert!(
+        k.descriptor_problems.is_empty(),
+        "{rel}: the original is fine"
+    );
+    (
+        bytes.clone(),
+        k.descriptor_file_offset as usize,
+        k.name.to_string(),
+    )
 }
 
 struct Rng(u64);
@@ -98,7 +107,11 @@ fn llvm_verdicts(objdump: &PathBuf, kernel: &str, files: &[PathBuf]) -> Vec<Opti
         .args(files)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     // Each file's listing starts with "<path>:\tfile format elf64-amdgpu".
     let headers: HashMap<String, usize> = files
@@ -153,7 +166,13 @@ fn what_llvm_refuses_is_refused_and_beyond_llvm_only_by_the_extra_rules() {
             let co = CodeObject::parse(&b).unwrap();
             let k = co.kernel(&kernel).unwrap();
             let ours = k.descriptor_problems.clone();
-            let shown = || format!("{}: descriptor {}\nLLVM: {verdict:?}\nours: {ours:#?}", file.display(), hex(d));
+            let shown = || {
+                format!(
+                    "{}: descriptor {}\nLLVM: {verdict:?}\nours: {ours:#?}",
+                    file.display(),
+                    hex(d)
+                )
+            };
             match verdict {
                 Some(_) => {
                     assert!(!ours.is_empty(), "LLVM refuses, we accept: {}", shown());
@@ -176,7 +195,10 @@ fn what_llvm_refuses_is_refused_and_beyond_llvm_only_by_the_extra_rules() {
         std::fs::remove_dir_all(&dir).ok();
     }
     // The mix exercises both sides.
-    assert!(refused_by_both > 500 && accepted_by_both > 200, "{refused_by_both} {accepted_by_both} {extra}");
+    assert!(
+        refused_by_both > 500 && accepted_by_both > 200,
+        "{refused_by_both} {accepted_by_both} {extra}"
+    );
 }
 
 fn hex(d: &[u8]) -> String {
@@ -198,24 +220,48 @@ fn impossible_values_llvm_decodes_are_refused_naming_the_field() {
     };
     let cases: Vec<(&str, Vec<u8>)> = vec![
         // More user SGPRs than the 16 there are.
-        ("COMPUTE_PGM_RSRC2.USER_SGPR_COUNT", set(&|d| word(d, 52, &|v| v | 0x1f << 1))),
+        (
+            "COMPUTE_PGM_RSRC2.USER_SGPR_COUNT",
+            set(&|d| word(d, 52, &|v| v | 0x1f << 1)),
+        ),
         // Fewer user SGPRs than the ones enabled (buffer 4 + kernarg pointer 2).
-        ("COMPUTE_PGM_RSRC2.USER_SGPR_COUNT", set(&|d| word(d, 52, &|v| v & !(0x1f << 1) | 2 << 1))),
+        (
+            "COMPUTE_PGM_RSRC2.USER_SGPR_COUNT",
+            set(&|d| word(d, 52, &|v| v & !(0x1f << 1) | 2 << 1)),
+        ),
         // 128 SGPRs: a GFX9 wave has 112 at most.
-        ("COMPUTE_PGM_RSRC1.GRANULATED_WAVEFRONT_SGPR_COUNT", set(&|d| word(d, 48, &|v| v | 0xf << 6))),
+        (
+            "COMPUTE_PGM_RSRC1.GRANULATED_WAVEFRONT_SGPR_COUNT",
+            set(&|d| word(d, 48, &|v| v | 0xf << 6)),
+        ),
         // AGPRs from v256 with 8 registers allocated.
-        ("COMPUTE_PGM_RSRC3.ACCUM_OFFSET", set(&|d| word(d, 44, &|v| v | 0x3f))),
+        (
+            "COMPUTE_PGM_RSRC3.ACCUM_OFFSET",
+            set(&|d| word(d, 44, &|v| v | 0x3f)),
+        ),
         // 1 MiB of LDS.
-        ("GROUP_SEGMENT_FIXED_SIZE", set(&|d| word(d, 0, &|_| 1 << 20))),
+        (
+            "GROUP_SEGMENT_FIXED_SIZE",
+            set(&|d| word(d, 0, &|_| 1 << 20)),
+        ),
         // Entry point before the descriptor, in .rodata's neighbourhood, not in code.
-        ("KERNEL_CODE_ENTRY_BYTE_OFFSET", set(&|d| d[16..24].copy_from_slice(&(-0x800i64).to_le_bytes()))),
+        (
+            "KERNEL_CODE_ENTRY_BYTE_OFFSET",
+            set(&|d| d[16..24].copy_from_slice(&(-0x800i64).to_le_bytes())),
+        ),
         // Entry point past the end of everything.
-        ("KERNEL_CODE_ENTRY_BYTE_OFFSET", set(&|d| d[16..24].copy_from_slice(&0x7000_0000i64.to_le_bytes()))),
+        (
+            "KERNEL_CODE_ENTRY_BYTE_OFFSET",
+            set(&|d| d[16..24].copy_from_slice(&0x7000_0000i64.to_le_bytes())),
+        ),
         // Entry point inside the code but not 256-byte aligned.
-        ("KERNEL_CODE_ENTRY_BYTE_OFFSET", set(&|d| {
-            let e = i64::from_le_bytes(d[16..24].try_into().unwrap()) + 4;
-            d[16..24].copy_from_slice(&e.to_le_bytes());
-        })),
+        (
+            "KERNEL_CODE_ENTRY_BYTE_OFFSET",
+            set(&|d| {
+                let e = i64::from_le_bytes(d[16..24].try_into().unwrap()) + 4;
+                d[16..24].copy_from_slice(&e.to_le_bytes());
+            }),
+        ),
     ];
     for (field, b) in &cases {
         let co = CodeObject::parse(b).unwrap();
@@ -237,10 +283,10 @@ fn features_the_target_lacks_are_named() {
     let co = CodeObject::parse(&b).unwrap();
     let problems = co.kernel(&kernel).unwrap().descriptor_problems.clone();
     assert!(
-        problems
-            .iter()
-            .any(|p| p.field == "KERNEL_CODE_PROPERTIES.ENABLE_WAVEFRONT_SIZE32"
-                && p.problem.contains("gfx90a runs wave64 only")),
+        problems.iter().any(
+            |p| p.field == "KERNEL_CODE_PROPERTIES.ENABLE_WAVEFRONT_SIZE32"
+                && p.problem.contains("gfx90a runs wave64 only")
+        ),
         "{problems:#?}"
     );
     let (bytes, at, kernel) = seed("gfx942/v5/vector_add.hsaco");

@@ -26,7 +26,12 @@ fn impossible_descriptors_are_refused_at_load() {
     let dir = std::env::temp_dir().join(format!("inlay-hsa-descriptors-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut args = vec![good.display().to_string()];
-    for (name, descriptor) in [("ones", [0xff; 64]), ("zeros", [0; 64]), ("random", random), ("outside", outside)] {
+    for (name, descriptor) in [
+        ("ones", [0xff; 64]),
+        ("zeros", [0; 64]),
+        ("random", random),
+        ("outside", outside),
+    ] {
         let mut damaged = bytes.clone();
         damaged[at..at + 64].copy_from_slice(&descriptor);
         let path = dir.join(format!("{name}.hsaco"));

@@ -197,7 +197,11 @@ fn impossible_kernel_descriptors_are_refused_at_load_naming_the_field() {
         ("all ones", [0xff; 64], "reserved bytes 12-15"),
         ("all zeros", [0; 64], "KERNEL_CODE_ENTRY_BYTE_OFFSET"),
         ("random bytes", random, ""),
-        ("an entry outside the code", outside, "KERNEL_CODE_ENTRY_BYTE_OFFSET"),
+        (
+            "an entry outside the code",
+            outside,
+            "KERNEL_CODE_ENTRY_BYTE_OFFSET",
+        ),
         ("wave32 on gfx90a", wave32, "ENABLE_WAVEFRONT_SIZE32"),
         ("31 user SGPRs", user_sgprs, "USER_SGPR_COUNT"),
     ] {
@@ -208,10 +212,14 @@ fn impossible_kernel_descriptors_are_refused_at_load_naming_the_field() {
         assert_eq!(e.kind, ErrorKind::InvalidCodeObject, "{what}: {e}");
         let text = e.to_string();
         assert!(
-            text.starts_with("va.hsaco: kernel vector_add: descriptor at 0x") && text.contains(field),
+            text.starts_with("va.hsaco: kernel vector_add: descriptor at 0x")
+                && text.contains(field),
             "{what}: {text}"
         );
-        assert!(exe.code_objects().is_empty() && exe.kernels().is_empty(), "{what}");
+        assert!(
+            exe.code_objects().is_empty() && exe.kernels().is_empty(),
+            "{what}"
+        );
     }
     let (_m, mut exe) = executable();
     exe.load(&agent("gfx90a"), &with(good), None).unwrap();

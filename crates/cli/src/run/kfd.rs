@@ -161,35 +161,57 @@ impl Namespace {
         // SAFETY (every call below): arguments are NUL-terminated strings
         // prepared before fork, or null where the call allows it; these are
         // plain system calls, safe between fork and exec.
-        check(0, unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } == 0)?;
+        check(
+            0,
+            unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } == 0,
+        )?;
         check(1, write_file(c"/proc/self/setgroups", b"deny"))?;
-        check(2, write_file(c"/proc/self/uid_map", self.uid_map.as_bytes()))?;
-        check(3, write_file(c"/proc/self/gid_map", self.gid_map.as_bytes()))?;
+        check(
+            2,
+            write_file(c"/proc/self/uid_map", self.uid_map.as_bytes()),
+        )?;
+        check(
+            3,
+            write_file(c"/proc/self/gid_map", self.gid_map.as_bytes()),
+        )?;
         let none = std::ptr::null::<libc::c_char>();
         let private = libc::MS_REC | libc::MS_PRIVATE;
-        check(4, unsafe {
-            libc::mount(none, c"/".as_ptr(), none, private, std::ptr::null())
-        } == 0)?;
+        check(
+            4,
+            unsafe { libc::mount(none, c"/".as_ptr(), none, private, std::ptr::null()) } == 0,
+        )?;
         check(5, bind(c"/dev", &self.old_dev, true))?;
-        check(STEP_TMPFS, unsafe {
-            libc::mount(
-                c"tmpfs".as_ptr(),
-                c"/dev".as_ptr(),
-                c"tmpfs".as_ptr(),
-                libc::MS_NOSUID,
-                c"mode=755".as_ptr().cast(),
-            )
-        } == 0)?;
+        check(
+            STEP_TMPFS,
+            unsafe {
+                libc::mount(
+                    c"tmpfs".as_ptr(),
+                    c"/dev".as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_NOSUID,
+                    c"mode=755".as_ptr().cast(),
+                )
+            } == 0,
+        )?;
         for (source, target) in &self.nodes {
             check(7, create_file(target) && bind(source, target, false))?;
         }
         for (source, target) in &self.dirs {
-            check(7, unsafe { libc::mkdir(target.as_ptr(), 0o755) } == 0 && bind(source, target, true))?;
+            check(
+                7,
+                unsafe { libc::mkdir(target.as_ptr(), 0o755) } == 0 && bind(source, target, true),
+            )?;
         }
         for (target, link) in &self.links {
-            check(7, unsafe { libc::symlink(target.as_ptr(), link.as_ptr()) } == 0)?;
+            check(
+                7,
+                unsafe { libc::symlink(target.as_ptr(), link.as_ptr()) } == 0,
+            )?;
         }
-        check(8, create_file(&self.kfd.1) && bind(&self.kfd.0, &self.kfd.1, false))
+        check(
+            8,
+            create_file(&self.kfd.1) && bind(&self.kfd.0, &self.kfd.1, false),
+        )
     }
 }
 
@@ -246,5 +268,13 @@ fn bind(source: &std::ffi::CStr, target: &std::ffi::CStr, recursive: bool) -> bo
     let flags = libc::MS_BIND | if recursive { libc::MS_REC } else { 0 };
     let none = std::ptr::null::<libc::c_char>();
     // SAFETY: both paths are NUL-terminated; no filesystem type or data.
-    unsafe { libc::mount(source.as_ptr(), target.as_ptr(), none, flags, std::ptr::null()) == 0 }
+    unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            none,
+            flags,
+            std::ptr::null(),
+        ) == 0
+    }
 }

@@ -34,10 +34,7 @@ impl Runtime {
             Some(path) => {
                 let path = PathBuf::from(path);
                 if !path.is_file() {
-                    return Err(format!(
-                        "{LIBRARY_VAR}={}: no such file",
-                        path.display()
-                    ));
+                    return Err(format!("{LIBRARY_VAR}={}: no such file", path.display()));
                 }
                 path
             }
@@ -75,8 +72,8 @@ impl Runtime {
 }
 
 fn beside_inlay() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe()
-        .map_err(|e| format!("cannot locate the inlay binary: {e}"))?;
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot locate the inlay binary: {e}"))?;
     let dir = exe
         .parent()
         .ok_or_else(|| "the inlay binary has no directory".to_string())?;
@@ -104,7 +101,9 @@ fn prepare(dir: &Path, library: &Path) -> Result<(), String> {
     let link = dir.join("lib").join(SONAME);
     if std::fs::read_link(&link).ok().as_deref() != Some(library) {
         // Made beside it and renamed over, so a concurrent run never sees none.
-        let tmp = dir.join("lib").join(format!(".{SONAME}.{}", std::process::id()));
+        let tmp = dir
+            .join("lib")
+            .join(format!(".{SONAME}.{}", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
         std::os::unix::fs::symlink(library, &tmp).map_err(|e| cannot("link", &tmp, e))?;
         std::fs::rename(&tmp, &link).map_err(|e| cannot("place", &link, e))?;
@@ -112,7 +111,9 @@ fn prepare(dir: &Path, library: &Path) -> Result<(), String> {
     let lsmod = dir.join("bin").join("lsmod");
     if std::fs::read_to_string(&lsmod).ok().as_deref() != Some(LSMOD) {
         use std::os::unix::fs::PermissionsExt;
-        let tmp = dir.join("bin").join(format!(".lsmod.{}", std::process::id()));
+        let tmp = dir
+            .join("bin")
+            .join(format!(".lsmod.{}", std::process::id()));
         std::fs::write(&tmp, LSMOD).map_err(|e| cannot("write", &tmp, e))?;
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
             .map_err(|e| cannot("make executable", &tmp, e))?;
