@@ -746,19 +746,30 @@ impl Wave {
             let Place::Global(a) = p else {
                 // Atomics on LDS / private through flat: done non-atomically
                 // (only this workgroup's thread touches them).
-                let v = self.data_reg(i, data, l);
-                let cmp = self.data_reg(i, data + 1, l);
-                let mut b = [0u8; 4];
-                self.read_place(p, &mut b, l, env)?;
-                let old = u32::from_le_bytes(b);
-                let (v, cmp) = if i.atomic == Atomic::CmpSwap {
-                    (v, cmp)
-                } else {
-                    (v, 0)
+                let n = if i.wide { 2 } else { 1 };
+                let reg = |w: &Self, r: u16| {
+                    (0..n).fold(0u64, |acc, k| {
+                        acc | (w.data_reg(i, r + k, l) as u64) << (32 * k)
+                    })
                 };
-                self.write_place(p, &rmw32(i.atomic, old, v, cmp).to_le_bytes(), l, env)?;
+                let (v, cmp) = match i.atomic {
+                    Atomic::CmpSwap => (reg(self, data), reg(self, data + n)),
+                    _ => (reg(self, data), 0),
+                };
+                let mut b = [0u8; 8];
+                let len = 4 * n as usize;
+                self.read_place(p, &mut b[..len], l, env)?;
+                let old = u64::from_le_bytes(b);
+                let new = if i.wide {
+                    rmw64(i.atomic, old, v, cmp)
+                } else {
+                    rmw32(i.atomic, old as u32, v as u32, cmp as u32) as u64
+                };
+                self.write_place(p, &new.to_le_bytes()[..len], l, env)?;
                 if i.ret {
-                    self.set_data_reg(i, i.dst, l, old);
+                    for k in 0..n {
+                        self.set_data_reg(i, i.dst + k, l, (old >> (32 * k)) as u32);
+                    }
                 }
                 continue;
             };

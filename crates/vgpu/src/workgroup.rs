@@ -56,6 +56,7 @@ impl Armed<'_> {
 }
 
 /// What every wave of a dispatch starts from.
+#[derive(Clone, Copy)]
 pub struct Launch<'a> {
     pub program: &'a Program,
     pub mem: &'a Memory,
@@ -72,6 +73,12 @@ pub struct Launch<'a> {
     pub budget: u64,
     /// What may end the dispatch from outside.
     pub watch: Armed<'a>,
+    /// The device's GWS resources.
+    pub gws: &'a crate::gws::Gws,
+    /// Instructions a wave runs before it yields to the others (resident
+    /// dispatches, where all workgroups share one host thread; u64::MAX:
+    /// never).
+    pub slice: u64,
 }
 
 /// Appends initial SGPR values in order (values past the end are dropped).
@@ -243,6 +250,7 @@ impl Launch<'_> {
             mem: self.mem,
             lds: lds.as_mut_slice(),
             cache: Default::default(),
+            gws: self.gws,
         };
         // Each pass runs every live wave up to its next barrier or its end;
         // after a pass all live waves wait at the barrier, which releases them.
@@ -254,6 +262,19 @@ impl Launch<'_> {
                 }
                 match self.run_wave(wave, &mut env, per_pc) {
                     Ok(Flow::Barrier) => {}
+                    // Only resident dispatches wait (Device runs programs
+                    // with GWS waits that way) or yield.
+                    Ok(Flow::Wait | Flow::Yield) => {
+                        return Err(WaveFault {
+                            wave: w as u32,
+                            inst: wave.pc,
+                            exc: Exception::new(FaultKind::Deadlock(
+                                "a GWS wait in a dispatch that does not run all its \
+                                 workgroups at once"
+                                    .into(),
+                            )),
+                        })
+                    }
                     Ok(_) => wave.done = true,
                     Err(exc) => {
                         return Err(WaveFault {
@@ -265,6 +286,111 @@ impl Launch<'_> {
                 }
             }
             if waves.iter().all(|w| w.done) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Runs every workgroup of `groups` at once on this thread, as a
+    /// dispatch whose workgroups wait for each other (GWS barriers and
+    /// semaphores) needs: each live wave in turn runs until it ends, waits
+    /// at a barrier or on GWS, or has run `self.slice` instructions; a
+    /// workgroup barrier releases when all its live waves are at it. When
+    /// a whole round completes no instruction, nothing can release the
+    /// waiting waves: a deadlock. On a fault, the workgroup and the fault.
+    pub fn run_resident(
+        &self,
+        groups: &[[u32; 3]],
+        per_pc: &mut [[u64; 2]],
+    ) -> Result<(), ([u32; 3], WaveFault)> {
+        struct Group {
+            id: [u32; 3],
+            waves: Vec<Wave>,
+            at_barrier: Vec<bool>,
+            lds: Vec<u8>,
+        }
+        let mut all: Vec<Group> = groups
+            .iter()
+            .map(|&id| {
+                let size = self.actual_size(id);
+                let n = (size[0] * size[1] * size[2]).div_ceil(64) as usize;
+                let mut waves: Vec<Wave> = (0..n).map(|_| Wave::new(self.priv_size)).collect();
+                for (w, wave) in waves.iter_mut().enumerate() {
+                    self.init_wave(wave, id, w as u32, size);
+                }
+                Group {
+                    id,
+                    waves,
+                    at_barrier: vec![false; n],
+                    lds: vec![0; self.lds_size as usize],
+                }
+            })
+            .collect();
+        loop {
+            let (mut live, mut progress) = (false, false);
+            for g in &mut all {
+                let mut env = Env {
+                    program: self.program,
+                    mem: self.mem,
+                    lds: g.lds.as_mut_slice(),
+                    cache: Default::default(),
+                    gws: self.gws,
+                };
+                for (w, wave) in g.waves.iter_mut().enumerate() {
+                    if wave.done || g.at_barrier[w] {
+                        continue;
+                    }
+                    live = true;
+                    let before = wave.executed;
+                    match self.run_wave(wave, &mut env, per_pc) {
+                        Ok(Flow::Barrier) => g.at_barrier[w] = true,
+                        Ok(Flow::Wait | Flow::Yield) => {}
+                        Ok(_) => wave.done = true,
+                        Err(exc) => {
+                            let f = WaveFault {
+                                wave: w as u32,
+                                inst: wave.pc,
+                                exc,
+                            };
+                            return Err((g.id, f));
+                        }
+                    }
+                    progress |= wave.executed != before || wave.done || g.at_barrier[w];
+                }
+                // All live waves at the barrier: it releases them.
+                let waiting = (0..g.waves.len()).filter(|&w| !g.waves[w].done);
+                if waiting.clone().count() > 0 && waiting.clone().all(|w| g.at_barrier[w]) {
+                    g.at_barrier.iter_mut().for_each(|b| *b = false);
+                    live = true;
+                    progress = true;
+                }
+            }
+            if !live {
+                return Ok(());
+            }
+            if !progress {
+                // Report the first waiting wave.
+                for g in &all {
+                    for (w, wave) in g.waves.iter().enumerate() {
+                        if !wave.done && !g.at_barrier[w] {
+                            let why = format!(
+                                "every remaining wave waits ({} of {} workgroups unfinished); \
+                                 this one on {:?}",
+                                all.iter()
+                                    .filter(|g| g.waves.iter().any(|w| !w.done))
+                                    .count(),
+                                all.len(),
+                                wave.gws_wait
+                            );
+                            let f = WaveFault {
+                                wave: w as u32,
+                                inst: wave.pc,
+                                exc: Exception::new(FaultKind::Deadlock(why)),
+                            };
+                            return Err((g.id, f));
+                        }
+                    }
+                }
                 return Ok(());
             }
         }
@@ -288,10 +414,11 @@ impl Launch<'_> {
     }
 
     /// Every [`CHECK_EVERY`] instructions of a wave: the watchdog, and
-    /// whether the dispatch must end (stopped, out of time).
+    /// whether the dispatch must end (stopped, out of time); true when the
+    /// wave has used its time slice (it ends at `slice_end`) and must yield.
     #[cold]
     #[inline(never)]
-    fn checkpoint(&self, wave: &mut Wave) -> Result<(), Exception> {
+    fn checkpoint(&self, wave: &mut Wave, slice_end: u64) -> Result<bool, Exception> {
         if wave.executed > self.budget {
             return Err(Exception::new(FaultKind::Watchdog {
                 budget: self.budget,
@@ -300,11 +427,15 @@ impl Launch<'_> {
         if let Some(kind) = self.watch.expired() {
             return Err(Exception::new(kind));
         }
+        if wave.executed > slice_end {
+            return Ok(true);
+        }
         wave.next_check = wave
             .executed
             .saturating_add(CHECK_EVERY)
-            .min(self.budget.saturating_add(1));
-        Ok(())
+            .min(self.budget.saturating_add(1))
+            .min(slice_end.saturating_add(1));
+        Ok(false)
     }
 
     /// The wave loop with the VALU inlined and compiled for AVX2 and FMA.
@@ -328,6 +459,10 @@ impl Launch<'_> {
         simd: bool,
     ) -> Result<Flow, Exception> {
         let insts = &self.program.insts;
+        // The wave yields after this many instructions (resident dispatches):
+        // its next checkpoint comes no later.
+        let slice_end = wave.executed.saturating_add(self.slice);
+        wave.next_check = wave.next_check.min(slice_end.saturating_add(1));
         loop {
             let pc = wave.pc as usize;
             let Some(inst) = insts.get(pc) else {
@@ -335,8 +470,10 @@ impl Launch<'_> {
                 return Err(Exception::at(FaultKind::BadJump { target }, target));
             };
             wave.executed += 1;
-            if wave.executed >= wave.next_check {
-                self.checkpoint(wave)?;
+            if wave.executed >= wave.next_check && self.checkpoint(wave, slice_end)? {
+                // Not executed: it runs first when the wave resumes.
+                wave.executed -= 1;
+                return Ok(Flow::Yield);
             }
             // Wave executions, and lanes enabled when it issues (thread
             // instructions, what per-thread counting tools count).
@@ -362,6 +499,14 @@ impl Launch<'_> {
                     return Ok(Flow::Barrier);
                 }
                 Flow::End => return Ok(Flow::End),
+                Flow::Wait => {
+                    // Not executed yet: it runs again when the wave resumes.
+                    wave.executed -= 1;
+                    per_pc[pc][0] -= 1;
+                    per_pc[pc][1] -= u64::from(wave.exec().count_ones());
+                    return Ok(Flow::Wait);
+                }
+                Flow::Yield => return Ok(Flow::Yield),
             }
         }
     }
