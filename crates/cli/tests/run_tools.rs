@@ -31,14 +31,11 @@ fn build_kernels_program() -> Option<PathBuf> {
     ) {
         return None;
     }
-    build_runtime();
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_inlay"));
-    let lib_dir = bin.parent().expect("profile dir").to_path_buf();
     let dir = std::env::temp_dir().join(format!("inlay-run-tools-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let link = dir.join("libhsa-runtime64.so");
     let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(lib_dir.join("libhsa_runtime64.so"), &link).expect("symlink");
+    std::os::unix::fs::symlink(runtime_library(), &link).expect("symlink");
     let exe = dir.join("kernels");
     let src = root().join("crates/hsa/tests/c/kernels.c");
     let out = Command::new("gcc")
@@ -60,8 +57,7 @@ fn build_kernels_program() -> Option<PathBuf> {
 /// Runs the program under `inlay run` with `args`; returns (stdout, stderr).
 fn run(exe: &PathBuf, tool_args: &[&str]) -> (String, String) {
     let fixtures = root().join("fixtures/gfx90a/v5");
-    let out = inlay()
-        .arg("run")
+    let out = inlay_run()
         .args(tool_args)
         .arg("--")
         .arg(exe)

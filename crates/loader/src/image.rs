@@ -115,6 +115,21 @@ impl Image {
                 SymbolKind::Other => {}
             }
         }
+        // A descriptor the target cannot run is refused now, naming the
+        // field, rather than handed out as a kernel object whose dispatch fails.
+        for k in &co.kernels {
+            let problems = &k.descriptor_problems;
+            if let Some(first) = problems.first() {
+                let more = match problems.len() - 1 {
+                    0 => String::new(),
+                    n => format!(" (and {n} more problems)"),
+                };
+                return Err(format!(
+                    "kernel {}: descriptor at {:#x}: {first}{more}",
+                    k.name, k.descriptor_address
+                ));
+            }
+        }
         // Metadata by descriptor symbol, indexed once (a scan per kernel was
         // quadratic: 640 kernels in one librocsparse code object).
         let by_symbol: HashMap<&str, &inlay_codeobj::metadata::KernelMetadata> = co

@@ -84,17 +84,24 @@ pub fn extract_code_objects(library: &Path, targets: &[&str], dir: &Path) -> Vec
     out
 }
 
-/// Builds the drop-in runtime into the inlay binary's profile directory:
-/// `cargo test` does not link it, and `inlay run` looks for it there.
-pub fn build_runtime() {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut build = Command::new(cargo);
-    build.args(["build", "-q", "-p", "inlay-hsa"]);
-    if env!("CARGO_BIN_EXE_inlay").contains("/release/") {
-        build.arg("--release");
-    }
+/// The drop-in runtime cargo built for these tests: inlay-hsa is a
+/// dev-dependency, so its library (cdylib beside the rlib) is built into the
+/// directory of the test binaries before they are linked. A missing one fails
+/// the test; it is never a library left over from another build.
+pub fn runtime_library() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let lib = exe.with_file_name("libhsa_runtime64.so");
     assert!(
-        build.status().expect("cargo build").success(),
-        "cargo build -p inlay-hsa"
+        lib.is_file(),
+        "{} is missing: cargo builds it for the tests of inlay-cli (run them with cargo test)",
+        lib.display()
     );
+    lib
+}
+
+/// `inlay run` with this test's runtime library.
+pub fn inlay_run() -> Command {
+    let mut cmd = inlay();
+    cmd.arg("run").env("INLAY_HSA_LIBRARY", runtime_library());
+    cmd
 }
