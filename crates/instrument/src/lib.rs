@@ -11,11 +11,16 @@
 //! holding the rewritten kernel, loadable beside the original). The
 //! `inlay-tools` crate drives it from the HSA runtime.
 //!
-//! Hooks ([`rewrite::Hook`]) count (once per wave, or the lanes EXEC
-//! enables), add a value to a counter, or append a record to a trace
-//! buffer through an atomic cursor: a value per wave (constants, SGPRs,
-//! EXEC, VCC, kernel arguments, dispatch-packet fields, workgroup ids) or
-//! per lane (VGPRs, the address a FLAT/GLOBAL instruction accesses).
+//! Hooks are of two kinds, placed by the same steps (the point, registers
+//! free there, the code, the layout). Built-in ones ([`rewrite::Hook`])
+//! count (once per wave, or the lanes EXEC enables), add a value to a
+//! counter, or append a record to a trace buffer through an atomic cursor:
+//! a value per wave (constants, SGPRs, EXEC, VCC, kernel arguments,
+//! dispatch-packet fields, workgroup ids) or per lane (VGPRs, the address a
+//! FLAT/GLOBAL instruction accesses). Compiled ones ([`hooks`]) are device
+//! functions of a code object a tool builds with clang; the kernel calls
+//! them under AMDGPU's calling convention at any point, with arguments,
+//! saving only what is live there and changed by the hook.
 //!
 //! # Model
 //! [`lift()`] starts at a kernel's entry and decodes by recursive descent
