@@ -201,8 +201,12 @@ pub struct HookInfo {
     pub name: String,
     /// Address of its entry in the module (ELF virtual address).
     pub address: u64,
-    /// Argument dwords it reads: one past the highest of `v0..v30` it reads
-    /// before writing (a parameter it never uses does not count).
+    /// Argument dwords it may read: one past the highest of `v0..v30` some
+    /// path reads before writing (a parameter it never uses does not
+    /// count). An upper bound, as liveness is: code clang emits may read a
+    /// register it never wrote on a path where the value does not matter
+    /// (`v_readfirstlane` of an atomic's result after a branch taken when
+    /// no lane ran the atomic), so a call may pass fewer dwords than this.
     pub arg_dwords: u32,
     pub inputs: AbiInputs,
     /// Registers a call may leave changed: written by the hook or a

@@ -885,11 +885,6 @@ fn a_call_that_cannot_be_placed_is_refused_with_the_reason() {
             "no address",
         ),
         (
-            call(Point::Entry, "obs_value", vec![Arg::Const32(1)]),
-            "at the kernel's entry",
-            "reads 4 argument dwords and the call passes 1",
-        ),
-        (
             call(Point::Entry, "no_such_hook", vec![]),
             "at the kernel's entry",
             "no global device function of that name",
