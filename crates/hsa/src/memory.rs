@@ -13,10 +13,11 @@ fn allocate(
     invalid: Status,
 ) -> Result<(), Status> {
     let rt = rt()?;
-    let pool = state::pool_id(&rt, handle, invalid)?;
-    if out.is_null() {
+    // ROCr checks the size and out-pointer before the pool.
+    if size == 0 || out.is_null() {
         return Err(Status::InvalidArgument);
     }
+    let pool = state::pool_id(&rt, handle, invalid)?;
     let p = rt.allocate(pool, size as u64)?;
     put(out as *mut c_void, p as *mut c_void)
 }
@@ -37,12 +38,10 @@ fn write_pointer_info(info: *mut u8, caller_size: u32, fields: &[(usize, &[u8])]
 
 export! {
     fn hsa_amd_memory_pool_allocate(pool: Handle, size: usize, flags: u32, out: *mut *mut c_void) -> HsaStatus {
-        status(rt().and_then(|_| {
-            if flags != 0 {
-                return Err(Status::InvalidArgument);
-            }
-            allocate(pool, size, out, Status::InvalidMemoryPool)
-        }))
+        // The flags (PCIe, contiguous, executable) change nothing here; ROCr
+        // ignores bits it does not know.
+        let _ = flags;
+        status(allocate(pool, size, out, Status::InvalidMemoryPool))
     }
 
     fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> HsaStatus {
@@ -70,7 +69,7 @@ export! {
     fn hsa_amd_memory_fill(ptr: *mut c_void, value: u32, count: usize) -> HsaStatus {
         status((|| {
             let rt = rt()?;
-            if ptr.is_null() {
+            if ptr.is_null() || !(ptr as usize).is_multiple_of(4) {
                 return Err(Status::InvalidArgument);
             }
             rt.fill(ptr as u64, value, count as u64)
@@ -126,12 +125,13 @@ export! {
     ) -> HsaStatus {
         status((|| {
             let rt = rt()?;
-            if info.is_null() {
+            if ptr.is_null() || info.is_null() {
                 return Err(Status::InvalidArgument);
             }
             // SAFETY: non-null; the caller set the leading size field.
             let caller_size = unsafe { (info as *const u32).read_unaligned() };
-            if caller_size < 8 {
+            // ROCr: only a size of 0 is refused; a short one gets what fits.
+            if caller_size == 0 {
                 return Err(Status::InvalidArgument);
             }
             let found = rt.pointer_info(ptr as u64);
@@ -150,7 +150,9 @@ export! {
                 (48, &flags.to_le_bytes()),
             ];
             let written = write_pointer_info(info as *mut u8, caller_size, &fields);
-            put(info, written.min(caller_size))?;
+            if caller_size >= 4 {
+                put(info, written.min(caller_size))?;
+            }
             if !num_accessible.is_null() {
                 put(num_accessible as *mut c_void, list.len() as u32)?;
             }
@@ -172,12 +174,14 @@ export! {
     }
 
     fn hsa_memory_register(ptr: *mut c_void, size: usize) -> HsaStatus {
-        // All host memory is visible to the virtual GPU: registering is a check only.
-        status(rt().and_then(|_| if ptr.is_null() || size == 0 { Err(Status::InvalidArgument) } else { Ok(()) }))
+        // All host memory is visible to the virtual GPU: registering is a
+        // check only, ROCr's (a size of 0 for a non-null address).
+        status(rt().and_then(|_| if !ptr.is_null() && size == 0 { Err(Status::InvalidArgument) } else { Ok(()) }))
     }
 
-    fn hsa_memory_deregister(ptr: *mut c_void, _size: usize) -> HsaStatus {
-        status(rt().and_then(|_| if ptr.is_null() { Err(Status::InvalidArgument) } else { Ok(()) }))
+    fn hsa_memory_deregister(_ptr: *mut c_void, _size: usize) -> HsaStatus {
+        // ROCr: always success.
+        status(rt().map(|_| ()))
     }
 
     fn hsa_memory_assign_agent(ptr: *mut c_void, agent: Handle, access: u32) -> HsaStatus {
@@ -219,8 +223,9 @@ export! {
         })())
     }
 
-    fn hsa_amd_memory_unlock(host: *mut c_void) -> HsaStatus {
-        status(rt().and_then(|_| if host.is_null() { Err(Status::InvalidArgument) } else { Ok(()) }))
+    fn hsa_amd_memory_unlock(_host: *mut c_void) -> HsaStatus {
+        // ROCr (MemoryRegion::Unlock) answers success whatever the pointer.
+        status(rt().map(|_| ()))
     }
 
     fn hsa_amd_memory_pool_can_migrate(src: Handle, dst: Handle, result: *mut bool) -> HsaStatus {
