@@ -389,7 +389,7 @@ fn scalar_moves(scalars: &[(u16, Slot)]) -> Vec<(u16, Moves)> {
     while k < scalars.len() {
         let (b, s) = scalars[k];
         if let (Home::Sgpr(t), Some(&(b2, Home::Sgpr(t2)))) = (s, scalars.get(k + 1)) {
-            if b % 2 == 0 && b2 == b + 1 && t % 2 == 0 && t2 == t + 1 {
+            if b.is_multiple_of(2) && b2 == b + 1 && t.is_multiple_of(2) && t2 == t + 1 {
                 out.push((b, Moves::Pair(t)));
                 k += 2;
                 continue;
@@ -629,13 +629,13 @@ impl<'a> Ctx<'a> {
             let b = scalar[k];
             // An aligned pair saved whole into an aligned free pair: one
             // s_mov_b64 each way.
-            let pair = b % 2 == 0 && scalar.get(k + 1) == Some(&(b + 1)) && b != bits::M0;
+            let pair = b.is_multiple_of(2) && scalar.get(k + 1) == Some(&(b + 1)) && b != bits::M0;
             let to = pair
                 .then(|| {
                     free_s
                         .iter()
                         .copied()
-                        .find(|&t| t % 2 == 0 && free_s.contains(&(t + 1)))
+                        .find(|&t| t.is_multiple_of(2) && free_s.contains(&(t + 1)))
                 })
                 .flatten();
             if let Some(t) = to {
