@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use inlay_codeobj::container::{walk, EntryKind};
-use inlay_codeobj::elf::SHF_EXECINSTR;
+use inlay_codeobj::elf::{ET_REL, SHF_EXECINSTR};
 use inlay_codeobj::symbols::{Symbol, SymbolKind, SymbolTable};
 use inlay_codeobj::CodeObject;
 use inlay_isa::listing::{self, write_file_header_bytes, write_section_bytes};
@@ -118,23 +118,43 @@ fn write_code_object(
     let wanted = opts
         .kernel
         .map(|k| reachable_functions(co, target, &symbols, k));
-    for section in co.sections.iter().filter(|s| s.flags & SHF_EXECINSTR != 0) {
-        let in_section: Vec<listing::Symbol> = symbols
+    // Every section's symbols and extent: branch targets are named from them.
+    let of_section = |index: usize| -> Vec<listing::Symbol> {
+        symbols
             .iter()
-            .filter(|s| usize::from(s.shndx) == section.index)
-            .map(|s| listing::Symbol {
-                address: s.value,
-                name: s.name,
-                size: s.size,
-                kind: match s.elf_type {
-                    0 => listing::SymbolKind::NoType,
-                    1 => listing::SymbolKind::Object,
-                    2 => listing::SymbolKind::Function,
-                    3 => listing::SymbolKind::Section,
-                    _ => listing::SymbolKind::Other,
-                },
-            })
-            .collect();
+            .filter(|s| usize::from(s.shndx) == index)
+            .map(|s| listing_symbol(s))
+            .collect()
+    };
+    let per_section: Vec<Vec<listing::Symbol>> =
+        co.sections.iter().map(|s| of_section(s.index)).collect();
+    let extents: Vec<listing::SectionSymbols> = co
+        .sections
+        .iter()
+        .zip(&per_section)
+        .map(|(s, symbols)| listing::SectionSymbols {
+            address: s.addr,
+            size: s.size,
+            symbols,
+        })
+        .collect();
+    // Undefined, absolute and common symbols belong to no section.
+    let absolute: Vec<listing::Symbol> = symbols
+        .iter()
+        .filter(|s| s.shndx == 0 || s.shndx >= 0xFF00)
+        .map(|s| listing_symbol(s))
+        .collect();
+    let file = listing::FileSymbols {
+        relocatable: co.header.e_type == ET_REL,
+        sections: &extents,
+        absolute: &absolute,
+    };
+    for (section, in_section) in co
+        .sections
+        .iter()
+        .zip(&per_section)
+        .filter(|(s, _)| s.flags & SHF_EXECINSTR != 0)
+    {
         let bytes = co.section_data(section);
         match &wanted {
             None => write_section_bytes(
@@ -144,7 +164,8 @@ fn write_code_object(
                     section_name: section.name,
                     bytes,
                     address: section.addr,
-                    symbols: &in_section,
+                    symbols: in_section,
+                    file: Some(&file),
                 },
                 out,
             ),
@@ -170,6 +191,7 @@ fn write_code_object(
                             bytes: body,
                             address: f.address,
                             symbols: std::slice::from_ref(f),
+                            file: Some(&file),
                         },
                         &mut one,
                     );
@@ -178,6 +200,22 @@ fn write_code_object(
                 }
             }
         }
+    }
+}
+
+fn listing_symbol<'d>(s: &Symbol<'d>) -> listing::Symbol<'d> {
+    listing::Symbol {
+        address: s.value,
+        name: s.name,
+        size: s.size,
+        kind: match s.elf_type {
+            0 => listing::SymbolKind::NoType,
+            1 => listing::SymbolKind::Object,
+            2 => listing::SymbolKind::Function,
+            3 => listing::SymbolKind::Section,
+            4 => listing::SymbolKind::File,
+            _ => listing::SymbolKind::Other,
+        },
     }
 }
 
