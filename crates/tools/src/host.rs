@@ -238,6 +238,7 @@ impl Host {
                 hooks,
                 dead_registers_only: false,
                 all_branches_long: false,
+                ..Plan::default()
             };
             let rw = rewrite(&an, k.code.load_delta, &kd, &plan).map_err(|e| e.to_string())?;
             let bytes = emit::code_object(&co, &k.name, &rw).map_err(|e| e.to_string())?;

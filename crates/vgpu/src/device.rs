@@ -13,7 +13,7 @@ use crate::fault::{FaultKind, FaultReport};
 use crate::kernarg::{fill_hidden, Hidden};
 use crate::memory::{Fault, MemKind, Memory};
 use crate::program::{CodeRegion, KernelInfo, LoadError, Program};
-use crate::workgroup::{Launch, Watch, WaveFault};
+use crate::workgroup::{Launch, Probe, Probes, Watch, WaveFault};
 
 /// LDS per workgroup on gfx90a.
 pub const MAX_LDS: u32 = 64 * 1024;
@@ -236,7 +236,7 @@ impl Device {
         wg: [u32; 3],
         args: &[u8],
     ) -> Result<Stats, Box<FaultReport>> {
-        self.dispatch_watched(program, kernel, grid, wg, args, Watch::default())
+        self.dispatch_with(program, kernel, grid, wg, args, None, Watch::default())
     }
 
     /// [`Device::dispatch`], ended early by `watch` (a fault of kind
@@ -250,6 +250,35 @@ impl Device {
         args: &[u8],
         watch: Watch<'_>,
     ) -> Result<Stats, Box<FaultReport>> {
+        self.dispatch_with(program, kernel, grid, wg, args, None, watch)
+    }
+
+    /// [`Device::dispatch`], showing waves to `probe` before and after the
+    /// instructions it names (the oracle of instrumentation tests).
+    pub fn dispatch_probed(
+        &self,
+        program: &Program,
+        kernel: &str,
+        grid: [u32; 3],
+        wg: [u32; 3],
+        args: &[u8],
+        probe: Option<&Probe<'_>>,
+    ) -> Result<Stats, Box<FaultReport>> {
+        self.dispatch_with(program, kernel, grid, wg, args, probe, Watch::default())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch_with(
+        &self,
+        program: &Program,
+        kernel: &str,
+        grid: [u32; 3],
+        wg: [u32; 3],
+        args: &[u8],
+        probe: Option<&Probe<'_>>,
+        watch: Watch<'_>,
+    ) -> Result<Stats, Box<FaultReport>> {
+        let probes = probe.map(|p| Probes::new(program, p));
         let k = program
             .kernel(kernel)
             .ok_or_else(|| refuse(kernel, format!("no kernel named {kernel}")))?;
@@ -270,6 +299,7 @@ impl Device {
             lds_size: k.descriptor.group_segment_fixed_size,
             priv_size: k.descriptor.private_segment_fixed_size,
             budget: self.budget,
+            probe: probes.as_ref(),
             watch: watch.arm(),
             gws: &self.gws,
             slice: u64::MAX,
@@ -309,6 +339,37 @@ impl Device {
             .as_ref()
             .map_err(|why| refuse(&name, format!("cannot predecode its code: {why}")))?;
         let k = program.kernel(&name).ok_or_else(unknown)?;
+        self.run_packet(program, k, p, None, watch)
+    }
+
+    /// Runs `kernel` of `program` from a packet the caller placed in
+    /// device memory (its address is the dispatch pointer; its kernel
+    /// arguments, hidden ones included, are the caller's), showing waves to
+    /// `probe`. Two dispatches of one packet see the same launch pointers,
+    /// which instrumentation tests compare runs by.
+    pub fn dispatch_program(
+        &self,
+        program: &Program,
+        kernel: &str,
+        p: &Packet,
+        probe: Option<&Probe<'_>>,
+    ) -> Result<Stats, Box<FaultReport>> {
+        let k = program
+            .kernel(kernel)
+            .ok_or_else(|| refuse(kernel, format!("no kernel named {kernel}")))?;
+        self.run_packet(program, k, p, probe, Watch::default())
+    }
+
+    fn run_packet(
+        &self,
+        program: &Program,
+        k: &KernelInfo,
+        p: &Packet,
+        probe: Option<&Probe<'_>>,
+        watch: Watch<'_>,
+    ) -> Result<Stats, Box<FaultReport>> {
+        let name = &k.name;
+        let probes = probe.map(|pr| Probes::new(program, pr));
         let lds_size = k
             .descriptor
             .group_segment_fixed_size
@@ -324,7 +385,7 @@ impl Device {
             let a = self
                 .mem
                 .alloc(64, 64, MemKind::Runtime, 0)
-                .map_err(|f| refuse(&name, format!("device memory: {f}")))?;
+                .map_err(|f| refuse(name, format!("device memory: {f}")))?;
             let _ = self.mem.write_bytes(a, &p.raw);
             Some(a)
         } else {
@@ -343,6 +404,7 @@ impl Device {
             lds_size,
             priv_size,
             budget: self.budget,
+            probe: probes.as_ref(),
             watch: watch.arm(),
             gws: &self.gws,
             slice: u64::MAX,
