@@ -111,20 +111,14 @@ fn kfd_usable() -> bool {
 
 /// Runs `command` against the drop-in runtime and returns its exit code
 /// (128 + signal number if a signal ended it, as shells report).
-/// Runs `command` against Inlay's runtime, with `tools` attached (passed
-/// to the runtime in `INLAY_TOOL` and `INLAY_TOOL_OPTS`).
+/// Runs `command` against Inlay's runtime, with `tools` attached (checked
+/// first, then passed to the runtime in `INLAY_TOOL` and `INLAY_TOOL_OPTS`).
 pub fn run(command: &[OsString], tools: &[String], tool_opts: &[String]) -> Result<i32, String> {
     let (program, args) = command
         .split_first()
         .ok_or("usage: inlay run [--tool NAME [--tool-opt KEY=VALUE]...] -- COMMAND [ARGS...]")?;
-    if let Some(bad) = tool_opts
-        .iter()
-        .find(|o| !o.contains('=') || o.contains(';'))
-    {
-        return Err(format!(
-            "--tool-opt {bad}: expected KEY=VALUE (without ';')"
-        ));
-    }
+    // Tools and their options are refused now, not inside the program.
+    let tool_env = crate::tools::tool_env(tools, tool_opts, &built_library()?)?;
     let dir = library_dir()?;
     let mut path = OsString::from(driver_stub_dir(&dir)?);
     if let Some(old) = std::env::var_os("PATH") {
@@ -140,9 +134,9 @@ pub fn run(command: &[OsString], tools: &[String], tool_opts: &[String]) -> Resu
         c.env("INLAY_OLD_DEV", dir.with_file_name("olddev"));
         c
     };
-    if !tools.is_empty() {
-        cmd.env("INLAY_TOOL", tools.join(","));
-        cmd.env("INLAY_TOOL_OPTS", tool_opts.join(";"));
+    if let Some(t) = &tool_env {
+        cmd.env("INLAY_TOOL", &t.tools);
+        cmd.env("INLAY_TOOL_OPTS", &t.options);
     }
     let status = cmd
         .args(args)

@@ -1,23 +1,29 @@
-//! The runtime's interceptor: keeps the kernels of frozen executables,
-//! builds instrumented copies when a tool asks (once per kernel and way of
-//! instrumenting), swaps them in per dispatch and hands the counts and
-//! records back.
+//! The runtime's interceptor: keeps the kernels of frozen executables, asks
+//! each tool where its hooks go in a kernel (once per kernel and tool),
+//! merges the requests of every tool that wants a launch instrumented into
+//! one instrumented copy (cached per kernel and set of tools), swaps it in
+//! per dispatch and hands each tool its part of the results.
+//!
+//! Concurrency: a copy's counters, traces and hook-module globals serve one
+//! dispatch at a time; a dispatch whose copies are all in flight (on other
+//! queues) gets a new copy. Nothing is locked while a kernel is analysed or
+//! rewritten, nor while tools run their callbacks, so a tool reading its
+//! results after one launch never holds up launches on other queues.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use inlay_codeobj::CodeObject;
-use inlay_instrument::counting::{self, Form};
-use inlay_instrument::rewrite::{
-    has_address, rewrite, Hook, LaneValue, Plan, Trace, Value, LANE_RECORD, SCALAR_RECORD,
-};
-use inlay_instrument::{analyse, emit};
+use inlay_codeobj::{CodeObject, KernelDescriptor};
+use inlay_instrument::rewrite::{rewrite, Hook, Plan, Trace};
+use inlay_instrument::{analyse, emit, Analysis};
 use inlay_loader::{AgentRef, Executable, SymbolKind};
 use inlay_runtime::device::{Device, DispatchError, KernelDispatch};
 use inlay_runtime::intercept::{Interceptor, LoadedCode};
 use inlay_vgpu::{MemKind, Memory, Stats};
 
-use crate::{Counting, Executed, Instrument, LaneRecord, Launch, Outcome, Output, Records, Tool};
+use crate::insert::{Builtin, Insertions};
+use crate::outcome::{Globals, Part};
+use crate::{Kernel, Launch, Outcome, Output, Tool};
 
 /// A kernel of a frozen executable.
 #[derive(Clone)]
@@ -32,54 +38,80 @@ struct KernelRef {
     kernarg_size: usize,
 }
 
+/// A kernel lifted once, and each tool's requests for it (asked the
+/// first time a launch of it runs with that tool's hooks).
+struct Prepared {
+    analysis: Analysis,
+    descriptor: KernelDescriptor,
+    requests: Vec<OnceLock<Result<Arc<Insertions>, String>>>,
+}
+
+/// Tools whose hooks a copy has, as a bit set of their indices.
+type ToolSet = u64;
+
+/// A kernel's preparation, done once by whichever dispatch gets there first.
+type Preparation = Arc<OnceLock<Result<Arc<Prepared>, String>>>;
+
+/// The copies built for a kernel and set of tools, or why none can be.
+type Copies = Result<Vec<Arc<Copy>>, String>;
+
 /// An instrumented copy of a kernel, loaded and ready to dispatch.
-struct Instrumented {
+struct Copy {
     object: u64,
-    /// The hooks' u64 counters (a trace's cursor is the first), zeroed
-    /// before each dispatch.
+    memory: Arc<Memory>,
+    device: Arc<dyn Device>,
+    code_id: u64,
+    /// The hooks' u64 counters and trace cursors, zeroed before each
+    /// dispatch.
     counters: u64,
     slots: usize,
-    /// A trace's records and its capacity in bytes (0 without a trace).
-    records: u64,
-    capacity: u32,
-    readback: Readback,
-    /// Every original instruction (address, opcode) and the device address
-    /// of its copy in the instrumented code.
-    copies: Vec<(u64, &'static str, u64)>,
+    /// Each trace: (records address, capacity, cursor slot).
+    traces: Vec<(u64, u32, usize)>,
+    /// Per tool with hooks in it, by tool index: its part.
+    parts: Vec<(usize, ToolPart)>,
+    /// Device address of the copy of every original instruction.
+    copies: Vec<u64>,
     added: usize,
-    /// Keeps the copy's code object loaded.
+    /// Keeps the copy's code objects loaded.
     _executable: Executable,
 }
 
-/// What an instrumented copy's hooks leave, and how to read it.
-enum Readback {
-    /// Counters (per wave, or per lane): every original instruction's
-    /// executions as a linear form of them and the wave count.
-    Counts {
-        lanes: bool,
-        counts: Vec<(u64, &'static str, Form)>,
-    },
-    /// Lane records; those with id `n` come from instruction `sites[n - 1]`
-    /// (address, opcode).
-    Lanes { sites: Vec<(u64, &'static str)> },
-    /// Records of one value per wave.
-    Values,
+/// One tool's share of a copy.
+struct ToolPart {
+    /// Counter slot of each of the tool's counters.
+    slots: Vec<usize>,
+    /// Index into `Copy::traces` of each of the tool's traces.
+    traces: Vec<usize>,
+    requests: Arc<Insertions>,
+    /// Its hook module instance's globals: name → (address, size).
+    globals: Option<HashMap<String, (u64, u64)>>,
+}
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        self.device.remove_code(self.code_id);
+        let _ = self.memory.free(self.counters);
+        for &(records, _, _) in &self.traces {
+            let _ = self.memory.free(records);
+        }
+    }
 }
 
 struct Active {
     launch: Launch,
-    instrumented: Option<Arc<Instrumented>>,
+    /// Tools that wanted this launch instrumented.
+    wanted: ToolSet,
+    copy: Option<Arc<Copy>>,
     error: Option<String>,
 }
 
 #[derive(Default)]
 struct State {
     kernels: HashMap<u64, KernelRef>,
-    /// Instrumented copies per kernel and way of instrumenting. Each has
-    /// its own counters, so a copy serves one dispatch at a time: a dispatch
-    /// of a kernel whose copies are all in flight (on other queues) gets a
-    /// new one.
-    built: HashMap<(u64, Instrument), Vec<Arc<Instrumented>>>,
+    prepared: HashMap<u64, Preparation>,
+    /// Copies per kernel and set of tools; a failed build is remembered so
+    /// that it is reported once and not retried every launch.
+    copies: HashMap<(u64, ToolSet), Copies>,
     /// Dispatches in flight by (queue, packet id).
     active: HashMap<(u64, u64), Active>,
     launches: u64,
@@ -91,22 +123,38 @@ pub struct Host {
     tools: Vec<Box<dyn Tool>>,
     out: Output,
     state: Mutex<State>,
+    finished: std::sync::Once,
 }
+
+/// Most tools attached at once (a copy records its tools in a u64).
+pub const MAX_TOOLS: usize = 64;
 
 impl Host {
     pub fn new(
         memory: Arc<Memory>,
         device: Arc<dyn Device>,
-        tools: Vec<Box<dyn Tool>>,
+        mut tools: Vec<Box<dyn Tool>>,
         out: Output,
     ) -> Host {
+        tools.truncate(MAX_TOOLS);
         Host {
             memory,
             device,
             tools,
             out,
             state: Mutex::new(State::default()),
+            finished: std::sync::Once::new(),
         }
+    }
+
+    /// Tells every tool the runtime is done (once: at shutdown, or at
+    /// process exit for programs that never shut the runtime down).
+    pub fn finish(&self) {
+        self.finished.call_once(|| {
+            for t in &self.tools {
+                t.finish(&self.out);
+            }
+        });
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -132,142 +180,207 @@ impl Host {
         Launch {
             index,
             kernel: k.name.clone(),
+            kernel_object: d.kernel_object,
+            dimensions: dims as u8,
             grid,
             workgroup,
             kernarg,
+            kernarg_address: d.kernarg_address,
             args: k.args.as_ref().clone(),
         }
     }
 
-    /// Lifts, rewrites, writes and loads the instrumented copy of `k`.
-    fn build(&self, k: &KernelRef, how: Instrument) -> Result<Instrumented, String> {
-        let co = CodeObject::parse(&k.code.bytes).map_err(|e| e.to_string())?;
-        let an = analyse(&co, &k.name).map_err(|e| e.to_string())?;
-        let prog = &an.program;
-        let op = |i: usize| {
-            prog.insts[i]
-                .inst
-                .opcode()
-                .map_or("<invalid>", |o| o.name())
-        };
-        // Where hooks go (and what each makes), counter slots, trace bytes.
-        let (sites, make, slots, capacity, readback): (Vec<usize>, Make, usize, u32, Readback) =
-            match how {
-                Instrument::Count(c) => {
-                    let (starts, forms) = counting_sites(prog, c);
-                    let counts = prog
-                        .insts
-                        .iter()
-                        .zip(forms)
-                        .enumerate()
-                        .map(|(i, (ins, f))| (ins.addr, op(i), f))
-                        .collect();
-                    let n = starts.len();
-                    let readback = Readback::Counts {
-                        lanes: c.lanes,
-                        counts,
-                    };
-                    (starts, Make::Count { lanes: c.lanes }, n, 0, readback)
-                }
-                Instrument::MemoryTrace { capacity } => {
-                    let sites: Vec<usize> = (0..prog.insts.len())
-                        .filter(|&i| has_address(&prog.insts[i].inst))
-                        .collect();
-                    let at = sites.iter().map(|&i| (prog.insts[i].addr, op(i))).collect();
-                    let capacity = capacity.max(LANE_RECORD);
-                    (
-                        sites,
-                        Make::Addresses,
-                        1,
-                        capacity,
-                        Readback::Lanes { sites: at },
-                    )
-                }
-                Instrument::Arguments => {
-                    let entry = prog
-                        .functions
-                        .first()
-                        .and_then(|f| prog.inst_at(0, f.entry))
-                        .ok_or("the kernel has no entry instruction")?;
-                    let dwords = argument_dwords(&k.args, k.kernarg_size);
-                    // Every wave records every dword; room for 256 waves'
-                    // worth, so the first waves' records all fit.
-                    let capacity = (dwords.len() as u32 * SCALAR_RECORD * 256).max(4096);
-                    let sites = vec![entry; dwords.len()];
-                    (
-                        sites,
-                        Make::Arguments(dwords),
-                        1,
-                        capacity,
-                        Readback::Values,
-                    )
-                }
-            };
-        let counters = self
-            .memory
-            .alloc((8 * slots.max(1)) as u64, 8, MemKind::Device, 0)
-            .map_err(|e| e.to_string())?;
-        let records = match capacity {
-            0 => Ok(0),
-            c => self.memory.alloc(u64::from(c), 8, MemKind::Device, 0),
-        };
-        let records = match records {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = self.memory.free(counters);
-                return Err(e.to_string());
-            }
-        };
-        let trace = Trace {
-            cursor: 0,
-            records,
-            capacity,
-        };
-        let hooks = sites
-            .iter()
-            .enumerate()
-            .map(|(n, &i)| (i, make.hook(n, trace)))
+    /// The kernel lifted (once; concurrent callers wait for the first).
+    fn prepared(&self, object: u64, k: &KernelRef) -> Result<Arc<Prepared>, String> {
+        let cell = self.state().prepared.entry(object).or_default().clone();
+        cell.get_or_init(|| {
+            let co = CodeObject::parse(&k.code.bytes).map_err(|e| e.to_string())?;
+            let analysis = analyse(&co, &k.name).map_err(|e| e.to_string())?;
+            let descriptor = co
+                .kernel(&k.name)
+                .ok_or_else(|| format!("no kernel {}", k.name))?
+                .descriptor;
+            Ok(Arc::new(Prepared {
+                analysis,
+                descriptor,
+                requests: (0..self.tools.len()).map(|_| OnceLock::new()).collect(),
+            }))
+        })
+        .clone()
+    }
+
+    /// Tool `t`'s requests for the kernel (asked once).
+    fn requests(&self, p: &Prepared, k: &KernelRef, t: usize) -> Result<Arc<Insertions>, String> {
+        p.requests[t]
+            .get_or_init(|| {
+                let kernel = Kernel {
+                    name: &k.name,
+                    code_object: &k.code.name,
+                    analysis: &p.analysis,
+                    args: &k.args,
+                    kernarg_size: k.kernarg_size,
+                };
+                let mut at = Insertions::new(p.analysis.program.insts.len());
+                self.tools[t]
+                    .instrument(&kernel, &mut at, &self.out)
+                    .map_err(|e| format!("{}: {e}", self.tools[t].name()))?;
+                Ok(Arc::new(at))
+            })
+            .clone()
+    }
+
+    /// Builds the copy of `k` with the hooks of the tools in `set`.
+    fn build(&self, object: u64, k: &KernelRef, set: ToolSet) -> Result<Copy, String> {
+        let p = self.prepared(object, k)?;
+        let tools: Vec<usize> = (0..self.tools.len())
+            .filter(|t| set >> t & 1 != 0)
             .collect();
-        let kd = co
-            .kernel(&k.name)
-            .ok_or_else(|| format!("no kernel {}", k.name))?
-            .descriptor;
-        let result = (|| {
-            let plan = Plan {
-                counters,
-                hooks,
-                dead_registers_only: false,
-                all_branches_long: false,
-            };
-            let rw = rewrite(&an, k.code.load_delta, &kd, &plan).map_err(|e| e.to_string())?;
-            let bytes = emit::code_object(&co, &k.name, &rw).map_err(|e| e.to_string())?;
-            let (executable, object, entry) = self.load(k, &co, &bytes)?;
-            let copies = prog
-                .insts
-                .iter()
-                .zip(&rw.new_offset)
-                .enumerate()
-                .map(|(i, (ins, &off))| (ins.addr, op(i), entry + off))
-                .collect();
-            Ok(Instrumented {
-                object,
-                counters,
-                slots,
+        let mut requests = Vec::new();
+        for &t in &tools {
+            requests.push((t, self.requests(&p, k, t)?));
+        }
+        if let Some((t, _)) = requests.iter().find(|(_, r)| !r.calls.is_empty()) {
+            return Err(format!(
+                "{}: calls to compiled hooks are not supported by this engine yet",
+                self.tools[*t].name()
+            ));
+        }
+        // Counter slots: identical counting hooks of several tools share
+        // one; traces get a cursor slot each.
+        let mut slots = 0usize;
+        let mut shared: HashMap<(usize, bool), usize> = HashMap::new();
+        let mut parts = Vec::new();
+        let mut trace_caps: Vec<(u32, usize)> = Vec::new();
+        let mut builtins: Vec<(usize, Builtin, usize)> = Vec::new();
+        for (t, r) in &requests {
+            let mut tool_slots: Vec<Option<usize>> = vec![None; r.counters];
+            // A counter fed only by one kind of counting hook at one
+            // instruction may be shared with another tool's.
+            let mut feeds: HashMap<usize, Vec<(usize, Builtin)>> = HashMap::new();
+            for &(i, b) in &r.builtins {
+                if let Builtin::Count { counter, .. } | Builtin::Add { counter, .. } = b {
+                    feeds.entry(counter.0).or_default().push((i, b));
+                }
+            }
+            for (c, slot) in tool_slots.iter_mut().enumerate() {
+                let key = match feeds.get(&c).map(Vec::as_slice) {
+                    Some([(i, Builtin::Count { lanes, .. })]) => Some((*i, *lanes)),
+                    _ => None,
+                };
+                *slot = Some(match key.and_then(|k| shared.get(&k).copied()) {
+                    Some(s) => s,
+                    None => {
+                        slots += 1;
+                        if let Some(key) = key {
+                            shared.insert(key, slots - 1);
+                        }
+                        slots - 1
+                    }
+                });
+            }
+            let tool_slots: Vec<usize> = tool_slots.into_iter().flatten().collect();
+            let mut tool_traces = Vec::new();
+            for &cap in &r.traces {
+                slots += 1;
+                trace_caps.push((cap, slots - 1));
+                tool_traces.push(trace_caps.len() - 1);
+            }
+            for &(i, b) in &r.builtins {
+                builtins.push((i, b, parts.len()));
+            }
+            parts.push((
+                *t,
+                ToolPart {
+                    slots: tool_slots,
+                    traces: tool_traces,
+                    requests: r.clone(),
+                    globals: None,
+                },
+            ));
+        }
+        let allocations = Allocations::new(&self.memory, slots, &trace_caps)?;
+        let trace = |part: usize, t: usize| {
+            let g = parts[part].1.traces[t];
+            let (records, capacity, cursor) = allocations.traces[g];
+            Trace {
+                cursor: 8 * cursor as u32,
                 records,
                 capacity,
-                readback,
-                copies,
-                added: rw.added,
-                _executable: executable,
-            })
-        })();
-        if result.is_err() {
-            let _ = self.memory.free(counters);
-            if records != 0 {
-                let _ = self.memory.free(records);
             }
+        };
+        let mut hooks = Vec::with_capacity(builtins.len());
+        let mut counted = std::collections::HashSet::new();
+        for &(i, b, part) in &builtins {
+            let slot = |c: crate::insert::Counter| 8 * parts[part].1.slots[c.0] as u32;
+            hooks.push((
+                i,
+                match b {
+                    Builtin::Count { counter, lanes } => {
+                        // A shared counter is fed once.
+                        if !counted.insert((i, lanes, slot(counter))) {
+                            continue;
+                        }
+                        if lanes {
+                            Hook::CountLanes {
+                                offset: slot(counter),
+                            }
+                        } else {
+                            Hook::Count {
+                                offset: slot(counter),
+                            }
+                        }
+                    }
+                    Builtin::Add { counter, value } => Hook::Add {
+                        offset: slot(counter),
+                        value,
+                    },
+                    Builtin::Record {
+                        trace: t,
+                        id,
+                        value,
+                    } => Hook::Record {
+                        trace: trace(part, t.0),
+                        id,
+                        value,
+                    },
+                    Builtin::RecordLanes {
+                        trace: t,
+                        id,
+                        value,
+                    } => Hook::RecordLanes {
+                        trace: trace(part, t.0),
+                        id,
+                        value,
+                    },
+                },
+            ));
         }
-        result
+        let co = CodeObject::parse(&k.code.bytes).map_err(|e| e.to_string())?;
+        let plan = Plan {
+            counters: allocations.counters,
+            hooks,
+            dead_registers_only: false,
+            all_branches_long: false,
+        };
+        let rw = rewrite(&p.analysis, k.code.load_delta, &p.descriptor, &plan)
+            .map_err(|e| e.to_string())?;
+        let bytes = emit::code_object(&co, &k.name, &rw).map_err(|e| e.to_string())?;
+        let (executable, object, entry, code_id) = self.load(k, &co, &bytes)?;
+        let copies = rw.new_offset.iter().map(|&off| entry + off).collect();
+        let (counters, traces) = allocations.keep();
+        Ok(Copy {
+            object,
+            memory: self.memory.clone(),
+            device: self.device.clone(),
+            code_id,
+            counters,
+            slots,
+            traces,
+            parts,
+            copies,
+            added: rw.added,
+            _executable: executable,
+        })
     }
 
     /// Loads the instrumented code object beside the original; the device
@@ -278,7 +391,7 @@ impl Host {
         k: &KernelRef,
         co: &CodeObject<'_>,
         bytes: &[u8],
-    ) -> Result<(Executable, u64, u64), String> {
+    ) -> Result<(Executable, u64, u64, u64), String> {
         let agent = AgentRef {
             key: 1,
             target: co.target,
@@ -306,191 +419,114 @@ impl Host {
             .filter_map(|c| c.region.clone())
             .collect();
         regions.extend(exe.code_objects().iter().filter_map(|c| c.code_region()));
-        self.device.add_code(&regions)?;
-        Ok((exe, object, entry))
+        let code_id = self.device.add_code(&regions)?;
+        Ok((exe, object, entry, code_id))
     }
 
-    fn executed(
-        &self,
-        ins: &Instrumented,
-        counts: &[(u64, &'static str, Form)],
-        waves: u64,
-    ) -> Executed {
-        let counters = read_u64s(&self.memory, ins.counters, ins.slots).unwrap_or_default();
-        Executed {
-            per_instruction: counts
-                .iter()
-                .map(|(addr, op, f)| (*addr, *op, f.eval(&counters, waves)))
-                .collect(),
-            added_instructions: ins.added,
-        }
-    }
-
-    /// The records a trace holds after a dispatch.
-    fn records(&self, ins: &Instrumented) -> Records {
-        let claimed = read_u64s(&self.memory, ins.counters, 1)
-            .ok()
-            .and_then(|c| c.first().copied())
-            .unwrap_or(0);
-        let size = match ins.readback {
-            Readback::Lanes { .. } => LANE_RECORD,
-            _ => SCALAR_RECORD,
-        } as usize;
-        let kept = (claimed.min(u64::from(ins.capacity)) as usize) / size * size;
-        let mut bytes = vec![0u8; kept];
-        if self.memory.read_bytes(ins.records, &mut bytes).is_err() {
-            bytes.clear();
-        }
-        let u32_at =
-            |r: &[u8], at: usize| u32::from_le_bytes(r[at..at + 4].try_into().unwrap_or_default());
-        let u64_at =
-            |r: &[u8], at: usize| u64::from_le_bytes(r[at..at + 8].try_into().unwrap_or_default());
-        let mut out = Records {
-            claimed,
-            capacity: u64::from(ins.capacity),
-            ..Records::default()
-        };
-        for r in bytes.chunks_exact(size) {
-            let id = u32_at(r, 0);
-            match &ins.readback {
-                Readback::Lanes { sites } => {
-                    let Some(&(addr, opcode)) =
-                        (id as usize).checked_sub(1).and_then(|n| sites.get(n))
-                    else {
-                        continue;
-                    };
-                    out.lanes.push(LaneRecord {
-                        addr,
-                        opcode,
-                        exec: u64_at(r, 8),
-                        values: std::array::from_fn(|l| u64_at(r, 16 + 8 * l)),
-                    });
+    /// A copy of `k` with the hooks of `set` that no dispatch in flight
+    /// uses, built if there is none.
+    fn copy_for(&self, object: u64, k: &KernelRef, set: ToolSet) -> Result<Arc<Copy>, String> {
+        {
+            let st = self.state();
+            match st.copies.get(&(object, set)) {
+                Some(Err(e)) => return Err(e.clone()),
+                Some(Ok(copies)) => {
+                    // The map and `active` hold the only references of an idle copy.
+                    if let Some(c) = copies.iter().find(|c| Arc::strong_count(c) == 1) {
+                        return Ok(c.clone());
+                    }
                 }
-                _ => out.values.push((id, u64_at(r, 8))),
+                None => {}
             }
         }
-        out
-    }
-}
-
-/// What each hook of a copy does, by its index among the copy's hooks.
-enum Make {
-    Count {
-        lanes: bool,
-    },
-    Addresses,
-    /// Records argument dword `dwords[n]`, with id `dwords[n]`.
-    Arguments(Vec<u32>),
-}
-
-impl Make {
-    fn hook(&self, n: usize, trace: Trace) -> Hook {
-        let offset = 8 * n as u32;
-        match self {
-            Make::Count { lanes: true } => Hook::CountLanes { offset },
-            Make::Count { lanes: false } => Hook::Count { offset },
-            Make::Addresses => Hook::RecordLanes {
-                trace,
-                id: n as u32 + 1,
-                value: LaneValue::Address,
-            },
-            Make::Arguments(dwords) => Hook::Record {
-                trace,
-                id: dwords[n],
-                value: Value::KernArg(4 * dwords[n]),
-            },
-        }
-    }
-}
-
-/// Where counting hooks go and each instruction's count in terms of them.
-fn counting_sites(
-    prog: &inlay_instrument::lift::Program,
-    how: Counting,
-) -> (Vec<usize>, Vec<Form>) {
-    if how.per_block && !how.lanes {
-        // Waves: hooks on the blocks the flow equations cannot solve.
-        let plan = counting::plan(prog);
-        let starts = plan
-            .measured
-            .iter()
-            .map(|&b| prog.blocks[b].insts.start)
-            .collect();
-        let forms = prog
-            .insts
-            .iter()
-            .map(|ins| plan.forms[ins.block].clone())
-            .collect();
-        return (starts, forms);
-    }
-    // Every instruction, or every region of constant EXEC.
-    let starts = if how.per_block {
-        counting::lane_region_starts(prog)
-    } else {
-        (0..prog.insts.len()).collect()
-    };
-    let mut forms = vec![Form::default(); prog.insts.len()];
-    for (k, &s) in starts.iter().enumerate() {
-        let end = starts
-            .get(k + 1)
-            .copied()
-            .filter(|&e| e > s && e <= prog.blocks[prog.insts[s].block].insts.end)
-            .unwrap_or(prog.blocks[prog.insts[s].block].insts.end);
-        for f in &mut forms[s..end] {
-            *f = Form {
-                waves: 0,
-                terms: vec![(k, 1)],
-            };
-        }
-    }
-    (starts, forms)
-}
-
-/// Dword indices of the kernel-argument segment that explicit arguments
-/// occupy (within its size).
-pub(crate) fn argument_dwords(
-    args: &[inlay_codeobj::metadata::KernelArg],
-    size: usize,
-) -> Vec<u32> {
-    let mut d: Vec<u32> = args
-        .iter()
-        .filter(|a| !a.value_kind.starts_with("hidden_"))
-        .flat_map(|a| a.offset / 4..(a.offset + a.size).div_ceil(4))
-        .filter(|&d| (4 * d as usize) < size)
-        .map(|d| d as u32)
-        .collect();
-    d.sort_unstable();
-    d.dedup();
-    d
-}
-
-/// The virtual GPU's own counts (waves, or lanes) of the instrumented
-/// dispatch at the copies of the original instructions (those at `only`,
-/// if given): what the hooks must have counted.
-fn native_executed(
-    b: &Instrumented,
-    s: &Stats,
-    lanes: bool,
-    only: Option<&[(u64, &'static str)]>,
-) -> Executed {
-    let counts = if lanes { &s.per_pc_lanes } else { &s.per_pc };
-    Executed {
-        per_instruction: b
+        let built = self.build(object, k, set).map(Arc::new);
+        let mut st = self.state();
+        let entry = st
             .copies
-            .iter()
-            .filter(|c| only.is_none_or(|o| o.iter().any(|x| x.0 == c.0)))
-            .map(|&(addr, op, copy)| (addr, op, counts.get(&copy).copied().unwrap_or(0)))
-            .collect(),
-        added_instructions: b.added,
+            .entry((object, set))
+            .or_insert_with(|| Ok(Vec::new()));
+        match (&built, entry) {
+            (Ok(c), Ok(list)) => list.push(c.clone()),
+            (Err(e), slot) => {
+                self.out.line(&format!(
+                    "inlay: cannot instrument {}: {e}; running it as it is",
+                    crate::display_name(&k.name)
+                ));
+                *slot = Err(e.clone());
+            }
+            (Ok(_), Err(_)) => {}
+        }
+        drop(st);
+        if let Ok(c) = &built {
+            self.globals_loaded(c);
+        }
+        built
+    }
+
+    /// Tells each tool with a hook module in a new copy that its instance
+    /// of the module is loaded.
+    fn globals_loaded(&self, c: &Copy) {
+        for (t, part) in &c.parts {
+            if let Some(vars) = &part.globals {
+                let g = Globals {
+                    memory: &self.memory,
+                    vars,
+                };
+                self.tools[*t].hooks_loaded(&g, &self.out);
+            }
+        }
+    }
+
+    fn reset(&self, c: &Copy) {
+        let zeros = vec![0u8; 8 * c.slots];
+        let _ = self.memory.write_bytes(c.counters, &zeros);
     }
 }
 
-fn read_u64s(mem: &Memory, addr: u64, n: usize) -> Result<Vec<u64>, inlay_vgpu::Fault> {
-    let mut b = vec![0u8; 8 * n];
-    mem.read_bytes(addr, &mut b)?;
-    Ok(b.chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
-        .collect())
+/// Device memory for a copy's counters and traces, freed unless kept.
+struct Allocations<'a> {
+    memory: &'a Memory,
+    counters: u64,
+    traces: Vec<(u64, u32, usize)>,
+    kept: bool,
+}
+
+impl<'a> Allocations<'a> {
+    fn new(memory: &'a Memory, slots: usize, traces: &[(u32, usize)]) -> Result<Self, String> {
+        let counters = memory
+            .alloc((8 * slots.max(1)) as u64, 8, MemKind::Device, 0)
+            .map_err(|e| e.to_string())?;
+        let mut a = Allocations {
+            memory,
+            counters,
+            traces: Vec::new(),
+            kept: false,
+        };
+        for &(cap, cursor) in traces {
+            let cap = cap.max(inlay_instrument::rewrite::LANE_RECORD);
+            let records = memory
+                .alloc(u64::from(cap), 8, MemKind::Device, 0)
+                .map_err(|e| e.to_string())?;
+            a.traces.push((records, cap, cursor));
+        }
+        Ok(a)
+    }
+
+    fn keep(mut self) -> (u64, Vec<(u64, u32, usize)>) {
+        self.kept = true;
+        (self.counters, std::mem::take(&mut self.traces))
+    }
+}
+
+impl Drop for Allocations<'_> {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = self.memory.free(self.counters);
+            for &(r, _, _) in &self.traces {
+                let _ = self.memory.free(r);
+            }
+        }
+    }
 }
 
 impl Interceptor for Host {
@@ -514,7 +550,15 @@ impl Interceptor for Host {
                 refs.push((*object, k));
             }
         }
-        self.state().kernels.extend(refs);
+        {
+            let mut st = self.state();
+            for (object, _) in &refs {
+                // A kernel object reused by a new executable is a new kernel.
+                st.prepared.remove(object);
+                st.copies.retain(|(o, _), _| o != object);
+            }
+            st.kernels.extend(refs);
+        }
         for c in code {
             for t in &self.tools {
                 t.code_object_loaded(c, &self.out);
@@ -523,54 +567,36 @@ impl Interceptor for Host {
     }
 
     fn before_dispatch(&self, d: &KernelDispatch) -> Option<u64> {
-        let mut st = self.state();
-        let k = st.kernels.get(&d.kernel_object)?;
-        let index = st.launches;
-        let launch = self.launch(k, d, index);
-        let want = self
+        let (k, index) = {
+            let mut st = self.state();
+            let k = st.kernels.get(&d.kernel_object)?.clone();
+            st.launches += 1;
+            (k, st.launches - 1)
+        };
+        let launch = self.launch(&k, d, index);
+        let wanted = self
             .tools
             .iter()
-            .find_map(|t| t.before_launch(&launch, &self.out));
-        let k = k.clone();
-        st.launches += 1;
+            .enumerate()
+            .filter(|(_, t)| t.before_launch(&launch, &self.out))
+            .fold(0u64, |s, (i, _)| s | 1 << i);
         let mut active = Active {
             launch,
-            instrumented: None,
+            wanted,
+            copy: None,
             error: None,
         };
-        if let Some(how) = want {
-            let key = (d.kernel_object, how);
-            // A copy no dispatch in flight uses (the map and `active` hold
-            // the only references of an idle one).
-            let idle = st
-                .built
-                .get(&key)
-                .and_then(|copies| copies.iter().find(|c| Arc::strong_count(c) == 1).cloned());
-            let built = match idle {
-                Some(b) => Ok(b),
-                None => self.build(&k, how).map(Arc::new),
-            };
-            match built {
-                Ok(b) => {
-                    let copies = st.built.entry(key).or_default();
-                    if !copies.iter().any(|c| Arc::ptr_eq(c, &b)) {
-                        copies.push(b.clone());
-                    }
-                    let zeros = vec![0u8; 8 * b.slots];
-                    let _ = self.memory.write_bytes(b.counters, &zeros);
-                    active.instrumented = Some(b);
+        if wanted != 0 {
+            match self.copy_for(d.kernel_object, &k, wanted) {
+                Ok(c) => {
+                    self.reset(&c);
+                    active.copy = Some(c);
                 }
-                Err(e) => {
-                    self.out.line(&format!(
-                        "inlay: cannot instrument {}: {e}; running it as it is",
-                        active.launch.kernel
-                    ));
-                    active.error = Some(e);
-                }
+                Err(e) => active.error = Some(e),
             }
         }
-        let object = active.instrumented.as_ref().map(|b| b.object);
-        st.active.insert((d.queue, d.packet_id), active);
+        let object = active.copy.as_ref().map(|c| c.object);
+        self.state().active.insert((d.queue, d.packet_id), active);
         object
     }
 
@@ -578,46 +604,44 @@ impl Interceptor for Host {
         let Some(a) = self.state().active.remove(&(d.queue, d.packet_id)) else {
             return;
         };
-        let mut o = Outcome {
-            error: a.error,
-            ..Outcome::default()
+        let (native, dispatch_error) = match outcome {
+            Ok(stats) => (stats.as_ref(), None),
+            Err(e) => (None, Some(e.message.clone())),
         };
-        match outcome {
-            Ok(stats) => {
-                o.native = stats.clone();
-                if let Some(b) = &a.instrumented {
-                    match &b.readback {
-                        Readback::Counts { lanes, counts } => {
-                            let waves = counting::waves(a.launch.grid, a.launch.workgroup);
-                            o.executed = Some(self.executed(b, counts, waves));
-                            o.native_executed =
-                                stats.as_ref().map(|s| native_executed(b, s, *lanes, None));
-                        }
-                        Readback::Lanes { sites } => {
-                            o.records = Some(self.records(b));
-                            o.native_executed = stats
-                                .as_ref()
-                                .map(|s| native_executed(b, s, true, Some(sites)));
-                        }
-                        Readback::Values => o.records = Some(self.records(b)),
-                    }
-                }
-            }
-            Err(e) => {
-                o.error = Some(e.message.clone());
-                // Records made before the failure (the faulting access's
-                // own among them) are still worth having.
-                if let Some(b) = a
-                    .instrumented
-                    .as_ref()
-                    .filter(|b| !matches!(b.readback, Readback::Counts { .. }))
-                {
-                    o.records = Some(self.records(b));
-                }
-            }
+        for (t, tool) in self.tools.iter().enumerate() {
+            let part = a.copy.as_ref().and_then(|c| {
+                let (_, p) = c.parts.iter().find(|(i, _)| *i == t)?;
+                Some(Part {
+                    memory: &self.memory,
+                    counters: c.counters,
+                    slots: &p.slots,
+                    traces: p.traces.iter().map(|&g| c.traces[g]).collect(),
+                    kept: p.requests.kept.as_ref(),
+                    globals: p.globals.as_ref().map(|vars| Globals {
+                        memory: &self.memory,
+                        vars,
+                    }),
+                    copies: &c.copies,
+                    added: c.added,
+                })
+            });
+            let error = match (&dispatch_error, &a.error) {
+                (Some(e), _) => Some(e.clone()),
+                (None, Some(e)) if a.wanted >> t & 1 != 0 => Some(e.clone()),
+                _ => None,
+            };
+            let o = Outcome {
+                error,
+                native,
+                part,
+            };
+            tool.after_launch(&a.launch, &o, &self.out);
         }
-        for t in &self.tools {
-            t.after_launch(&a.launch, &o, &self.out);
-        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.finish();
     }
 }

@@ -1,0 +1,235 @@
+//! What a tool asks for in one kernel: calls to its compiled hooks at
+//! points, with arguments (the NVBit way: insert a call before or after an
+//! instruction, then add its arguments), and the engine's built-in hooks
+//! (counters and trace records, the cheapest hooks there are).
+//!
+//! A tool fills an [`Insertions`] once per kernel; the host merges those of
+//! every tool attached into one instrumented copy of the kernel and keeps
+//! it for later launches.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use inlay_instrument::rewrite::{LaneValue, Value};
+use inlay_isa::Register;
+
+/// Where a call goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Point {
+    /// Before instruction `i` (an index into [`crate::Kernel::instructions`]):
+    /// on every path that reaches it.
+    Before(usize),
+    /// After instruction `i`, which must not branch: the hook sees what it
+    /// wrote (an atomic's returned value, a load's data once it arrived).
+    After(usize),
+    /// Once at the kernel's start.
+    KernelEntry,
+    /// Before every `s_endpgm` of the kernel.
+    KernelExits,
+}
+
+/// A value the dispatch gives every wave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LaunchValue {
+    /// Work-items in dimension 0, 1 or 2 (the packet's grid size).
+    GridSize(u8),
+    /// Work-items per workgroup in a dimension.
+    WorkgroupSize(u8),
+    /// This wave's workgroup id in a dimension.
+    WorkgroupId(u8),
+    /// Device address of the kernel-argument segment.
+    KernargSegment,
+    /// Device address of the AQL dispatch packet.
+    DispatchPacket,
+}
+
+/// A hook argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arg {
+    /// A constant, the same in every lane.
+    U32(u32),
+    U64(u64),
+    /// The value an application register holds at the point: 32 bits (one
+    /// register) or 64 (an aligned pair); VGPRs and AGPRs per lane, SGPRs
+    /// and VCC, EXEC, M0, SCC the same in every lane.
+    Value(Register),
+    /// An application register by reference: the hook receives a pointer to
+    /// it, and what the hook stores there is in the register when the
+    /// application continues.
+    Ref(Register),
+    /// The address the instruction at the point accesses, per lane (FLAT
+    /// and GLOBAL instructions: [`crate::Class::HAS_ADDRESS`]).
+    MemoryAddress,
+    Launch(LaunchValue),
+}
+
+/// A call of compiled hook `hook` (a function of the tool's hook module).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    pub point: Point,
+    pub hook: String,
+    pub args: Vec<Arg>,
+    /// Run the hook in one lane per wave (EXEC set to the lowest lane on,
+    /// or lane 0 if none is) instead of the lanes EXEC enables there.
+    pub once_per_wave: bool,
+}
+
+/// One of this tool's u64 counters, zeroed before each launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Counter(pub(crate) usize);
+
+/// One of this tool's trace buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TraceId(pub(crate) usize);
+
+/// A built-in hook, with this tool's counter and trace numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Builtin {
+    Count {
+        counter: Counter,
+        lanes: bool,
+    },
+    Add {
+        counter: Counter,
+        value: Value,
+    },
+    Record {
+        trace: TraceId,
+        id: u32,
+        value: Value,
+    },
+    RecordLanes {
+        trace: TraceId,
+        id: u32,
+        value: LaneValue,
+    },
+}
+
+/// A tool's requests for one kernel.
+#[derive(Default)]
+pub struct Insertions {
+    pub(crate) calls: Vec<Call>,
+    pub(crate) builtins: Vec<(usize, Builtin)>,
+    pub(crate) counters: usize,
+    /// Capacity in bytes of each trace.
+    pub(crate) traces: Vec<u32>,
+    pub(crate) kept: Option<Arc<dyn Any + Send + Sync>>,
+    instructions: usize,
+}
+
+impl Insertions {
+    pub(crate) fn new(instructions: usize) -> Insertions {
+        Insertions {
+            instructions,
+            ..Insertions::default()
+        }
+    }
+
+    fn check(&self, i: usize) -> Result<(), String> {
+        if i < self.instructions {
+            Ok(())
+        } else {
+            Err(format!(
+                "instruction {i} does not exist (the kernel has {})",
+                self.instructions
+            ))
+        }
+    }
+
+    /// Calls `hook` at `point` with `args`.
+    pub fn call(
+        &mut self,
+        point: Point,
+        hook: &str,
+        args: &[Arg],
+        once_per_wave: bool,
+    ) -> Result<(), String> {
+        if let Point::Before(i) | Point::After(i) = point {
+            self.check(i)?;
+        }
+        self.calls.push(Call {
+            point,
+            hook: hook.to_string(),
+            args: args.to_vec(),
+            once_per_wave,
+        });
+        Ok(())
+    }
+
+    /// Adds an argument to the last call inserted (NVBit's style).
+    pub fn add_arg(&mut self, arg: Arg) -> Result<(), String> {
+        self.calls
+            .last_mut()
+            .map(|c| c.args.push(arg))
+            .ok_or_else(|| "no call inserted yet to add an argument to".to_string())
+    }
+
+    /// A new u64 counter of this tool, zeroed before each launch.
+    pub fn counter(&mut self) -> Counter {
+        self.counters += 1;
+        Counter(self.counters - 1)
+    }
+
+    /// Adds 1 to `counter` before instruction `i`, once per wave that gets
+    /// there, or the number of lanes EXEC enables there if `lanes`.
+    pub fn count(&mut self, i: usize, counter: Counter, lanes: bool) -> Result<(), String> {
+        self.check(i)?;
+        self.builtins.push((i, Builtin::Count { counter, lanes }));
+        Ok(())
+    }
+
+    /// Adds `value` to `counter` before `i`, once per wave.
+    pub fn add(&mut self, i: usize, counter: Counter, value: Value) -> Result<(), String> {
+        self.check(i)?;
+        self.builtins.push((i, Builtin::Add { counter, value }));
+        Ok(())
+    }
+
+    /// A new trace buffer of `capacity` bytes, emptied before each launch.
+    pub fn trace(&mut self, capacity: u32) -> TraceId {
+        self.traces.push(capacity);
+        TraceId(self.traces.len() - 1)
+    }
+
+    /// Before `i`, each wave appends a record of `value` with `id`
+    /// ([`inlay_instrument::rewrite::SCALAR_RECORD`] bytes).
+    pub fn record(
+        &mut self,
+        i: usize,
+        trace: TraceId,
+        id: u32,
+        value: Value,
+    ) -> Result<(), String> {
+        self.check(i)?;
+        self.builtins
+            .push((i, Builtin::Record { trace, id, value }));
+        Ok(())
+    }
+
+    /// Before `i`, each wave with a lane on appends a record of `value` in
+    /// every lane ([`inlay_instrument::rewrite::LANE_RECORD`] bytes).
+    pub fn record_lanes(
+        &mut self,
+        i: usize,
+        trace: TraceId,
+        id: u32,
+        value: LaneValue,
+    ) -> Result<(), String> {
+        self.check(i)?;
+        self.builtins
+            .push((i, Builtin::RecordLanes { trace, id, value }));
+        Ok(())
+    }
+
+    /// Keeps `data` with this kernel's instrumentation; every launch's
+    /// [`crate::Outcome::kept`] hands it back (what the tool needs to read
+    /// its counters: which counter is which instruction, and so on).
+    pub fn keep<T: Any + Send + Sync>(&mut self, data: T) {
+        self.kept = Some(Arc::new(data));
+    }
+
+    /// Whether nothing was asked for.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty() && self.builtins.is_empty()
+    }
+}
