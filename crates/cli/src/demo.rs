@@ -82,6 +82,7 @@ pub fn run(code: &[u8]) -> Result<String, String> {
         hooks,
         dead_registers_only: false,
         all_branches_long: false,
+        ..Plan::default()
     };
     let kd = co.kernel(KERNEL).ok_or("no kernel")?.descriptor;
     let base = original.image.ok_or("no image")?;

@@ -119,6 +119,7 @@ fn measure(file: &str, bytes: &[u8], kernel: &str, hooks: Hooks) -> Row {
                     (i, hook)
                 })
                 .collect(),
+            ..Plan::default()
         };
         (sites.len(), rewrite(&an, 0x7e00_0000_0000, &kd, &plan))
     });

@@ -22,6 +22,12 @@ pub fn instrumented_name(kernel: &str) -> String {
     format!("{kernel}.inlay")
 }
 
+/// Name of the implicit-argument block an instrumented copy of `kernel`
+/// carries when its hooks need one ([`crate::rewrite::Rewritten::implicit_args`]).
+pub fn implicit_args_name(kernel: &str) -> String {
+    format!("{kernel}.inlay.implicitargs")
+}
+
 const PAGE: usize = 0x1000;
 
 /// A code object holding `kernel` of `co`, rewritten, as the kernel

@@ -138,14 +138,15 @@
 
 pub mod counting;
 pub mod emit;
+pub mod hooks;
 pub mod lift;
 pub mod liveness;
 pub mod regs;
 pub mod rewrite;
 
 pub use lift::{
-    lift, Block, BlockId, CallSite, Callee, Exit, FuncId, FuncKind, Function, Inst, InstId,
-    LiftError, Program,
+    lift, lift_function, Block, BlockId, CallSite, Callee, Exit, FuncId, FuncKind, Function, Inst,
+    InstId, LiftError, Program,
 };
 pub use liveness::{ExecEffect, Live, Liveness, Summary};
 pub use regs::RegSet;

@@ -58,6 +58,7 @@ use inlay_codeobj::KernelDescriptor;
 use inlay_isa::tables::{ImmKind, Slot};
 use inlay_isa::{encode, encode_into, Builder, Encoding, Instruction, Modifier, Operand, Target};
 
+use crate::hooks::{HookCall, HookModule};
 use crate::lift::{Callee, InstId};
 use crate::Analysis;
 
@@ -189,19 +190,55 @@ pub enum LaneValue {
     Address,
 }
 
-/// What to insert: hooks before instructions, counting into a buffer.
-#[derive(Debug, Clone)]
+/// What to insert: built-in hooks before instructions (counting into a
+/// buffer, recording into traces) and calls to compiled hooks.
+///
+/// At one instruction, built-in hooks run first (in order), then the calls
+/// placed before it (in order); calls placed after an instruction run in
+/// order after it.
+#[derive(Debug, Clone, Default)]
 pub struct Plan {
     /// Device address of the counter buffer (8-byte aligned).
     pub counters: u64,
     /// Hooks before instructions (several per instruction run in order).
     pub hooks: Vec<(InstId, Hook)>,
+    /// Calls to compiled hooks ([`crate::hooks`]).
+    pub calls: Vec<HookCall>,
+    /// The hook modules calls name (by index).
+    pub modules: Vec<HookModule>,
     /// Take only registers dead at each hook, never SGPRs reserved for
     /// the whole kernel (which may grow its SGPR allocation).
     pub dead_registers_only: bool,
     /// Emit every branch in the long form used when a target is out of
     /// reach (to exercise that form; it is slower).
     pub all_branches_long: bool,
+    /// Save, around every call, every register the calling convention lets
+    /// a callee clobber (within the kernel's allocation) instead of the
+    /// ones live at the point and clobbered by the hook: the baseline the
+    /// engine's register finding is measured against.
+    pub save_all_clobberable: bool,
+}
+
+/// A relocation the loader applies to the rewritten code: the 32-bit word
+/// at `offset` (from the start of [`Rewritten::code`]) gets the low
+/// (`high` false) or high half of `S + addend - P`, `S` the address of
+/// `symbol`, `P` the word's (`R_AMDGPU_REL32_LO` / `_HI`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeReloc {
+    pub offset: u64,
+    pub symbol: String,
+    pub high: bool,
+    pub addend: i64,
+}
+
+/// An implicit-argument block the instrumented code object carries because
+/// the kernel has none its hooks can use: `size` bytes at symbol
+/// [`crate::emit::implicit_args_name`] of the instrumented code object,
+/// which the host fills before each dispatch
+/// ([`crate::hooks::implicit_args_block`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImplicitArgs {
+    pub size: u32,
 }
 
 /// The rewritten kernel.
@@ -221,6 +258,11 @@ pub struct Rewritten {
     pub new_offset: Vec<u64>,
     /// Calls left pointing at the original code: (call instruction, why).
     pub calls_to_original: Vec<(InstId, &'static str)>,
+    /// Relocations of the calls to compiled hooks (undefined symbols the
+    /// loader resolves against the hook modules at freeze).
+    pub relocations: Vec<CodeReloc>,
+    /// An implicit-argument block the host must fill before each dispatch.
+    pub implicit_args: Option<ImplicitArgs>,
 }
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -251,6 +293,15 @@ pub enum RewriteError {
     Trace,
     #[error("argument offset {0:#x} is not a dword offset a scalar load takes")]
     ArgumentOffset(u32),
+    /// A call to a compiled hook that cannot be made.
+    #[error("kernel {kernel}: cannot call hook {hook} {point}: {reason}")]
+    Call {
+        kernel: String,
+        hook: String,
+        /// Where: "before the instruction at 0x..", "at the kernel's entry", ...
+        point: String,
+        reason: String,
+    },
 }
 
 /// Largest offset `s_atomic_*` takes as an immediate on gfx9.
@@ -1026,6 +1077,14 @@ pub fn rewrite(
     if prog.target != Target::Gfx90a {
         return Err(RewriteError::Target);
     }
+    if let Some(c) = plan.calls.first() {
+        return Err(RewriteError::Call {
+            kernel: prog.kernel.clone(),
+            hook: c.hook.clone(),
+            point: format!("{:?}", c.point),
+            reason: "calls to compiled hooks are not implemented yet".into(),
+        });
+    }
     let asm = Asm {
         b: Builder::new(prog.target),
         atomic: std::cell::Cell::new(None),
@@ -1435,6 +1494,8 @@ pub fn rewrite(
         preamble: preamble.len(),
         new_offset,
         calls_to_original,
+        relocations: Vec::new(),
+        implicit_args: None,
     })
 }
 
