@@ -155,6 +155,8 @@ typedef struct {
 } inlay_block_t;
 
 const char *inlay_kernel_name(const inlay_kernel_t *k);
+/* The kernel object its launches dispatch (inlay_launch_t.kernel_object). */
+uint64_t inlay_kernel_object(const inlay_kernel_t *k);
 uint32_t inlay_kernel_instr_count(const inlay_kernel_t *k);
 const inlay_instr_t *inlay_kernel_instr(const inlay_kernel_t *k, uint32_t i);
 uint32_t inlay_kernel_function_count(const inlay_kernel_t *k);
@@ -179,8 +181,9 @@ typedef enum {
   INLAY_GRID_SIZE_X = 0, INLAY_GRID_SIZE_Y, INLAY_GRID_SIZE_Z,
   INLAY_WORKGROUP_SIZE_X, INLAY_WORKGROUP_SIZE_Y, INLAY_WORKGROUP_SIZE_Z,
   INLAY_WORKGROUP_ID_X, INLAY_WORKGROUP_ID_Y, INLAY_WORKGROUP_ID_Z,
-  INLAY_KERNARG_SEGMENT, /* 64-bit device address */
-  INLAY_DISPATCH_PACKET  /* 64-bit device address */
+  INLAY_KERNARG_SEGMENT, /* 64-bit device address of the kernel's arguments */
+  INLAY_DISPATCH_PACKET, /* 64-bit device address of the AQL packet */
+  INLAY_WORKITEM_ID_X, INLAY_WORKITEM_ID_Y, INLAY_WORKITEM_ID_Z /* per lane */
 } inlay_launch_value_t;
 
 /* Calls hook `hook` (a function of the tool's hook module) at a point;
@@ -197,6 +200,8 @@ int inlay_add_call_arg_reg_ref(inlay_kernel_t *k, inlay_reg_t reg);
 /* The address the instruction accesses, per lane (INLAY_INSTR_HAS_ADDRESS). */
 int inlay_add_call_arg_mem_addr(inlay_kernel_t *k);
 int inlay_add_call_arg_launch(inlay_kernel_t *k, inlay_launch_value_t value);
+/* The dword at byte `offset` (a multiple of 4) of the kernel's arguments. */
+int inlay_add_call_arg_kernarg_dword(inlay_kernel_t *k, uint32_t offset);
 
 /* ---- The tool ---------------------------------------------------------- */
 

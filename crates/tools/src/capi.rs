@@ -12,8 +12,8 @@ use std::sync::Mutex;
 
 use inlay_isa::{Access, RegFile, Register};
 
-use crate::insert::{Arg, LaunchValue, Point};
 use crate::kernel::{AddressOperand, Space};
+use crate::{Arg, LaunchValue, Point};
 use crate::{Globals, HookModule, Insertions, Kernel, Output, ToolOptions};
 
 thread_local! {
@@ -335,6 +335,14 @@ pub unsafe extern "C" fn inlay_kernel_name(k: *const c_void) -> *const c_char {
 /// # Safety
 /// `k` is the handle the runtime passed to `inlay_instrument`.
 #[no_mangle]
+pub unsafe extern "C" fn inlay_kernel_object(k: *const c_void) -> u64 {
+    // SAFETY: per this function's contract.
+    unsafe { kernel(k) }.map_or(0, |k| k.kernel.object())
+}
+
+/// # Safety
+/// `k` is the handle the runtime passed to `inlay_instrument`.
+#[no_mangle]
 pub unsafe extern "C" fn inlay_kernel_instr_count(k: *const c_void) -> u32 {
     // SAFETY: per this function's contract.
     unsafe { kernel(k) }.map_or(0, |k| k.kernel.instruction_count() as u32)
@@ -452,8 +460,8 @@ pub unsafe extern "C" fn inlay_insert_call(
             let point = match point {
                 0 => Point::Before(i),
                 1 => Point::After(i),
-                2 => Point::KernelEntry,
-                3 => Point::KernelExits,
+                2 => Point::Entry,
+                3 => Point::Exits,
                 p => return Err(format!("point {p} is not an inlay_point_t")),
             };
             if flags & !1 != 0 {
@@ -476,7 +484,7 @@ unsafe fn add_arg(k: *const c_void, arg: Result<Arg, String>) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn inlay_add_call_arg_u32(k: *const c_void, v: u32) -> c_int {
     // SAFETY: per this function's contract.
-    unsafe { add_arg(k, Ok(Arg::U32(v))) }
+    unsafe { add_arg(k, Ok(Arg::Const32(v))) }
 }
 
 /// # Safety
@@ -484,7 +492,7 @@ pub unsafe extern "C" fn inlay_add_call_arg_u32(k: *const c_void, v: u32) -> c_i
 #[no_mangle]
 pub unsafe extern "C" fn inlay_add_call_arg_u64(k: *const c_void, v: u64) -> c_int {
     // SAFETY: per this function's contract.
-    unsafe { add_arg(k, Ok(Arg::U64(v))) }
+    unsafe { add_arg(k, Ok(Arg::Const64(v))) }
 }
 
 /// # Safety
@@ -500,7 +508,7 @@ pub unsafe extern "C" fn inlay_add_call_arg_reg(k: *const c_void, r: CReg) -> c_
 #[no_mangle]
 pub unsafe extern "C" fn inlay_add_call_arg_reg_ref(k: *const c_void, r: CReg) -> c_int {
     // SAFETY: per this function's contract.
-    unsafe { add_arg(k, r.register().map(Arg::Ref)) }
+    unsafe { add_arg(k, r.register().map(Arg::Reference)) }
 }
 
 /// # Safety
@@ -508,7 +516,15 @@ pub unsafe extern "C" fn inlay_add_call_arg_reg_ref(k: *const c_void, r: CReg) -
 #[no_mangle]
 pub unsafe extern "C" fn inlay_add_call_arg_mem_addr(k: *const c_void) -> c_int {
     // SAFETY: per this function's contract.
-    unsafe { add_arg(k, Ok(Arg::MemoryAddress)) }
+    unsafe { add_arg(k, Ok(Arg::Address)) }
+}
+
+/// # Safety
+/// `k` is the handle the runtime passed to `inlay_instrument`.
+#[no_mangle]
+pub unsafe extern "C" fn inlay_add_call_arg_kernarg_dword(k: *const c_void, offset: u32) -> c_int {
+    // SAFETY: per this function's contract.
+    unsafe { add_arg(k, Ok(Arg::Launch(LaunchValue::KernargDword(offset)))) }
 }
 
 /// # Safety
@@ -519,8 +535,9 @@ pub unsafe extern "C" fn inlay_add_call_arg_launch(k: *const c_void, v: c_int) -
         0..=2 => Ok(LaunchValue::GridSize(v as u8)),
         3..=5 => Ok(LaunchValue::WorkgroupSize(v as u8 - 3)),
         6..=8 => Ok(LaunchValue::WorkgroupId(v as u8 - 6)),
-        9 => Ok(LaunchValue::KernargSegment),
-        10 => Ok(LaunchValue::DispatchPacket),
+        9 => Ok(LaunchValue::KernargPtr),
+        10 => Ok(LaunchValue::DispatchPtr),
+        11..=13 => Ok(LaunchValue::WorkitemId(v as u8 - 11)),
         _ => Err(format!("{v} is not an inlay_launch_value_t")),
     };
     // SAFETY: per this function's contract.
@@ -647,7 +664,8 @@ pub unsafe extern "C" fn inlay_tool_hooks(
     // SAFETY: the caller gives `size` readable bytes at `bytes`.
     let data = unsafe { std::slice::from_raw_parts(bytes.cast::<u8>(), size) }.to_vec();
     guard(|| {
-        let m = HookModule::new(&format!("of {}", t.name), data)?;
+        let m =
+            HookModule::new(&format!("of {}", t.name), data.into()).map_err(|e| e.to_string())?;
         *lock(&t.hooks) = Some(m);
         Ok(())
     })
@@ -664,7 +682,7 @@ pub unsafe extern "C" fn inlay_tool_hooks_file(t: *const c_void, path: *const c_
     guard(|| {
         let path = path?;
         let data = std::fs::read(path).map_err(|e| format!("hook module {path}: {e}"))?;
-        *lock(&t.hooks) = Some(HookModule::new(path, data)?);
+        *lock(&t.hooks) = Some(HookModule::new(path, data.into()).map_err(|e| e.to_string())?);
         Ok(())
     })
 }

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use inlay_codeobj::{CodeObject, KernelDescriptor};
+use inlay_instrument::hooks::{implicit_args_block, HookCall, HookModule};
 use inlay_instrument::rewrite::{rewrite, Hook, Plan, Trace};
 use inlay_instrument::{analyse, emit, Analysis};
 use inlay_loader::{AgentRef, Executable, SymbolKind};
@@ -72,6 +73,9 @@ struct Copy {
     /// Device address of the copy of every original instruction.
     copies: Vec<u64>,
     added: usize,
+    /// The implicit-argument block to fill before each dispatch, when the
+    /// kernel has none its hooks can use.
+    implicit_args: Option<u64>,
     /// Keeps the copy's code objects loaded.
     _executable: Executable,
 }
@@ -210,11 +214,18 @@ impl Host {
     }
 
     /// Tool `t`'s requests for the kernel (asked once).
-    fn requests(&self, p: &Prepared, k: &KernelRef, t: usize) -> Result<Arc<Insertions>, String> {
+    fn requests(
+        &self,
+        object: u64,
+        p: &Prepared,
+        k: &KernelRef,
+        t: usize,
+    ) -> Result<Arc<Insertions>, String> {
         p.requests[t]
             .get_or_init(|| {
                 let kernel = Kernel {
                     name: &k.name,
+                    object,
                     code_object: &k.code.name,
                     analysis: &p.analysis,
                     args: &k.args,
@@ -237,19 +248,14 @@ impl Host {
             .collect();
         let mut requests = Vec::new();
         for &t in &tools {
-            requests.push((t, self.requests(&p, k, t)?));
+            requests.push((t, self.requests(object, &p, k, t)?));
         }
-        if let Some((t, _)) = requests.iter().find(|(_, r)| !r.calls.is_empty()) {
-            return Err(format!(
-                "{}: calls to compiled hooks are not supported by this engine yet",
-                self.tools[*t].name()
-            ));
-        }
+        let (calls, modules, module_of) = self.calls(&requests)?;
         // Counter slots: identical counting hooks of several tools share
         // one; traces get a cursor slot each.
         let mut slots = 0usize;
         let mut shared: HashMap<(usize, bool), usize> = HashMap::new();
-        let mut parts = Vec::new();
+        let mut parts: Vec<(usize, ToolPart)> = Vec::new();
         let mut trace_caps: Vec<(u32, usize)> = Vec::new();
         let mut builtins: Vec<(usize, Builtin, usize)> = Vec::new();
         for (t, r) in &requests {
@@ -359,39 +365,106 @@ impl Host {
         let plan = Plan {
             counters: allocations.counters,
             hooks,
-            dead_registers_only: false,
-            all_branches_long: false,
+            calls,
+            modules,
+            ..Plan::default()
         };
         let rw = rewrite(&p.analysis, k.code.load_delta, &p.descriptor, &plan)
             .map_err(|e| e.to_string())?;
         let bytes = emit::code_object(&co, &k.name, &rw).map_err(|e| e.to_string())?;
-        let (executable, object, entry, code_id) = self.load(k, &co, &bytes)?;
-        let copies = rw.new_offset.iter().map(|&off| entry + off).collect();
+        let loaded = self.load(k, &co, &bytes, &plan.modules)?;
+        for (part, module) in parts.iter_mut().zip(&module_of) {
+            part.1.globals = module.map(|m| loaded.globals[m].clone());
+        }
+        let implicit_args =
+            match rw.implicit_args {
+                None => None,
+                Some(_) => Some(loaded.implicit_args.ok_or(
+                    "the instrumented code object has no implicit-argument block to fill",
+                )?),
+            };
+        let copies = rw
+            .new_offset
+            .iter()
+            .map(|&off| loaded.entry + off)
+            .collect();
         let (counters, traces) = allocations.keep();
         Ok(Copy {
-            object,
+            object: loaded.object,
             memory: self.memory.clone(),
             device: self.device.clone(),
-            code_id,
+            code_id: loaded.code_id,
             counters,
             slots,
             traces,
             parts,
             copies,
             added: rw.added,
-            _executable: executable,
+            implicit_args,
+            _executable: loaded.executable,
         })
     }
 
-    /// Loads the instrumented code object beside the original; the device
-    /// gets one program for both, so calls from the rewritten code into the
-    /// original's functions land.
+    /// The calls of every tool, each naming its tool's hook module, checked
+    /// against the module: the hook exists and gets the argument dwords it
+    /// reads. Also the modules, and each tool's module index.
+    #[allow(clippy::type_complexity)]
+    fn calls(
+        &self,
+        requests: &[(usize, Arc<Insertions>)],
+    ) -> Result<(Vec<HookCall>, Vec<HookModule>, Vec<Option<usize>>), String> {
+        let mut calls = Vec::new();
+        let mut modules = Vec::new();
+        let mut module_of = Vec::new();
+        for (t, r) in requests {
+            let tool = &self.tools[*t];
+            let Some(module) = tool.hook_module() else {
+                if let Some(c) = r.calls.first() {
+                    return Err(format!(
+                        "{}: calls hook {} but gave no hook module",
+                        tool.name(),
+                        c.hook
+                    ));
+                }
+                module_of.push(None);
+                continue;
+            };
+            for c in &r.calls {
+                let info = module
+                    .hook(&c.hook)
+                    .map_err(|e| format!("{}: {e}", tool.name()))?;
+                let given: u32 = c.args.iter().map(|a| a.dwords()).sum();
+                if given < info.arg_dwords {
+                    return Err(format!(
+                        "{}: hook {} reads {} argument dwords but the call at {:?} gives {given}",
+                        tool.name(),
+                        c.hook,
+                        info.arg_dwords,
+                        c.point
+                    ));
+                }
+                calls.push(HookCall {
+                    module: modules.len(),
+                    ..c.clone()
+                });
+            }
+            module_of.push(Some(modules.len()));
+            modules.push(module.clone());
+        }
+        Ok((calls, modules, module_of))
+    }
+
+    /// Loads the instrumented code object, with an instance of each hook
+    /// module its calls reach, beside the original; the device gets one
+    /// program for all, so calls from the rewritten code into the
+    /// original's functions and into the hooks land.
     fn load(
         &self,
         k: &KernelRef,
         co: &CodeObject<'_>,
         bytes: &[u8],
-    ) -> Result<(Executable, u64, u64, u64), String> {
+        modules: &[HookModule],
+    ) -> Result<Loaded, String> {
         let agent = AgentRef {
             key: 1,
             target: co.target,
@@ -403,6 +476,17 @@ impl Host {
             Some(&format!("{} (instrumented)", k.code.name)),
         )
         .map_err(|e| e.to_string())?;
+        let mut ids = Vec::new();
+        for m in modules {
+            let id = exe
+                .load_shared(
+                    &agent,
+                    m.bytes().clone(),
+                    Some(&format!("hook module {}", m.name())),
+                )
+                .map_err(|e| e.to_string())?;
+            ids.push(id);
+        }
         exe.freeze().map_err(|e| e.to_string())?;
         let name = emit::instrumented_name(&k.name);
         let (object, entry) = exe
@@ -413,6 +497,31 @@ impl Host {
                 _ => None,
             })
             .ok_or_else(|| format!("the instrumented code object has no kernel {name}"))?;
+        let variable = |id: inlay_loader::SymbolId| {
+            let s = exe.get(id)?;
+            match &s.kind {
+                SymbolKind::Variable(v) => Some((s, v.address, v.size)),
+                _ => None,
+            }
+        };
+        let implicit = emit::implicit_args_name(&k.name);
+        let implicit_args = exe
+            .variables()
+            .iter()
+            .filter_map(|&id| variable(id))
+            .find(|(s, _, _)| s.name == implicit)
+            .map(|(_, a, _)| a);
+        let globals = ids
+            .iter()
+            .map(|&m| {
+                exe.variables()
+                    .iter()
+                    .filter_map(|&id| variable(id))
+                    .filter(|(s, _, _)| s.code_object == Some(m))
+                    .map(|(s, a, size)| (s.name.clone(), (a, size)))
+                    .collect()
+            })
+            .collect();
         let mut regions: Vec<_> = k
             .executable
             .iter()
@@ -420,7 +529,14 @@ impl Host {
             .collect();
         regions.extend(exe.code_objects().iter().filter_map(|c| c.code_region()));
         let code_id = self.device.add_code(&regions)?;
-        Ok((exe, object, entry, code_id))
+        Ok(Loaded {
+            executable: exe,
+            object,
+            entry,
+            code_id,
+            globals,
+            implicit_args,
+        })
     }
 
     /// A copy of `k` with the hooks of `set` that no dispatch in flight
@@ -447,14 +563,17 @@ impl Host {
             .or_insert_with(|| Ok(Vec::new()));
         match (&built, entry) {
             (Ok(c), Ok(list)) => list.push(c.clone()),
-            (Err(e), slot) => {
+            // The kernel cannot be instrumented this way: say so once, and
+            // run it as it is from now on. (A failure after copies were
+            // built, such as memory running out, fails this launch only.)
+            (Err(e), slot) if slot.as_ref().is_ok_and(|l| l.is_empty()) => {
                 self.out.line(&format!(
                     "inlay: cannot instrument {}: {e}; running it as it is",
                     crate::display_name(&k.name)
                 ));
                 *slot = Err(e.clone());
             }
-            (Ok(_), Err(_)) => {}
+            _ => {}
         }
         drop(st);
         if let Ok(c) = &built {
@@ -477,10 +596,42 @@ impl Host {
         }
     }
 
-    fn reset(&self, c: &Copy) {
+    /// Readies a copy for a dispatch: counters and trace cursors zeroed,
+    /// the implicit-argument block (if it has its own) filled.
+    fn ready(&self, c: &Copy, d: &KernelDispatch) -> Result<(), String> {
         let zeros = vec![0u8; 8 * c.slots];
-        let _ = self.memory.write_bytes(c.counters, &zeros);
+        self.memory
+            .write_bytes(c.counters, &zeros)
+            .map_err(|e| e.to_string())?;
+        if let Some(at) = c.implicit_args {
+            let dims = d.dimensions.clamp(1, 3);
+            let mut grid = [1; 3];
+            let mut wg = [1; 3];
+            for i in 0..dims as usize {
+                grid[i] = d.grid_size[i];
+                wg[i] = u32::from(d.workgroup_size[i]);
+            }
+            let block = implicit_args_block(grid, wg, dims);
+            self.memory
+                .write_bytes(at, &block)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
+}
+
+/// An instrumented code object loaded with its hook modules.
+struct Loaded {
+    executable: Executable,
+    /// The kernel object and entry address of the instrumented kernel.
+    object: u64,
+    entry: u64,
+    /// The device's id of its code.
+    code_id: u64,
+    /// Each module's globals: name → (address, size).
+    globals: Vec<HashMap<String, (u64, u64)>>,
+    /// The implicit-argument block the host fills, if it has one.
+    implicit_args: Option<u64>,
 }
 
 /// Device memory for a copy's counters and traces, freed unless kept.
@@ -587,11 +738,11 @@ impl Interceptor for Host {
             error: None,
         };
         if wanted != 0 {
-            match self.copy_for(d.kernel_object, &k, wanted) {
-                Ok(c) => {
-                    self.reset(&c);
-                    active.copy = Some(c);
-                }
+            match self
+                .copy_for(d.kernel_object, &k, wanted)
+                .and_then(|c| self.ready(&c, d).map(|_| c))
+            {
+                Ok(c) => active.copy = Some(c),
                 Err(e) => active.error = Some(e),
             }
         }

@@ -5,74 +5,14 @@
 //!
 //! A tool fills an [`Insertions`] once per kernel; the host merges those of
 //! every tool attached into one instrumented copy of the kernel and keeps
-//! it for later launches.
+//! it for later launches. Points, arguments and launch values are the
+//! engine's ([`inlay_instrument::hooks`]).
 
 use std::any::Any;
 use std::sync::Arc;
 
+use inlay_instrument::hooks::{Arg, HookCall, Point};
 use inlay_instrument::rewrite::{LaneValue, Value};
-use inlay_isa::Register;
-
-/// Where a call goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Point {
-    /// Before instruction `i` (an index into [`crate::Kernel::instructions`]):
-    /// on every path that reaches it.
-    Before(usize),
-    /// After instruction `i`, which must not branch: the hook sees what it
-    /// wrote (an atomic's returned value, a load's data once it arrived).
-    After(usize),
-    /// Once at the kernel's start.
-    KernelEntry,
-    /// Before every `s_endpgm` of the kernel.
-    KernelExits,
-}
-
-/// A value the dispatch gives every wave.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LaunchValue {
-    /// Work-items in dimension 0, 1 or 2 (the packet's grid size).
-    GridSize(u8),
-    /// Work-items per workgroup in a dimension.
-    WorkgroupSize(u8),
-    /// This wave's workgroup id in a dimension.
-    WorkgroupId(u8),
-    /// Device address of the kernel-argument segment.
-    KernargSegment,
-    /// Device address of the AQL dispatch packet.
-    DispatchPacket,
-}
-
-/// A hook argument.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Arg {
-    /// A constant, the same in every lane.
-    U32(u32),
-    U64(u64),
-    /// The value an application register holds at the point: 32 bits (one
-    /// register) or 64 (an aligned pair); VGPRs and AGPRs per lane, SGPRs
-    /// and VCC, EXEC, M0, SCC the same in every lane.
-    Value(Register),
-    /// An application register by reference: the hook receives a pointer to
-    /// it, and what the hook stores there is in the register when the
-    /// application continues.
-    Ref(Register),
-    /// The address the instruction at the point accesses, per lane (FLAT
-    /// and GLOBAL instructions: [`crate::Class::HAS_ADDRESS`]).
-    MemoryAddress,
-    Launch(LaunchValue),
-}
-
-/// A call of compiled hook `hook` (a function of the tool's hook module).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Call {
-    pub point: Point,
-    pub hook: String,
-    pub args: Vec<Arg>,
-    /// Run the hook in one lane per wave (EXEC set to the lowest lane on,
-    /// or lane 0 if none is) instead of the lanes EXEC enables there.
-    pub once_per_wave: bool,
-}
 
 /// One of this tool's u64 counters, zeroed before each launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -108,7 +48,8 @@ pub(crate) enum Builtin {
 /// A tool's requests for one kernel.
 #[derive(Default)]
 pub struct Insertions {
-    pub(crate) calls: Vec<Call>,
+    /// Calls to the tool's hooks (`module` is set when merged).
+    pub(crate) calls: Vec<HookCall>,
     pub(crate) builtins: Vec<(usize, Builtin)>,
     pub(crate) counters: usize,
     /// Capacity in bytes of each trace.
@@ -136,7 +77,8 @@ impl Insertions {
         }
     }
 
-    /// Calls `hook` at `point` with `args`.
+    /// Calls `hook` (a function of the tool's hook module) at `point` with
+    /// `args`, in every lane EXEC enables there or once per wave.
     pub fn call(
         &mut self,
         point: Point,
@@ -147,8 +89,9 @@ impl Insertions {
         if let Point::Before(i) | Point::After(i) = point {
             self.check(i)?;
         }
-        self.calls.push(Call {
+        self.calls.push(HookCall {
             point,
+            module: 0,
             hook: hook.to_string(),
             args: args.to_vec(),
             once_per_wave,

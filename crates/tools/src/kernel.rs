@@ -16,6 +16,7 @@ use inlay_isa::{info, Access, Encoding, Instruction, Operand, RegFile, Register}
 /// The kernel being instrumented.
 pub struct Kernel<'a> {
     pub(crate) name: &'a str,
+    pub(crate) object: u64,
     pub(crate) code_object: &'a str,
     pub(crate) analysis: &'a Analysis,
     pub(crate) args: &'a [KernelArg],
@@ -26,6 +27,11 @@ impl<'a> Kernel<'a> {
     /// Its name as in the code object (C++ names mangled).
     pub fn name(&self) -> &'a str {
         self.name
+    }
+
+    /// Its kernel object (what launches of it dispatch: [`crate::Launch::kernel_object`]).
+    pub fn object(&self) -> u64 {
+        self.object
     }
 
     /// The name (or URI) of the code object it was loaded from.
@@ -178,7 +184,7 @@ impl Class {
     pub const LANE_ACCESS: Class = Class(1 << 9);
     /// Accesses LDS (DS instructions other than GWS ones).
     pub const LDS: Class = Class(1 << 10);
-    /// Has an address [`crate::Arg::MemoryAddress`] can pass (FLAT and
+    /// Has an address [`crate::Arg::Address`] can pass (FLAT and
     /// GLOBAL instructions).
     pub const HAS_ADDRESS: Class = Class(1 << 11);
 

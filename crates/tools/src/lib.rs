@@ -40,7 +40,8 @@ pub mod shared_lib;
 
 pub use counting::{Counting, Executed, LaneRecord, Records};
 pub use host::{Host, MAX_TOOLS};
-pub use insert::{Arg, Call, Counter, Insertions, LaunchValue, Point, TraceId};
+pub use inlay_instrument::hooks::{Arg, HookModule, LaunchValue, Point};
+pub use insert::{Counter, Insertions, TraceId};
 pub use kernel::{classify, AddressOperand, BlockView, Class, FunctionView, Instr, Kernel, Space};
 pub use options::{Options, ToolOptions, HOST_KEYS};
 pub use outcome::{Globals, Outcome, TraceData};
@@ -76,33 +77,6 @@ impl Launch {
     /// Workgroups per dimension.
     pub fn groups(&self) -> [u32; 3] {
         [0, 1, 2].map(|d| self.grid[d].div_ceil(self.workgroup[d].max(1)))
-    }
-}
-
-/// A tool's compiled hooks: a code object (gfx90a) whose functions the
-/// tool's calls name and whose globals it reads and writes.
-#[derive(Debug, Clone)]
-pub struct HookModule {
-    /// Where it came from (a path, or the tool's name), for messages.
-    pub name: String,
-    pub bytes: std::sync::Arc<[u8]>,
-}
-
-impl HookModule {
-    /// Checks that `bytes` is a code object with functions to call.
-    pub fn new(name: &str, bytes: Vec<u8>) -> Result<HookModule, String> {
-        let co = inlay_codeobj::CodeObject::parse(&bytes)
-            .map_err(|e| format!("hook module {name}: {e}"))?;
-        if co.target.processor.name() != "gfx90a" {
-            return Err(format!(
-                "hook module {name} is for {}; hooks run on the virtual gfx90a",
-                co.target
-            ));
-        }
-        Ok(HookModule {
-            name: name.to_string(),
-            bytes: bytes.into(),
-        })
     }
 }
 
