@@ -12,10 +12,10 @@ ROCM_BITCODE ?= /usr/lib/x86_64-linux-gnu/amdgcn/bitcode
 CFLAGS ?= -O2 -g -Wall -Wextra -Werror
 
 # Hooks: HIP device code, kept as global functions (-fgpu-rdc) in a linked
-# code object.
+# code object, with the stack sizes the engine reads (-fstack-size-section).
 HIPFLAGS := -x hip --cuda-device-only -fgpu-rdc --no-gpu-bundle-output \
-            --offload-arch=gfx90a -O2 --rocm-device-lib-path=$(ROCM_BITCODE) \
-            -I$(INLAY)/include
+            --offload-arch=gfx90a -O2 -fstack-size-section \
+            --rocm-device-lib-path=$(ROCM_BITCODE) -I$(INLAY)/include
 
 all: $(NAME).so
 

@@ -5,15 +5,16 @@
  * at the points the tool chose (include/inlay/tool.h). Hooks live in a code
  * object of their own, the hook module, compiled by clang for gfx90a from
  * HIP, OpenCL C or C and linked as a shared object whose hooks stay global
- * symbols (HIP needs -fgpu-rdc for that):
+ * symbols (HIP needs -fgpu-rdc for that), with the stack sizes the engine
+ * reads (-fstack-size-section):
  *
  *   clang-19 -x hip --cuda-device-only -fgpu-rdc --no-gpu-bundle-output \
- *            --offload-arch=gfx90a -O2 --rocm-device-lib-path=BITCODE \
- *            -I include hooks.hip -o hooks.hsaco
+ *            --offload-arch=gfx90a -O2 -fstack-size-section \
+ *            --rocm-device-lib-path=BITCODE -I include hooks.hip -o hooks.hsaco
  *   clang-19 -x c  --target=amdgcn-amd-amdhsa -mcpu=gfx90a -O2 -nogpulib \
- *            -I include hooks.c -o hooks.hsaco
+ *            -fstack-size-section -I include hooks.c -o hooks.hsaco
  *   clang-19 -x cl -cl-std=CL2.0 --target=amdgcn-amd-amdhsa -mcpu=gfx90a \
- *            -O2 -nogpulib -I include hooks.cl -o hooks.hsaco
+ *            -O2 -nogpulib -fstack-size-section -I include hooks.cl -o hooks.hsaco
  *
  * (BITCODE: ROCm's device libraries, /usr/lib/x86_64-linux-gnu/amdgcn/bitcode
  * on Debian; C and OpenCL C hooks built with -nogpulib cannot use them.)

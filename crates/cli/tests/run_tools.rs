@@ -342,7 +342,10 @@ fn bad_tool_options_are_refused_before_the_program_starts() {
             &["--tool", "instr-count", "--tool-opt", "mod=instruction"],
             "unknown tool option mod=instruction",
         ),
-        (&["--tool-opt", "mode=block"], "--tool-opt mode=block given without --tool"),
+        (
+            &["--tool-opt", "mode=block"],
+            "--tool-opt mode=block given without --tool",
+        ),
         (&["--tool", "nosuch"], "no tool named nosuch"),
         (
             &["--tool", "instr-count", "--tool-opt", "mode=sideways"],
@@ -360,10 +363,16 @@ fn bad_tool_options_are_refused_before_the_program_starts() {
             &["--tool", "kernel-args", "--tool-opt", "mode=block"],
             "unknown tool option mode=block",
         ),
-        (&["--tool", "instr-count", "--tool", "instr-count"], "named twice"),
+        (
+            &["--tool", "instr-count", "--tool", "instr-count"],
+            "named twice",
+        ),
         (&["--tool", "./no/such/tool.so"], "No such file"),
         (&["--tool", not_a_tool], "exports no inlay_tool_init"),
-        (&["--tool", "instr-count", "--tool-opt", "novalue"], "expected KEY=VALUE"),
+        (
+            &["--tool", "instr-count", "--tool-opt", "novalue"],
+            "expected KEY=VALUE",
+        ),
     ];
     for (args, want) in cases {
         if args.contains(&not_a_tool) && !std::path::Path::new(not_a_tool).exists() {
@@ -372,7 +381,10 @@ fn bad_tool_options_are_refused_before_the_program_starts() {
         let (code, stderr, ran) = refused(args);
         assert_eq!(code, 1, "{args:?}: {stderr}");
         assert!(!ran, "{args:?}: the program ran");
-        assert!(stderr.contains(want), "{args:?}: want {want:?} in:\n{stderr}");
+        assert!(
+            stderr.contains(want),
+            "{args:?}: want {want:?} in:\n{stderr}"
+        );
         assert!(!stderr.contains("INVALID_ARGUMENT"), "{args:?}: {stderr}");
     }
     // Options several tools read reach them all; a scoped one reaches one.

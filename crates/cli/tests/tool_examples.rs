@@ -26,7 +26,10 @@ fn example(name: &'static str) -> Option<PathBuf> {
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    built.entry(name).or_insert_with(|| make_example(name)).clone()
+    built
+        .entry(name)
+        .or_insert_with(|| make_example(name))
+        .clone()
 }
 
 fn make_example(name: &str) -> Option<PathBuf> {
@@ -61,7 +64,10 @@ fn program(name: &'static str) -> Option<PathBuf> {
     static BUILT: OnceLock<std::sync::Mutex<BTreeMap<&'static str, PathBuf>>> = OnceLock::new();
     let headers = Path::new("/usr/include/hsa/hsa.h").is_file();
     let gcc = Command::new("gcc").arg("--version").output().is_ok();
-    if missing("gcc and Debian's HSA headers (libhsa-runtime-dev)", gcc && headers) {
+    if missing(
+        "gcc and Debian's HSA headers (libhsa-runtime-dev)",
+        gcc && headers,
+    ) {
         return None;
     }
     let built = BUILT.get_or_init(Default::default);
@@ -154,7 +160,11 @@ fn instr_count_equals_the_built_in_instr_count() {
         let mine = counts(&stderr, "instr_count");
         let builtin = counts(&stderr, "instr-count");
         assert!(mine.len() >= 4, "{stderr}");
-        assert_eq!(mine.keys().collect::<Vec<_>>(), builtin.keys().collect::<Vec<_>>(), "{stderr}");
+        assert_eq!(
+            mine.keys().collect::<Vec<_>>(),
+            builtin.keys().collect::<Vec<_>>(),
+            "{stderr}"
+        );
         for (launch, n) in &mine {
             if exe == &kernels && *launch == FAULTING {
                 assert_eq!(*n, None, "{stderr}");
@@ -220,7 +230,12 @@ fn instr_count_per_thread_counts_vector_lanes_and_scalar_waves() {
     );
     let (_, _) = run(
         &exe,
-        &["--tool", "opcode-hist", "--tool-opt", &format!("json={}", waves.display())],
+        &[
+            "--tool",
+            "opcode-hist",
+            "--tool-opt",
+            &format!("json={}", waves.display()),
+        ],
     );
     let (lanes_h, waves_h) = (histograms(&lanes), histograms(&waves));
     let _ = std::fs::remove_file(&lanes);
@@ -313,9 +328,8 @@ fn kernarg_access_reads_grid_dim_in_every_launch_shape() {
     assert_eq!(dims_seen.into_iter().collect::<Vec<_>>(), vec![1, 2, 3]);
     assert!(names.iter().any(|n| n == "histogram_total"), "{names:?}");
     assert!(
-        names
-            .iter()
-            .any(|n| n == "void reduce_sum<unsigned int>(unsigned int const*, unsigned int*, unsigned int)"),
+        names.iter().any(|n| n
+            == "void reduce_sum<unsigned int>(unsigned int const*, unsigned int*, unsigned int)"),
         "{names:?}"
     );
 }
@@ -326,8 +340,15 @@ fn trace_lines(stderr: &str, prefix: &str) -> BTreeMap<u64, Vec<String>> {
     let mut out: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     let mut current = None;
     for l in stderr.lines() {
-        if let Some(rest) = l.strip_prefix(prefix).and_then(|r| r.strip_prefix(": kernel ")) {
-            let index: u64 = rest.split(' ').next().and_then(|n| n.parse().ok()).expect("index");
+        if let Some(rest) = l
+            .strip_prefix(prefix)
+            .and_then(|r| r.strip_prefix(": kernel "))
+        {
+            let index: u64 = rest
+                .split(' ')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .expect("index");
             out.entry(index).or_default();
             current = Some(index);
         } else if let (Some(i), true) = (current, l.starts_with("  0x")) {
@@ -388,7 +409,8 @@ fn vector_add_add() -> Option<(u64, u16)> {
         .expect("vector_add has a v_add_f32");
     // `v_add_f32_e32 v1, v1, v2 // 000000001A34: ...`
     let (insn, comment) = line.split_once("//").expect("address comment");
-    let addr = u64::from_str_radix(comment.trim().split(':').next().expect("addr"), 16).expect("hex");
+    let addr =
+        u64::from_str_radix(comment.trim().split(':').next().expect("addr"), 16).expect("hex");
     let dst = insn
         .split_whitespace()
         .nth(1)
@@ -412,9 +434,11 @@ fn printed_values(stdout: &str) -> Vec<u32> {
 
 #[test]
 fn reg_write_flips_the_bit_it_is_asked_to() {
-    let (Some(tool), Some(exe), Some((addr, dst))) =
-        (example("reg_write"), program("launch_shapes"), vector_add_add())
-    else {
+    let (Some(tool), Some(exe), Some((addr, dst))) = (
+        example("reg_write"),
+        program("launch_shapes"),
+        vector_add_add(),
+    ) else {
         return;
     };
     let tool = tool.to_string_lossy().into_owned();
@@ -447,11 +471,20 @@ fn reg_write_flips_the_bit_it_is_asked_to() {
         }
         // Every vector_add launch was hit in every element; histogram_total
         // was left alone.
-        assert!(stdout.contains("vector_add 1d: 0 of 1000 right"), "{stdout}");
+        assert!(
+            stdout.contains("vector_add 1d: 0 of 1000 right"),
+            "{stdout}"
+        );
         assert!(stdout.contains("vector_add 2d: 0 of 128 right"), "{stdout}");
         assert!(stdout.contains("vector_add 3d: 0 of 64 right"), "{stdout}");
-        assert!(stdout.contains("histogram_total 3d: 700 (want 700)"), "{stdout}");
-        let reports = stderr.lines().filter(|l| l.starts_with("reg_write: kernel")).count();
+        assert!(
+            stdout.contains("histogram_total 3d: 700 (want 700)"),
+            "{stdout}"
+        );
+        let reports = stderr
+            .lines()
+            .filter(|l| l.starts_with("reg_write: kernel"))
+            .count();
         assert_eq!(reports, 3, "{stderr}");
     }
 }

@@ -76,6 +76,9 @@ struct Copy {
     /// The implicit-argument block to fill before each dispatch, when the
     /// kernel has none its hooks can use.
     implicit_args: Option<u64>,
+    /// Tools of the set it was built for whose hooks could not be placed
+    /// (left out so that the others' run), and why.
+    left_out: Vec<(usize, String)>,
     /// Keeps the copy's code objects loaded.
     _executable: Executable,
 }
@@ -401,13 +404,44 @@ impl Host {
             copies,
             added: rw.added,
             implicit_args,
+            left_out: Vec::new(),
             _executable: loaded.executable,
         })
     }
 
-    /// The calls of every tool, each naming its tool's hook module, checked
-    /// against the module: the hook exists and gets the argument dwords it
-    /// reads. Also the modules, and each tool's module index.
+    /// The copy with the hooks of `set`, or, if they cannot all be placed,
+    /// with the hooks of the tools whose hooks can be placed on their own:
+    /// one tool's unplaceable hook does not take the others' away.
+    fn build_best(&self, object: u64, k: &KernelRef, set: ToolSet) -> Result<Copy, String> {
+        let all = self.build(object, k, set);
+        if all.is_ok() || set.count_ones() < 2 {
+            return all;
+        }
+        let mut fine = 0;
+        let mut left_out = Vec::new();
+        for t in (0..self.tools.len()).filter(|t| set >> t & 1 != 0) {
+            match self.build(object, k, 1 << t) {
+                Ok(_) => fine |= 1 << t,
+                Err(e) => left_out.push((t, e)),
+            }
+        }
+        if fine == 0 || fine == set {
+            return all;
+        }
+        let mut c = self.build(object, k, fine)?;
+        for (t, e) in &left_out {
+            self.out.line(&format!(
+                "inlay: cannot instrument {} for {}: {e}; running it without that tool's hooks",
+                crate::display_name(&k.name),
+                self.tools[*t].name()
+            ));
+        }
+        c.left_out = left_out;
+        Ok(c)
+    }
+
+    /// The calls of every tool, each naming its tool's hook module, whose
+    /// hooks must exist. Also the modules, and each tool's module index.
     #[allow(clippy::type_complexity)]
     fn calls(
         &self,
@@ -430,19 +464,12 @@ impl Host {
                 continue;
             };
             for c in &r.calls {
-                let info = module
+                // The hook must exist. (Its argument count is not checked:
+                // the engine's count of argument registers read is an
+                // upper estimate where lanes are switched off.)
+                module
                     .hook(&c.hook)
                     .map_err(|e| format!("{}: {e}", tool.name()))?;
-                let given: u32 = c.args.iter().map(|a| a.dwords()).sum();
-                if given < info.arg_dwords {
-                    return Err(format!(
-                        "{}: hook {} reads {} argument dwords but the call at {:?} gives {given}",
-                        tool.name(),
-                        c.hook,
-                        info.arg_dwords,
-                        c.point
-                    ));
-                }
                 calls.push(HookCall {
                     module: modules.len(),
                     ..c.clone()
@@ -555,7 +582,7 @@ impl Host {
                 None => {}
             }
         }
-        let built = self.build(object, k, set).map(Arc::new);
+        let built = self.build_best(object, k, set).map(Arc::new);
         let mut st = self.state();
         let entry = st
             .copies
@@ -776,10 +803,15 @@ impl Interceptor for Host {
                     added: c.added,
                 })
             });
+            let left_out = a
+                .copy
+                .as_ref()
+                .and_then(|c| c.left_out.iter().find(|(i, _)| *i == t))
+                .map(|(_, e)| e.clone());
             let error = match (&dispatch_error, &a.error) {
                 (Some(e), _) => Some(e.clone()),
                 (None, Some(e)) if a.wanted >> t & 1 != 0 => Some(e.clone()),
-                _ => None,
+                _ => left_out,
             };
             let o = Outcome {
                 error,

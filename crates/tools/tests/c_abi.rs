@@ -7,9 +7,7 @@ use std::mem::{offset_of, size_of};
 use std::path::Path;
 use std::process::Command;
 
-use inlay_tools::capi::{
-    CAddressOperand, CBlock, CFunction, CInstr, CLaunch, CLaunchEnd, CReg,
-};
+use inlay_tools::capi::{CAddressOperand, CBlock, CFunction, CInstr, CLaunch, CLaunchEnd, CReg};
 use inlay_tools::Class;
 
 /// (C expression, Rust value) for every field and size.
@@ -51,12 +49,28 @@ fn layout() -> Vec<(&'static str, usize)> {
         fields!(
             "inlay_function_t",
             CFunction,
-            [name, is_kernel, entry, first_block, num_blocks, first_instr, num_instrs]
+            [
+                name,
+                is_kernel,
+                entry,
+                first_block,
+                num_blocks,
+                first_instr,
+                num_instrs
+            ]
         ),
         fields!(
             "inlay_block_t",
             CBlock,
-            [function, first_instr, num_instrs, ends_wave, returns, num_succs, succs]
+            [
+                function,
+                first_instr,
+                num_instrs,
+                ends_wave,
+                returns,
+                num_succs,
+                succs
+            ]
         ),
         fields!(
             "inlay_launch_t",
@@ -74,7 +88,11 @@ fn layout() -> Vec<(&'static str, usize)> {
                 kernarg_address
             ]
         ),
-        fields!("inlay_launch_end_t", CLaunchEnd, [instrumented, error, globals]),
+        fields!(
+            "inlay_launch_end_t",
+            CLaunchEnd,
+            [instrumented, error, globals]
+        ),
         constants(),
     ]
     .concat()
@@ -112,7 +130,9 @@ fn tool_h_structures_match_the_runtime() {
     let dir = std::env::temp_dir().join(format!("inlay-c-abi-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let rows = layout();
-    let mut src = String::from("#include <inlay/tool.h>\n#include <stddef.h>\n#include <stdio.h>\nint main(void) {\n");
+    let mut src = String::from(
+        "#include <inlay/tool.h>\n#include <stddef.h>\n#include <stdio.h>\nint main(void) {\n",
+    );
     for (expr, _) in &rows {
         src.push_str(&format!("  printf(\"%zu\\n\", (size_t){expr});\n"));
     }
@@ -128,7 +148,11 @@ fn tool_h_structures_match_the_runtime() {
         .arg(&exe)
         .output()
         .expect("gcc");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let printed = Command::new(&exe).output().expect("run layout");
     let _ = std::fs::remove_dir_all(&dir);
     let values: Vec<usize> = String::from_utf8_lossy(&printed.stdout)
