@@ -438,13 +438,44 @@ pub fn address_operand(i: &Instruction) -> Option<AddressOperand> {
         scalar_offset: None,
         offset: 0,
     };
-    for (n, slot) in i.slots().iter().enumerate() {
+    // FLAT, GLOBAL, SCRATCH: a VGPR address, or with an SGPR base
+    // (saddr, 0x7f for none) a 32-bit VGPR offset (GLOBAL) or no VGPR
+    // (SCRATCH); the printed operands hide saddr behind `off`.
+    let w1 = i.words().get(1).copied().unwrap_or(0);
+    let (vaddr, saddr) = ((w1 & 0xff) as u16, (w1 >> 16 & 0x7f) as u16);
+    let reg = |file, first, count| Some(Register::new(file, first, count));
+    match (i.encoding(), saddr) {
+        (Encoding::Flat, _) | (Encoding::Global, 0x7f) => {
+            a.vector_base = reg(RegFile::Vgpr, vaddr, 2)
+        }
+        (Encoding::Global, s) => {
+            a.vector_base = reg(RegFile::Vgpr, vaddr, 1);
+            a.scalar_base = reg(RegFile::Sgpr, s, 2);
+        }
+        (Encoding::Scratch, 0x7f) => a.vector_base = reg(RegFile::Vgpr, vaddr, 1),
+        (Encoding::Scratch, s) => a.scalar_base = reg(RegFile::Sgpr, s, 1),
+        // MUBUF/MTBUF: a VGPR offset and/or index (offen, idxen), printed
+        // behind `off` too.
+        (Encoding::Mubuf | Encoding::Mtbuf, _) => {
+            let w0 = i.words().first().copied().unwrap_or(0);
+            let regs = (w0 >> 12 & 1) + (w0 >> 13 & 1);
+            if regs > 0 {
+                a.vector_base = reg(RegFile::Vgpr, vaddr, regs as u8);
+            }
+        }
+        _ => {}
+    }
+    let flat = matches!(
+        i.encoding(),
+        Encoding::Flat | Encoding::Global | Encoding::Scratch
+    );
+    for (n, slot) in i.slots().iter().enumerate().filter(|_| !flat) {
         let Slot::Reg { field, .. } = *slot else {
             continue;
         };
         let reg = i.operand(n).and_then(register_of);
         match field {
-            Field::Vaddr | Field::Addr => a.vector_base = reg,
+            Field::Vaddr | Field::Addr if a.vector_base.is_none() => a.vector_base = reg,
             Field::Saddr | Field::Sbase | Field::Srsrc => a.scalar_base = reg,
             Field::Soffset => a.scalar_offset = reg,
             _ => {}
