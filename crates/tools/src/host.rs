@@ -53,8 +53,15 @@ type ToolSet = u64;
 /// A kernel's preparation, done once by whichever dispatch gets there first.
 type Preparation = Arc<OnceLock<Result<Arc<Prepared>, String>>>;
 
-/// The copies built for a kernel and set of tools, or why none can be.
-type Copies = Result<Vec<Arc<Copy>>, String>;
+/// What a kernel gets for a set of tools.
+enum Built {
+    /// Instrumented copies (a dispatch in flight uses one at a time).
+    Copies(Vec<Arc<Copy>>),
+    /// The tools asked for nothing in this kernel: it runs as it is.
+    Nothing,
+    /// It cannot be instrumented this way (said once, not retried).
+    Failed(String),
+}
 
 /// An instrumented copy of a kernel, loaded and ready to dispatch.
 struct Copy {
@@ -118,7 +125,7 @@ struct State {
     prepared: HashMap<u64, Preparation>,
     /// Copies per kernel and set of tools; a failed build is remembered so
     /// that it is reported once and not retried every launch.
-    copies: HashMap<(u64, ToolSet), Copies>,
+    copies: HashMap<(u64, ToolSet), Built>,
     /// Dispatches in flight by (queue, packet id).
     active: HashMap<(u64, u64), Active>,
     launches: u64,
@@ -244,7 +251,9 @@ impl Host {
     }
 
     /// Builds the copy of `k` with the hooks of the tools in `set`.
-    fn build(&self, object: u64, k: &KernelRef, set: ToolSet) -> Result<Copy, String> {
+    /// Builds the copy of `k` with the hooks of the tools in `set` (None if
+    /// they ask for nothing in it).
+    fn build(&self, object: u64, k: &KernelRef, set: ToolSet) -> Result<Option<Copy>, String> {
         let p = self.prepared(object, k)?;
         let tools: Vec<usize> = (0..self.tools.len())
             .filter(|t| set >> t & 1 != 0)
@@ -252,6 +261,9 @@ impl Host {
         let mut requests = Vec::new();
         for &t in &tools {
             requests.push((t, self.requests(object, &p, k, t)?));
+        }
+        if requests.iter().all(|(_, r)| r.is_empty()) {
+            return Ok(None);
         }
         let (calls, modules, module_of) = self.calls(&requests)?;
         // Counter slots: identical counting hooks of several tools share
@@ -392,7 +404,7 @@ impl Host {
             .map(|&off| loaded.entry + off)
             .collect();
         let (counters, traces) = allocations.keep();
-        Ok(Copy {
+        Ok(Some(Copy {
             object: loaded.object,
             memory: self.memory.clone(),
             device: self.device.clone(),
@@ -406,13 +418,13 @@ impl Host {
             implicit_args,
             left_out: Vec::new(),
             _executable: loaded.executable,
-        })
+        }))
     }
 
     /// The copy with the hooks of `set`, or, if they cannot all be placed,
     /// with the hooks of the tools whose hooks can be placed on their own:
     /// one tool's unplaceable hook does not take the others' away.
-    fn build_best(&self, object: u64, k: &KernelRef, set: ToolSet) -> Result<Copy, String> {
+    fn build_best(&self, object: u64, k: &KernelRef, set: ToolSet) -> Result<Option<Copy>, String> {
         let all = self.build(object, k, set);
         if all.is_ok() || set.count_ones() < 2 {
             return all;
@@ -436,7 +448,9 @@ impl Host {
                 self.tools[*t].name()
             ));
         }
-        c.left_out = left_out;
+        if let Some(c) = &mut c {
+            c.left_out = left_out;
+        }
         Ok(c)
     }
 
@@ -567,43 +581,51 @@ impl Host {
     }
 
     /// A copy of `k` with the hooks of `set` that no dispatch in flight
-    /// uses, built if there is none.
-    fn copy_for(&self, object: u64, k: &KernelRef, set: ToolSet) -> Result<Arc<Copy>, String> {
+    /// uses, built if there is none; None if the tools ask for nothing in
+    /// `k`.
+    fn copy_for(
+        &self,
+        object: u64,
+        k: &KernelRef,
+        set: ToolSet,
+    ) -> Result<Option<Arc<Copy>>, String> {
         {
             let st = self.state();
             match st.copies.get(&(object, set)) {
-                Some(Err(e)) => return Err(e.clone()),
-                Some(Ok(copies)) => {
+                Some(Built::Failed(e)) => return Err(e.clone()),
+                Some(Built::Nothing) => return Ok(None),
+                Some(Built::Copies(copies)) => {
                     // The map and `active` hold the only references of an idle copy.
                     if let Some(c) = copies.iter().find(|c| Arc::strong_count(c) == 1) {
-                        return Ok(c.clone());
+                        return Ok(Some(c.clone()));
                     }
                 }
                 None => {}
             }
         }
-        let built = self.build_best(object, k, set).map(Arc::new);
+        let built = self.build_best(object, k, set).map(|c| c.map(Arc::new));
         let mut st = self.state();
         let entry = st
             .copies
             .entry((object, set))
-            .or_insert_with(|| Ok(Vec::new()));
+            .or_insert_with(|| Built::Copies(Vec::new()));
         match (&built, entry) {
-            (Ok(c), Ok(list)) => list.push(c.clone()),
+            (Ok(Some(c)), Built::Copies(list)) => list.push(c.clone()),
+            (Ok(None), slot) => *slot = Built::Nothing,
             // The kernel cannot be instrumented this way: say so once, and
             // run it as it is from now on. (A failure after copies were
             // built, such as memory running out, fails this launch only.)
-            (Err(e), slot) if slot.as_ref().is_ok_and(|l| l.is_empty()) => {
+            (Err(e), slot) if matches!(&*slot, Built::Copies(l) if l.is_empty()) => {
                 self.out.line(&format!(
                     "inlay: cannot instrument {}: {e}; running it as it is",
                     crate::display_name(&k.name)
                 ));
-                *slot = Err(e.clone());
+                *slot = Built::Failed(e.clone());
             }
             _ => {}
         }
         drop(st);
-        if let Ok(c) = &built {
+        if let Ok(Some(c)) = &built {
             self.globals_loaded(c);
         }
         built
@@ -767,9 +789,11 @@ impl Interceptor for Host {
         if wanted != 0 {
             match self
                 .copy_for(d.kernel_object, &k, wanted)
-                .and_then(|c| self.ready(&c, d).map(|_| c))
-            {
-                Ok(c) => active.copy = Some(c),
+                .and_then(|c| match c {
+                    Some(c) => self.ready(&c, d).map(|_| Some(c)),
+                    None => Ok(None),
+                }) {
+                Ok(c) => active.copy = c,
                 Err(e) => active.error = Some(e),
             }
         }
