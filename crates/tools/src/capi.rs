@@ -18,6 +18,9 @@ use crate::{Globals, HookModule, Insertions, Kernel, Output, ToolOptions};
 
 thread_local! {
     static ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// What the tool gave `inlay_tool_error` during the callback running on
+    /// this thread (callbacks of one tool may run on several at once).
+    static TOOL_ERROR: RefCell<Option<String>> = const { RefCell::new(None) };
     /// Where `inlay_tool_print` writes during a callback.
     static OUTPUT: std::cell::Cell<*const Output> = const { std::cell::Cell::new(std::ptr::null()) };
 }
@@ -26,6 +29,14 @@ fn fail(message: impl Into<String>) -> c_int {
     let m = CString::new(message.into().replace('\0', " ")).unwrap_or_default();
     ERROR.with(|e| *e.borrow_mut() = m);
     -1
+}
+
+/// Runs a tool callback `f`; with the message the tool gave
+/// `inlay_tool_error` during it, if any.
+pub(crate) fn with_tool_error<R>(f: impl FnOnce() -> R) -> (R, Option<String>) {
+    TOOL_ERROR.with(|e| e.borrow_mut().take());
+    let r = f();
+    (r, TOOL_ERROR.with(|e| e.borrow_mut().take()))
 }
 
 /// Runs `f` with `out` as the output of `inlay_tool_print`.
@@ -554,7 +565,6 @@ pub struct ToolHandle {
     options: Mutex<Option<OptionsRef>>,
     /// Option values handed out (the tool may keep the pointers).
     values: Mutex<Vec<CString>>,
-    pub(crate) error: Mutex<Option<String>>,
     pub(crate) hooks: Mutex<Option<HookModule>>,
 }
 
@@ -575,7 +585,6 @@ impl ToolHandle {
             checking,
             options: Mutex::new(None),
             values: Mutex::new(Vec::new()),
-            error: Mutex::new(None),
             hooks: Mutex::new(None),
         }
     }
@@ -634,7 +643,8 @@ pub unsafe extern "C" fn inlay_tool_option(t: *const c_void, key: *const c_char)
 pub unsafe extern "C" fn inlay_tool_error(t: *const c_void, message: *const c_char) {
     // SAFETY: per this function's contract.
     if let (Some(t), Ok(m)) = (unsafe { tool(t) }, unsafe { text(message, "the message") }) {
-        *lock(&t.error) = Some(m.to_string());
+        let _ = t;
+        TOOL_ERROR.with(|e| *e.borrow_mut() = Some(m.to_string()));
     }
 }
 

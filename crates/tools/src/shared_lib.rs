@@ -4,7 +4,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CString};
 
-use crate::capi::{with_output, CLaunchEnd, KernelHandle, LaunchC, ToolHandle};
+use crate::capi::{with_output, with_tool_error, CLaunchEnd, KernelHandle, LaunchC, ToolHandle};
 use crate::{
     Globals, HookModule, Insertions, Kernel, Launch, LoadedCode, Outcome, Output, Tool, ToolOptions,
 };
@@ -144,9 +144,10 @@ impl SharedLibTool {
         let hp = handle.as_ref() as *const ToolHandle as *const c_void;
         // SAFETY: `init` is the tool's inlay_tool_init; `hp` lives as long
         // as the tool.
-        let status = handle.with_options(&options, || unsafe { init(hp) });
+        let (status, why) =
+            with_tool_error(|| handle.with_options(&options, || unsafe { init(hp) }));
         if status != 0 {
-            let why = take(&handle.error).unwrap_or_else(|| format!("it returned {status}"));
+            let why = why.unwrap_or_else(|| format!("it returned {status}"));
             return Err(format!("tool {path}: {why}"));
         }
         let hooks = take(&handle.hooks);
@@ -209,11 +210,11 @@ impl Tool for SharedLibTool {
         let k = KernelHandle::new(kernel, at);
         let kp = (&k as *const KernelHandle<'_>).cast::<c_void>();
         // SAFETY: the callback's declared type; `k` lives for the call.
-        let status = with_output(out, || unsafe { f(self.handle(), kp) });
+        let (status, why) =
+            with_tool_error(|| with_output(out, || unsafe { f(self.handle(), kp) }));
         if status == 0 {
             return Ok(());
         }
-        let why = take(&self.handle.error);
         Err(why.unwrap_or_else(|| format!("inlay_instrument returned {status}")))
     }
 
