@@ -59,52 +59,6 @@ fn make_example(name: &str) -> Option<PathBuf> {
     Some(dir.join(format!("{name}.so")))
 }
 
-/// A C program of crates/hsa/tests/c compiled against our runtime (once).
-fn program(name: &'static str) -> Option<PathBuf> {
-    static BUILT: OnceLock<std::sync::Mutex<BTreeMap<&'static str, PathBuf>>> = OnceLock::new();
-    let headers = Path::new("/usr/include/hsa/hsa.h").is_file();
-    let gcc = Command::new("gcc").arg("--version").output().is_ok();
-    if missing(
-        "gcc and Debian's HSA headers (libhsa-runtime-dev)",
-        gcc && headers,
-    ) {
-        return None;
-    }
-    let built = BUILT.get_or_init(Default::default);
-    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = built.get(name) {
-        return Some(p.clone());
-    }
-    build_runtime();
-    let lib_dir = PathBuf::from(env!("CARGO_BIN_EXE_inlay"))
-        .parent()
-        .expect("profile dir")
-        .to_path_buf();
-    let dir = std::env::temp_dir().join(format!("inlay-tool-examples-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let link = dir.join("libhsa-runtime64.so");
-    if !link.exists() {
-        std::os::unix::fs::symlink(lib_dir.join("libhsa_runtime64.so"), &link).expect("symlink");
-    }
-    let exe = dir.join(name);
-    let src = root().join(format!("crates/hsa/tests/c/{name}.c"));
-    let out = Command::new("gcc")
-        .args(["-std=gnu11", "-O1", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg(format!("-L{}", dir.display()))
-        .args(["-lhsa-runtime64", "-lpthread", "-lm"])
-        .output()
-        .expect("gcc");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    built.insert(name, exe.clone());
-    Some(exe)
-}
-
 /// Runs `exe` on the v5 fixtures under `inlay run` with `args`: (stdout,
 /// stderr). The program must succeed.
 fn run(exe: &Path, args: &[&str]) -> (String, String) {
@@ -148,8 +102,8 @@ const FAULTING: u64 = 7;
 fn instr_count_equals_the_built_in_instr_count() {
     let (Some(tool), Some(kernels), Some(shapes)) = (
         example("instr_count"),
-        program("kernels"),
-        program("launch_shapes"),
+        hsa_program("kernels"),
+        hsa_program("launch_shapes"),
     ) else {
         return;
     };
@@ -206,7 +160,7 @@ fn histograms(json: &Path) -> BTreeMap<u64, BTreeMap<String, u64>> {
 
 #[test]
 fn instr_count_per_thread_counts_vector_lanes_and_scalar_waves() {
-    let (Some(tool), Some(exe)) = (example("instr_count"), program("kernels")) else {
+    let (Some(tool), Some(exe)) = (example("instr_count"), hsa_program("kernels")) else {
         return;
     };
     let tool = tool.to_string_lossy().into_owned();
@@ -299,8 +253,8 @@ fn grid_lines(stderr: &str) -> Vec<GridLine> {
 fn kernarg_access_reads_grid_dim_in_every_launch_shape() {
     let (Some(tool), Some(kernels), Some(shapes)) = (
         example("kernarg_access"),
-        program("kernels"),
-        program("launch_shapes"),
+        hsa_program("kernels"),
+        hsa_program("launch_shapes"),
     ) else {
         return;
     };
@@ -362,7 +316,7 @@ fn trace_lines(stderr: &str, prefix: &str) -> BTreeMap<u64, Vec<String>> {
 
 #[test]
 fn mem_trace_records_what_the_built_in_mem_trace_records() {
-    let (Some(tool), Some(exe)) = (example("mem_trace"), program("kernels")) else {
+    let (Some(tool), Some(exe)) = (example("mem_trace"), hsa_program("kernels")) else {
         return;
     };
     let tool = tool.to_string_lossy().into_owned();
@@ -436,7 +390,7 @@ fn printed_values(stdout: &str) -> Vec<u32> {
 fn reg_write_flips_the_bit_it_is_asked_to() {
     let (Some(tool), Some(exe), Some((addr, dst))) = (
         example("reg_write"),
-        program("launch_shapes"),
+        hsa_program("launch_shapes"),
         vector_add_add(),
     ) else {
         return;
