@@ -24,7 +24,9 @@
 //! Built-in tools: [`instr_count`], [`opcode_hist`], [`mem_trace`],
 //! [`kernel_args`]. [`attach`] builds the tools `inlay run --tool` names.
 
+mod buffers;
 pub mod capi;
+mod copy;
 mod counting;
 mod host;
 mod insert;
