@@ -201,6 +201,22 @@ pub struct Analysis {
     pub program: Program,
     pub liveness: Liveness,
     pub resources: Resources,
+    pub launch: LaunchFacts,
+}
+
+/// What the code object's metadata says of the kernel's launch, for hooks
+/// that read launch state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LaunchFacts {
+    pub code_object_version: u8,
+    /// Offset in the kernel-argument segment of its implicit arguments in
+    /// code object version 5's layout (`hidden_block_count_x` first), if
+    /// its metadata lists them.
+    pub implicit_args_v5: Option<u32>,
+    /// Bytes of private memory per lane the kernel uses, and whether its
+    /// stack size is only known at run time.
+    pub private_segment_size: u32,
+    pub dynamic_stack: bool,
 }
 
 /// Lifts `kernel` and computes liveness at every instruction.
@@ -212,7 +228,31 @@ pub fn analyse(co: &CodeObject<'_>, kernel: &str) -> Result<Analysis, LiftError>
         program,
         liveness,
         resources,
+        launch: launch_facts(co, kernel),
     })
+}
+
+fn launch_facts(co: &CodeObject<'_>, kernel: &str) -> LaunchFacts {
+    let k = co.kernel(kernel);
+    let md = co
+        .metadata
+        .as_ref()
+        .and_then(|m| m.kernels.iter().find(|km| km.name == kernel));
+    let implicit_args_v5 = md
+        .filter(|_| co.code_object_version >= 5)
+        .and_then(|m| {
+            m.args
+                .iter()
+                .find(|a| a.value_kind == "hidden_block_count_x")
+        })
+        .and_then(|a| u32::try_from(a.offset).ok());
+    LaunchFacts {
+        code_object_version: co.code_object_version,
+        implicit_args_v5,
+        private_segment_size: k.map_or(0, |k| k.descriptor.private_segment_fixed_size),
+        dynamic_stack: md.and_then(|m| m.uses_dynamic_stack).unwrap_or(false)
+            || k.is_some_and(|k| k.decoded.properties.uses_dynamic_stack),
+    }
 }
 
 fn resources(co: &CodeObject<'_>, kernel: &str, prog: &Program) -> Resources {

@@ -244,17 +244,25 @@ impl Program {
 
 /// Control flow of one instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flow {
+pub enum Flow {
+    /// Falls through to the next instruction.
     Next,
+    /// `s_branch` to the address.
     Branch(u64),
+    /// `s_cbranch_*` to the address, or the next instruction.
     CondBranch(u64),
+    /// `s_endpgm*`.
     End,
+    /// `s_swappc_b64`.
     Call,
+    /// `s_setpc_b64`.
     SetPc,
+    /// A jump whose target cannot be known.
     Unresolved,
 }
 
-pub(crate) fn flow(i: &Instruction, addr: u64) -> Flow {
+/// How control leaves `i` (at `addr`).
+pub fn flow(i: &Instruction, addr: u64) -> Flow {
     let Some(op) = i.opcode() else {
         return Flow::Next;
     };

@@ -13,7 +13,7 @@ use crate::fault::{FaultKind, FaultReport};
 use crate::kernarg::{fill_hidden, Hidden};
 use crate::memory::{Fault, MemKind, Memory};
 use crate::program::{CodeRegion, KernelInfo, LoadError, Program};
-use crate::workgroup::{Launch, WaveFault};
+use crate::workgroup::{Launch, Probe, Probes, WaveFault};
 
 /// LDS per workgroup on gfx90a.
 pub const MAX_LDS: u32 = 64 * 1024;
@@ -224,6 +224,21 @@ impl Device {
         wg: [u32; 3],
         args: &[u8],
     ) -> Result<Stats, Box<FaultReport>> {
+        self.dispatch_probed(program, kernel, grid, wg, args, None)
+    }
+
+    /// [`Device::dispatch`], showing waves to `probe` before and after the
+    /// instructions it names (the oracle of instrumentation tests).
+    pub fn dispatch_probed(
+        &self,
+        program: &Program,
+        kernel: &str,
+        grid: [u32; 3],
+        wg: [u32; 3],
+        args: &[u8],
+        probe: Option<&Probe<'_>>,
+    ) -> Result<Stats, Box<FaultReport>> {
+        let probes = probe.map(|p| Probes::new(program, p));
         let k = program
             .kernel(kernel)
             .ok_or_else(|| refuse(kernel, format!("no kernel named {kernel}")))?;
@@ -244,6 +259,7 @@ impl Device {
             lds_size: k.descriptor.group_segment_fixed_size,
             priv_size: k.descriptor.private_segment_fixed_size,
             budget: self.budget,
+            probe: probes.as_ref(),
         };
         let result = self.run(&launch);
         for a in [setup.packet, setup.queue, setup.kernarg] {
@@ -280,6 +296,36 @@ impl Device {
             .as_ref()
             .map_err(|why| refuse(&name, format!("cannot predecode its code: {why}")))?;
         let k = program.kernel(&name).ok_or_else(unknown)?;
+        self.run_packet(program, k, p, None)
+    }
+
+    /// Runs `kernel` of `program` from a packet the caller placed in
+    /// device memory (its address is the dispatch pointer; its kernel
+    /// arguments, hidden ones included, are the caller's), showing waves to
+    /// `probe`. Two dispatches of one packet see the same launch pointers,
+    /// which instrumentation tests compare runs by.
+    pub fn dispatch_program(
+        &self,
+        program: &Program,
+        kernel: &str,
+        p: &Packet,
+        probe: Option<&Probe<'_>>,
+    ) -> Result<Stats, Box<FaultReport>> {
+        let k = program
+            .kernel(kernel)
+            .ok_or_else(|| refuse(kernel, format!("no kernel named {kernel}")))?;
+        self.run_packet(program, k, p, probe)
+    }
+
+    fn run_packet(
+        &self,
+        program: &Program,
+        k: &KernelInfo,
+        p: &Packet,
+        probe: Option<&Probe<'_>>,
+    ) -> Result<Stats, Box<FaultReport>> {
+        let name = &k.name;
+        let probes = probe.map(|pr| Probes::new(program, pr));
         let lds_size = k
             .descriptor
             .group_segment_fixed_size
@@ -295,7 +341,7 @@ impl Device {
             let a = self
                 .mem
                 .alloc(64, 64, MemKind::Runtime, 0)
-                .map_err(|f| refuse(&name, format!("device memory: {f}")))?;
+                .map_err(|f| refuse(name, format!("device memory: {f}")))?;
             let _ = self.mem.write_bytes(a, &p.raw);
             Some(a)
         } else {
@@ -314,6 +360,7 @@ impl Device {
             lds_size,
             priv_size,
             budget: self.budget,
+            probe: probes.as_ref(),
         };
         let result = self.run(&launch);
         if let Some(a) = copy {

@@ -32,6 +32,17 @@ fn extend(w: Width, raw: u32) -> u32 {
     }
 }
 
+/// The lane offset that a wave-level byte offset (V# base plus `soffset`)
+/// of a swizzled private buffer names. The base and `soffset` are not
+/// swizzled: they count bytes of the wave's whole private memory, where each
+/// dword row holds one dword of every one of its 64 lanes, so a lane's
+/// memory advances by one byte per 64 of them (LLVM's stack pointer `s32`
+/// is the lane offset times 64; see `private_index`).
+#[inline(always)]
+fn private_wave_offset(wave: u64) -> u64 {
+    wave >> 6
+}
+
 impl Wave {
     pub(crate) fn smem_load(&mut self, i: &Inst, env: &mut Env<'_>) -> Result<(), Exception> {
         let base = self.s64(i.src[0]);
@@ -157,9 +168,13 @@ impl Wave {
                 let base = self.s[r] as u64 | ((self.s[r + 1] & 0xffff) as u64) << 32;
                 let stride = (self.s[r + 1] >> 16 & 0x3fff) as u64;
                 let add_tid = self.s[r + 3] >> 23 & 1 != 0;
-                let mut a = base
-                    .wrapping_add(self.s32(i.src[2]) as u64)
-                    .wrapping_add(off);
+                let wave = base.wrapping_add(self.s32(i.src[2]) as u64);
+                let mut a = if add_tid {
+                    private_wave_offset(wave)
+                } else {
+                    wave
+                }
+                .wrapping_add(off);
                 let mut vaddr = Self::vreg(i.src[0]);
                 if i.idxen {
                     a = a.wrapping_add(self.v[vaddr as usize][l] as u64 * stride);
@@ -556,8 +571,7 @@ impl Wave {
         let n = i.width.bytes() as u64;
         let dw = i.width.dwords();
         let base = self.s[r] as u64 | ((self.s[r + 1] & 0xffff) as u64) << 32;
-        let start = base
-            .wrapping_add(self.s32(i.src[2]) as u64)
+        let start = private_wave_offset(base.wrapping_add(self.s32(i.src[2]) as u64))
             .wrapping_add(i.imm as i64 as u64);
         let exec = self.exec();
         let size = self.priv_size as u64;

@@ -22,6 +22,52 @@ pub struct Launch<'a> {
     pub priv_size: u32,
     /// Instructions one wave may execute before the watchdog ends the dispatch.
     pub budget: u64,
+    /// Waves to show an observer before or after chosen instructions.
+    pub probe: Option<&'a Probes<'a>>,
+}
+
+/// A wave as a [`Probe`] sees it, before or after an instruction.
+pub struct ProbeHit<'a> {
+    /// Device address of the instruction.
+    pub addr: u64,
+    /// Seen after the instruction executed (else before).
+    pub after: bool,
+    pub workgroup: [u32; 3],
+    /// The wave's index in its workgroup (work-items `64 * wave ..`).
+    pub wave: u32,
+    /// Its registers (`exec()`, `s`, `v`, `a`, `scc`).
+    pub state: &'a Wave,
+}
+
+/// An observer of waves at chosen instructions, for tests that compare
+/// what instrumentation sees with what the GPU had: `before` and `after`
+/// list device addresses of instructions; `see` is called from the host
+/// threads that run workgroups.
+pub struct Probe<'a> {
+    pub before: Vec<u64>,
+    pub after: Vec<u64>,
+    pub see: Box<dyn Fn(&ProbeHit<'_>) + Send + Sync + 'a>,
+}
+
+/// A probe resolved to instruction indices of one program.
+pub struct Probes<'a> {
+    /// Per instruction index: bit 0 observe before, bit 1 after.
+    pub(crate) at: Vec<u8>,
+    pub(crate) probe: &'a Probe<'a>,
+}
+
+impl<'a> Probes<'a> {
+    pub(crate) fn new(program: &Program, probe: &'a Probe<'a>) -> Probes<'a> {
+        let mut at = vec![0u8; program.insts.len()];
+        for (list, bit) in [(&probe.before, 1u8), (&probe.after, 2u8)] {
+            for &a in list {
+                if let Some(k) = program.index_of_addr(a) {
+                    at[k as usize] |= bit;
+                }
+            }
+        }
+        Probes { at, probe }
+    }
 }
 
 /// Appends initial SGPR values in order (values past the end are dropped).
@@ -193,7 +239,7 @@ impl Launch<'_> {
                 if wave.done {
                     continue;
                 }
-                match self.run_wave(wave, &mut env, per_pc) {
+                match self.run_wave(wave, &mut env, per_pc, (wg, w as u32)) {
                     Ok(Flow::Barrier) => {}
                     Ok(_) => wave.done = true,
                     Err(exc) => {
@@ -218,14 +264,19 @@ impl Launch<'_> {
         wave: &mut Wave,
         env: &mut Env<'_>,
         per_pc: &mut [[u64; 2]],
+        id: ([u32; 3], u32),
     ) -> Result<Flow, Exception> {
+        if let Some(p) = self.probe {
+            // Observed runs are for tests: the plain loop, with the checks.
+            return self.run_wave_impl::<true>(wave, env, per_pc, false, Some((p, id)));
+        }
         #[cfg(target_arch = "x86_64")]
         if crate::valu::Simd::detect().avx2() {
             // SAFETY: `avx2()` is only true when the CPU has AVX2 and FMA,
             // the features the function is compiled for.
             return unsafe { self.run_wave_avx2(wave, env, per_pc) };
         }
-        self.run_wave_impl(wave, env, per_pc, false)
+        self.run_wave_impl::<false>(wave, env, per_pc, false, None)
     }
 
     /// The wave loop with the VALU inlined and compiled for AVX2 and FMA.
@@ -237,16 +288,17 @@ impl Launch<'_> {
         env: &mut Env<'_>,
         per_pc: &mut [[u64; 2]],
     ) -> Result<Flow, Exception> {
-        self.run_wave_impl(wave, env, per_pc, true)
+        self.run_wave_impl::<false>(wave, env, per_pc, true, None)
     }
 
     #[inline(always)]
-    fn run_wave_impl(
+    fn run_wave_impl<const PROBED: bool>(
         &self,
         wave: &mut Wave,
         env: &mut Env<'_>,
         per_pc: &mut [[u64; 2]],
         simd: bool,
+        probe: Option<(&Probes<'_>, ([u32; 3], u32))>,
     ) -> Result<Flow, Exception> {
         let insts = &self.program.insts;
         loop {
@@ -265,6 +317,13 @@ impl Launch<'_> {
             // instructions, what per-thread counting tools count).
             per_pc[pc][0] += 1;
             per_pc[pc][1] += u64::from(wave.exec().count_ones());
+            let seen = match probe {
+                Some((p, _)) if PROBED => p.at[pc],
+                _ => 0,
+            };
+            if seen & 1 != 0 {
+                see(probe, inst.addr, false, wave);
+            }
             // Vector ALU instructions go straight to the VALU (no scalar or
             // memory dispatch in between): most of a kernel's instructions.
             let flow = if inst.valu {
@@ -277,6 +336,9 @@ impl Launch<'_> {
             } else {
                 wave.step(inst, env)?
             };
+            if seen & 2 != 0 {
+                see(probe, inst.addr, true, wave);
+            }
             match flow {
                 Flow::Next => wave.pc += 1,
                 Flow::Jump(t) => wave.pc = t,
@@ -287,5 +349,19 @@ impl Launch<'_> {
                 Flow::End => return Ok(Flow::End),
             }
         }
+    }
+}
+
+/// Shows `wave` to the probe (before or after the instruction at `addr`).
+#[cold]
+fn see(probe: Option<(&Probes<'_>, ([u32; 3], u32))>, addr: u64, after: bool, wave: &Wave) {
+    if let Some((p, (workgroup, w))) = probe {
+        (p.probe.see)(&ProbeHit {
+            addr,
+            after,
+            workgroup,
+            wave: w,
+            state: wave,
+        });
     }
 }

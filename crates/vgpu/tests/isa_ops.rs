@@ -1924,3 +1924,134 @@ fn buffer_private_mixed_widths() {
         vec![i[0], i[1], dword, dword >> 8]
     });
 }
+
+// ------------------------------------------- what compiled hooks use
+
+/// The forms clang emits for device functions (fixtures/src/hooks_test.hip):
+/// FLAT dword accesses to global memory and, through the private aperture,
+/// to the lane's private memory at the stack pointer's lane offset
+/// (`s32 >> 6`), which MUBUF reaches through s[0:3] with `s32` as soffset:
+/// the same bytes. Also a 16-bit global load.
+#[test]
+fn flat_dwords_global_and_private() {
+    let dev = Device::new();
+    let data: Vec<u8> = (0..8192u32).map(|k| rnd(10, k) as u8).collect();
+    let body = format!(
+        "{DATA}v_lshlrev_b32 v12, 2, v0\n\
+         v_mov_b32 v13, s45\n\
+         v_add_co_u32 v12, vcc, s44, v12\n\
+         v_addc_co_u32 v13, vcc, 0, v13, vcc\n\
+         flat_load_dword v20, v[12:13]\n\
+         flat_store_dword v[12:13], v4 offset:1024\n\
+         v_lshlrev_b32 v16, 1, v0\n\
+         global_load_ushort v21, v16, s[44:45] offset:2\n\
+         s_movk_i32 s32, 0x400\n\
+         s_mov_b64 s[46:47], src_private_base\n\
+         v_lshrrev_b32_e64 v14, 6, s32\n\
+         v_mov_b32 v15, s47\n\
+         flat_store_dword v[14:15], v5\n\
+         s_waitcnt vmcnt(0) lgkmcnt(0)\n\
+         buffer_load_dword v22, off, s[0:3], s32\n\
+         buffer_store_dword v6, off, s[0:3], s32 offset:4\n\
+         s_waitcnt vmcnt(0)\n\
+         v_add_u32 v14, 4, v14\n\
+         flat_load_dword v23, v[14:15]\n\
+         s_waitcnt vmcnt(0) lgkmcnt(0)"
+    );
+    let mut t = Lanes::new(&body, 4);
+    t.mem = data.clone();
+    t.scratch = 64;
+    let mem = check_lanes(&dev, &t, random, |l, i| {
+        vec![
+            le(&data, 4 * l),
+            u32::from(u16::from_le_bytes([data[2 * l + 2], data[2 * l + 3]])),
+            i[1],
+            i[2],
+        ]
+    });
+    let Some(mem) = mem else {
+        return;
+    };
+    for l in 0..64 {
+        assert_eq!(le(&mem, 1024 + 4 * l), random(l)[0], "flat store, lane {l}");
+    }
+}
+
+/// 64-bit global atomic add without return, every lane to one qword
+/// (what HIP's atomicAdd on an unsigned long long compiles to once the
+/// atomic optimizer has summed the wave).
+#[test]
+fn global_atomic_add_x2_accumulates() {
+    let dev = Device::new();
+    let data: Vec<u8> = (0..4096u32).map(|k| rnd(11, k) as u8).collect();
+    let body = format!(
+        "{DATA}v_mov_b32 v12, 0\n\
+         global_atomic_add_x2 v12, v[4:5], s[44:45] offset:8\n\
+         s_waitcnt vmcnt(0)\n\
+         v_mov_b32 v20, 0"
+    );
+    let mut t = Lanes::new(&body, 1);
+    t.mem = data.clone();
+    let mem = check_lanes(&dev, &t, random, |_, _| vec![0]);
+    let Some(mem) = mem else {
+        return;
+    };
+    let old = u64::from(le(&data, 8)) | u64::from(le(&data, 12)) << 32;
+    let sum = (0..64).fold(old, |a, l| {
+        let i = random(l);
+        a.wrapping_add(u64::from(i[0]) | u64::from(i[1]) << 32)
+    });
+    let got = u64::from(le(&mem, 8)) | u64::from(le(&mem, 12)) << 32;
+    assert_eq!(got, sum);
+}
+
+#[test]
+fn salu_find_first_and_compare_immediates() {
+    let dev = Device::new();
+    let ff1 = |x: u64| if x == 0 { u32::MAX } else { x.trailing_zeros() };
+    let setup =
+        "s_mov_b32 s2, 0x80000000\ns_mov_b32 s3, 0x10\ns_mov_b64 s[4:5], 0\ns_mov_b32 s6, 0x1234";
+    scalar_cases(
+        &dev,
+        setup,
+        &[
+            ("s_ff1_i32_b64 s12, s[2:3]", vec![ff1(0x10_8000_0000)], None),
+            ("s_ff1_i32_b64 s12, s[4:5]", vec![ff1(0)], None),
+            ("s_ff1_i32_b64 s12, exec", vec![ff1(u64::MAX)], None),
+            ("s_cmpk_eq_u32 s6, 0x1234", vec![], Some(true)),
+            ("s_cmpk_eq_u32 s6, 0x1235", vec![], Some(false)),
+        ],
+    );
+}
+
+/// `s_trap` (device libraries' `__cxa_pure_virtual`) ends the dispatch
+/// with a trap fault naming its code.
+#[test]
+fn s_trap_faults() {
+    let dev = Device::new();
+    let Some(r) = run_body_result(&dev, "s_trap 2", 0, 0) else {
+        return;
+    };
+    let f = r.expect_err("s_trap must fault");
+    assert_eq!(f.kind, inlay_vgpu::FaultKind::Trap(2));
+    assert_eq!(f.instruction, "s_trap 2");
+}
+
+/// A 16-bit compare of the high word (clang's test of a u16 field of the
+/// implicit arguments, in the hook module): the result goes to an SGPR pair.
+#[test]
+fn sdwa_compare_of_a_high_word() {
+    let dev = Device::new();
+    let body = "v_cmp_ne_u16_sdwa s[20:21], v4, v5 src0_sel:WORD_1 src1_sel:DWORD\n\
+                v_cndmask_b32_e64 v20, 0, 1, s[20:21]";
+    let inputs = |l: usize| {
+        let mut i = random(l);
+        if l % 2 == 0 {
+            i[1] = i[1] & 0xffff_0000 | i[0] >> 16; // equal words in half the lanes
+        }
+        i
+    };
+    check_lanes(&dev, &Lanes::new(body, 1), inputs, |_, i| {
+        vec![u32::from((i[0] >> 16) as u16 != i[1] as u16)]
+    });
+}

@@ -53,9 +53,11 @@
 
 mod asm;
 mod builtin;
+mod call;
 mod layout;
 mod preamble;
 mod regs;
+mod snippet;
 
 use std::collections::BTreeMap;
 
@@ -226,6 +228,12 @@ pub struct Plan {
     /// Emit every branch in the long form used when a target is out of
     /// reach (to exercise that form; it is slower).
     pub all_branches_long: bool,
+    /// Bytes of private memory per lane the dispatch gives the kernel (its
+    /// AQL packet's `private_segment_size`), when known: the
+    /// instrumentation stack starts past it and past the kernel's own
+    /// fixed size. Needed to call hooks that use private memory from a
+    /// kernel whose stack size is only known at run time.
+    pub private_segment_size: Option<u32>,
     /// Save, around every call, every register the calling convention lets
     /// a callee clobber (within the kernel's allocation) instead of the
     /// ones live at the point and clobbered by the hook: the baseline the
@@ -318,6 +326,10 @@ pub enum RewriteError {
     },
 }
 
+/// Bytes of private memory a lane may have (gfx9's scratch wave size field:
+/// 8191 KiB per wave of 64 lanes, rounded down to what the vgpu allows).
+const MAX_PRIVATE: u32 = 128 * 1024;
+
 /// Largest offset `s_atomic_*` takes as an immediate on gfx9.
 const MAX_SMEM_OFFSET: u32 = (1 << 20) - 1;
 
@@ -340,19 +352,18 @@ pub fn rewrite(
     if prog.target != Target::Gfx90a {
         return Err(RewriteError::Target);
     }
-    if let Some(c) = plan.calls.first() {
-        return Err(RewriteError::Call {
-            kernel: prog.kernel.clone(),
-            hook: c.hook.clone(),
-            point: format!("{:?}", c.point),
-            reason: "calls to compiled hooks are not implemented yet".into(),
-        });
-    }
     let asm = Asm {
         b: Builder::new(prog.target),
         atomic: std::cell::Cell::new(None),
         setups: Default::default(),
         decoder: inlay_isa::Decoder::new(prog.target),
+    };
+    // Calls: checked, and the launch values they need kept, in homes the
+    // preamble fills (registers nothing else may take).
+    let calls = call::Calls::new(an, descriptor, plan, &asm)?;
+    let avail = regs::Free {
+        an,
+        taken: calls.taken(),
     };
     let reads_launch = plan.hooks.iter().any(|(_, h)| {
         matches!(
@@ -360,7 +371,7 @@ pub fn rewrite(
             Some(Value::KernArg(_) | Value::Packet(_) | Value::WorkgroupId(_))
         )
     });
-    let mut launch = Launch::new(an, descriptor, reads_launch);
+    let mut launch = Launch::new(an, descriptor, reads_launch, &calls.clobbered_sgprs());
     let mut hooks: BTreeMap<InstId, Vec<Hook>> = BTreeMap::new();
     // Launch values a hook reads where the kernel may have overwritten them
     // (with the first such instruction, for the error).
@@ -376,8 +387,12 @@ pub fn rewrite(
         hooks.entry(i).or_default().push(h);
     }
 
-    let reserved =
-        reserve(an, !hooks.is_empty() || has_table_calls(an)).filter(|_| !plan.dead_registers_only);
+    let reserved = reserve(
+        an,
+        !hooks.is_empty() || has_table_calls(an),
+        calls.sgpr_floor(),
+    )
+    .filter(|_| !plan.dead_registers_only);
     // The state the kernel starts with, kept for hooks: launch values it
     // may overwrite are copied at its start into SGPRs above the reserved
     // ones, which nothing else writes, and hooks read them there.
@@ -441,7 +456,7 @@ pub fn rewrite(
         // Liveness is needed for the registers of hooks without reserved
         // ones, and for SCC around hooks that write it.
         let (mut dead, scc_live) = if reserved.is_none() || writes_scc {
-            an.free_sgprs_before(i)
+            avail.sgprs_before(i)
         } else {
             (Vec::new(), false)
         };
@@ -451,7 +466,7 @@ pub fn rewrite(
             None => per_point(&dead, writes_scc && scc_live, temps),
         };
         let borrowing = reserved.is_none() && per_point_regs.is_none();
-        let free = (lanes.is_some() || borrowing).then(|| an.free_before(i));
+        let free = (lanes.is_some() || borrowing).then(|| avail.before(i));
         let no_registers = || RewriteError::NoRegisters { addr: ins.addr };
         let extra = extra_vgprs(an);
         let mut grow = |v: u16| grown_vgpr = grown_vgpr.max(Some(v));
@@ -545,7 +560,7 @@ pub fn rewrite(
         let Some(pair) = call_pair(&prog.insts[c.inst].inst) else {
             continue;
         };
-        let free = an.free_before(c.inst);
+        let free = avail.before(c.inst);
         let regs = match reserved {
             Some(r) => r,
             None => per_point_translation(&free.sgprs, free.scc_live).ok_or(
@@ -573,10 +588,31 @@ pub fn rewrite(
         redirected[n] = true;
     }
     let uses_reserved = !hooks.is_empty() || !translations.is_empty();
-    let mut preamble = match reserved {
-        Some(r) if needs_preamble => asm.setup(&r, plan.counters)?,
-        _ => Vec::new(),
-    };
+    // Calls, on registers neither the homes nor the built-in hooks' SGPRs
+    // for the whole kernel take.
+    let mut held = crate::RegSet::new();
+    if let Some(r) = reserved {
+        held.insert_range(r.base, r.u + 2 - r.base);
+    }
+    for &(_, to, n) in saved.iter().flatten() {
+        held.insert_range(to, u16::from(n));
+    }
+    let placed = calls.place(&asm, held, plan.save_all_clobberable)?;
+    let call_insts = placed.entry.insts.len()
+        + placed
+            .before
+            .values()
+            .chain(placed.after.values())
+            .map(|c| c.insts.len())
+            .sum::<usize>();
+    added_by_hooks += call_insts;
+    // The preamble: the calls' launch state first (it puts the kernel's
+    // initial registers back where the rest expects them), then the
+    // built-in hooks' registers and copies.
+    let mut preamble = calls.preamble().to_vec();
+    if let Some(r) = reserved.filter(|_| needs_preamble) {
+        preamble.extend(asm.setup(&r, plan.counters)?);
+    }
     for &(from, to, count) in saved.iter().flatten() {
         let m = if count == 2 { "s_mov_b64" } else { "s_mov_b32" };
         preamble.push(asm.build(
@@ -607,18 +643,27 @@ pub fn rewrite(
     for (&i, t) in &translations {
         before_bytes[i] += t.size();
     }
+    for (&i, c) in &placed.before {
+        before_bytes[i] += c.bytes();
+    }
+    // Calls after an instruction sit between it and the next one's label.
+    let mut after_bytes = vec![0u64; prog.insts.len()];
+    for (&i, c) in &placed.after {
+        after_bytes[i] += c.bytes();
+    }
     let mut own_bytes: Vec<u64> = (0..prog.insts.len())
         .map(|i| emits[i].size(&prog.insts[i].inst))
         .collect();
+    let head: u64 = preamble.iter().map(|i| i.len() as u64).sum::<u64>() + placed.entry.bytes();
     let (label, new_offset, at) = loop {
         let mut label = vec![0u64; prog.insts.len()];
         let mut new_offset = vec![0u64; prog.insts.len()];
-        let mut at: u64 = preamble.iter().map(|i| i.len() as u64).sum();
+        let mut at: u64 = head;
         for &i in &order {
             label[i] = at;
             at += before_bytes[i];
             new_offset[i] = at;
-            at += own_bytes[i];
+            at += own_bytes[i] + after_bytes[i];
         }
         let mut grew = false;
         for &i in &order {
@@ -632,7 +677,7 @@ pub fn rewrite(
             }
             let regs = match reserved {
                 Some(r) => r,
-                None => long_branch_regs(an, i, target).ok_or(RewriteError::BranchRange {
+                None => long_branch_regs(&avail, i, target).ok_or(RewriteError::BranchRange {
                     addr: prog.insts[i].addr,
                 })?,
             };
@@ -647,13 +692,18 @@ pub fn rewrite(
     let uses_reserved = uses_reserved || !long.is_empty();
 
     let mut code = Vec::with_capacity(at as usize);
+    let mut relocations = Vec::new();
     for i in &preamble {
         encode_into(i, &mut code);
     }
+    placed.entry.encode(&mut code, &mut relocations);
     let mut added = preamble.len() + added_by_hooks;
     for &i in &order {
         for h in hook_code.get(&i).into_iter().flatten() {
             encode_into(h, &mut code);
+        }
+        if let Some(c) = placed.before.get(&i) {
+            c.encode(&mut code, &mut relocations);
         }
         if let Some(t) = translations.get(&i) {
             let at = code.len() as u64;
@@ -707,12 +757,31 @@ pub fn rewrite(
             }
         }
         encode_into(&inst, &mut code);
+        if let Some(c) = placed.after.get(&i) {
+            c.encode(&mut code, &mut relocations);
+        }
     }
     debug_assert_eq!(code.len() as u64, at);
 
-    let mut kd = *descriptor;
-    if let Some(v) = grown_vgpr {
-        grow_vgprs(&mut kd, v);
+    let mut kd = calls.descriptor();
+    let highest_vgpr = grown_vgpr.max((call_insts > 0).then_some(placed.max_vgpr));
+    grow_vgprs(&mut kd, an, highest_vgpr, placed.agprs);
+    if call_insts > 0 {
+        grow_sgprs(&mut kd, placed.max_sgpr);
+    }
+    if let Some(size) = placed.private_size {
+        if size > MAX_PRIVATE {
+            let r = &plan.calls[0];
+            return Err(RewriteError::Call {
+                kernel: prog.kernel.clone(),
+                hook: r.hook.clone(),
+                point: "in the kernel".into(),
+                reason: format!(
+                    "the hooks' stacks and saves need {size} bytes of private memory per lane (at most {MAX_PRIVATE})"
+                ),
+            });
+        }
+        kd.private_segment_fixed_size = kd.private_segment_fixed_size.max(size);
     }
     let last_saved = saved
         .iter()
@@ -757,7 +826,9 @@ pub fn rewrite(
         preamble: preamble.len(),
         new_offset,
         calls_to_original,
-        relocations: Vec::new(),
-        implicit_args: None,
+        relocations,
+        implicit_args: placed.implicit_block.then_some(ImplicitArgs {
+            size: crate::hooks::IMPLICIT_ARGS_V5 as u32,
+        }),
     })
 }

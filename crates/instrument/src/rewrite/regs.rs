@@ -2,6 +2,33 @@
 //! at a point, and where hook registers get set up.
 
 use super::*;
+use crate::RegSet;
+
+/// Registers free at a point: dead there (liveness), and not held for the
+/// whole kernel (`taken`: the homes of the launch state calls read, which
+/// liveness of the original code does not see).
+pub(super) struct Free<'a> {
+    pub(super) an: &'a Analysis,
+    pub(super) taken: RegSet,
+}
+
+impl Free<'_> {
+    /// Dead SGPRs before `i`, and whether SCC is live there.
+    pub(super) fn sgprs_before(&self, i: InstId) -> (Vec<u16>, bool) {
+        let (mut s, scc) = self.an.free_sgprs_before(i);
+        s.retain(|&n| !self.taken.has_sgpr(n));
+        (s, scc)
+    }
+
+    pub(super) fn before(&self, i: InstId) -> crate::FreeRegisters {
+        let mut f = self.an.free_before(i);
+        let t = &self.taken;
+        f.sgprs.retain(|&n| !t.has_sgpr(n));
+        f.vgprs.retain(|&n| !t.has_vgpr(n));
+        f.vgprs_active_lanes.retain(|&n| !t.has_vgpr(n));
+        f
+    }
+}
 
 /// Registers hook code runs with.
 #[derive(Clone, Copy, Debug)]
@@ -231,7 +258,7 @@ pub(super) fn max_sgpr(i: &Instruction) -> Option<u16> {
 
 /// SGPRs no instruction of the program names, if enough of them (aligned
 /// pairs for base and data, one for SCC) lie below s102.
-pub(super) fn reserve(an: &Analysis, wanted: bool) -> Option<Regs> {
+pub(super) fn reserve(an: &Analysis, wanted: bool, floor: u16) -> Option<Regs> {
     if !wanted {
         return None;
     }
@@ -244,7 +271,7 @@ pub(super) fn reserve(an: &Analysis, wanted: bool) -> Option<Regs> {
     if opaque_calls {
         first = first.max(FIRST_SAFE_ACROSS_CALLS);
     }
-    let first = first.next_multiple_of(2);
+    let first = first.max(floor).next_multiple_of(2);
     (first + 10 <= SGPRS).then_some(Regs {
         base: first,
         data: first + 2,
@@ -317,8 +344,8 @@ pub(super) fn per_point_translation(dead: &[u16], save_scc: bool) -> Option<Regs
 /// A pair and an SGPR for a long branch when no SGPRs are reserved: dead
 /// both before the branch and at its target (the jump writes them and
 /// control goes on there).
-pub(super) fn long_branch_regs(an: &Analysis, branch: InstId, target: InstId) -> Option<Regs> {
-    let (here, there) = (an.free_before(branch), an.free_before(target));
+pub(super) fn long_branch_regs(free: &Free<'_>, branch: InstId, target: InstId) -> Option<Regs> {
+    let (here, there) = (free.before(branch), free.before(target));
     let dead: Vec<u16> = here
         .sgprs
         .iter()
