@@ -171,8 +171,10 @@ impl Insertions {
         self.kept = Some(Arc::new(data));
     }
 
-    /// Whether nothing was asked for.
+    /// Whether nothing was asked for: no hooks, and nothing kept to read
+    /// after launches (a counting tool whose counts all follow from the
+    /// launch's geometry places no hook but still reads its outcome).
     pub fn is_empty(&self) -> bool {
-        self.calls.is_empty() && self.builtins.is_empty()
+        self.calls.is_empty() && self.builtins.is_empty() && self.kept.is_none()
     }
 }
