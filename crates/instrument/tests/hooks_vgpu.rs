@@ -740,3 +740,200 @@ fn random_calls_are_transparent_and_see_what_the_gpu_had() {
     );
     assert!(calls > 500, "only {calls} calls checked");
 }
+
+/// A hook that writes a register passed by reference changes what the
+/// kernel computes, as predicted: `add_float(&a, 1.5)` before vector_add's
+/// `v_add_f32` makes `c = (a + 1.5) + b` in the lanes that reach it.
+#[test]
+fn a_register_passed_by_reference_takes_the_hooks_value() {
+    let bytes = fixture(5, "vector_add");
+    let co = CodeObject::parse(&bytes).unwrap();
+    let md = co.metadata.as_ref().unwrap().kernels[0].clone();
+    let name = md.name.clone();
+    let an = analyse(&co, &name).unwrap();
+    let add = an
+        .program
+        .insts
+        .iter()
+        .position(|i| i.inst.mnemonic() == "v_add_f32_e32")
+        .expect("v_add_f32");
+    // Its first source: the element of a, loaded into it.
+    let Some(inlay_isa::Operand::Vgpr { first: a, .. }) = an.program.insts[add].inst.operand(1)
+    else {
+        panic!("v_add_f32's first source is not a VGPR");
+    };
+    let (mem, dev) = device();
+    let original = dev.load(&bytes).unwrap();
+    let plan = Plan {
+        calls: vec![HookCall {
+            point: Point::Before(add),
+            module: 0,
+            hook: "add_float".into(),
+            args: vec![
+                Arg::Reference(Register::new(RegFile::Vgpr, a, 1)),
+                Arg::Const32(1.5f32.to_bits()),
+            ],
+            once_per_wave: false,
+        }],
+        modules: vec![hook_module()],
+        ..Plan::default()
+    };
+    let loaded =
+        instrument(&mem, &co, &name, &an, &original, &plan).unwrap_or_else(|e| panic!("{e}"));
+    let n = 200u32; // 4 workgroups of 64, the last one partial
+    let x: Vec<f32> = (0..n).map(|k| k as f32 * 0.25).collect();
+    let y: Vec<f32> = (0..n).map(|k| 1000.0 - k as f32).collect();
+    let up = |v: &[f32]| {
+        dev.upload_u32(&v.iter().map(|f| f.to_bits()).collect::<Vec<_>>())
+            .unwrap()
+    };
+    let (xa, ya, za) = (up(&x), up(&y), dev.upload_u32(&vec![0; 256]).unwrap());
+    let args = inlay_vgpu::kernarg::Args::new()
+        .ptr(xa)
+        .ptr(ya)
+        .ptr(za)
+        .u32(n);
+    let mut kernarg = args.as_bytes().to_vec();
+    kernarg.resize(md.kernarg_segment_size.unwrap_or(0) as usize, 0);
+    let l = harness::Launch {
+        grid: [256, 1, 1],
+        wg: [64, 1, 1],
+        args: kernarg,
+        buffers: vec![xa, ya, za],
+    };
+    let packet = harness::calls::packet(&dev, &md, &l, 0);
+    loaded.prepare(&dev, &name, l.grid, l.wg);
+    dev.dispatch_program(
+        &loaded.program,
+        &emit::instrumented_name(&name),
+        &packet,
+        None,
+    )
+    .unwrap_or_else(|f| panic!("{f}"));
+    let z = dev.download_u32(za, 256).unwrap();
+    for k in 0..256usize {
+        let want = if (k as u32) < n {
+            (x[k] + 1.5) + y[k]
+        } else {
+            0.0
+        };
+        assert_eq!(f32::from_bits(z[k]), want, "element {k}");
+    }
+}
+
+/// Calls that cannot be made are refused with the kernel, the hook, the
+/// point and the reason; the kernel itself is untouched (its own run still
+/// computes what it computes).
+#[test]
+fn a_call_that_cannot_be_placed_is_refused_with_the_reason() {
+    let bytes = fixture(5, "vector_add");
+    let co = CodeObject::parse(&bytes).unwrap();
+    let md = co.metadata.as_ref().unwrap().kernels[0].clone();
+    let name = md.name.clone();
+    let an = analyse(&co, &name).unwrap();
+    let prog = &an.program;
+    let find = |m: &str| {
+        prog.insts
+            .iter()
+            .position(|i| i.inst.mnemonic() == m)
+            .unwrap()
+    };
+    let (branch, endpgm, add) = (
+        find("s_cbranch_execz"),
+        find("s_endpgm"),
+        find("v_add_f32_e32"),
+    );
+    let call = |point, hook: &str, args: Vec<Arg>| HookCall {
+        point,
+        module: 0,
+        hook: hook.into(),
+        args,
+        once_per_wave: false,
+    };
+    let exec = Arg::Value(Register::new(RegFile::Exec, 0, 2));
+    let cases: Vec<(HookCall, &str, &str)> = vec![
+        (
+            call(Point::Entry, "too_big", vec![Arg::Const32(1)]),
+            "at the kernel's entry",
+            "bytes of private memory (at most 131072)",
+        ),
+        (
+            call(
+                Point::After(branch),
+                "obs_value",
+                vec![Arg::Const32(1), exec.clone(), Arg::Const32(2)],
+            ),
+            "after the instruction at",
+            "branches",
+        ),
+        (
+            call(
+                Point::After(endpgm),
+                "obs_value",
+                vec![Arg::Const32(1), exec.clone(), Arg::Const32(2)],
+            ),
+            "after the instruction at",
+            "ends the wave",
+        ),
+        (
+            call(
+                Point::Before(add),
+                "obs_value64",
+                vec![Arg::Const32(1), exec.clone(), Arg::Address],
+            ),
+            "before the instruction at",
+            "no address",
+        ),
+        (
+            call(Point::Entry, "obs_value", vec![Arg::Const32(1)]),
+            "at the kernel's entry",
+            "reads 4 argument dwords and the call passes 1",
+        ),
+        (
+            call(Point::Entry, "no_such_hook", vec![]),
+            "at the kernel's entry",
+            "no global device function of that name",
+        ),
+        (
+            call(Point::Entry, "obs_value", vec![Arg::Const64(0); 16]),
+            "at the kernel's entry",
+            "at most 31",
+        ),
+        (
+            call(
+                Point::Entry,
+                "add_float",
+                vec![
+                    Arg::Reference(Register::new(RegFile::Scc, 0, 1)),
+                    Arg::Const32(0),
+                ],
+            ),
+            "at the kernel's entry",
+            "cannot be passed by reference",
+        ),
+    ];
+    let (mem, dev) = device();
+    let original = dev.load(&bytes).unwrap();
+    let module = hook_module();
+    for (c, point, reason) in cases {
+        let plan = Plan {
+            calls: vec![c.clone()],
+            modules: vec![module.clone()],
+            ..Plan::default()
+        };
+        let e = match instrument(&mem, &co, &name, &an, &original, &plan) {
+            Ok(_) => panic!("{c:?} was placed"),
+            Err(e) => e.to_string(),
+        };
+        let want_start = format!("kernel {name}: cannot call hook {} {point}", c.hook);
+        assert!(
+            e.starts_with(&want_start),
+            "{e}\nwanted it to start with: {want_start}"
+        );
+        assert!(e.contains(reason), "{e}\nwanted the reason: {reason}");
+    }
+    // The original runs as before.
+    let want = harness::run(&dev, &original, &name, &md).0;
+    let again = harness::run(&dev, &original, &name, &md).0;
+    assert!(want == again);
+}

@@ -381,6 +381,10 @@ fn address_operands(i: &Instruction) -> Option<(u16, Option<u16>, i32)> {
 /// MUBUF offsets reach 4095 bytes: the save area must fit.
 const MAX_AREA: u32 = 4096;
 
+/// Bytes of private memory a lane may have (gfx9's scratch wave size field:
+/// 8191 KiB per wave of 64 lanes, rounded down to what the vgpu allows).
+pub(super) const MAX_PRIVATE: u32 = 128 * 1024;
+
 impl<'a> Ctx<'a> {
     fn fail(&self, r: &Request<'_>, reason: String) -> RewriteError {
         call_error(self.an, r.call, describe(self.an, r.site, r.inst), reason)
@@ -1716,6 +1720,18 @@ impl<'a> Calls<'a> {
             .max()
             .unwrap_or(0)
             .next_multiple_of(16);
+        for p in &plans {
+            let need = self.stack_base + area + p.req.hook.stack_bytes;
+            if need > MAX_PRIVATE {
+                return Err(ctx.fail(
+                    p.req,
+                    format!(
+                        "with the hook's stack ({} bytes) on top of the kernel's private segment and the saves, a lane would need {need} bytes of private memory (at most {MAX_PRIVATE})",
+                        p.req.hook.stack_bytes
+                    ),
+                ));
+            }
+        }
         let mut scratch = self.state.homes.vsharp.is_some();
         for p in &plans {
             let code = ctx.code(p, area)?;

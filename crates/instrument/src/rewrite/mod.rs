@@ -326,10 +326,6 @@ pub enum RewriteError {
     },
 }
 
-/// Bytes of private memory a lane may have (gfx9's scratch wave size field:
-/// 8191 KiB per wave of 64 lanes, rounded down to what the vgpu allows).
-const MAX_PRIVATE: u32 = 128 * 1024;
-
 /// Largest offset `s_atomic_*` takes as an immediate on gfx9.
 const MAX_SMEM_OFFSET: u32 = (1 << 20) - 1;
 
@@ -770,17 +766,6 @@ pub fn rewrite(
         grow_sgprs(&mut kd, placed.max_sgpr);
     }
     if let Some(size) = placed.private_size {
-        if size > MAX_PRIVATE {
-            let r = &plan.calls[0];
-            return Err(RewriteError::Call {
-                kernel: prog.kernel.clone(),
-                hook: r.hook.clone(),
-                point: "in the kernel".into(),
-                reason: format!(
-                    "the hooks' stacks and saves need {size} bytes of private memory per lane (at most {MAX_PRIVATE})"
-                ),
-            });
-        }
         kd.private_segment_fixed_size = kd.private_segment_fixed_size.max(size);
     }
     let last_saved = saved
