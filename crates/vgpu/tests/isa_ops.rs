@@ -2038,12 +2038,14 @@ fn s_trap_faults() {
 }
 
 /// A 16-bit compare of the high word (clang's test of a u16 field of the
-/// implicit arguments, in the hook module): the result goes to an SGPR pair.
+/// implicit arguments, in the hook module): the result goes to an SGPR pair;
+/// and a shift of a low word (the hook module's address arithmetic).
 #[test]
 fn sdwa_compare_of_a_high_word() {
     let dev = Device::new();
     let body = "v_cmp_ne_u16_sdwa s[20:21], v4, v5 src0_sel:WORD_1 src1_sel:DWORD\n\
-                v_cndmask_b32_e64 v20, 0, 1, s[20:21]";
+                v_cndmask_b32_e64 v20, 0, 1, s[20:21]\n\
+                v_lshlrev_b32_sdwa v21, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:DWORD src1_sel:WORD_0";
     let inputs = |l: usize| {
         let mut i = random(l);
         if l % 2 == 0 {
@@ -2051,7 +2053,10 @@ fn sdwa_compare_of_a_high_word() {
         }
         i
     };
-    check_lanes(&dev, &Lanes::new(body, 1), inputs, |_, i| {
-        vec![u32::from((i[0] >> 16) as u16 != i[1] as u16)]
+    check_lanes(&dev, &Lanes::new(body, 2), inputs, |_, i| {
+        vec![
+            u32::from((i[0] >> 16) as u16 != i[1] as u16),
+            (i[1] & 0xffff) << (i[0] & 31),
+        ]
     });
 }

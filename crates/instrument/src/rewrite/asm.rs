@@ -14,6 +14,75 @@ pub(super) struct Asm {
     pub(super) atomic: std::cell::Cell<Option<(u16, u16, Instruction)>>,
     pub(super) setups: std::cell::RefCell<std::collections::HashMap<(u16, u16), [Instruction; 3]>>,
     pub(super) decoder: inlay_isa::Decoder,
+    /// Instructions built so far, by form: inserted code repeats a few
+    /// forms many times (a call at every instruction builds the same saves
+    /// and moves again and again), and the checked builder, which finds the
+    /// mnemonic in the tables and decodes its result again, is the slow part.
+    pub(super) built:
+        std::cell::RefCell<std::collections::HashMap<BuildKey, Instruction, FastHash>>,
+}
+
+/// A multiply-rotate hasher for the build cache's small integer keys
+/// (SipHash, the default, was most of the time of a call at every
+/// instruction; nothing here hashes input an attacker chooses).
+#[derive(Default, Clone, Copy)]
+pub(super) struct FastHasher(u64);
+
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7cc1_b727_220a_95);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(u64::from(v));
+    }
+}
+
+pub(super) type FastHash = std::hash::BuildHasherDefault<FastHasher>;
+
+/// An instruction form: encoding, mnemonic (by address: they are literals)
+/// and operands packed into integers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct BuildKey {
+    enc: Encoding,
+    mnemonic: usize,
+    ops: [u64; 6],
+}
+
+impl std::hash::Hash for BuildKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        // Word by word: the derived hash feeds integer arrays as bytes.
+        h.write_u64(self.mnemonic as u64 ^ (self.enc as u64) << 56);
+        for &o in &self.ops {
+            h.write_u64(o);
+        }
+    }
+}
+
+fn operand_key(o: &Operand) -> u64 {
+    let reg =
+        |tag: u64, first: u16, count: u8| tag << 56 | u64::from(first) << 8 | u64::from(count);
+    match *o {
+        Operand::Vgpr { first, count } => reg(1, first, count),
+        Operand::Agpr { first, count } => reg(2, first, count),
+        Operand::Sgpr { first, count } => reg(3, first, count),
+        Operand::Ttmp { first, count } => reg(4, first, count),
+        Operand::Special { code, count } => reg(5, u16::from(code), count),
+        Operand::Inline(c) => 6 << 56 | u64::from(c),
+        Operand::Literal(v) => 7 << 56 | u64::from(v),
+        Operand::Imm(v) => 8 << 56 | u64::from(v),
+        Operand::Fixed(t) => 9 << 56 | t.as_ptr() as u64 & 0x00ff_ffff_ffff_ffff,
+    }
 }
 
 impl Asm {
@@ -29,15 +98,43 @@ impl Asm {
         }
     }
 
+    pub(super) fn new(target: inlay_isa::Target) -> Asm {
+        Asm {
+            b: Builder::new(target),
+            atomic: std::cell::Cell::new(None),
+            setups: Default::default(),
+            decoder: inlay_isa::Decoder::new(target),
+            built: Default::default(),
+        }
+    }
+
     pub(super) fn build(
         &self,
         enc: Encoding,
         m: &'static str,
         ops: &[Operand],
     ) -> Result<Instruction, RewriteError> {
-        self.b
+        let mut key = BuildKey {
+            enc,
+            mnemonic: m.as_ptr() as usize,
+            ops: [u64::MAX; 6],
+        };
+        if ops.len() <= key.ops.len() {
+            for (k, o) in key.ops.iter_mut().zip(ops) {
+                *k = operand_key(o);
+            }
+            if let Some(i) = self.built.borrow().get(&key) {
+                return Ok(*i);
+            }
+        }
+        let i = self
+            .b
             .build(enc, m, ops)
-            .map_err(|e| RewriteError::Build(m, e))
+            .map_err(|e| RewriteError::Build(m, e))?;
+        if ops.len() <= key.ops.len() {
+            self.built.borrow_mut().insert(key, i);
+        }
+        Ok(i)
     }
 
     pub(super) fn mov(&self, d: u16, v: u32) -> Result<Instruction, RewriteError> {

@@ -378,6 +378,44 @@ fn address_operands(i: &Instruction) -> Option<(u16, Option<u16>, i32)> {
     }
 }
 
+/// How a run of scalar saves is moved: one dword, or an aligned pair into
+/// an aligned SGPR pair.
+enum Moves {
+    One(Slot),
+    Pair(u16),
+}
+
+/// The scalar saves as moves, pairs joined.
+fn scalar_moves(scalars: &[(u16, Slot)]) -> Vec<(u16, Moves)> {
+    let mut out = Vec::with_capacity(scalars.len());
+    let mut k = 0;
+    while k < scalars.len() {
+        let (b, s) = scalars[k];
+        if let (Home::Sgpr(t), Some(&(b2, Home::Sgpr(t2)))) = (s, scalars.get(k + 1)) {
+            if b % 2 == 0 && b2 == b + 1 && t % 2 == 0 && t2 == t + 1 {
+                out.push((b, Moves::Pair(t)));
+                k += 2;
+                continue;
+            }
+        }
+        out.push((b, Moves::One(s)));
+        k += 1;
+    }
+    out
+}
+
+/// The 64-bit scalar operand of a pair of RegSet bits starting at `b`.
+fn scalar_pair_operand(b: u16) -> Operand {
+    if b < bits::NUM_SGPRS {
+        Asm::sgpr(b, 2)
+    } else {
+        Operand::Special {
+            code: b as u8,
+            count: 2,
+        }
+    }
+}
+
 /// MUBUF offsets reach 4095 bytes: the save area must fit.
 const MAX_AREA: u32 = 4096;
 
@@ -589,9 +627,30 @@ impl<'a> Ctx<'a> {
             self.fail(r, "no register is free to save a register in (all SGPRs and VGPRs are live or used by the hook)".into())
         };
         p.scalars.clear();
-        for b in scalar {
+        let mut k = 0;
+        while k < scalar.len() {
+            let b = scalar[k];
+            // An aligned pair saved whole into an aligned free pair: one
+            // s_mov_b64 each way.
+            let pair = b % 2 == 0 && scalar.get(k + 1) == Some(&(b + 1)) && b != bits::M0;
+            let to = pair
+                .then(|| {
+                    free_s
+                        .iter()
+                        .copied()
+                        .find(|&t| t % 2 == 0 && free_s.contains(&(t + 1)))
+                })
+                .flatten();
+            if let Some(t) = to {
+                free_s.retain(|&x| x != t && x != t + 1);
+                p.scalars.push((b, Home::Sgpr(t)));
+                p.scalars.push((b + 1, Home::Sgpr(t + 1)));
+                k += 2;
+                continue;
+            }
             let s = slot(&mut free_s, &mut free_v).ok_or_else(none)?;
             p.scalars.push((b, s));
+            k += 1;
         }
         p.exec = if exec_changes {
             let lo = slot(&mut free_s, &mut free_v).ok_or_else(none)?;
@@ -697,8 +756,15 @@ impl<'a> Ctx<'a> {
         // Outstanding memory operations land before anything reads registers.
         s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0)])?);
         // 1. Scalar saves, EXEC, then SCC (through s30, dead or saved by then).
-        for &(bit, slot) in &p.scalars {
-            s.push(self.write_slot(slot, scalar_operand(bit))?);
+        for (bits_, slots) in scalar_moves(&p.scalars) {
+            s.push(match slots {
+                Moves::One(slot) => self.write_slot(slot, scalar_operand(bits_))?,
+                Moves::Pair(t) => b(
+                    Encoding::Sop1,
+                    "s_mov_b64",
+                    &[Asm::sgpr(t, 2), scalar_pair_operand(bits_)],
+                )?,
+            });
         }
         if let Some([lo, hi]) = p.exec {
             s.extend(self.exec_to_slots(lo, hi)?);
@@ -920,8 +986,15 @@ impl<'a> Ctx<'a> {
         if let Some([lo, hi]) = p.exec {
             s.extend(self.exec_from_slots(lo, hi)?);
         }
-        for &(bit, slot) in &p.scalars {
-            s.push(self.read_slot(bit, slot)?);
+        for (bits_, slots) in scalar_moves(&p.scalars) {
+            s.push(match slots {
+                Moves::One(slot) => self.read_slot(bits_, slot)?,
+                Moves::Pair(t) => b(
+                    Encoding::Sop1,
+                    "s_mov_b64",
+                    &[scalar_pair_operand(bits_), Asm::sgpr(t, 2)],
+                )?,
+            });
         }
         s.resolve()?;
         Ok(s)

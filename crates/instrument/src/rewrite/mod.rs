@@ -1,8 +1,17 @@
 //! Rewriting a lifted kernel with hooks: hook code inserted before chosen
-//! instructions, the kernel and the device functions it calls laid out anew
-//! in one block of code, branches re-aimed, PC-relative computations kept
-//! pointing where they pointed, and the kernel descriptor grown for the
-//! registers the hooks use.
+//! instructions (and after them, and at the kernel's entry, for calls to
+//! compiled hooks), the kernel and the device functions it calls laid out
+//! anew in one block of code, branches re-aimed, PC-relative computations
+//! kept pointing where they pointed, and the kernel descriptor grown for
+//! the registers, initial state and private memory the hooks use.
+//!
+//! Every hook goes through the same steps, each in a module of its own:
+//! the kernel's launch state hooks need, with the preamble that keeps it and
+//! the descriptor (`preamble`); registers free at a point — dead there and
+//! not held for the whole kernel — or SGPRs held for it (`regs`); the
+//! hook's code: built-in counting and records (`builtin`) or a call to a
+//! compiled hook (`call`, see [`crate::hooks`]), as snippets (`snippet`)
+//! built with `asm`; and the layout with branch relaxation (`layout`).
 //!
 //! # Where the new code points
 //! The rewritten code runs from an address known only once it is loaded,
@@ -62,7 +71,7 @@ mod snippet;
 use std::collections::BTreeMap;
 
 use inlay_codeobj::KernelDescriptor;
-use inlay_isa::{encode_into, Builder, Encoding, Instruction, Operand, Target};
+use inlay_isa::{encode_into, Encoding, Instruction, Operand, Target};
 
 use crate::hooks::{HookCall, HookModule};
 use crate::lift::{Callee, InstId};
@@ -348,12 +357,7 @@ pub fn rewrite(
     if prog.target != Target::Gfx90a {
         return Err(RewriteError::Target);
     }
-    let asm = Asm {
-        b: Builder::new(prog.target),
-        atomic: std::cell::Cell::new(None),
-        setups: Default::default(),
-        decoder: inlay_isa::Decoder::new(prog.target),
-    };
+    let asm = Asm::new(prog.target);
     // Calls: checked, and the launch values they need kept, in homes the
     // preamble fills (registers nothing else may take).
     let calls = call::Calls::new(an, descriptor, plan, &asm)?;
