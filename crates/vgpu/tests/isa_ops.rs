@@ -2048,7 +2048,7 @@ fn sdwa_compare_of_a_high_word() {
                 v_lshlrev_b32_sdwa v21, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:DWORD src1_sel:WORD_0";
     let inputs = |l: usize| {
         let mut i = random(l);
-        if l % 2 == 0 {
+        if l.is_multiple_of(2) {
             i[1] = i[1] & 0xffff_0000 | i[0] >> 16; // equal words in half the lanes
         }
         i
