@@ -632,7 +632,7 @@ impl<'a> Ctx<'a> {
             let b = scalar[k];
             // An aligned pair saved whole into an aligned free pair: one
             // s_mov_b64 each way.
-            let pair = b % 2 == 0 && scalar.get(k + 1) == Some(&(b + 1)) && b != bits::M0;
+            let pair = b.is_multiple_of(2) && scalar.get(k + 1) == Some(&(b + 1)) && b != bits::M0;
             let to = pair
                 .then(|| {
                     free_s
