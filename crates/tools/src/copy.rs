@@ -303,10 +303,19 @@ fn load(
                 .collect()
         })
         .collect();
+    // The original's code is in the copy's program (the copy calls its
+    // functions), but not its kernels: the device maps a descriptor to the
+    // program registered last, and dropping this copy (a trial build of
+    // one tool's hooks is dropped at once) would then leave the original
+    // kernels undispatchable.
     let mut regions: Vec<_> = k
         .executable
         .iter()
         .filter_map(|c| c.region.clone())
+        .map(|mut r| {
+            r.kernels.clear();
+            r
+        })
         .collect();
     regions.extend(exe.code_objects().iter().filter_map(|c| c.code_region()));
     let code_id = k.device.add_code(&regions)?;
