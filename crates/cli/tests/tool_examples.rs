@@ -251,18 +251,35 @@ fn grid_lines(stderr: &str) -> Vec<GridLine> {
 
 #[test]
 fn kernarg_access_reads_grid_dim_in_every_launch_shape() {
-    let (Some(tool), Some(kernels), Some(shapes)) = (
+    let (Some(tool), Some(counter), Some(kernels), Some(shapes)) = (
         example("kernarg_access"),
+        example("instr_count"),
         hsa_program("kernels"),
         hsa_program("launch_shapes"),
     ) else {
         return;
     };
     let tool = tool.to_string_lossy().into_owned();
+    let counter = counter.to_string_lossy().into_owned();
     let mut dims_seen = std::collections::BTreeSet::new();
     let mut names = Vec::new();
     for exe in [&kernels, &shapes] {
-        let (stdout, stderr) = run(exe, &["--tool", &tool]);
+        // Two hook modules in one copy (both define HIP's weak
+        // __cxa_pure_virtual), beside a built-in tool whose counts the
+        // second must still equal.
+        let (stdout, stderr) = run(
+            exe,
+            &["--tool", &tool, "--tool", &counter, "--tool", "instr-count"],
+        );
+        let (mine, builtin) = (
+            counts(&stderr, "instr_count"),
+            counts(&stderr, "instr-count"),
+        );
+        assert_eq!(mine, builtin, "{stderr}");
+        assert!(
+            mine.values().filter(|n| n.is_some()).count() >= 5,
+            "{stderr}"
+        );
         assert!(stdout.contains("PASS"), "{stdout}");
         let lines = grid_lines(&stderr);
         assert!(lines.len() >= 5, "{stderr}");
