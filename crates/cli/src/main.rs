@@ -8,6 +8,7 @@ mod inspect;
 mod json;
 mod report;
 mod run;
+mod tools;
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -77,11 +78,15 @@ enum Command {
     /// Run a program against Inlay's HSA runtime (drop-in libhsa-runtime64.so.1) and its
     /// virtual GPU. Build the runtime first: `cargo build --release` builds it with inlay.
     Run {
-        /// Attach a tool (instr-count, opcode-hist, mem-trace, kernel-args); repeatable.
-        #[arg(long = "tool", value_name = "NAME")]
+        /// Attach a tool: instr-count, opcode-hist, mem-trace, kernel-args, or a tool
+        /// library (./NAME.so, include/inlay/tool.h); repeatable, all tools' hooks go into
+        /// one instrumented copy of each kernel.
+        #[arg(long = "tool", value_name = "NAME|PATH")]
         tools: Vec<String>,
-        /// A tool option KEY=VALUE (instr-count/opcode-hist: mode=block|instruction,
-        /// count=wave|thread; any tool: output=PATH for text, json=PATH for JSON Lines).
+        /// A tool option KEY=VALUE for every tool, or TOOL:KEY=VALUE for one
+        /// (instr-count/opcode-hist: mode=block|instruction, count=wave|thread; mem-trace:
+        /// capacity=MIB, dump=1; any tool: output=PATH for text, json=PATH for JSON Lines).
+        /// Unknown keys and bad values are refused before the program starts.
         #[arg(long = "tool-opt", value_name = "KEY=VALUE")]
         tool_opts: Vec<String>,
         /// End any kernel dispatch still running after SECS seconds (a decimal

@@ -43,8 +43,8 @@ fn valid_timeout(secs: &str) -> bool {
         && secs.bytes().any(|b| (b'1'..=b'9').contains(&b))
 }
 
-/// Runs `command` against Inlay's runtime, with `tools` attached (passed to
-/// the runtime in `INLAY_TOOL` and `INLAY_TOOL_OPTS`) and `timeout` as the
+/// Runs `command` against Inlay's runtime, with `tools` attached (checked
+/// first, then passed to the runtime in `INLAY_TOOL` and `INLAY_TOOL_OPTS`) and `timeout` as the
 /// dispatch time limit. Ends the process as the program ended; returns only
 /// if the program could not be run.
 pub fn run(
@@ -60,14 +60,6 @@ pub fn run(
     let Some((program, args)) = command.split_first() else {
         return fail("usage: inlay run [--tool NAME [--tool-opt KEY=VALUE]...] [--timeout SECS] -- COMMAND [ARGS...]".into());
     };
-    if let Some(bad) = tool_opts
-        .iter()
-        .find(|o| !o.contains('=') || o.contains(';'))
-    {
-        return fail(format!(
-            "--tool-opt {bad}: expected KEY=VALUE (without ';')"
-        ));
-    }
     if let Some(secs) = timeout.filter(|s| !valid_timeout(s)) {
         return fail(format!(
             "--timeout {secs}: expected a number of seconds above 0, such as 10 or 2.5"
@@ -75,6 +67,11 @@ pub fn run(
     }
     let runtime = match Runtime::find() {
         Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    // Tools and their options are refused now, not inside the program.
+    let tool_env = match crate::tools::tool_env(tools, tool_opts, &runtime.library) {
+        Ok(t) => t,
         Err(e) => return fail(e),
     };
     let mut cmd = Command::new(program);
@@ -87,9 +84,9 @@ pub fn run(
             "PATH",
             prepend(&runtime.bin_dir(), std::env::var_os("PATH")),
         );
-    if !tools.is_empty() {
-        cmd.env("INLAY_TOOL", tools.join(","));
-        cmd.env("INLAY_TOOL_OPTS", tool_opts.join(";"));
+    if let Some(t) = &tool_env {
+        cmd.env("INLAY_TOOL", &t.tools);
+        cmd.env("INLAY_TOOL_OPTS", &t.options);
     }
     if let Some(secs) = timeout {
         cmd.env(TIMEOUT_VAR, secs);

@@ -28,6 +28,8 @@ pub struct Defined {
     pub value: u64,
     pub size: u64,
     pub local: bool,
+    /// ELF weak binding: another code object's definition of the name wins.
+    pub weak: bool,
     /// Alignment of the defining section.
     pub align: u64,
 }
@@ -109,6 +111,7 @@ impl Image {
                         value: s.value,
                         size: s.size,
                         local,
+                        weak: s.binding == Binding::Weak,
                         align: section_align(s.section),
                     });
                 }

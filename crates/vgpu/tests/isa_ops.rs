@@ -2087,6 +2087,7 @@ fn gws_semaphore_and_barrier_of_one_wave() {
                 ds_gws_barrier v4 gds\n\
                 v_mov_b32 v1, 7";
     check(&dev, body, |_| 7);
+}
 
 // ------------------------------------------- what compiled hooks use
 

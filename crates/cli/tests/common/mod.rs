@@ -105,3 +105,49 @@ pub fn inlay_run() -> Command {
     cmd.arg("run").env("INLAY_HSA_LIBRARY", runtime_library());
     cmd
 }
+
+/// A C program of crates/hsa/tests/c compiled against our runtime, once
+/// per test binary (tests run in parallel; one running the program while
+/// another's gcc rewrites it would fail). None when gcc or the HSA headers
+/// are missing.
+pub fn hsa_program(name: &'static str) -> Option<PathBuf> {
+    static BUILT: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::BTreeMap<&'static str, PathBuf>>,
+    > = std::sync::OnceLock::new();
+    let headers = Path::new("/usr/include/hsa/hsa.h").is_file();
+    let gcc = Command::new("gcc").arg("--version").output().is_ok();
+    if missing(
+        "gcc and Debian's HSA headers (libhsa-runtime-dev)",
+        gcc && headers,
+    ) {
+        return None;
+    }
+    let built = BUILT.get_or_init(Default::default);
+    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = built.get(name) {
+        return Some(p.clone());
+    }
+    let dir = std::env::temp_dir().join(format!("inlay-hsa-programs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let link = dir.join("libhsa-runtime64.so");
+    if !link.exists() {
+        std::os::unix::fs::symlink(runtime_library(), &link).expect("symlink");
+    }
+    let exe = dir.join(name);
+    let src = root().join(format!("crates/hsa/tests/c/{name}.c"));
+    let out = Command::new("gcc")
+        .args(["-std=gnu11", "-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg(format!("-L{}", dir.display()))
+        .args(["-lhsa-runtime64", "-lpthread", "-lm"])
+        .output()
+        .expect("gcc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    built.insert(name, exe.clone());
+    Some(exe)
+}
