@@ -5,7 +5,8 @@ use inlay_isa::{Encoding, Instruction, Operand, RegFile, Register};
 
 use super::asm::{Asm, EXEC};
 use super::preamble::{Home, Homes, Needs};
-use super::snippet::{LiteralReloc, Snippet};
+use super::asm::FastHash;
+use super::snippet::{LiteralReloc, Snippet, Template};
 use super::*;
 use crate::hooks::{clobberable, Arg, HookCall, HookInfo, LaunchValue, Point, ARG_VGPRS};
 use crate::liveness::Live;
@@ -328,6 +329,20 @@ fn scalar_operand(b: u16) -> Operand {
     }
 }
 
+fn a_dwords(a: &Arg) -> u8 {
+    a.dwords() as u8
+}
+
+/// Dword `dword` of a constant argument (0 for any other).
+fn constant(a: &Arg, dword: u8) -> u32 {
+    match (a, dword) {
+        (Arg::Const32(c), 0) => *c,
+        (Arg::Const64(c), 0) => *c as u32,
+        (Arg::Const64(c), 1) => (c >> 32) as u32,
+        _ => 0,
+    }
+}
+
 /// Argument slots: the first VGPR of each argument.
 fn arg_vgprs(args: &[Arg]) -> Vec<u16> {
     let mut at = 0u16;
@@ -410,6 +425,45 @@ fn scalar_pair_operand(b: u16) -> Operand {
             code: b as u8,
             count: 2,
         }
+    }
+}
+
+/// Registers free to save into at a call: SGPRs and VGPRs (below a
+/// limit) nothing needs there, handed out lowest first.
+struct Pool(RegSet);
+
+impl Pool {
+    fn new(busy: &RegSet, vgpr_limit: u16) -> Pool {
+        let mut free = RegSet::new();
+        free.insert_range(0, bits::NUM_SGPRS);
+        free.insert_range(bits::VGPR_BASE, vgpr_limit);
+        free.subtract(busy);
+        Pool(free)
+    }
+
+    fn take(&mut self, start: u16, end: u16) -> Option<u16> {
+        let b = self.0.first_in(start, end)?;
+        self.0.remove(b);
+        Some(b)
+    }
+
+    fn sgpr(&mut self) -> Option<u16> {
+        self.take(0, bits::NUM_SGPRS)
+    }
+
+    fn vgpr(&mut self) -> Option<u16> {
+        Some(self.take(bits::VGPR_BASE, bits::AGPR_BASE)? - bits::VGPR_BASE)
+    }
+
+    /// The highest free aligned SGPR pair (single slots come from the
+    /// bottom: pairs from the top leave them the most).
+    fn sgpr_pair(&mut self) -> Option<u16> {
+        let t = (0..bits::NUM_SGPRS / 2)
+            .rev()
+            .map(|k| 2 * k)
+            .find(|&t| self.0.has_sgpr(t) && self.0.has_sgpr(t + 1))?;
+        self.0.remove_range(t, 2);
+        Some(t)
     }
 }
 
@@ -571,15 +625,8 @@ impl<'a> Ctx<'a> {
         let save = live.intersection(&c);
         let busy = live.union(&c).union(&self.taken);
         // Free scalar slots: SGPRs nobody needs here; free VGPRs likewise
-        // (in every lane), within the allocation.
-        let mut free_s: Vec<u16> = (0..bits::NUM_SGPRS)
-            .filter(|&n| !busy.contains(n))
-            .collect();
-        let mut free_v: Vec<u16> = (0..self.vgpr_limit)
-            .filter(|&n| !busy.contains(vgpr_bit(n)))
-            .collect();
-        free_s.reverse();
-        free_v.reverse();
+        // (in every lane), within the allocation. Taken lowest first.
+        let mut free = Pool::new(&busy, self.vgpr_limit);
         let ref_regs: Vec<u16> = args
             .iter()
             .filter_map(|a| match a {
@@ -609,13 +656,13 @@ impl<'a> Ctx<'a> {
             || args.iter().any(|a| matches!(a, Arg::Reference(_)));
         // Scalar slots: free SGPRs first, then lanes of a free VGPR.
         let mut lane_vgpr: Option<(u16, u8)> = None;
-        let mut slot = |free_s: &mut Vec<u16>, free_v: &mut Vec<u16>| -> Option<Slot> {
-            if let Some(s) = free_s.pop() {
+        let mut slot = |free: &mut Pool| -> Option<Slot> {
+            if let Some(s) = free.sgpr() {
                 return Some(Home::Sgpr(s));
             }
             let (v, l) = match lane_vgpr {
                 Some((v, l)) if l < 63 => (v, l + 1),
-                _ => (free_v.pop()?, 0),
+                _ => (free.vgpr()?, 0),
             };
             lane_vgpr = Some((v, l));
             Some(Home::Lane(v, l))
@@ -630,34 +677,26 @@ impl<'a> Ctx<'a> {
             // An aligned pair saved whole into an aligned free pair: one
             // s_mov_b64 each way.
             let pair = b.is_multiple_of(2) && scalar.get(k + 1) == Some(&(b + 1)) && b != bits::M0;
-            let to = pair
-                .then(|| {
-                    free_s
-                        .iter()
-                        .copied()
-                        .find(|&t| t.is_multiple_of(2) && free_s.contains(&(t + 1)))
-                })
-                .flatten();
+            let to = pair.then(|| free.sgpr_pair()).flatten();
             if let Some(t) = to {
-                free_s.retain(|&x| x != t && x != t + 1);
                 p.scalars.push((b, Home::Sgpr(t)));
                 p.scalars.push((b + 1, Home::Sgpr(t + 1)));
                 k += 2;
                 continue;
             }
-            let s = slot(&mut free_s, &mut free_v).ok_or_else(none)?;
+            let s = slot(&mut free).ok_or_else(none)?;
             p.scalars.push((b, s));
             k += 1;
         }
         p.exec = if exec_changes {
-            let lo = slot(&mut free_s, &mut free_v).ok_or_else(none)?;
-            let hi = slot(&mut free_s, &mut free_v).ok_or_else(none)?;
+            let lo = slot(&mut free).ok_or_else(none)?;
+            let hi = slot(&mut free).ok_or_else(none)?;
             Some([lo, hi])
         } else {
             None
         };
         p.scc = if save.contains(bits::SCC) {
-            Some(slot(&mut free_s, &mut free_v).ok_or_else(none)?)
+            Some(slot(&mut free).ok_or_else(none)?)
         } else {
             None
         };
@@ -670,7 +709,7 @@ impl<'a> Ctx<'a> {
                 None
             } else if b >= bits::AGPR_BASE {
                 // Through a VGPR the call changes anyway, when none is free.
-                match free_v.pop() {
+                match free.vgpr() {
                     Some(v) => Some(v),
                     None if p.agpr_temp.is_some() => None,
                     None => {
@@ -681,7 +720,7 @@ impl<'a> Ctx<'a> {
                     }
                 }
             } else {
-                free_v.pop()
+                free.vgpr()
             };
             let at = match to {
                 Some(v) => VSave::Vgpr(v),
@@ -711,7 +750,7 @@ impl<'a> Ctx<'a> {
             }
         }
         p.area = area;
-        p.spare_vgpr = free_v.pop();
+        p.spare_vgpr = free.vgpr();
         let mut max_s = 33u16;
         let mut max_v = 31u16;
         let mut note = |h: Home| match h {
@@ -734,6 +773,91 @@ impl<'a> Ctx<'a> {
         p.max_sgpr = max_s;
         p.max_vgpr = max_v;
         Ok(())
+    }
+
+    /// Everything [`Ctx::code`] reads of a call and its plan, as words —
+    /// the call's constant arguments excepted where they are literals,
+    /// which a template patches per copy: calls with the same key get the
+    /// same code.
+    fn template_key(&self, p: &CallPlan<'_, 'a>, key: &mut Vec<u64>) {
+        key.clear();
+        let r = p.req;
+        let home = |h: Home| match h {
+            Home::Sgpr(s) => u64::from(s),
+            Home::Lane(v, l) => 1 << 32 | u64::from(v) << 8 | u64::from(l),
+        };
+        let none = u64::MAX;
+        key.push(r.hook as *const HookInfo as u64);
+        key.push(u64::from(r.call.once_per_wave));
+        key.push(r.call.args.len() as u64);
+        for a in &r.call.args {
+            match a {
+                Arg::Const32(_) | Arg::Const64(_) => {
+                    key.push(1 << 56 | u64::from(a.dwords()));
+                    for d in 0..a_dwords(a) {
+                        let c = constant(a, d);
+                        let literal = matches!(Asm::konst(c), Operand::Literal(_));
+                        key.push(if literal { none } else { u64::from(c) });
+                    }
+                }
+                Arg::Value(reg) | Arg::Reference(reg) => {
+                    let tag = if matches!(a, Arg::Value(_)) { 2 } else { 3 };
+                    key.push(
+                        tag << 56
+                            | (reg.file as u64) << 32
+                            | u64::from(reg.first) << 8
+                            | u64::from(reg.count),
+                    );
+                }
+                Arg::Address => {
+                    key.push(4 << 56);
+                    let inst = &self.an.program.insts[r.inst].inst;
+                    match address_operands(inst) {
+                        Some((vaddr, saddr, offset)) => {
+                            key.push(u64::from(vaddr));
+                            key.push(saddr.map_or(none, u64::from));
+                            key.push(u64::from(offset as u32));
+                        }
+                        None => key.push(none),
+                    }
+                }
+                Arg::Launch(v) => key.push(
+                    5 << 56
+                        | match *v {
+                            LaunchValue::GridSize(d) => 1 << 40 | u64::from(d),
+                            LaunchValue::WorkgroupSize(d) => 2 << 40 | u64::from(d),
+                            LaunchValue::WorkgroupId(d) => 3 << 40 | u64::from(d),
+                            LaunchValue::WorkitemId(d) => 4 << 40 | u64::from(d),
+                            LaunchValue::KernargDword(o) => 5 << 40 | u64::from(o),
+                            LaunchValue::KernargPtr => 6 << 40,
+                            LaunchValue::DispatchPtr => 7 << 40,
+                        },
+                ),
+            }
+        }
+        key.push(p.scalars.len() as u64);
+        for &(b, h) in &p.scalars {
+            key.push(u64::from(b));
+            key.push(home(h));
+        }
+        key.push(p.scc.map_or(none, home));
+        for h in p.exec.map_or([None, None], |[lo, hi]| [Some(lo), Some(hi)]) {
+            key.push(h.map_or(none, home));
+        }
+        key.push(p.vectors.len() as u64);
+        for &(b, to) in &p.vectors {
+            key.push(u64::from(b));
+            key.push(match to {
+                VSave::Vgpr(v) => u64::from(v),
+                VSave::Scratch(o) => 1 << 32 | u64::from(o),
+            });
+        }
+        for s in &p.ref_slots {
+            key.push(s.map_or(none, u64::from));
+        }
+        key.push(p.agpr_temp.map_or(none, u64::from));
+        key.push(u64::from(p.scratch_early));
+        key.push(p.spare_vgpr.map_or(none, u64::from));
     }
 
     /// The call's code; `area` is the largest save area of all calls
@@ -1338,10 +1462,17 @@ impl<'a> Ctx<'a> {
         };
         let r = p.req;
         match &r.call.args[k] {
-            Arg::Const32(c) => s.push(asm.vmov(d, Asm::konst(*c))?),
-            Arg::Const64(c) => {
-                s.push(asm.vmov(d, Asm::konst(*c as u32))?);
-                s.push(asm.vmov(d + 1, Asm::konst((c >> 32) as u32))?);
+            Arg::Const32(_) | Arg::Const64(_) => {
+                for dword in 0..a_dwords(&r.call.args[k]) {
+                    let c = constant(&r.call.args[k], dword);
+                    let op = Asm::konst(c);
+                    let i = asm.vmov(d + u16::from(dword), op)?;
+                    if matches!(op, Operand::Literal(_)) {
+                        s.push_constant(i, k, dword);
+                    } else {
+                        s.push(i);
+                    }
+                }
             }
             Arg::Value(reg) => match reg.file {
                 RegFile::Vgpr => {
@@ -1594,12 +1725,50 @@ pub(super) struct Calls<'a> {
     hook_agprs: u16,
 }
 
+/// One call's code: its template, and the call whose constants it takes.
+pub(super) struct CallCode<'a> {
+    template: std::rc::Rc<Template>,
+    args: &'a [Arg],
+}
+
+impl CallCode<'_> {
+    fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {
+        let args = self.args;
+        self.template.encode(code, relocs, |arg, dword| {
+            args.get(usize::from(arg))
+                .map_or(0, |a| constant(a, dword))
+        });
+    }
+}
+
+/// The calls at one site, in order.
+#[derive(Default)]
+pub(super) struct SiteCode<'a>(Vec<CallCode<'a>>);
+
+impl SiteCode<'_> {
+    pub(super) fn bytes(&self) -> u64 {
+        self.0.iter().map(|c| c.template.bytes()).sum()
+    }
+
+    /// Instructions (the static count).
+    pub(super) fn insts(&self) -> usize {
+        self.0.iter().map(|c| c.template.insts).sum()
+    }
+
+    pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {
+        for c in &self.0 {
+            c.encode(code, relocs);
+        }
+    }
+}
+
 /// Call code placed in the kernel, and what it needs of the descriptor.
 #[derive(Default)]
-pub(super) struct Placed {
-    pub(super) before: BTreeMap<InstId, Snippet>,
-    pub(super) after: BTreeMap<InstId, Snippet>,
-    pub(super) entry: Snippet,
+pub(super) struct Placed<'a> {
+    /// Calls before and after each instruction (index = InstId).
+    pub(super) before: Vec<SiteCode<'a>>,
+    pub(super) after: Vec<SiteCode<'a>>,
+    pub(super) entry: SiteCode<'a>,
     pub(super) max_sgpr: u16,
     pub(super) max_vgpr: u16,
     pub(super) agprs: u16,
@@ -1748,8 +1917,13 @@ impl<'a> Calls<'a> {
         asm: &Asm,
         taken: RegSet,
         save_all: bool,
-    ) -> Result<Placed, RewriteError> {
-        let mut out = Placed::default();
+    ) -> Result<Placed<'a>, RewriteError> {
+        let n = self.an.program.insts.len();
+        let mut out = Placed {
+            before: (0..n).map(|_| SiteCode::default()).collect(),
+            after: (0..n).map(|_| SiteCode::default()).collect(),
+            ..Placed::default()
+        };
         if self.reqs.is_empty() {
             return Ok(out);
         }
@@ -1800,19 +1974,43 @@ impl<'a> Calls<'a> {
             }
         }
         let mut scratch = self.state.homes.vsharp.is_some();
-        for p in &plans {
-            let code = ctx.code(p, area)?;
+        // Calls with the same hook, argument kinds and plan share their
+        // code: built and encoded once, copied with constants patched.
+        let mut templates: std::collections::HashMap<Box<[u64]>, std::rc::Rc<Template>, FastHash> =
+            Default::default();
+        let mut key = Vec::new();
+        for (p, req) in plans.iter().zip(&self.reqs) {
+            ctx.template_key(p, &mut key);
+            let template = match templates.get(key.as_slice()) {
+                Some(t) => t.clone(),
+                None => {
+                    let t = std::rc::Rc::new(Template::new(&ctx.code(p, area)?));
+                    templates.insert(key.clone().into_boxed_slice(), t.clone());
+                    t
+                }
+            };
+            let call: &'a HookCall = req.call;
+            let code = CallCode {
+                template,
+                args: &call.args,
+            };
+            if cfg!(debug_assertions) {
+                // The copy is the code the call would have had built.
+                let (mut built, mut copied) = (Vec::new(), Vec::new());
+                let (mut built_relocs, mut copied_relocs) = (Vec::new(), Vec::new());
+                ctx.code(p, area)?.encode(&mut built, &mut built_relocs);
+                code.encode(&mut copied, &mut copied_relocs);
+                debug_assert!(
+                    built == copied && built_relocs == copied_relocs,
+                    "a call's code from its template differs from the code built for it"
+                );
+            }
             let slot = match p.req.site {
-                Site::Before(i) => out.before.entry(i).or_default(),
-                Site::After(i) => out.after.entry(i).or_default(),
+                Site::Before(i) => &mut out.before[i],
+                Site::After(i) => &mut out.after[i],
                 Site::Entry => &mut out.entry,
             };
-            let base = slot.insts.len();
-            slot.insts.extend(code.insts);
-            slot.relocs.extend(code.relocs.into_iter().map(|mut r| {
-                r.inst += base;
-                r
-            }));
+            slot.0.push(code);
             out.max_sgpr = out.max_sgpr.max(p.max_sgpr);
             out.max_vgpr = out.max_vgpr.max(p.max_vgpr);
             scratch |= p.area > 0;

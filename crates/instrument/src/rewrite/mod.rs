@@ -598,12 +598,12 @@ pub fn rewrite(
         held.insert_range(to, u16::from(n));
     }
     let placed = calls.place(&asm, held, plan.save_all_clobberable)?;
-    let call_insts = placed.entry.insts.len()
+    let call_insts = placed.entry.insts()
         + placed
             .before
-            .values()
-            .chain(placed.after.values())
-            .map(|c| c.insts.len())
+            .iter()
+            .chain(&placed.after)
+            .map(|c| c.insts())
             .sum::<usize>();
     added_by_hooks += call_insts;
     // The preamble: the calls' launch state first (it puts the kernel's
@@ -643,14 +643,11 @@ pub fn rewrite(
     for (&i, t) in &translations {
         before_bytes[i] += t.size();
     }
-    for (&i, c) in &placed.before {
+    for (i, c) in placed.before.iter().enumerate() {
         before_bytes[i] += c.bytes();
     }
     // Calls after an instruction sit between it and the next one's label.
-    let mut after_bytes = vec![0u64; prog.insts.len()];
-    for (&i, c) in &placed.after {
-        after_bytes[i] += c.bytes();
-    }
+    let after_bytes: Vec<u64> = placed.after.iter().map(|c| c.bytes()).collect();
     let mut own_bytes: Vec<u64> = (0..prog.insts.len())
         .map(|i| emits[i].size(&prog.insts[i].inst))
         .collect();
@@ -702,9 +699,7 @@ pub fn rewrite(
         for h in hook_code.get(&i).into_iter().flatten() {
             encode_into(h, &mut code);
         }
-        if let Some(c) = placed.before.get(&i) {
-            c.encode(&mut code, &mut relocations);
-        }
+        placed.before[i].encode(&mut code, &mut relocations);
         if let Some(t) = translations.get(&i) {
             let at = code.len() as u64;
             let tc = t.code(&asm, at, &label)?;
@@ -757,9 +752,7 @@ pub fn rewrite(
             }
         }
         encode_into(&inst, &mut code);
-        if let Some(c) = placed.after.get(&i) {
-            c.encode(&mut code, &mut relocations);
-        }
+        placed.after[i].encode(&mut code, &mut relocations);
     }
     debug_assert_eq!(code.len() as u64, at);
 
