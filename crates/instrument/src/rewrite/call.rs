@@ -75,7 +75,8 @@ pub(super) fn requests<'a>(
         .and_then(|f| prog.inst_at(0, f.entry));
     let mut out = Vec::new();
     for call in &plan.calls {
-        let point_text = match call.point {
+        // Only for errors: built when one is.
+        let point_text = || match call.point {
             Point::Before(i) | Point::After(i) => describe(
                 an,
                 if matches!(call.point, Point::Before(_)) {
@@ -88,7 +89,7 @@ pub(super) fn requests<'a>(
             Point::Entry => "at the kernel's entry".into(),
             Point::Exits => "at the kernel's exits".into(),
         };
-        let fail = |reason: String| call_error(an, call, point_text.clone(), reason);
+        let fail = |reason: String| call_error(an, call, point_text(), reason);
         let module = plan
             .modules
             .get(call.module)
@@ -372,6 +373,22 @@ fn arg_sources(a: &Arg, inst: &Instruction) -> Vec<u16> {
     }
 }
 
+/// Adds the registers an argument reads at the point to `set`.
+fn add_arg_sources(a: &Arg, inst: &Instruction, set: &mut RegSet) {
+    match a {
+        Arg::Value(r) | Arg::Reference(r) => set.union_with(&RegSet::of(r)),
+        Arg::Address => {
+            let (vaddr, saddr, _) = address_operands(inst).unwrap_or((0, None, 0));
+            set.insert(vgpr_bit(vaddr));
+            match saddr {
+                Some(s) => set.insert_range(s, 2),
+                None => set.insert(vgpr_bit(vaddr + 1)),
+            }
+        }
+        _ => {}
+    }
+}
+
 /// A FLAT or GLOBAL instruction's address operands: vaddr, the SGPR pair
 /// base (GLOBAL with saddr), and the signed offset.
 fn address_operands(i: &Instruction) -> Option<(u16, Option<u16>, i32)> {
@@ -530,9 +547,7 @@ impl<'a> Ctx<'a> {
         // (read after the sequence starts writing, they must be saved).
         let mut live = r.live.any();
         for a in args {
-            for b in arg_sources(a, inst) {
-                live.insert(b);
-            }
+            add_arg_sources(a, inst, &mut live);
         }
         if self.save_all {
             live = self.all_clobberable();
@@ -619,8 +634,7 @@ impl<'a> Ctx<'a> {
         let args = &r.call.args;
         let c = p.clobbered;
         p.agpr_temp = c
-            .iter()
-            .find(|&b| (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b))
+            .first_in(bits::VGPR_BASE, bits::AGPR_BASE)
             .map(|b| b - bits::VGPR_BASE);
         let save = live.intersection(&c);
         let busy = live.union(&c).union(&self.taken);
@@ -635,23 +649,21 @@ impl<'a> Ctx<'a> {
             })
             .flatten()
             .collect();
-        let vector: Vec<u16> = save
-            .iter()
-            .filter(|&b| b >= bits::VGPR_BASE)
-            .chain(
+        // Vector registers saved: the live ones the call changes, then
+        // by-reference ones (in argument order).
+        let vector = || {
+            save.iter().filter(|&b| b >= bits::VGPR_BASE).chain(
                 ref_regs
                     .iter()
                     .copied()
                     .filter(|&b| b >= bits::VGPR_BASE && !save.contains(b)),
             )
-            .collect();
-        let scalar: Vec<u16> = save
-            .iter()
-            .filter(|&b| {
-                b < bits::VGPR_BASE && b != bits::SCC && !(bits::EXEC..bits::EXEC + 2).contains(&b)
-            })
-            .collect();
-        let exec_changes = !vector.is_empty()
+        };
+        let mut scalar = save;
+        scalar.remove_range(bits::VGPR_BASE, bits::NUM_BITS - bits::VGPR_BASE);
+        scalar.remove(bits::SCC);
+        scalar.remove_range(bits::EXEC, 2);
+        let exec_changes = vector().next().is_some()
             || r.call.once_per_wave
             || args.iter().any(|a| matches!(a, Arg::Reference(_)));
         // Scalar slots: free SGPRs first, then lanes of a free VGPR.
@@ -671,22 +683,21 @@ impl<'a> Ctx<'a> {
             self.fail(r, "no register is free to save a register in (all SGPRs and VGPRs are live or used by the hook)".into())
         };
         p.scalars.clear();
-        let mut k = 0;
-        while k < scalar.len() {
-            let b = scalar[k];
+        let mut next = scalar.first_in(0, bits::VGPR_BASE);
+        while let Some(b) = next {
             // An aligned pair saved whole into an aligned free pair: one
             // s_mov_b64 each way.
-            let pair = b.is_multiple_of(2) && scalar.get(k + 1) == Some(&(b + 1)) && b != bits::M0;
+            let pair = b.is_multiple_of(2) && scalar.contains(b + 1) && b != bits::M0;
             let to = pair.then(|| free.sgpr_pair()).flatten();
             if let Some(t) = to {
                 p.scalars.push((b, Home::Sgpr(t)));
                 p.scalars.push((b + 1, Home::Sgpr(t + 1)));
-                k += 2;
+                next = scalar.first_in(b + 2, bits::VGPR_BASE);
                 continue;
             }
             let s = slot(&mut free).ok_or_else(none)?;
             p.scalars.push((b, s));
-            k += 1;
+            next = scalar.first_in(b + 1, bits::VGPR_BASE);
         }
         p.exec = if exec_changes {
             let lo = slot(&mut free).ok_or_else(none)?;
@@ -704,7 +715,7 @@ impl<'a> Ctx<'a> {
         // in scratch (the hook gets a pointer to the slot).
         p.vectors.clear();
         let mut area = 0u32;
-        for b in vector {
+        for b in vector() {
             let to = if ref_regs.contains(&b) {
                 None
             } else if b >= bits::AGPR_BASE {
@@ -1209,18 +1220,19 @@ impl<'a> Ctx<'a> {
     fn pc_relative(&self, s: &mut Snippet, d: u16, symbol: &str) -> Result<(), RewriteError> {
         let asm = self.asm;
         s.push(asm.build(Encoding::Sop1, "s_getpc_b64", &[Asm::sgpr(d, 2)])?);
+        let symbol: std::sync::Arc<str> = symbol.into();
         // The getpc's value is the address after it: the low literal sits 4
         // bytes past that, the high one 12.
         s.relocs.push(LiteralReloc {
             inst: s.insts.len(),
-            symbol: symbol.to_string(),
+            symbol: symbol.clone(),
             high: false,
             addend: 4,
         });
         s.push(asm.add_lit("s_add_u32", d, 0)?);
         s.relocs.push(LiteralReloc {
             inst: s.insts.len(),
-            symbol: symbol.to_string(),
+            symbol: symbol.clone(),
             high: true,
             addend: 12,
         });

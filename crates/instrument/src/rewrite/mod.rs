@@ -257,7 +257,9 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeReloc {
     pub offset: u64,
-    pub symbol: String,
+    /// Shared by every relocation naming it (a call at every instruction
+    /// makes two per call).
+    pub symbol: std::sync::Arc<str>,
     pub high: bool,
     pub addend: i64,
 }

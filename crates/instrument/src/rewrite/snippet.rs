@@ -11,7 +11,7 @@ use super::RewriteError;
 pub(super) struct LiteralReloc {
     /// Index of the instruction in the snippet.
     pub(super) inst: usize,
-    pub(super) symbol: String,
+    pub(super) symbol: std::sync::Arc<str>,
     pub(super) high: bool,
     pub(super) addend: i64,
 }
