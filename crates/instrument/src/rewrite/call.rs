@@ -9,7 +9,6 @@ use super::asm::FastHash;
 use super::snippet::{LiteralReloc, Snippet, Template};
 use super::*;
 use crate::hooks::{clobberable, Arg, HookCall, HookInfo, LaunchValue, Point, ARG_VGPRS};
-use crate::liveness::Live;
 use crate::regs::{self as bits, RegSet};
 
 /// Where a call goes, once `Point::Exits` is expanded.
@@ -27,8 +26,8 @@ pub(super) struct Request<'a> {
     pub(super) inst: InstId,
     pub(super) hook: &'a HookInfo,
     pub(super) call: &'a HookCall,
-    /// Liveness at the site.
-    pub(super) live: Live,
+    /// The instruction whose liveness before it is the site's.
+    pub(super) live_at: InstId,
 }
 
 /// How hooks get the implicit-argument pointer.
@@ -73,7 +72,7 @@ pub(super) fn requests<'a>(
         .functions
         .first()
         .and_then(|f| prog.inst_at(0, f.entry));
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(plan.calls.len());
     for call in &plan.calls {
         // Only for errors: built when one is.
         let point_text = || match call.point {
@@ -141,9 +140,9 @@ pub(super) fn requests<'a>(
                 .collect(),
         };
         for (site, inst) in sites {
-            let live = match site {
-                Site::Before(i) => an.live_before(i),
-                Site::Entry => an.live_before(entry),
+            let live_at = match site {
+                Site::Before(i) => i,
+                Site::Entry => entry,
                 Site::After(i) => {
                     let ins = &prog.insts[i];
                     if crate::lift::flow(&ins.inst, ins.addr) != crate::lift::Flow::Next {
@@ -155,7 +154,7 @@ pub(super) fn requests<'a>(
                     let next = prog
                         .inst_at(f, ins.addr + ins.inst.len() as u64)
                         .ok_or_else(|| fail("no instruction follows it".into()))?;
-                    an.live_before(next)
+                    next
                 }
             };
             if call.args.contains(&Arg::Address) && !has_address(&prog.insts[inst].inst) {
@@ -172,7 +171,7 @@ pub(super) fn requests<'a>(
                 inst,
                 hook,
                 call,
-                live,
+                live_at,
             });
         }
     }
@@ -545,7 +544,7 @@ impl<'a> Ctx<'a> {
 
         // What must survive: live registers, and those an argument reads
         // (read after the sequence starts writing, they must be saved).
-        let mut live = r.live.any();
+        let mut live = self.an.live_before(r.live_at).any();
         for a in args {
             add_arg_sources(a, inst, &mut live);
         }
@@ -1762,6 +1761,10 @@ impl SiteCode<'_> {
         self.0.iter().map(|c| c.template.bytes()).sum()
     }
 
+    fn relocations(&self) -> usize {
+        self.0.iter().map(|c| c.template.relocations()).sum()
+    }
+
     /// Instructions (the static count).
     pub(super) fn insts(&self) -> usize {
         self.0.iter().map(|c| c.template.insts).sum()
@@ -1771,6 +1774,19 @@ impl SiteCode<'_> {
         for c in &self.0 {
             c.encode(code, relocs);
         }
+    }
+}
+
+impl Placed<'_> {
+    /// Relocations the placed code makes.
+    pub(super) fn relocations(&self) -> usize {
+        self.entry.relocations()
+            + self
+                .before
+                .iter()
+                .chain(&self.after)
+                .map(SiteCode::relocations)
+                .sum::<usize>()
     }
 }
 
@@ -1962,18 +1978,37 @@ impl<'a> Calls<'a> {
             save_all,
             kernel_name: &self.an.program.kernel,
         };
-        let plans = self
-            .reqs
-            .iter()
-            .map(|r| ctx.plan(r))
-            .collect::<Result<Vec<_>, _>>()?;
-        let area = plans
+        // Calls with the same hook, argument kinds and plan get the same
+        // code up to their constants: each distinct plan is kept once (in
+        // order of first use), and every call names its plan.
+        let mut distinct = Vec::new();
+        let mut ids: std::collections::HashMap<Box<[u64]>, usize, FastHash> = Default::default();
+        let mut plan_of = Vec::with_capacity(self.reqs.len());
+        let mut every_plan = Vec::new();
+        let mut key = Vec::new();
+        for r in &self.reqs {
+            let p = ctx.plan(r)?;
+            ctx.template_key(&p, &mut key);
+            if cfg!(debug_assertions) {
+                every_plan.push(ctx.plan(r)?);
+            }
+            let id = match ids.get(key.as_slice()) {
+                Some(&id) => id,
+                None => {
+                    ids.insert(key.clone().into_boxed_slice(), distinct.len());
+                    distinct.push(p);
+                    distinct.len() - 1
+                }
+            };
+            plan_of.push(id);
+        }
+        let area = distinct
             .iter()
             .map(|p| p.area)
             .max()
             .unwrap_or(0)
             .next_multiple_of(16);
-        for p in &plans {
+        for p in &distinct {
             let need = self.stack_base + area + p.req.hook.stack_bytes;
             if need > MAX_PRIVATE {
                 return Err(ctx.fail(
@@ -1986,28 +2021,25 @@ impl<'a> Calls<'a> {
             }
         }
         let mut scratch = self.state.homes.vsharp.is_some();
-        // Calls with the same hook, argument kinds and plan share their
-        // code: built and encoded once, copied with constants patched.
-        let mut templates: std::collections::HashMap<Box<[u64]>, std::rc::Rc<Template>, FastHash> =
-            Default::default();
-        let mut key = Vec::new();
-        for (p, req) in plans.iter().zip(&self.reqs) {
-            ctx.template_key(p, &mut key);
-            let template = match templates.get(key.as_slice()) {
-                Some(t) => t.clone(),
-                None => {
-                    let t = std::rc::Rc::new(Template::new(&ctx.code(p, area)?));
-                    templates.insert(key.clone().into_boxed_slice(), t.clone());
-                    t
-                }
-            };
-            let call: &'a HookCall = req.call;
+        // Each distinct plan's code, built and encoded once.
+        let templates = distinct
+            .iter()
+            .map(|p| Ok(std::rc::Rc::new(Template::new(&ctx.code(p, area)?))))
+            .collect::<Result<Vec<_>, RewriteError>>()?;
+        for p in &distinct {
+            out.max_sgpr = out.max_sgpr.max(p.max_sgpr);
+            out.max_vgpr = out.max_vgpr.max(p.max_vgpr);
+            scratch |= p.area > 0;
+        }
+        for (k, (r, &id)) in self.reqs.iter().zip(&plan_of).enumerate() {
+            let call: &'a HookCall = r.call;
             let code = CallCode {
-                template,
+                template: templates[id].clone(),
                 args: &call.args,
             };
-            if cfg!(debug_assertions) {
-                // The copy is the code the call would have had built.
+            if let Some(p) = every_plan.get(k) {
+                // (Debug builds) the copy is the code the call would have
+                // had built for it.
                 let (mut built, mut copied) = (Vec::new(), Vec::new());
                 let (mut built_relocs, mut copied_relocs) = (Vec::new(), Vec::new());
                 ctx.code(p, area)?.encode(&mut built, &mut built_relocs);
@@ -2017,15 +2049,12 @@ impl<'a> Calls<'a> {
                     "a call's code from its template differs from the code built for it"
                 );
             }
-            let slot = match p.req.site {
+            let slot = match r.site {
                 Site::Before(i) => &mut out.before[i],
                 Site::After(i) => &mut out.after[i],
                 Site::Entry => &mut out.entry,
             };
             slot.0.push(code);
-            out.max_sgpr = out.max_sgpr.max(p.max_sgpr);
-            out.max_vgpr = out.max_vgpr.max(p.max_vgpr);
-            scratch |= p.area > 0;
         }
         out.max_sgpr = out.max_sgpr.max(self.hook_sgprs.saturating_sub(1));
         out.max_vgpr = out

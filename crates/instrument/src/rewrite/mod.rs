@@ -691,7 +691,7 @@ pub fn rewrite(
     let uses_reserved = uses_reserved || !long.is_empty();
 
     let mut code = Vec::with_capacity(at as usize);
-    let mut relocations = Vec::new();
+    let mut relocations = Vec::with_capacity(placed.relocations());
     for i in &preamble {
         encode_into(i, &mut code);
     }

@@ -139,6 +139,10 @@ impl Template {
         self.bytes.len() as u64
     }
 
+    pub(super) fn relocations(&self) -> usize {
+        self.relocs.len()
+    }
+
     /// Appends a copy to `code` with the constants `constant(arg, dword)`
     /// gives, and its relocations to `relocs`.
     pub(super) fn encode(
