@@ -217,6 +217,11 @@ impl RegSet {
         })
     }
 
+    /// The set as 64-bit words, bit 0 first (for keys and hashing).
+    pub fn words(&self) -> &[u64] {
+        &self.0
+    }
+
     /// The lowest set bit in `start..end`, if any (word by word).
     pub fn first_in(&self, start: u16, end: u16) -> Option<u16> {
         let end = end.min(NUM_BITS) as usize;

@@ -785,17 +785,11 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
-    /// Everything [`Ctx::code`] reads of a call and its plan, as words —
-    /// the call's constant arguments excepted where they are literals,
-    /// which a template patches per copy: calls with the same key get the
-    /// same code.
-    fn template_key(&self, p: &CallPlan<'_, 'a>, key: &mut Vec<u64>) {
+    /// The call's hook, whether once per wave, and its arguments as words
+    /// (constants only as far as their encoding goes: inline values, or
+    /// "a literal").
+    fn call_key(&self, r: &Request<'a>, key: &mut Vec<u64>) {
         key.clear();
-        let r = p.req;
-        let home = |h: Home| match h {
-            Home::Sgpr(s) => u64::from(s),
-            Home::Lane(v, l) => 1 << 32 | u64::from(v) << 8 | u64::from(l),
-        };
         let none = u64::MAX;
         key.push(r.hook as *const HookInfo as u64);
         key.push(u64::from(r.call.once_per_wave));
@@ -845,6 +839,19 @@ impl<'a> Ctx<'a> {
                 ),
             }
         }
+    }
+
+    /// Everything [`Ctx::code`] reads of a call and its plan, as words —
+    /// the call's constant arguments excepted where they are literals,
+    /// which a template patches per copy: calls with the same key get the
+    /// same code.
+    fn template_key(&self, p: &CallPlan<'_, 'a>, key: &mut Vec<u64>) {
+        self.call_key(p.req, key);
+        let home = |h: Home| match h {
+            Home::Sgpr(s) => u64::from(s),
+            Home::Lane(v, l) => 1 << 32 | u64::from(v) << 8 | u64::from(l),
+        };
+        let none = u64::MAX;
         key.push(p.scalars.len() as u64);
         for &(b, h) in &p.scalars {
             key.push(u64::from(b));
@@ -1986,12 +1993,24 @@ impl<'a> Calls<'a> {
         let mut plan_of = Vec::with_capacity(self.reqs.len());
         let mut every_plan = Vec::new();
         let mut key = Vec::new();
+        // A plan is a function of the call and the liveness at its site:
+        // calls alike at points with the same live registers share it
+        // without planning again.
+        let mut by_inputs: std::collections::HashMap<Box<[u64]>, usize, FastHash> =
+            Default::default();
+        let mut inputs = Vec::new();
         for r in &self.reqs {
-            let p = ctx.plan(r)?;
-            ctx.template_key(&p, &mut key);
             if cfg!(debug_assertions) {
                 every_plan.push(ctx.plan(r)?);
             }
+            ctx.call_key(r, &mut inputs);
+            inputs.extend_from_slice(self.an.live_before(r.live_at).any().words());
+            if let Some(&id) = by_inputs.get(inputs.as_slice()) {
+                plan_of.push(id);
+                continue;
+            }
+            let p = ctx.plan(r)?;
+            ctx.template_key(&p, &mut key);
             let id = match ids.get(key.as_slice()) {
                 Some(&id) => id,
                 None => {
@@ -2000,6 +2019,7 @@ impl<'a> Calls<'a> {
                     distinct.len() - 1
                 }
             };
+            by_inputs.insert(inputs.clone().into_boxed_slice(), id);
             plan_of.push(id);
         }
         let area = distinct
