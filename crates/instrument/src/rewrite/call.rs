@@ -480,8 +480,13 @@ impl<'a> Ctx<'a> {
                 live.insert(b);
             }
         }
+        // The baseline saves every clobberable register as if live and
+        // changed by the hook; registers really live stay live (they must
+        // not become save slots).
         if self.save_all {
-            live = self.all_clobberable();
+            let all = self.all_clobberable();
+            live.union_with(&all);
+            c.union_with(&all);
         }
         // Vector registers (and by-reference ones) go to scratch when no
         // register holds them; then the V# and s33 are set first.
