@@ -269,6 +269,10 @@ pub(super) struct Ctx<'a> {
     pub(super) taken: RegSet,
     /// VGPRs below this may hold saves (the instrumented kernel's allocation).
     pub(super) vgpr_limit: u16,
+    /// VGPRs from `vgpr_limit` up to this one (excluded) are used by nothing:
+    /// a call that finds no VGPR free takes its temporaries there, growing
+    /// the allocation (the register file holds them, AGPRs included).
+    pub(super) vgpr_ceiling: u16,
     /// Lane offset of the instrumentation area in private memory.
     pub(super) stack_base: u32,
     pub(super) save_all: bool,
@@ -585,6 +589,10 @@ impl<'a> Ctx<'a> {
             .collect();
         free_s.reverse();
         free_v.reverse();
+        // VGPRs above everything, for temporaries only (lanes of scalar
+        // saves, a VGPR to move AGPRs or arguments through): never vector
+        // saves, which go to scratch rather than grow the allocation a lot.
+        let mut above: Vec<u16> = (self.vgpr_limit..self.vgpr_ceiling).rev().collect();
         let ref_regs: Vec<u16> = args
             .iter()
             .filter_map(|a| match a {
@@ -620,7 +628,7 @@ impl<'a> Ctx<'a> {
             }
             let (v, l) = match lane_vgpr {
                 Some((v, l)) if l < 63 => (v, l + 1),
-                _ => (free_v.pop()?, 0),
+                _ => (free_v.pop().or_else(|| above.pop())?, 0),
             };
             lane_vgpr = Some((v, l));
             Some(Home::Lane(v, l))
@@ -674,15 +682,22 @@ impl<'a> Ctx<'a> {
             let to = if ref_regs.contains(&b) {
                 None
             } else if b >= bits::AGPR_BASE {
-                // Through a VGPR the call changes anyway, when none is free.
+                // Through a VGPR the call changes anyway, or one above
+                // everything, when none is free.
                 match free_v.pop() {
                     Some(v) => Some(v),
                     None if p.agpr_temp.is_some() => None,
                     None => {
-                        return Err(self.fail(
-                            r,
-                            format!("no VGPR is free to save {} through", bits::bit_name(b)),
-                        ))
+                        p.agpr_temp = Some(above.pop().ok_or_else(|| {
+                            self.fail(
+                                r,
+                                format!(
+                                    "no VGPR is free to save {} through (the kernel uses every VGPR code can name)",
+                                    bits::bit_name(b)
+                                ),
+                            )
+                        })?);
+                        None
                     }
                 }
             } else {
@@ -716,7 +731,11 @@ impl<'a> Ctx<'a> {
             }
         }
         p.area = area;
-        p.spare_vgpr = free_v.pop();
+        // A VGPR to break cycles among argument moves and to compute an
+        // address through; one above everything only when it may be needed.
+        p.spare_vgpr = free_v
+            .pop()
+            .or_else(|| self.needs_spare(p).then(|| above.pop()).flatten());
         let mut max_s = 33u16;
         let mut max_v = 31u16;
         let mut note = |h: Home| match h {
@@ -733,7 +752,7 @@ impl<'a> Ctx<'a> {
                 max_v = max_v.max(v);
             }
         }
-        if let Some(v) = p.spare_vgpr {
+        for v in p.spare_vgpr.into_iter().chain(p.agpr_temp) {
             max_v = max_v.max(v);
         }
         p.max_sgpr = max_s;
@@ -1206,6 +1225,39 @@ impl<'a> Ctx<'a> {
         }])
     }
 
+    /// Whether computing the arguments may need a spare VGPR: one
+    /// argument's destination is another's source (a cycle may need
+    /// breaking), or an address's SGPR base is in save slots while its
+    /// offset VGPR lies in the destination pair.
+    fn needs_spare(&self, p: &CallPlan<'_, 'a>) -> bool {
+        let args = &p.req.call.args;
+        let inst = &self.an.program.insts[p.req.inst].inst;
+        let at = arg_vgprs(args);
+        let vgpr_sources = |a: &Arg| -> Vec<u16> {
+            match a {
+                Arg::Reference(_) => Vec::new(),
+                _ => arg_sources(a, inst)
+                    .into_iter()
+                    .filter(|&b| (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b))
+                    .map(|b| b - bits::VGPR_BASE)
+                    .collect(),
+            }
+        };
+        args.iter().enumerate().any(|(k, a)| {
+            let dest = at[k]..at[k] + a.dwords() as u16;
+            let feeds_another = args
+                .iter()
+                .enumerate()
+                .any(|(j, b)| j != k && vgpr_sources(b).iter().any(|v| dest.contains(v)));
+            let address_through = *a == Arg::Address
+                && address_operands(inst).is_some_and(|(vaddr, saddr, _)| {
+                    saddr.is_some_and(|sb| self.overwritten(p, sb) || self.overwritten(p, sb + 1))
+                        && dest.contains(&vaddr)
+                });
+            feeds_another || address_through
+        })
+    }
+
     /// Registers the sequence has written before the arguments are read:
     /// their application values are in their save slots.
     fn overwritten(&self, p: &CallPlan<'_, 'a>, bit: u16) -> bool {
@@ -1582,6 +1634,17 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// One past the highest VGPR a kernel with `agprs` AGPRs may name: code
+/// names 256, and on gfx90a VGPRs (rounded up to 4) and AGPRs share a file
+/// of 512.
+fn vgpr_ceiling(agprs: u32) -> u16 {
+    if agprs == 0 {
+        256
+    } else {
+        (512u32.saturating_sub(agprs) & !3).min(256) as u16
+    }
+}
+
 /// The calls of a plan with the kernel-wide state they share.
 pub(super) struct Calls<'a> {
     an: &'a Analysis,
@@ -1777,6 +1840,12 @@ impl<'a> Calls<'a> {
                 .max(self.hook_vgprs)
                 .max(homes_vgpr)
                 .min(256),
+            vgpr_ceiling: vgpr_ceiling(
+                self.an
+                    .resources
+                    .agprs_allocated
+                    .max(u32::from(self.hook_agprs)),
+            ),
             stack_base: self.stack_base,
             save_all,
             kernel_name: &self.an.program.kernel,
