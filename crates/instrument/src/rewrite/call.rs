@@ -573,9 +573,15 @@ impl<'a> Ctx<'a> {
         let r = p.req;
         let args = &r.call.args;
         let c = p.clobbered;
+        // AGPRs go to scratch through a VGPR the call changes anyway, but
+        // not one an argument reads: the saves come before the arguments.
+        let inst = &self.an.program.insts[r.inst].inst;
+        let read_by_args: Vec<u16> = args.iter().flat_map(|a| arg_sources(a, inst)).collect();
         p.agpr_temp = c
             .iter()
-            .find(|&b| (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b))
+            .find(|&b| {
+                (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b) && !read_by_args.contains(&b)
+            })
             .map(|b| b - bits::VGPR_BASE);
         let save = live.intersection(&c);
         let busy = live.union(&c).union(&self.taken);
