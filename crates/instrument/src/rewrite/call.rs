@@ -270,6 +270,10 @@ pub(super) struct Ctx<'a> {
     pub(super) taken: RegSet,
     /// VGPRs below this may hold saves (the instrumented kernel's allocation).
     pub(super) vgpr_limit: u16,
+    /// VGPRs from `vgpr_limit` up to this one (excluded) are used by nothing:
+    /// a call that finds no VGPR free takes its temporaries there, growing
+    /// the allocation (the register file holds them, AGPRs included).
+    pub(super) vgpr_ceiling: u16,
     /// Lane offset of the instrumentation area in private memory.
     pub(super) stack_base: u32,
     pub(super) save_all: bool,
@@ -548,8 +552,13 @@ impl<'a> Ctx<'a> {
         for a in args {
             add_arg_sources(a, inst, &mut live);
         }
+        // The baseline saves every clobberable register as if live and
+        // changed by the hook; registers really live stay live (they must
+        // not become save slots).
         if self.save_all {
-            live = self.all_clobberable();
+            let all = self.all_clobberable();
+            live.union_with(&all);
+            c.union_with(&all);
         }
         // Vector registers (and by-reference ones) go to scratch when no
         // register holds them; then the V# and s33 are set first.
@@ -632,7 +641,15 @@ impl<'a> Ctx<'a> {
         let r = p.req;
         let args = &r.call.args;
         let c = p.clobbered;
+        // AGPRs go to scratch through a VGPR the call changes anyway, but
+        // not one an argument reads: the saves come before the arguments.
+        let inst = &self.an.program.insts[r.inst].inst;
+        let mut read_by_args = RegSet::new();
+        for a in args {
+            add_arg_sources(a, inst, &mut read_by_args);
+        }
         p.agpr_temp = c
+            .difference(&read_by_args)
             .first_in(bits::VGPR_BASE, bits::AGPR_BASE)
             .map(|b| b - bits::VGPR_BASE);
         let save = live.intersection(&c);
@@ -640,6 +657,10 @@ impl<'a> Ctx<'a> {
         // Free scalar slots: SGPRs nobody needs here; free VGPRs likewise
         // (in every lane), within the allocation. Taken lowest first.
         let mut free = Pool::new(&busy, self.vgpr_limit);
+        // VGPRs above everything, for temporaries only (lanes of scalar
+        // saves, a VGPR to move AGPRs or arguments through): never vector
+        // saves, which go to scratch rather than grow the allocation a lot.
+        let mut above = self.vgpr_limit..self.vgpr_ceiling;
         let ref_regs: Vec<u16> = args
             .iter()
             .filter_map(|a| match a {
@@ -673,7 +694,7 @@ impl<'a> Ctx<'a> {
             }
             let (v, l) = match lane_vgpr {
                 Some((v, l)) if l < 63 => (v, l + 1),
-                _ => (free.vgpr()?, 0),
+                _ => (free.vgpr().or_else(|| above.next())?, 0),
             };
             lane_vgpr = Some((v, l));
             Some(Home::Lane(v, l))
@@ -718,15 +739,22 @@ impl<'a> Ctx<'a> {
             let to = if ref_regs.contains(&b) {
                 None
             } else if b >= bits::AGPR_BASE {
-                // Through a VGPR the call changes anyway, when none is free.
+                // Through a VGPR the call changes anyway, or one above
+                // everything, when none is free.
                 match free.vgpr() {
                     Some(v) => Some(v),
                     None if p.agpr_temp.is_some() => None,
                     None => {
-                        return Err(self.fail(
-                            r,
-                            format!("no VGPR is free to save {} through", bits::bit_name(b)),
-                        ))
+                        p.agpr_temp = Some(above.next().ok_or_else(|| {
+                            self.fail(
+                                r,
+                                format!(
+                                    "no VGPR is free to save {} through (the kernel uses every VGPR code can name)",
+                                    bits::bit_name(b)
+                                ),
+                            )
+                        })?);
+                        None
                     }
                 }
             } else {
@@ -760,7 +788,11 @@ impl<'a> Ctx<'a> {
             }
         }
         p.area = area;
-        p.spare_vgpr = free.vgpr();
+        // A VGPR to break cycles among argument moves and to compute an
+        // address through; one above everything only when it may be needed.
+        p.spare_vgpr = free
+            .vgpr()
+            .or_else(|| self.needs_spare(p).then(|| above.next()).flatten());
         let mut max_s = 33u16;
         let mut max_v = 31u16;
         let mut note = |h: Home| match h {
@@ -777,7 +809,7 @@ impl<'a> Ctx<'a> {
                 max_v = max_v.max(v);
             }
         }
-        if let Some(v) = p.spare_vgpr {
+        for v in p.spare_vgpr.into_iter().chain(p.agpr_temp) {
             max_v = max_v.max(v);
         }
         p.max_sgpr = max_s;
@@ -1343,6 +1375,39 @@ impl<'a> Ctx<'a> {
         }])
     }
 
+    /// Whether computing the arguments may need a spare VGPR: one
+    /// argument's destination is another's source (a cycle may need
+    /// breaking), or an address's SGPR base is in save slots while its
+    /// offset VGPR lies in the destination pair.
+    fn needs_spare(&self, p: &CallPlan<'_, 'a>) -> bool {
+        let args = &p.req.call.args;
+        let inst = &self.an.program.insts[p.req.inst].inst;
+        let at = arg_vgprs(args);
+        let vgpr_sources = |a: &Arg| -> Vec<u16> {
+            match a {
+                Arg::Reference(_) => Vec::new(),
+                _ => arg_sources(a, inst)
+                    .into_iter()
+                    .filter(|&b| (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b))
+                    .map(|b| b - bits::VGPR_BASE)
+                    .collect(),
+            }
+        };
+        args.iter().enumerate().any(|(k, a)| {
+            let dest = at[k]..at[k] + a.dwords() as u16;
+            let feeds_another = args
+                .iter()
+                .enumerate()
+                .any(|(j, b)| j != k && vgpr_sources(b).iter().any(|v| dest.contains(v)));
+            let address_through = *a == Arg::Address
+                && address_operands(inst).is_some_and(|(vaddr, saddr, _)| {
+                    saddr.is_some_and(|sb| self.overwritten(p, sb) || self.overwritten(p, sb + 1))
+                        && dest.contains(&vaddr)
+                });
+            feeds_another || address_through
+        })
+    }
+
     /// Registers the sequence has written before the arguments are read:
     /// their application values are in their save slots.
     fn overwritten(&self, p: &CallPlan<'_, 'a>, bit: u16) -> bool {
@@ -1726,6 +1791,17 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// One past the highest VGPR a kernel with `agprs` AGPRs may name: code
+/// names 256, and on gfx90a VGPRs (rounded up to 4) and AGPRs share a file
+/// of 512.
+fn vgpr_ceiling(agprs: u32) -> u16 {
+    if agprs == 0 {
+        256
+    } else {
+        (512u32.saturating_sub(agprs) & !3).min(256) as u16
+    }
+}
+
 /// The calls of a plan with the kernel-wide state they share.
 pub(super) struct Calls<'a> {
     an: &'a Analysis,
@@ -1981,6 +2057,12 @@ impl<'a> Calls<'a> {
                 .max(self.hook_vgprs)
                 .max(homes_vgpr)
                 .min(256),
+            vgpr_ceiling: vgpr_ceiling(
+                self.an
+                    .resources
+                    .agprs_allocated
+                    .max(u32::from(self.hook_agprs)),
+            ),
             stack_base: self.stack_base,
             save_all,
             kernel_name: &self.an.program.kernel,

@@ -302,8 +302,11 @@ pub struct Rewritten {
 pub enum RewriteError {
     #[error("counter offset {0:#x} does not fit a scalar memory offset (20 bits)")]
     CounterOffset(u32),
-    #[error("no registers for hook code before the instruction at {addr:#x}: too few SGPRs are dead there and no VGPR can hold them (spilling to memory is not implemented)")]
+    /// A limit of the register file: the kernel leaves no VGPR to grow into.
+    #[error("no registers for hook code before the instruction at {addr:#x}: too few SGPRs are dead there, no VGPR is dead in every lane, and the kernel leaves fewer than four VGPRs of the register file above its own (AGPRs included)")]
     NoRegisters { addr: u64 },
+    #[error("the call through a pointer at {addr:#x} needs two dead SGPR pairs to find its callee's new address, and too few SGPRs are dead there")]
+    NoTranslationRegisters { addr: u64 },
     #[error(
         "branch at {addr:#x} cannot reach its target after rewriting (more than 128 KiB away)"
     )]
@@ -566,7 +569,7 @@ pub fn rewrite(
         let regs = match reserved {
             Some(r) => r,
             None => per_point_translation(&free.sgprs, free.scc_live).ok_or(
-                RewriteError::NoRegisters {
+                RewriteError::NoTranslationRegisters {
                     addr: prog.insts[c.inst].addr,
                 },
             )?,
