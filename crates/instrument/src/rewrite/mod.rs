@@ -361,10 +361,6 @@ pub fn rewrite(
     // Calls: checked, and the launch values they need kept, in homes the
     // preamble fills (registers nothing else may take).
     let calls = call::Calls::new(an, descriptor, plan, &asm)?;
-    let avail = regs::Free {
-        an,
-        taken: calls.taken(),
-    };
     let reads_launch = plan.hooks.iter().any(|(_, h)| {
         matches!(
             h.value(),
@@ -372,6 +368,16 @@ pub fn rewrite(
         )
     });
     let mut launch = Launch::new(an, descriptor, reads_launch, &calls.clobbered_sgprs());
+    // The initial SGPRs hooks read launch values from stay untouched by all
+    // hook code: the kernel may leave them dead (a workgroup id read once at
+    // the start) or never name them at all, and a hook anywhere before the
+    // one that reads them must not take them for its own registers.
+    let launch_sgprs = launch.initial_sgprs_read(plan.hooks.iter().filter_map(|(_, h)| h.value()));
+    let mut taken = calls.taken();
+    for &n in &launch_sgprs {
+        taken.insert(n);
+    }
+    let avail = regs::Free { an, taken };
     let mut hooks: BTreeMap<InstId, Vec<Hook>> = BTreeMap::new();
     // Launch values a hook reads where the kernel may have overwritten them
     // (with the first such instruction, for the error).
@@ -390,7 +396,9 @@ pub fn rewrite(
     let reserved = reserve(
         an,
         !hooks.is_empty() || has_table_calls(an),
-        calls.sgpr_floor(),
+        calls
+            .sgpr_floor()
+            .max(launch_sgprs.iter().max().map_or(0, |&n| n + 1)),
     )
     .filter(|_| !plan.dead_registers_only);
     // The state the kernel starts with, kept for hooks: launch values it
