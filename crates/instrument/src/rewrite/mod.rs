@@ -368,13 +368,14 @@ pub fn rewrite(
         )
     });
     let mut launch = Launch::new(an, descriptor, reads_launch, &calls.clobbered_sgprs());
-    // The initial SGPRs hooks read launch values from stay untouched by all
-    // hook code: the kernel may leave them dead (a workgroup id read once at
-    // the start) or never name them at all, and a hook anywhere before the
-    // one that reads them must not take them for its own registers.
-    let launch_sgprs = launch.initial_sgprs_read(plan.hooks.iter().filter_map(|(_, h)| h.value()));
+    // The SGPRs hooks read (launch values where the kernel receives them,
+    // application SGPRs) are no hook's registers: the kernel may leave them
+    // dead (a workgroup id read once at its start) or never name them at
+    // all (an initial SGPR it ignores), and hook code anywhere before the
+    // read must not take them.
+    let read_by_hooks = launch.sgprs_read_by(plan.hooks.iter().filter_map(|(_, h)| h.value()));
     let mut taken = calls.taken();
-    for &n in &launch_sgprs {
+    for &n in &read_by_hooks {
         taken.insert(n);
     }
     let avail = regs::Free { an, taken };
@@ -398,7 +399,7 @@ pub fn rewrite(
         !hooks.is_empty() || has_table_calls(an),
         calls
             .sgpr_floor()
-            .max(launch_sgprs.iter().max().map_or(0, |&n| n + 1)),
+            .max(read_by_hooks.iter().max().map_or(0, |&n| n + 1)),
     )
     .filter(|_| !plan.dead_registers_only);
     // The state the kernel starts with, kept for hooks: launch values it

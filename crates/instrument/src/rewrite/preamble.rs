@@ -104,18 +104,10 @@ impl Launch {
         Some((layout, copies))
     }
 
-    /// The kernel's initial SGPRs that `values` read launch values from
-    /// (before any copy the preamble makes).
-    pub(super) fn initial_sgprs_read(&self, values: impl Iterator<Item = Value>) -> Vec<u16> {
-        let mut out: Vec<u16> = values
-            .filter(|v| {
-                matches!(
-                    v,
-                    Value::KernArg(_) | Value::Packet(_) | Value::WorkgroupId(_)
-                )
-            })
-            .flat_map(|v| sgprs_in(&self.init, v))
-            .collect();
+    /// SGPRs `values` read where the kernel starts (launch values before
+    /// any copy the preamble makes, and application SGPRs).
+    pub(super) fn sgprs_read_by(&self, values: impl Iterator<Item = Value>) -> Vec<u16> {
+        let mut out: Vec<u16> = values.flat_map(|v| sgprs_in(&self.init, v)).collect();
         out.sort_unstable();
         out.dedup();
         out
