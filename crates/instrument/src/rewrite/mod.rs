@@ -257,7 +257,9 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeReloc {
     pub offset: u64,
-    pub symbol: String,
+    /// Shared by every relocation naming it (a call at every instruction
+    /// makes two per call).
+    pub symbol: std::sync::Arc<str>,
     pub high: bool,
     pub addend: i64,
 }
@@ -601,12 +603,12 @@ pub fn rewrite(
         held.insert_range(to, u16::from(n));
     }
     let placed = calls.place(&asm, held, plan.save_all_clobberable)?;
-    let call_insts = placed.entry.insts.len()
+    let call_insts = placed.entry.insts()
         + placed
             .before
-            .values()
-            .chain(placed.after.values())
-            .map(|c| c.insts.len())
+            .iter()
+            .chain(&placed.after)
+            .map(|c| c.insts())
             .sum::<usize>();
     added_by_hooks += call_insts;
     // The preamble: the calls' launch state first (it puts the kernel's
@@ -646,14 +648,11 @@ pub fn rewrite(
     for (&i, t) in &translations {
         before_bytes[i] += t.size();
     }
-    for (&i, c) in &placed.before {
+    for (i, c) in placed.before.iter().enumerate() {
         before_bytes[i] += c.bytes();
     }
     // Calls after an instruction sit between it and the next one's label.
-    let mut after_bytes = vec![0u64; prog.insts.len()];
-    for (&i, c) in &placed.after {
-        after_bytes[i] += c.bytes();
-    }
+    let after_bytes: Vec<u64> = placed.after.iter().map(|c| c.bytes()).collect();
     let mut own_bytes: Vec<u64> = (0..prog.insts.len())
         .map(|i| emits[i].size(&prog.insts[i].inst))
         .collect();
@@ -695,7 +694,7 @@ pub fn rewrite(
     let uses_reserved = uses_reserved || !long.is_empty();
 
     let mut code = Vec::with_capacity(at as usize);
-    let mut relocations = Vec::new();
+    let mut relocations = Vec::with_capacity(placed.relocations());
     for i in &preamble {
         encode_into(i, &mut code);
     }
@@ -705,9 +704,7 @@ pub fn rewrite(
         for h in hook_code.get(&i).into_iter().flatten() {
             encode_into(h, &mut code);
         }
-        if let Some(c) = placed.before.get(&i) {
-            c.encode(&mut code, &mut relocations);
-        }
+        placed.before[i].encode(&mut code, &mut relocations);
         if let Some(t) = translations.get(&i) {
             let at = code.len() as u64;
             let tc = t.code(&asm, at, &label)?;
@@ -760,9 +757,7 @@ pub fn rewrite(
             }
         }
         encode_into(&inst, &mut code);
-        if let Some(c) = placed.after.get(&i) {
-            c.encode(&mut code, &mut relocations);
-        }
+        placed.after[i].encode(&mut code, &mut relocations);
     }
     debug_assert_eq!(code.len() as u64, at);
 
