@@ -3,9 +3,9 @@
 
 use inlay_isa::{Encoding, Instruction, Operand, RegFile, Register};
 
+use super::asm::FastHash;
 use super::asm::{Asm, EXEC};
 use super::preamble::{Home, Homes, Needs};
-use super::asm::FastHash;
 use super::snippet::{LiteralReloc, Snippet, Template};
 use super::*;
 use crate::hooks::{clobberable, Arg, HookCall, HookInfo, LaunchValue, Point, ARG_VGPRS};
@@ -1835,8 +1835,7 @@ impl CallCode<'_> {
     fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {
         let args = self.args;
         self.template.encode(code, relocs, |arg, dword| {
-            args.get(usize::from(arg))
-                .map_or(0, |a| constant(a, dword))
+            args.get(usize::from(arg)).map_or(0, |a| constant(a, dword))
         });
     }
 }
