@@ -449,23 +449,16 @@ fn scalar_pair_operand(b: u16) -> Operand {
 }
 
 /// Registers free to save into at a call: SGPRs and VGPRs (below a
-/// limit) nothing needs there, handed out lowest first; and VGPRs above
-/// the limit (up to a ceiling) that nothing uses, for temporaries.
-struct Pool(RegSet, std::ops::Range<u16>);
+/// limit) nothing needs there, handed out lowest first.
+struct Pool(RegSet);
 
 impl Pool {
-    fn new(busy: &RegSet, vgpr_limit: u16, vgpr_ceiling: u16) -> Pool {
+    fn new(busy: &RegSet, vgpr_limit: u16) -> Pool {
         let mut free = RegSet::new();
         free.insert_range(0, bits::NUM_SGPRS);
         free.insert_range(bits::VGPR_BASE, vgpr_limit);
         free.subtract(busy);
-        Pool(free, vgpr_limit..vgpr_ceiling)
-    }
-
-    /// A VGPR above everything the kernel and the hooks name (the
-    /// allocation grows to hold it).
-    fn grown_vgpr(&mut self) -> Option<u16> {
-        self.1.next()
+        Pool(free)
     }
 
     fn take(&mut self, start: u16, end: u16) -> Option<u16> {
@@ -651,22 +644,23 @@ impl<'a> Ctx<'a> {
         // AGPRs go to scratch through a VGPR the call changes anyway, but
         // not one an argument reads: the saves come before the arguments.
         let inst = &self.an.program.insts[r.inst].inst;
-        let read_by_args: Vec<u16> = args.iter().flat_map(|a| arg_sources(a, inst)).collect();
+        let mut read_by_args = RegSet::new();
+        for a in args {
+            add_arg_sources(a, inst, &mut read_by_args);
+        }
         p.agpr_temp = c
-            .iter()
-            .find(|&b| {
-                (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b) && !read_by_args.contains(&b)
-            })
+            .difference(&read_by_args)
+            .first_in(bits::VGPR_BASE, bits::AGPR_BASE)
             .map(|b| b - bits::VGPR_BASE);
         let save = live.intersection(&c);
         let busy = live.union(&c).union(&self.taken);
         // Free scalar slots: SGPRs nobody needs here; free VGPRs likewise
-        // (in every lane), within the allocation. Taken lowest first. Above
-        // them, VGPRs nothing uses, for temporaries only (lanes of scalar
-        // saves, a VGPR to move AGPRs, an address or arguments through):
-        // never vector saves, which go to scratch rather than grow the
-        // allocation a lot.
-        let mut free = Pool::new(&busy, self.vgpr_limit, self.vgpr_ceiling);
+        // (in every lane), within the allocation. Taken lowest first.
+        let mut free = Pool::new(&busy, self.vgpr_limit);
+        // VGPRs above everything, for temporaries only (lanes of scalar
+        // saves, a VGPR to move AGPRs or arguments through): never vector
+        // saves, which go to scratch rather than grow the allocation a lot.
+        let mut above = self.vgpr_limit..self.vgpr_ceiling;
         let ref_regs: Vec<u16> = args
             .iter()
             .filter_map(|a| match a {
@@ -700,7 +694,7 @@ impl<'a> Ctx<'a> {
             }
             let (v, l) = match lane_vgpr {
                 Some((v, l)) if l < 63 => (v, l + 1),
-                _ => (free.vgpr().or_else(|| free.grown_vgpr())?, 0),
+                _ => (free.vgpr().or_else(|| above.next())?, 0),
             };
             lane_vgpr = Some((v, l));
             Some(Home::Lane(v, l))
@@ -751,7 +745,7 @@ impl<'a> Ctx<'a> {
                     Some(v) => Some(v),
                     None if p.agpr_temp.is_some() => None,
                     None => {
-                        p.agpr_temp = Some(free.grown_vgpr().ok_or_else(|| {
+                        p.agpr_temp = Some(above.next().ok_or_else(|| {
                             self.fail(
                                 r,
                                 format!(
@@ -798,7 +792,7 @@ impl<'a> Ctx<'a> {
         // address through; one above everything only when it may be needed.
         p.spare_vgpr = free
             .vgpr()
-            .or_else(|| self.needs_spare(p).then(|| free.grown_vgpr()).flatten());
+            .or_else(|| self.needs_spare(p).then(|| above.next()).flatten());
         let mut max_s = 33u16;
         let mut max_v = 31u16;
         let mut note = |h: Home| match h {
