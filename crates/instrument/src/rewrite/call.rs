@@ -151,10 +151,8 @@ pub(super) fn requests<'a>(
                         ));
                     }
                     let f = prog.blocks[ins.block].function;
-                    let next = prog
-                        .inst_at(f, ins.addr + ins.inst.len() as u64)
-                        .ok_or_else(|| fail("no instruction follows it".into()))?;
-                    next
+                    prog.inst_at(f, ins.addr + ins.inst.len() as u64)
+                        .ok_or_else(|| fail("no instruction follows it".into()))?
                 }
             };
             if call.args.contains(&Arg::Address) && !has_address(&prog.insts[inst].inst) {
