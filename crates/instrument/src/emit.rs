@@ -75,14 +75,14 @@ pub fn code_object(
     // Dynamic symbols: the descriptor, the kernel, the implicit-argument
     // block (if any), then the hooks the code calls (undefined: the loader
     // finds them in the hook modules at freeze).
-    let mut undefined: Vec<&str> = rw
+    // (A set first: there are two relocations per call, naming few symbols.)
+    let undefined: std::collections::BTreeSet<&str> = rw
         .relocations
         .iter()
-        .map(|r| r.symbol.as_str())
+        .map(|r| &*r.symbol)
         .filter(|n| *n != block_name)
         .collect();
-    undefined.sort_unstable();
-    undefined.dedup();
+    let undefined: Vec<&str> = undefined.into_iter().collect();
     let mut names: Vec<&[u8]> = vec![kd_name.as_bytes(), name.as_bytes()];
     if block_size > 0 {
         names.push(block_name.as_bytes());
@@ -269,11 +269,11 @@ pub fn code_object(
     if !rw.relocations.is_empty() {
         w.write_align_relocation();
         for r in &rw.relocations {
-            let sym = if r.symbol == block_name {
+            let sym = if *r.symbol == *block_name {
                 3
             } else {
                 first_undefined as u32
-                    + undefined.iter().position(|n| *n == r.symbol).unwrap_or(0) as u32
+                    + undefined.iter().position(|n| **n == *r.symbol).unwrap_or(0) as u32
             };
             let r_type = if r.high {
                 inlay_codeobj::reloc::RelocType::REL32_HI

@@ -33,6 +33,10 @@
 //!    of a VGPR that is (`v_writelane`). Vector ones go, whole (all 64
 //!    lanes: a callee may write lanes EXEC disables), to VGPRs dead in every
 //!    lane that the call leaves alone, or else to the instrumentation stack.
+//!    A temporary the call needs when no VGPR is free (the lanes above, the
+//!    VGPR an AGPR, an address or a cycle of argument moves goes through)
+//!    is one above every VGPR the kernel and the hook name: the allocation
+//!    grows by it.
 //! 2. *Arguments* are computed into `v0..` under the point's EXEC: constants,
 //!    register values (an SGPR's in every lane), the address a FLAT or
 //!    GLOBAL instruction accesses, launch values. A register passed by

@@ -217,6 +217,26 @@ impl RegSet {
         })
     }
 
+    /// The set as 64-bit words, bit 0 first (for keys and hashing).
+    pub fn words(&self) -> &[u64] {
+        &self.0
+    }
+
+    /// The lowest set bit in `start..end`, if any (word by word).
+    pub fn first_in(&self, start: u16, end: u16) -> Option<u16> {
+        let end = end.min(NUM_BITS) as usize;
+        let mut b = start as usize;
+        while b < end {
+            let w = self.0[b / 64] >> (b % 64);
+            if w != 0 {
+                let n = b + w.trailing_zeros() as usize;
+                return (n < end).then_some(n as u16);
+            }
+            b = (b / 64 + 1) * 64;
+        }
+        None
+    }
+
     /// SGPRs `s0..s<limit>` (at most s101) not in the set, in increasing order.
     pub fn absent_sgprs(&self, limit: u16) -> Vec<u16> {
         let limit = limit.min(NUM_SGPRS);

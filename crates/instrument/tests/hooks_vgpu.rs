@@ -8,7 +8,10 @@
 //! bit-identical, and what each hook records — the value it was passed,
 //! EXEC, its work-item and workgroup ids, gridDim and blockDim — equals what
 //! the virtual GPU had at that point in an uninstrumented run (its probe),
-//! call by call, wave by wave. Seeded (`INLAY_HOOK_SEED`), sized by
+//! call by call, wave by wave. After the random rounds, each kernel gets
+//! one dense round (calls before every instruction, before every memory
+//! instruction, before or before and after every instruction of a block),
+//! where registers run out and calls sit next to calls. Seeded (`INLAY_HOOK_SEED`), sized by
 //! `INLAY_HOOK_ROUNDS` (rounds per kernel).
 
 mod harness;
@@ -188,27 +191,28 @@ fn code_address_sgprs(prog: &Program) -> Vec<u16> {
     out
 }
 
+/// Whether a call may go after instruction `i` (it falls through to one).
+fn falls_through(prog: &Program, i: usize) -> bool {
+    let ins = &prog.insts[i];
+    inlay_instrument::lift::flow(&ins.inst, ins.addr) == Flow::Next
+        && prog
+            .inst_at(
+                prog.blocks[ins.block].function,
+                ins.addr + ins.inst.len() as u64,
+            )
+            .is_some()
+}
+
 /// Chooses a call: a point, a hook and a value it can be checked against.
 fn choose(rng: &mut Rng, an: &Analysis, id: u32, explicit_args: u32, avoid_s: &[u16]) -> Chosen {
     let prog = &an.program;
     let n = prog.insts.len();
-    let entry = prog.inst_at(0, prog.functions[0].entry).unwrap();
-    let falls_through = |i: usize| {
-        let ins = &prog.insts[i];
-        inlay_instrument::lift::flow(&ins.inst, ins.addr) == Flow::Next
-            && prog
-                .inst_at(
-                    prog.blocks[ins.block].function,
-                    ins.addr + ins.inst.len() as u64,
-                )
-                .is_some()
-    };
     let point = match rng.below(10) {
         0 | 1 => Point::Entry,
         2 => Point::Exits,
         3..=5 => {
             let i = rng.below(n);
-            if falls_through(i) {
+            if falls_through(prog, i) {
                 Point::After(i)
             } else {
                 Point::Before(i)
@@ -216,6 +220,82 @@ fn choose(rng: &mut Rng, an: &Analysis, id: u32, explicit_args: u32, avoid_s: &[
         }
         _ => Point::Before(rng.below(n)),
     };
+    choose_at(rng, an, id, explicit_args, avoid_s, point, false)
+}
+
+/// Dense plans, the kind that find what a few calls at a time do not
+/// (registers running out, calls next to calls): a call before every
+/// instruction, before every memory instruction (passing its address),
+/// before every instruction of one block, or before and after each
+/// instruction of one block. Hooks and values as [`choose`] draws them.
+fn choose_dense(
+    rng: &mut Rng,
+    an: &Analysis,
+    first_id: u32,
+    explicit_args: u32,
+    avoid_s: &[u16],
+) -> (&'static str, Vec<Chosen>) {
+    let prog = &an.program;
+    let all: Vec<usize> = (0..prog.insts.len()).collect();
+    let block = |rng: &mut Rng| prog.blocks[rng.below(prog.blocks.len())].insts.clone();
+    let (what, points): (&str, Vec<Point>) = match rng.below(4) {
+        0 => (
+            "a call before every instruction",
+            all.into_iter().map(Point::Before).collect(),
+        ),
+        1 => (
+            "a call before every memory instruction",
+            all.into_iter()
+                .filter(|&i| has_address(&prog.insts[i].inst))
+                .map(Point::Before)
+                .collect(),
+        ),
+        2 => (
+            "a call before every instruction of a block",
+            block(rng).map(Point::Before).collect(),
+        ),
+        _ => (
+            "calls before and after every instruction of a block",
+            block(rng)
+                .flat_map(|i| {
+                    let after = falls_through(prog, i).then_some(Point::After(i));
+                    std::iter::once(Point::Before(i)).chain(after)
+                })
+                .collect(),
+        ),
+    };
+    let chosen = points
+        .into_iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let address = matches!(p, Point::Before(i) if has_address(&prog.insts[i].inst));
+            choose_at(
+                rng,
+                an,
+                first_id + k as u32,
+                explicit_args,
+                avoid_s,
+                p,
+                address,
+            )
+        })
+        .collect();
+    (what, chosen)
+}
+
+/// Chooses the hook and value of a call at `point` (the address, through
+/// `obs_value64`, when `address`).
+fn choose_at(
+    rng: &mut Rng,
+    an: &Analysis,
+    id: u32,
+    explicit_args: u32,
+    avoid_s: &[u16],
+    point: Point,
+    address: bool,
+) -> Chosen {
+    let prog = &an.program;
+    let entry = prog.inst_at(0, prog.functions[0].entry).unwrap();
     // Liveness where the hook runs: a register value is only guaranteed
     // where it is live (dead ones are the engine's to use).
     let (at, live) = match point {
@@ -286,6 +366,7 @@ fn choose(rng: &mut Rng, an: &Analysis, id: u32, explicit_args: u32, avoid_s: &[
         }
     };
     let (hook, kind, value, once) = match rng.below(6) {
+        _ if address => ("obs_value64", 2, Value::Address, false),
         0 => ("obs_value", 1, value32(rng), false),
         1 => {
             // 64-bit values: pairs, EXEC, VCC, addresses.
@@ -480,11 +561,27 @@ fn check_kernel(
         & !3;
     let avoid_s = code_address_sgprs(prog);
     let (mut checked, mut calls_checked) = (0, 0);
-    for round in 0..rounds {
-        let what = format!("{file} {name} round {round}");
-        let chosen: Vec<Chosen> = (0..4)
-            .map(|k| choose(rng, &an, 100 * round as u32 + k + 1, explicit, &avoid_s))
-            .collect();
+    // The random rounds, then one dense round (sometimes saving every
+    // clobberable register, the baseline the engine is measured against).
+    for round in 0..=rounds {
+        let (what, chosen, save_all) = if round < rounds {
+            let chosen: Vec<Chosen> = (0..4)
+                .map(|k| choose(rng, &an, 100 * round as u32 + k + 1, explicit, &avoid_s))
+                .collect();
+            (format!("{file} {name} round {round}"), chosen, false)
+        } else {
+            let (kind, chosen) = choose_dense(rng, &an, 1 << 20, explicit, &avoid_s);
+            let save_all = rng.below(4) == 0;
+            let what = format!(
+                "{file} {name} dense round: {kind}{}",
+                if save_all {
+                    ", saving everything clobberable"
+                } else {
+                    ""
+                }
+            );
+            (what, chosen, save_all)
+        };
         let (mem, dev) = device();
         let original = dev.load(&bytes).unwrap();
         let image = original.image.unwrap();
@@ -566,6 +663,7 @@ fn check_kernel(
             modules: vec![module.clone()],
             // What the packet gives the original.
             private_segment_size: Some(private),
+            save_all_clobberable: save_all,
             ..Plan::default()
         };
         let loaded = instrument(&mem, &co, name, &an, &original, &plan)

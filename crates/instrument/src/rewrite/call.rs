@@ -3,12 +3,12 @@
 
 use inlay_isa::{Encoding, Instruction, Operand, RegFile, Register};
 
+use super::asm::FastHash;
 use super::asm::{Asm, EXEC};
 use super::preamble::{Home, Homes, Needs};
-use super::snippet::{LiteralReloc, Snippet};
+use super::snippet::{LiteralReloc, Snippet, Template};
 use super::*;
 use crate::hooks::{clobberable, Arg, HookCall, HookInfo, LaunchValue, Point, ARG_VGPRS};
-use crate::liveness::Live;
 use crate::regs::{self as bits, RegSet};
 
 /// Where a call goes, once `Point::Exits` is expanded.
@@ -26,8 +26,8 @@ pub(super) struct Request<'a> {
     pub(super) inst: InstId,
     pub(super) hook: &'a HookInfo,
     pub(super) call: &'a HookCall,
-    /// Liveness at the site.
-    pub(super) live: Live,
+    /// The instruction whose liveness before it is the site's.
+    pub(super) live_at: InstId,
 }
 
 /// How hooks get the implicit-argument pointer.
@@ -72,9 +72,10 @@ pub(super) fn requests<'a>(
         .functions
         .first()
         .and_then(|f| prog.inst_at(0, f.entry));
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(plan.calls.len());
     for call in &plan.calls {
-        let point_text = match call.point {
+        // Only for errors: built when one is.
+        let point_text = || match call.point {
             Point::Before(i) | Point::After(i) => describe(
                 an,
                 if matches!(call.point, Point::Before(_)) {
@@ -87,7 +88,7 @@ pub(super) fn requests<'a>(
             Point::Entry => "at the kernel's entry".into(),
             Point::Exits => "at the kernel's exits".into(),
         };
-        let fail = |reason: String| call_error(an, call, point_text.clone(), reason);
+        let fail = |reason: String| call_error(an, call, point_text(), reason);
         let module = plan
             .modules
             .get(call.module)
@@ -139,9 +140,9 @@ pub(super) fn requests<'a>(
                 .collect(),
         };
         for (site, inst) in sites {
-            let live = match site {
-                Site::Before(i) => an.live_before(i),
-                Site::Entry => an.live_before(entry),
+            let live_at = match site {
+                Site::Before(i) => i,
+                Site::Entry => entry,
                 Site::After(i) => {
                     let ins = &prog.insts[i];
                     if crate::lift::flow(&ins.inst, ins.addr) != crate::lift::Flow::Next {
@@ -150,10 +151,8 @@ pub(super) fn requests<'a>(
                         ));
                     }
                     let f = prog.blocks[ins.block].function;
-                    let next = prog
-                        .inst_at(f, ins.addr + ins.inst.len() as u64)
-                        .ok_or_else(|| fail("no instruction follows it".into()))?;
-                    an.live_before(next)
+                    prog.inst_at(f, ins.addr + ins.inst.len() as u64)
+                        .ok_or_else(|| fail("no instruction follows it".into()))?
                 }
             };
             if call.args.contains(&Arg::Address) && !has_address(&prog.insts[inst].inst) {
@@ -170,7 +169,7 @@ pub(super) fn requests<'a>(
                 inst,
                 hook,
                 call,
-                live,
+                live_at,
             });
         }
     }
@@ -269,6 +268,10 @@ pub(super) struct Ctx<'a> {
     pub(super) taken: RegSet,
     /// VGPRs below this may hold saves (the instrumented kernel's allocation).
     pub(super) vgpr_limit: u16,
+    /// VGPRs from `vgpr_limit` up to this one (excluded) are used by nothing:
+    /// a call that finds no VGPR free takes its temporaries there, growing
+    /// the allocation (the register file holds them, AGPRs included).
+    pub(super) vgpr_ceiling: u16,
     /// Lane offset of the instrumentation area in private memory.
     pub(super) stack_base: u32,
     pub(super) save_all: bool,
@@ -328,6 +331,20 @@ fn scalar_operand(b: u16) -> Operand {
     }
 }
 
+fn a_dwords(a: &Arg) -> u8 {
+    a.dwords() as u8
+}
+
+/// Dword `dword` of a constant argument (0 for any other).
+fn constant(a: &Arg, dword: u8) -> u32 {
+    match (a, dword) {
+        (Arg::Const32(c), 0) => *c,
+        (Arg::Const64(c), 0) => *c as u32,
+        (Arg::Const64(c), 1) => (c >> 32) as u32,
+        _ => 0,
+    }
+}
+
 /// Argument slots: the first VGPR of each argument.
 fn arg_vgprs(args: &[Arg]) -> Vec<u16> {
     let mut at = 0u16;
@@ -354,6 +371,22 @@ fn arg_sources(a: &Arg, inst: &Instruction) -> Vec<u16> {
             v
         }
         _ => Vec::new(),
+    }
+}
+
+/// Adds the registers an argument reads at the point to `set`.
+fn add_arg_sources(a: &Arg, inst: &Instruction, set: &mut RegSet) {
+    match a {
+        Arg::Value(r) | Arg::Reference(r) => set.union_with(&RegSet::of(r)),
+        Arg::Address => {
+            let (vaddr, saddr, _) = address_operands(inst).unwrap_or((0, None, 0));
+            set.insert(vgpr_bit(vaddr));
+            match saddr {
+                Some(s) => set.insert_range(s, 2),
+                None => set.insert(vgpr_bit(vaddr + 1)),
+            }
+        }
+        _ => {}
     }
 }
 
@@ -410,6 +443,45 @@ fn scalar_pair_operand(b: u16) -> Operand {
             code: b as u8,
             count: 2,
         }
+    }
+}
+
+/// Registers free to save into at a call: SGPRs and VGPRs (below a
+/// limit) nothing needs there, handed out lowest first.
+struct Pool(RegSet);
+
+impl Pool {
+    fn new(busy: &RegSet, vgpr_limit: u16) -> Pool {
+        let mut free = RegSet::new();
+        free.insert_range(0, bits::NUM_SGPRS);
+        free.insert_range(bits::VGPR_BASE, vgpr_limit);
+        free.subtract(busy);
+        Pool(free)
+    }
+
+    fn take(&mut self, start: u16, end: u16) -> Option<u16> {
+        let b = self.0.first_in(start, end)?;
+        self.0.remove(b);
+        Some(b)
+    }
+
+    fn sgpr(&mut self) -> Option<u16> {
+        self.take(0, bits::NUM_SGPRS)
+    }
+
+    fn vgpr(&mut self) -> Option<u16> {
+        Some(self.take(bits::VGPR_BASE, bits::AGPR_BASE)? - bits::VGPR_BASE)
+    }
+
+    /// The highest free aligned SGPR pair (single slots come from the
+    /// bottom: pairs from the top leave them the most).
+    fn sgpr_pair(&mut self) -> Option<u16> {
+        let t = (0..bits::NUM_SGPRS / 2)
+            .rev()
+            .map(|k| 2 * k)
+            .find(|&t| self.0.has_sgpr(t) && self.0.has_sgpr(t + 1))?;
+        self.0.remove_range(t, 2);
+        Some(t)
     }
 }
 
@@ -474,14 +546,17 @@ impl<'a> Ctx<'a> {
 
         // What must survive: live registers, and those an argument reads
         // (read after the sequence starts writing, they must be saved).
-        let mut live = r.live.any();
+        let mut live = self.an.live_before(r.live_at).any();
         for a in args {
-            for b in arg_sources(a, inst) {
-                live.insert(b);
-            }
+            add_arg_sources(a, inst, &mut live);
         }
+        // The baseline saves every clobberable register as if live and
+        // changed by the hook; registers really live stay live (they must
+        // not become save slots).
         if self.save_all {
-            live = self.all_clobberable();
+            let all = self.all_clobberable();
+            live.union_with(&all);
+            c.union_with(&all);
         }
         // Vector registers (and by-reference ones) go to scratch when no
         // register holds them; then the V# and s33 are set first.
@@ -564,22 +639,26 @@ impl<'a> Ctx<'a> {
         let r = p.req;
         let args = &r.call.args;
         let c = p.clobbered;
+        // AGPRs go to scratch through a VGPR the call changes anyway, but
+        // not one an argument reads: the saves come before the arguments.
+        let inst = &self.an.program.insts[r.inst].inst;
+        let mut read_by_args = RegSet::new();
+        for a in args {
+            add_arg_sources(a, inst, &mut read_by_args);
+        }
         p.agpr_temp = c
-            .iter()
-            .find(|&b| (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b))
+            .difference(&read_by_args)
+            .first_in(bits::VGPR_BASE, bits::AGPR_BASE)
             .map(|b| b - bits::VGPR_BASE);
         let save = live.intersection(&c);
         let busy = live.union(&c).union(&self.taken);
         // Free scalar slots: SGPRs nobody needs here; free VGPRs likewise
-        // (in every lane), within the allocation.
-        let mut free_s: Vec<u16> = (0..bits::NUM_SGPRS)
-            .filter(|&n| !busy.contains(n))
-            .collect();
-        let mut free_v: Vec<u16> = (0..self.vgpr_limit)
-            .filter(|&n| !busy.contains(vgpr_bit(n)))
-            .collect();
-        free_s.reverse();
-        free_v.reverse();
+        // (in every lane), within the allocation. Taken lowest first.
+        let mut free = Pool::new(&busy, self.vgpr_limit);
+        // VGPRs above everything, for temporaries only (lanes of scalar
+        // saves, a VGPR to move AGPRs or arguments through): never vector
+        // saves, which go to scratch rather than grow the allocation a lot.
+        let mut above = self.vgpr_limit..self.vgpr_ceiling;
         let ref_regs: Vec<u16> = args
             .iter()
             .filter_map(|a| match a {
@@ -588,34 +667,32 @@ impl<'a> Ctx<'a> {
             })
             .flatten()
             .collect();
-        let vector: Vec<u16> = save
-            .iter()
-            .filter(|&b| b >= bits::VGPR_BASE)
-            .chain(
+        // Vector registers saved: the live ones the call changes, then
+        // by-reference ones (in argument order).
+        let vector = || {
+            save.iter().filter(|&b| b >= bits::VGPR_BASE).chain(
                 ref_regs
                     .iter()
                     .copied()
                     .filter(|&b| b >= bits::VGPR_BASE && !save.contains(b)),
             )
-            .collect();
-        let scalar: Vec<u16> = save
-            .iter()
-            .filter(|&b| {
-                b < bits::VGPR_BASE && b != bits::SCC && !(bits::EXEC..bits::EXEC + 2).contains(&b)
-            })
-            .collect();
-        let exec_changes = !vector.is_empty()
+        };
+        let mut scalar = save;
+        scalar.remove_range(bits::VGPR_BASE, bits::NUM_BITS - bits::VGPR_BASE);
+        scalar.remove(bits::SCC);
+        scalar.remove_range(bits::EXEC, 2);
+        let exec_changes = vector().next().is_some()
             || r.call.once_per_wave
             || args.iter().any(|a| matches!(a, Arg::Reference(_)));
         // Scalar slots: free SGPRs first, then lanes of a free VGPR.
         let mut lane_vgpr: Option<(u16, u8)> = None;
-        let mut slot = |free_s: &mut Vec<u16>, free_v: &mut Vec<u16>| -> Option<Slot> {
-            if let Some(s) = free_s.pop() {
+        let mut slot = |free: &mut Pool| -> Option<Slot> {
+            if let Some(s) = free.sgpr() {
                 return Some(Home::Sgpr(s));
             }
             let (v, l) = match lane_vgpr {
                 Some((v, l)) if l < 63 => (v, l + 1),
-                _ => (free_v.pop()?, 0),
+                _ => (free.vgpr().or_else(|| above.next())?, 0),
             };
             lane_vgpr = Some((v, l));
             Some(Home::Lane(v, l))
@@ -624,40 +701,31 @@ impl<'a> Ctx<'a> {
             self.fail(r, "no register is free to save a register in (all SGPRs and VGPRs are live or used by the hook)".into())
         };
         p.scalars.clear();
-        let mut k = 0;
-        while k < scalar.len() {
-            let b = scalar[k];
+        let mut next = scalar.first_in(0, bits::VGPR_BASE);
+        while let Some(b) = next {
             // An aligned pair saved whole into an aligned free pair: one
             // s_mov_b64 each way.
-            let pair = b.is_multiple_of(2) && scalar.get(k + 1) == Some(&(b + 1)) && b != bits::M0;
-            let to = pair
-                .then(|| {
-                    free_s
-                        .iter()
-                        .copied()
-                        .find(|&t| t.is_multiple_of(2) && free_s.contains(&(t + 1)))
-                })
-                .flatten();
+            let pair = b.is_multiple_of(2) && scalar.contains(b + 1) && b != bits::M0;
+            let to = pair.then(|| free.sgpr_pair()).flatten();
             if let Some(t) = to {
-                free_s.retain(|&x| x != t && x != t + 1);
                 p.scalars.push((b, Home::Sgpr(t)));
                 p.scalars.push((b + 1, Home::Sgpr(t + 1)));
-                k += 2;
+                next = scalar.first_in(b + 2, bits::VGPR_BASE);
                 continue;
             }
-            let s = slot(&mut free_s, &mut free_v).ok_or_else(none)?;
+            let s = slot(&mut free).ok_or_else(none)?;
             p.scalars.push((b, s));
-            k += 1;
+            next = scalar.first_in(b + 1, bits::VGPR_BASE);
         }
         p.exec = if exec_changes {
-            let lo = slot(&mut free_s, &mut free_v).ok_or_else(none)?;
-            let hi = slot(&mut free_s, &mut free_v).ok_or_else(none)?;
+            let lo = slot(&mut free).ok_or_else(none)?;
+            let hi = slot(&mut free).ok_or_else(none)?;
             Some([lo, hi])
         } else {
             None
         };
         p.scc = if save.contains(bits::SCC) {
-            Some(slot(&mut free_s, &mut free_v).ok_or_else(none)?)
+            Some(slot(&mut free).ok_or_else(none)?)
         } else {
             None
         };
@@ -665,23 +733,30 @@ impl<'a> Ctx<'a> {
         // in scratch (the hook gets a pointer to the slot).
         p.vectors.clear();
         let mut area = 0u32;
-        for b in vector {
+        for b in vector() {
             let to = if ref_regs.contains(&b) {
                 None
             } else if b >= bits::AGPR_BASE {
-                // Through a VGPR the call changes anyway, when none is free.
-                match free_v.pop() {
+                // Through a VGPR the call changes anyway, or one above
+                // everything, when none is free.
+                match free.vgpr() {
                     Some(v) => Some(v),
                     None if p.agpr_temp.is_some() => None,
                     None => {
-                        return Err(self.fail(
-                            r,
-                            format!("no VGPR is free to save {} through", bits::bit_name(b)),
-                        ))
+                        p.agpr_temp = Some(above.next().ok_or_else(|| {
+                            self.fail(
+                                r,
+                                format!(
+                                    "no VGPR is free to save {} through (the kernel uses every VGPR code can name)",
+                                    bits::bit_name(b)
+                                ),
+                            )
+                        })?);
+                        None
                     }
                 }
             } else {
-                free_v.pop()
+                free.vgpr()
             };
             let at = match to {
                 Some(v) => VSave::Vgpr(v),
@@ -711,7 +786,11 @@ impl<'a> Ctx<'a> {
             }
         }
         p.area = area;
-        p.spare_vgpr = free_v.pop();
+        // A VGPR to break cycles among argument moves and to compute an
+        // address through; one above everything only when it may be needed.
+        p.spare_vgpr = free
+            .vgpr()
+            .or_else(|| self.needs_spare(p).then(|| above.next()).flatten());
         let mut max_s = 33u16;
         let mut max_v = 31u16;
         let mut note = |h: Home| match h {
@@ -728,12 +807,104 @@ impl<'a> Ctx<'a> {
                 max_v = max_v.max(v);
             }
         }
-        if let Some(v) = p.spare_vgpr {
+        for v in p.spare_vgpr.into_iter().chain(p.agpr_temp) {
             max_v = max_v.max(v);
         }
         p.max_sgpr = max_s;
         p.max_vgpr = max_v;
         Ok(())
+    }
+
+    /// The call's hook, whether once per wave, and its arguments as words
+    /// (constants only as far as their encoding goes: inline values, or
+    /// "a literal").
+    fn call_key(&self, r: &Request<'a>, key: &mut Vec<u64>) {
+        key.clear();
+        let none = u64::MAX;
+        key.push(r.hook as *const HookInfo as u64);
+        key.push(u64::from(r.call.once_per_wave));
+        key.push(r.call.args.len() as u64);
+        for a in &r.call.args {
+            match a {
+                Arg::Const32(_) | Arg::Const64(_) => {
+                    key.push(1 << 56 | u64::from(a.dwords()));
+                    for d in 0..a_dwords(a) {
+                        let c = constant(a, d);
+                        let literal = matches!(Asm::konst(c), Operand::Literal(_));
+                        key.push(if literal { none } else { u64::from(c) });
+                    }
+                }
+                Arg::Value(reg) | Arg::Reference(reg) => {
+                    let tag = if matches!(a, Arg::Value(_)) { 2 } else { 3 };
+                    key.push(
+                        tag << 56
+                            | (reg.file as u64) << 32
+                            | u64::from(reg.first) << 8
+                            | u64::from(reg.count),
+                    );
+                }
+                Arg::Address => {
+                    key.push(4 << 56);
+                    let inst = &self.an.program.insts[r.inst].inst;
+                    match address_operands(inst) {
+                        Some((vaddr, saddr, offset)) => {
+                            key.push(u64::from(vaddr));
+                            key.push(saddr.map_or(none, u64::from));
+                            key.push(u64::from(offset as u32));
+                        }
+                        None => key.push(none),
+                    }
+                }
+                Arg::Launch(v) => key.push(
+                    5 << 56
+                        | match *v {
+                            LaunchValue::GridSize(d) => 1 << 40 | u64::from(d),
+                            LaunchValue::WorkgroupSize(d) => 2 << 40 | u64::from(d),
+                            LaunchValue::WorkgroupId(d) => 3 << 40 | u64::from(d),
+                            LaunchValue::WorkitemId(d) => 4 << 40 | u64::from(d),
+                            LaunchValue::KernargDword(o) => 5 << 40 | u64::from(o),
+                            LaunchValue::KernargPtr => 6 << 40,
+                            LaunchValue::DispatchPtr => 7 << 40,
+                        },
+                ),
+            }
+        }
+    }
+
+    /// Everything [`Ctx::code`] reads of a call and its plan, as words —
+    /// the call's constant arguments excepted where they are literals,
+    /// which a template patches per copy: calls with the same key get the
+    /// same code.
+    fn template_key(&self, p: &CallPlan<'_, 'a>, key: &mut Vec<u64>) {
+        self.call_key(p.req, key);
+        let home = |h: Home| match h {
+            Home::Sgpr(s) => u64::from(s),
+            Home::Lane(v, l) => 1 << 32 | u64::from(v) << 8 | u64::from(l),
+        };
+        let none = u64::MAX;
+        key.push(p.scalars.len() as u64);
+        for &(b, h) in &p.scalars {
+            key.push(u64::from(b));
+            key.push(home(h));
+        }
+        key.push(p.scc.map_or(none, home));
+        for h in p.exec.map_or([None, None], |[lo, hi]| [Some(lo), Some(hi)]) {
+            key.push(h.map_or(none, home));
+        }
+        key.push(p.vectors.len() as u64);
+        for &(b, to) in &p.vectors {
+            key.push(u64::from(b));
+            key.push(match to {
+                VSave::Vgpr(v) => u64::from(v),
+                VSave::Scratch(o) => 1 << 32 | u64::from(o),
+            });
+        }
+        for s in &p.ref_slots {
+            key.push(s.map_or(none, u64::from));
+        }
+        key.push(p.agpr_temp.map_or(none, u64::from));
+        key.push(u64::from(p.scratch_early));
+        key.push(p.spare_vgpr.map_or(none, u64::from));
     }
 
     /// The call's code; `area` is the largest save area of all calls
@@ -1085,18 +1256,19 @@ impl<'a> Ctx<'a> {
     fn pc_relative(&self, s: &mut Snippet, d: u16, symbol: &str) -> Result<(), RewriteError> {
         let asm = self.asm;
         s.push(asm.build(Encoding::Sop1, "s_getpc_b64", &[Asm::sgpr(d, 2)])?);
+        let symbol: std::sync::Arc<str> = symbol.into();
         // The getpc's value is the address after it: the low literal sits 4
         // bytes past that, the high one 12.
         s.relocs.push(LiteralReloc {
             inst: s.insts.len(),
-            symbol: symbol.to_string(),
+            symbol: symbol.clone(),
             high: false,
             addend: 4,
         });
         s.push(asm.add_lit("s_add_u32", d, 0)?);
         s.relocs.push(LiteralReloc {
             inst: s.insts.len(),
-            symbol: symbol.to_string(),
+            symbol: symbol.clone(),
             high: true,
             addend: 12,
         });
@@ -1199,6 +1371,39 @@ impl<'a> Ctx<'a> {
             VSave::Vgpr(t) => asm.vmov(v, Operand::Vgpr { first: t, count: 1 })?,
             VSave::Scratch(o) => self.scratch("buffer_load_dword", v, o)?,
         }])
+    }
+
+    /// Whether computing the arguments may need a spare VGPR: one
+    /// argument's destination is another's source (a cycle may need
+    /// breaking), or an address's SGPR base is in save slots while its
+    /// offset VGPR lies in the destination pair.
+    fn needs_spare(&self, p: &CallPlan<'_, 'a>) -> bool {
+        let args = &p.req.call.args;
+        let inst = &self.an.program.insts[p.req.inst].inst;
+        let at = arg_vgprs(args);
+        let vgpr_sources = |a: &Arg| -> Vec<u16> {
+            match a {
+                Arg::Reference(_) => Vec::new(),
+                _ => arg_sources(a, inst)
+                    .into_iter()
+                    .filter(|&b| (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b))
+                    .map(|b| b - bits::VGPR_BASE)
+                    .collect(),
+            }
+        };
+        args.iter().enumerate().any(|(k, a)| {
+            let dest = at[k]..at[k] + a.dwords() as u16;
+            let feeds_another = args
+                .iter()
+                .enumerate()
+                .any(|(j, b)| j != k && vgpr_sources(b).iter().any(|v| dest.contains(v)));
+            let address_through = *a == Arg::Address
+                && address_operands(inst).is_some_and(|(vaddr, saddr, _)| {
+                    saddr.is_some_and(|sb| self.overwritten(p, sb) || self.overwritten(p, sb + 1))
+                        && dest.contains(&vaddr)
+                });
+            feeds_another || address_through
+        })
     }
 
     /// Registers the sequence has written before the arguments are read:
@@ -1338,10 +1543,17 @@ impl<'a> Ctx<'a> {
         };
         let r = p.req;
         match &r.call.args[k] {
-            Arg::Const32(c) => s.push(asm.vmov(d, Asm::konst(*c))?),
-            Arg::Const64(c) => {
-                s.push(asm.vmov(d, Asm::konst(*c as u32))?);
-                s.push(asm.vmov(d + 1, Asm::konst((c >> 32) as u32))?);
+            Arg::Const32(_) | Arg::Const64(_) => {
+                for dword in 0..a_dwords(&r.call.args[k]) {
+                    let c = constant(&r.call.args[k], dword);
+                    let op = Asm::konst(c);
+                    let i = asm.vmov(d + u16::from(dword), op)?;
+                    if matches!(op, Operand::Literal(_)) {
+                        s.push_constant(i, k, dword);
+                    } else {
+                        s.push(i);
+                    }
+                }
             }
             Arg::Value(reg) => match reg.file {
                 RegFile::Vgpr => {
@@ -1577,6 +1789,17 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// One past the highest VGPR a kernel with `agprs` AGPRs may name: code
+/// names 256, and on gfx90a VGPRs (rounded up to 4) and AGPRs share a file
+/// of 512.
+fn vgpr_ceiling(agprs: u32) -> u16 {
+    if agprs == 0 {
+        256
+    } else {
+        (512u32.saturating_sub(agprs) & !3).min(256) as u16
+    }
+}
+
 /// The calls of a plan with the kernel-wide state they share.
 pub(super) struct Calls<'a> {
     an: &'a Analysis,
@@ -1594,12 +1817,66 @@ pub(super) struct Calls<'a> {
     hook_agprs: u16,
 }
 
+/// One call's code: its template, and the call whose constants it takes.
+pub(super) struct CallCode<'a> {
+    template: std::rc::Rc<Template>,
+    args: &'a [Arg],
+}
+
+impl CallCode<'_> {
+    fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {
+        let args = self.args;
+        self.template.encode(code, relocs, |arg, dword| {
+            args.get(usize::from(arg)).map_or(0, |a| constant(a, dword))
+        });
+    }
+}
+
+/// The calls at one site, in order.
+#[derive(Default)]
+pub(super) struct SiteCode<'a>(Vec<CallCode<'a>>);
+
+impl SiteCode<'_> {
+    pub(super) fn bytes(&self) -> u64 {
+        self.0.iter().map(|c| c.template.bytes()).sum()
+    }
+
+    fn relocations(&self) -> usize {
+        self.0.iter().map(|c| c.template.relocations()).sum()
+    }
+
+    /// Instructions (the static count).
+    pub(super) fn insts(&self) -> usize {
+        self.0.iter().map(|c| c.template.insts).sum()
+    }
+
+    pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {
+        for c in &self.0 {
+            c.encode(code, relocs);
+        }
+    }
+}
+
+impl Placed<'_> {
+    /// Relocations the placed code makes.
+    pub(super) fn relocations(&self) -> usize {
+        self.entry.relocations()
+            + self
+                .before
+                .iter()
+                .chain(&self.after)
+                .map(SiteCode::relocations)
+                .sum::<usize>()
+    }
+}
+
 /// Call code placed in the kernel, and what it needs of the descriptor.
 #[derive(Default)]
-pub(super) struct Placed {
-    pub(super) before: BTreeMap<InstId, Snippet>,
-    pub(super) after: BTreeMap<InstId, Snippet>,
-    pub(super) entry: Snippet,
+pub(super) struct Placed<'a> {
+    /// Calls before and after each instruction (index = InstId).
+    pub(super) before: Vec<SiteCode<'a>>,
+    pub(super) after: Vec<SiteCode<'a>>,
+    pub(super) entry: SiteCode<'a>,
     pub(super) max_sgpr: u16,
     pub(super) max_vgpr: u16,
     pub(super) agprs: u16,
@@ -1748,8 +2025,13 @@ impl<'a> Calls<'a> {
         asm: &Asm,
         taken: RegSet,
         save_all: bool,
-    ) -> Result<Placed, RewriteError> {
-        let mut out = Placed::default();
+    ) -> Result<Placed<'a>, RewriteError> {
+        let n = self.an.program.insts.len();
+        let mut out = Placed {
+            before: (0..n).map(|_| SiteCode::default()).collect(),
+            after: (0..n).map(|_| SiteCode::default()).collect(),
+            ..Placed::default()
+        };
         if self.reqs.is_empty() {
             return Ok(out);
         }
@@ -1772,22 +2054,60 @@ impl<'a> Calls<'a> {
                 .max(self.hook_vgprs)
                 .max(homes_vgpr)
                 .min(256),
+            vgpr_ceiling: vgpr_ceiling(
+                self.an
+                    .resources
+                    .agprs_allocated
+                    .max(u32::from(self.hook_agprs)),
+            ),
             stack_base: self.stack_base,
             save_all,
             kernel_name: &self.an.program.kernel,
         };
-        let plans = self
-            .reqs
-            .iter()
-            .map(|r| ctx.plan(r))
-            .collect::<Result<Vec<_>, _>>()?;
-        let area = plans
+        // Calls with the same hook, argument kinds and plan get the same
+        // code up to their constants: each distinct plan is kept once (in
+        // order of first use), and every call names its plan.
+        let mut distinct = Vec::new();
+        let mut ids: std::collections::HashMap<Box<[u64]>, usize, FastHash> = Default::default();
+        let mut plan_of = Vec::with_capacity(self.reqs.len());
+        let mut every_plan = Vec::new();
+        let mut key = Vec::new();
+        // A plan is a function of the call and the liveness at its site:
+        // calls alike at points with the same live registers share it
+        // without planning again.
+        let mut by_inputs: std::collections::HashMap<Box<[u64]>, usize, FastHash> =
+            Default::default();
+        let mut inputs = Vec::new();
+        for r in &self.reqs {
+            if cfg!(debug_assertions) {
+                every_plan.push(ctx.plan(r)?);
+            }
+            ctx.call_key(r, &mut inputs);
+            inputs.extend_from_slice(self.an.live_before(r.live_at).any().words());
+            if let Some(&id) = by_inputs.get(inputs.as_slice()) {
+                plan_of.push(id);
+                continue;
+            }
+            let p = ctx.plan(r)?;
+            ctx.template_key(&p, &mut key);
+            let id = match ids.get(key.as_slice()) {
+                Some(&id) => id,
+                None => {
+                    ids.insert(key.clone().into_boxed_slice(), distinct.len());
+                    distinct.push(p);
+                    distinct.len() - 1
+                }
+            };
+            by_inputs.insert(inputs.clone().into_boxed_slice(), id);
+            plan_of.push(id);
+        }
+        let area = distinct
             .iter()
             .map(|p| p.area)
             .max()
             .unwrap_or(0)
             .next_multiple_of(16);
-        for p in &plans {
+        for p in &distinct {
             let need = self.stack_base + area + p.req.hook.stack_bytes;
             if need > MAX_PRIVATE {
                 return Err(ctx.fail(
@@ -1800,22 +2120,40 @@ impl<'a> Calls<'a> {
             }
         }
         let mut scratch = self.state.homes.vsharp.is_some();
-        for p in &plans {
-            let code = ctx.code(p, area)?;
-            let slot = match p.req.site {
-                Site::Before(i) => out.before.entry(i).or_default(),
-                Site::After(i) => out.after.entry(i).or_default(),
-                Site::Entry => &mut out.entry,
-            };
-            let base = slot.insts.len();
-            slot.insts.extend(code.insts);
-            slot.relocs.extend(code.relocs.into_iter().map(|mut r| {
-                r.inst += base;
-                r
-            }));
+        // Each distinct plan's code, built and encoded once.
+        let templates = distinct
+            .iter()
+            .map(|p| Ok(std::rc::Rc::new(Template::new(&ctx.code(p, area)?))))
+            .collect::<Result<Vec<_>, RewriteError>>()?;
+        for p in &distinct {
             out.max_sgpr = out.max_sgpr.max(p.max_sgpr);
             out.max_vgpr = out.max_vgpr.max(p.max_vgpr);
             scratch |= p.area > 0;
+        }
+        for (k, (r, &id)) in self.reqs.iter().zip(&plan_of).enumerate() {
+            let call: &'a HookCall = r.call;
+            let code = CallCode {
+                template: templates[id].clone(),
+                args: &call.args,
+            };
+            if let Some(p) = every_plan.get(k) {
+                // (Debug builds) the copy is the code the call would have
+                // had built for it.
+                let (mut built, mut copied) = (Vec::new(), Vec::new());
+                let (mut built_relocs, mut copied_relocs) = (Vec::new(), Vec::new());
+                ctx.code(p, area)?.encode(&mut built, &mut built_relocs);
+                code.encode(&mut copied, &mut copied_relocs);
+                debug_assert!(
+                    built == copied && built_relocs == copied_relocs,
+                    "a call's code from its template differs from the code built for it"
+                );
+            }
+            let slot = match r.site {
+                Site::Before(i) => &mut out.before[i],
+                Site::After(i) => &mut out.after[i],
+                Site::Entry => &mut out.entry,
+            };
+            slot.0.push(code);
         }
         out.max_sgpr = out.max_sgpr.max(self.hook_sgprs.saturating_sub(1));
         out.max_vgpr = out

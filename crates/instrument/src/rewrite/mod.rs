@@ -257,7 +257,9 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeReloc {
     pub offset: u64,
-    pub symbol: String,
+    /// Shared by every relocation naming it (a call at every instruction
+    /// makes two per call).
+    pub symbol: std::sync::Arc<str>,
     pub high: bool,
     pub addend: i64,
 }
@@ -300,8 +302,11 @@ pub struct Rewritten {
 pub enum RewriteError {
     #[error("counter offset {0:#x} does not fit a scalar memory offset (20 bits)")]
     CounterOffset(u32),
-    #[error("no registers for hook code before the instruction at {addr:#x}: too few SGPRs are dead there and no VGPR can hold them (spilling to memory is not implemented)")]
+    /// A limit of the register file: the kernel leaves no VGPR to grow into.
+    #[error("no registers for hook code before the instruction at {addr:#x}: too few SGPRs are dead there, no VGPR is dead in every lane, and the kernel leaves fewer than four VGPRs of the register file above its own (AGPRs included)")]
     NoRegisters { addr: u64 },
+    #[error("the call through a pointer at {addr:#x} needs two dead SGPR pairs to find its callee's new address, and too few SGPRs are dead there")]
+    NoTranslationRegisters { addr: u64 },
     #[error(
         "branch at {addr:#x} cannot reach its target after rewriting (more than 128 KiB away)"
     )]
@@ -573,7 +578,7 @@ pub fn rewrite(
         let regs = match reserved {
             Some(r) => r,
             None => per_point_translation(&free.sgprs, free.scc_live).ok_or(
-                RewriteError::NoRegisters {
+                RewriteError::NoTranslationRegisters {
                     addr: prog.insts[c.inst].addr,
                 },
             )?,
@@ -607,12 +612,12 @@ pub fn rewrite(
         held.insert_range(to, u16::from(n));
     }
     let placed = calls.place(&asm, held, plan.save_all_clobberable)?;
-    let call_insts = placed.entry.insts.len()
+    let call_insts = placed.entry.insts()
         + placed
             .before
-            .values()
-            .chain(placed.after.values())
-            .map(|c| c.insts.len())
+            .iter()
+            .chain(&placed.after)
+            .map(|c| c.insts())
             .sum::<usize>();
     added_by_hooks += call_insts;
     // The preamble: the calls' launch state first (it puts the kernel's
@@ -652,14 +657,11 @@ pub fn rewrite(
     for (&i, t) in &translations {
         before_bytes[i] += t.size();
     }
-    for (&i, c) in &placed.before {
+    for (i, c) in placed.before.iter().enumerate() {
         before_bytes[i] += c.bytes();
     }
     // Calls after an instruction sit between it and the next one's label.
-    let mut after_bytes = vec![0u64; prog.insts.len()];
-    for (&i, c) in &placed.after {
-        after_bytes[i] += c.bytes();
-    }
+    let after_bytes: Vec<u64> = placed.after.iter().map(|c| c.bytes()).collect();
     let mut own_bytes: Vec<u64> = (0..prog.insts.len())
         .map(|i| emits[i].size(&prog.insts[i].inst))
         .collect();
@@ -701,7 +703,7 @@ pub fn rewrite(
     let uses_reserved = uses_reserved || !long.is_empty();
 
     let mut code = Vec::with_capacity(at as usize);
-    let mut relocations = Vec::new();
+    let mut relocations = Vec::with_capacity(placed.relocations());
     for i in &preamble {
         encode_into(i, &mut code);
     }
@@ -711,9 +713,7 @@ pub fn rewrite(
         for h in hook_code.get(&i).into_iter().flatten() {
             encode_into(h, &mut code);
         }
-        if let Some(c) = placed.before.get(&i) {
-            c.encode(&mut code, &mut relocations);
-        }
+        placed.before[i].encode(&mut code, &mut relocations);
         if let Some(t) = translations.get(&i) {
             let at = code.len() as u64;
             let tc = t.code(&asm, at, &label)?;
@@ -766,9 +766,7 @@ pub fn rewrite(
             }
         }
         encode_into(&inst, &mut code);
-        if let Some(c) = placed.after.get(&i) {
-            c.encode(&mut code, &mut relocations);
-        }
+        placed.after[i].encode(&mut code, &mut relocations);
     }
     debug_assert_eq!(code.len() as u64, at);
 

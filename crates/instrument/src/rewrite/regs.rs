@@ -364,12 +364,15 @@ pub(super) fn long_branch_regs(free: &Free<'_>, branch: InstId, target: InstId) 
 }
 
 /// The first of four VGPRs above everything the kernel allocates (an
-/// aligned pair first), when it uses no AGPRs (whose file starts right
-/// after the VGPRs on gfx90a) and code can still name them.
+/// aligned pair first), when code can still name them and the register
+/// file holds them. AGPRs follow the VGPRs in gfx90a's unified file: the
+/// descriptor's AGPR offset moves up with them (`grow_vgprs`), and code
+/// names AGPRs relative to it, so a kernel using AGPRs can grow too.
 pub(super) fn extra_vgprs(an: &Analysis) -> Option<u16> {
     let r = &an.resources;
     let first = r.vgprs_allocated.next_multiple_of(2);
-    (r.agprs_used == 0 && first + 4 <= 256).then_some(first as u16)
+    let fits = (first + 4).next_multiple_of(4) + r.agprs_allocated <= 512;
+    (first + 4 <= 256 && fits).then_some(first as u16)
 }
 
 /// A dead aligned VGPR pair and one more dead VGPR for a record's code,

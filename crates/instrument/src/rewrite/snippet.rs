@@ -11,7 +11,7 @@ use super::RewriteError;
 pub(super) struct LiteralReloc {
     /// Index of the instruction in the snippet.
     pub(super) inst: usize,
-    pub(super) symbol: String,
+    pub(super) symbol: std::sync::Arc<str>,
     pub(super) high: bool,
     pub(super) addend: i64,
 }
@@ -21,6 +21,9 @@ pub(super) struct LiteralReloc {
 pub(super) struct Snippet {
     pub(super) insts: Vec<Instruction>,
     pub(super) relocs: Vec<LiteralReloc>,
+    /// Instructions whose literal is a call's constant argument: (index,
+    /// argument, dword of it).
+    pub(super) constants: Vec<(usize, u8, u8)>,
     /// Indices of branches to a label, and the labels (instruction indices
     /// they land before; `insts.len()` is the end).
     branches: Vec<(usize, usize)>,
@@ -35,6 +38,14 @@ impl Snippet {
         self.insts.extend(is);
     }
 
+    /// Pushes an instruction whose literal holds dword `dword` of constant
+    /// argument `arg` (a template patches it per call).
+    pub(super) fn push_constant(&mut self, i: Instruction, arg: usize, dword: u8) {
+        self.constants
+            .push((self.insts.len(), arg.min(255) as u8, dword));
+        self.insts.push(i);
+    }
+
     /// Pushes a branch whose target is fixed later with [`Snippet::land`].
     pub(super) fn branch(&mut self, i: Instruction) -> usize {
         self.insts.push(i);
@@ -45,10 +56,6 @@ impl Snippet {
     pub(super) fn land(&mut self, b: usize) {
         let to = self.insts.len();
         self.branches.push((b, to));
-    }
-
-    pub(super) fn bytes(&self) -> u64 {
-        self.insts.iter().map(|i| i.len() as u64).sum()
     }
 
     /// Sets the branches' offsets (they are relative, so the snippet can go
@@ -83,6 +90,79 @@ impl Snippet {
                     addend: r.addend,
                 });
             }
+        }
+    }
+}
+
+/// A snippet encoded once, copied wherever the same code goes: calls with
+/// the same hook, argument kinds and save plan get the same code up to
+/// their constant arguments, which are literals patched per copy. Branches
+/// in it are relative and its relocations PC-relative, so a copy works
+/// anywhere.
+#[derive(Debug)]
+pub(super) struct Template {
+    bytes: Vec<u8>,
+    /// Instructions in it (the static count).
+    pub(super) insts: usize,
+    /// Relocations by byte offset of their word.
+    relocs: Vec<(u64, LiteralReloc)>,
+    /// Literal words holding constant arguments: byte offset, argument,
+    /// dword of it.
+    constants: Vec<(usize, u8, u8)>,
+}
+
+impl Template {
+    pub(super) fn new(s: &Snippet) -> Template {
+        let mut bytes = Vec::new();
+        let mut relocs = Vec::with_capacity(s.relocs.len());
+        let mut constants = Vec::with_capacity(s.constants.len());
+        for (k, i) in s.insts.iter().enumerate() {
+            let start = bytes.len();
+            inlay_isa::encode_into(i, &mut bytes);
+            for r in s.relocs.iter().filter(|r| r.inst == k) {
+                relocs.push((start as u64 + 4, r.clone()));
+            }
+            for &(_, arg, dword) in s.constants.iter().filter(|c| c.0 == k) {
+                // The literal is the instruction's last dword.
+                constants.push((bytes.len() - 4, arg, dword));
+            }
+        }
+        Template {
+            bytes,
+            insts: s.insts.len(),
+            relocs,
+            constants,
+        }
+    }
+
+    pub(super) fn bytes(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    pub(super) fn relocations(&self) -> usize {
+        self.relocs.len()
+    }
+
+    /// Appends a copy to `code` with the constants `constant(arg, dword)`
+    /// gives, and its relocations to `relocs`.
+    pub(super) fn encode(
+        &self,
+        code: &mut Vec<u8>,
+        relocs: &mut Vec<super::CodeReloc>,
+        constant: impl Fn(u8, u8) -> u32,
+    ) {
+        let start = code.len();
+        code.extend_from_slice(&self.bytes);
+        for &(at, arg, dword) in &self.constants {
+            code[start + at..start + at + 4].copy_from_slice(&constant(arg, dword).to_le_bytes());
+        }
+        for (at, r) in &self.relocs {
+            relocs.push(super::CodeReloc {
+                offset: start as u64 + at,
+                symbol: r.symbol.clone(),
+                high: r.high,
+                addend: r.addend,
+            });
         }
     }
 }
