@@ -179,13 +179,15 @@ fn run(mut cmd: Command, dir: &Path, files: &[&Case]) -> Result<String, String> 
         .output()
         .expect("run");
     if !out.status.success() {
-        let how = match out.status.signal() {
+        // A crash's standard error is LLVM's stack dump: the signal says it.
+        return Err(match out.status.signal() {
             Some(sig) => format!("killed by signal {sig}"),
-            None => format!("exit status {}", out.status.code().unwrap_or(-1)),
-        };
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let last = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-        return Err(format!("{how}: {last}"));
+            None => format!(
+                "exit status {}: {}",
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        });
     }
     Ok(String::from_utf8(out.stdout).expect("UTF-8 listing"))
 }
