@@ -30,7 +30,9 @@ fn write_value_with<T: Serialize + ?Sized>(
     scratch: &mut Scratch,
 ) {
     // Serializing into memory cannot fail; a type that refuses (a map with
-    // keys that are not strings or numbers) prints as null, as nothing better fits.
+    // keys that are not strings or numbers) prints as null, as nothing better
+    // fits, and leaves no members of its unfinished objects behind.
+    scratch.members.clear();
     let start = out.len();
     if value
         .serialize(Pretty {
