@@ -220,7 +220,7 @@ impl Object<'_> {
         }
     }
 
-    fn finish(mut self) -> Result {
+    fn finish(self) -> Result {
         let members = &mut self.scratch.members[self.first..];
         if !self.sorted {
             members.sort_by(|a, b| a.key.as_str().cmp(b.key.as_str()));
