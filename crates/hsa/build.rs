@@ -4,7 +4,7 @@
 //! wins over a wildcard in ours. So the exports are Rust functions named
 //! `inlay_hsa_*`, and `.symver` directives (see `export!` in lib.rs) bind the
 //! public names `hsa_*@@ROCR_1` to them; this script only has to define the
-//! `ROCR_1` node. tests/abi.rs checks the result with readelf.
+//! `ROCR_1` node. tests/hsa/abi.rs checks the result with readelf.
 
 fn main() {
     let out = std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into());

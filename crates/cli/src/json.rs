@@ -2,10 +2,11 @@
 //! `Value` (two-space indents, keys of every object sorted, which the
 //! documents promise), with a `<key>_demangled` sibling beside every mangled
 //! C++ name, but straight from the `Serialize` types, without building a
-//! `Value` tree: an object's members are serialized one after another into
-//! the output buffer and then put in key order, so no key is allocated and
-//! no tree is freed. Documents are written piece by piece ([`JsonObject`],
-//! [`JsonArray`]), so only one entry of a file is ever held in memory.
+//! `Value` tree: an object's members are written one after another, key and
+//! value, into the output buffer, and moved into key order at the end only if
+//! they did not come in key order; no key is allocated and no tree is freed.
+//! Documents are written piece by piece ([`JsonObject`], [`JsonArray`]), so
+//! only one entry of a file is ever held in memory.
 
 use std::io::{self, Write};
 use std::ops::Range;
@@ -14,25 +15,24 @@ use serde::ser::{self, Serialize};
 
 use crate::demangle::demangle;
 
-/// Keys whose string values are symbol names, which get a demangled sibling.
-const NAME_KEYS: &[&str] = &["name", "symbol", "kernel", "entry_symbol"];
-
 /// Appends `value` to `out` as it would appear `depth` levels deep in a
 /// document pretty-printed by `serde_json` after converting to a `Value`
 /// (two spaces per level), names demangled beside mangled ones.
 pub fn write_value<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T, depth: usize) {
-    write_value_with(out, value, depth, &mut Vec::new());
+    write_value_with(out, value, depth, &mut Scratch::default());
 }
 
-/// [`write_value`] with a scratch buffer the caller keeps for the next value.
+/// [`write_value`] with scratch buffers the caller keeps for the next value.
 fn write_value_with<T: Serialize + ?Sized>(
     out: &mut Vec<u8>,
     value: &T,
     depth: usize,
-    scratch: &mut Vec<u8>,
+    scratch: &mut Scratch,
 ) {
     // Serializing into memory cannot fail; a type that refuses (a map with
-    // keys that are not strings or numbers) prints as null, as nothing better fits.
+    // keys that are not strings or numbers) prints as null, as nothing better
+    // fits, and leaves no members of its unfinished objects behind.
+    scratch.members.clear();
     let start = out.len();
     if value
         .serialize(Pretty {
@@ -70,25 +70,63 @@ type Result<T = ()> = std::result::Result<T, Error>;
 struct Pretty<'a> {
     out: &'a mut Vec<u8>,
     depth: usize,
+    scratch: &'a mut Scratch,
+}
+
+/// Buffers reused from value to value.
+#[derive(Default)]
+struct Scratch {
     /// Where an object's members are copied while they are put in order.
-    scratch: &'a mut Vec<u8>,
+    bytes: Vec<u8>,
+    /// The members of the objects being written, innermost last: each object
+    /// owns the entries from the length it found to the end.
+    members: Vec<Member>,
+}
+
+/// A member written in place: its key, and where in the output its text
+/// (indent, key and value, without the separator before it) lies.
+struct Member {
+    key: Key,
+    text: Range<usize>,
 }
 
 fn indent(out: &mut Vec<u8>, depth: usize) {
-    for _ in 0..depth {
-        out.extend_from_slice(b"  ");
-    }
+    out.resize(out.len() + 2 * depth, b' ');
 }
 
 fn scalar<T: Serialize>(out: &mut Vec<u8>, value: T) -> Result {
     serde_json::to_writer(out, &value).map_err(|e| Error(e.to_string()))
 }
 
+/// A JSON string, as serde_json writes it; most strings need no escape and
+/// are copied as they are.
+fn string(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        // Writing to a Vec cannot fail.
+        let _ = serde_json::to_writer(out, s);
+    }
+}
+
+/// The demangled form of a name written as the JSON string `value` under
+/// `key`, if the key holds names and the name is a mangled C++ one.
+fn demangled(key: &str, value: &[u8]) -> Option<String> {
+    if !matches!(key, "name" | "symbol" | "kernel" | "entry_symbol") || !value.starts_with(b"\"_Z")
+    {
+        return None;
+    }
+    demangle(&serde_json::from_slice::<String>(value).ok()?)
+}
+
 /// An array being written: `[`, then each element on its own line.
 struct Seq<'a> {
     out: &'a mut Vec<u8>,
     depth: usize,
-    scratch: &'a mut Vec<u8>,
+    scratch: &'a mut Scratch,
     items: usize,
     /// For enum variants: an object `{"variant": [...]}` to close too.
     variant: bool,
@@ -120,15 +158,18 @@ impl Seq<'_> {
     }
 }
 
-/// An object being written: members are serialized in the order they come,
-/// each value in place, and put in key order at the end.
+/// An object being written: members are written in the order they come, key
+/// and value, and put in key order at the end if they came in another order.
 struct Object<'a> {
     out: &'a mut Vec<u8>,
     depth: usize,
-    scratch: &'a mut Vec<u8>,
-    /// Where this object's member values start in `out`.
+    scratch: &'a mut Scratch,
+    /// Where this object's members start in `out` (after the `{`).
     start: usize,
-    members: Vec<(Key, Range<usize>)>,
+    /// Where this object's members start in `scratch.members`.
+    first: usize,
+    /// Whether the members so far came in key order.
+    sorted: bool,
     /// A map key waiting for its value.
     pending: Option<Key>,
     variant: bool,
@@ -150,48 +191,55 @@ impl Key {
 
 impl Object<'_> {
     fn member<T: Serialize + ?Sized>(&mut self, key: Key, value: &T) -> Result {
-        let from = self.out.len();
+        let members = &self.scratch.members;
+        if let Some(last) = members.last().filter(|_| members.len() > self.first) {
+            self.sorted &= last.key.as_str() <= key.as_str();
+        }
+        let first = members.len() == self.first;
+        self.out
+            .extend_from_slice(if first { b"\n" } else { b",\n" });
+        let text_start = self.out.len();
+        indent(self.out, self.depth + 1);
+        string(self.out, key.as_str());
+        self.out.extend_from_slice(b": ");
+        let value_start = self.out.len();
         value.serialize(Pretty {
             out: self.out,
             depth: self.depth + 1,
             scratch: self.scratch,
         })?;
-        let range = from..self.out.len();
-        let demangled = NAME_KEYS
-            .contains(&key.as_str())
-            .then(|| serde_json::from_slice::<String>(&self.out[range.clone()]).ok())
-            .flatten()
-            .and_then(|name| demangle(&name));
-        if let Some(d) = demangled {
-            let at = self.out.len();
-            scalar(self.out, d)?;
-            let sibling = format!("{}_demangled", key.as_str());
-            self.members.push((Key::Owned(sibling), at..self.out.len()));
+        let sibling = demangled(key.as_str(), &self.out[value_start..])
+            .map(|d| (format!("{}_demangled", key.as_str()), d));
+        self.scratch.members.push(Member {
+            key,
+            text: text_start..self.out.len(),
+        });
+        match sibling {
+            Some((key, d)) => self.member(Key::Owned(key), d.as_str()),
+            None => Ok(()),
         }
-        self.members.push((key, range));
-        Ok(())
     }
 
-    fn finish(mut self) -> Result {
-        self.members
-            .sort_by(|(a, _), (b, _)| a.as_str().cmp(b.as_str()));
-        self.scratch.clear();
-        self.scratch.extend_from_slice(&self.out[self.start..]);
-        self.out.truncate(self.start);
-        self.out.push(b'{');
-        for (i, (key, range)) in self.members.iter().enumerate() {
-            self.out
-                .extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
-            indent(self.out, self.depth + 1);
-            scalar(self.out, key.as_str())?;
-            self.out.extend_from_slice(b": ");
-            let r = range.start - self.start..range.end - self.start;
-            self.out.extend_from_slice(&self.scratch[r]);
+    fn finish(self) -> Result {
+        let members = &mut self.scratch.members[self.first..];
+        if !self.sorted {
+            members.sort_by(|a, b| a.key.as_str().cmp(b.key.as_str()));
+            let bytes = &mut self.scratch.bytes;
+            bytes.clear();
+            bytes.extend_from_slice(&self.out[self.start..]);
+            self.out.truncate(self.start);
+            for (i, m) in members.iter().enumerate() {
+                self.out
+                    .extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
+                self.out
+                    .extend_from_slice(&bytes[m.text.start - self.start..m.text.end - self.start]);
+            }
         }
-        if !self.members.is_empty() {
+        if !members.is_empty() {
             self.out.push(b'\n');
             indent(self.out, self.depth);
         }
+        self.scratch.members.truncate(self.first);
         self.out.push(b'}');
         if self.variant {
             close_variant(self.out, self.depth - 1);
@@ -205,7 +253,7 @@ impl Object<'_> {
 fn open_variant(out: &mut Vec<u8>, depth: usize, variant: &str) -> Result<usize> {
     out.extend_from_slice(b"{\n");
     indent(out, depth + 1);
-    scalar(out, variant)?;
+    string(out, variant);
     out.extend_from_slice(b": ");
     Ok(depth + 1)
 }
@@ -229,13 +277,14 @@ impl<'a> Pretty<'a> {
     }
 
     fn object(self, variant: bool) -> Object<'a> {
-        let start = self.out.len();
+        self.out.push(b'{');
         Object {
+            start: self.out.len(),
+            first: self.scratch.members.len(),
             out: self.out,
             depth: self.depth,
             scratch: self.scratch,
-            start,
-            members: Vec::new(),
+            sorted: true,
             pending: None,
             variant,
         }
@@ -297,7 +346,8 @@ impl<'a> ser::Serializer for Pretty<'a> {
         scalar(self.out, v)
     }
     fn serialize_str(self, v: &str) -> Result {
-        scalar(self.out, v)
+        string(self.out, v);
+        Ok(())
     }
     fn serialize_bytes(self, v: &[u8]) -> Result {
         let mut seq = self.seq(false);
@@ -320,7 +370,8 @@ impl<'a> ser::Serializer for Pretty<'a> {
         self.serialize_none()
     }
     fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result {
-        scalar(self.out, variant)
+        string(self.out, variant);
+        Ok(())
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result {
         value.serialize(self)
@@ -615,7 +666,7 @@ impl JsonObject {
         line.extend_from_slice(if self.members == 0 { b"\n" } else { b",\n" });
         self.members += 1;
         indent(&mut line, self.depth + 1);
-        let _ = scalar(&mut line, key);
+        string(&mut line, key);
         line.extend_from_slice(b": ");
         out.write_all(&line)
     }
@@ -632,12 +683,7 @@ impl JsonObject {
         let mut buf = Vec::new();
         write_value(&mut buf, value, self.depth + 1);
         out.write_all(&buf)?;
-        let demangled = NAME_KEYS
-            .contains(&key)
-            .then(|| serde_json::from_slice::<String>(&buf).ok())
-            .flatten()
-            .and_then(|name| demangle(&name));
-        match demangled {
+        match demangled(key, &buf) {
             Some(d) => self.member(out, &format!("{key}_demangled"), &d),
             None => Ok(()),
         }
@@ -651,7 +697,7 @@ impl JsonObject {
             depth: self.depth + 1,
             items: 0,
             buf: Vec::new(),
-            scratch: Vec::new(),
+            scratch: Scratch::default(),
         })
     }
 
@@ -677,7 +723,7 @@ pub struct JsonArray {
     items: usize,
     /// Reused for each item: its text, and the serializer's scratch.
     buf: Vec<u8>,
-    scratch: Vec<u8>,
+    scratch: Scratch,
 }
 
 impl JsonArray {

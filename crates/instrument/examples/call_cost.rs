@@ -16,7 +16,7 @@
 //! hooked instructions in the original run), and the instructions the
 //! instrumented dispatch executes beyond the original's, per call.
 
-#[path = "../tests/harness/mod.rs"]
+#[path = "../tests/instrument/harness/mod.rs"]
 mod harness;
 
 use inlay_codeobj::CodeObject;

@@ -10,7 +10,7 @@
 //! instructions added per instrumented instruction (per instruction), then
 //! the totals over all kernels.
 
-#[path = "../tests/harness/mod.rs"]
+#[path = "../tests/instrument/harness/mod.rs"]
 mod harness;
 
 use inlay_codeobj::CodeObject;

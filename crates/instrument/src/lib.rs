@@ -128,13 +128,13 @@
 //! ```
 //!
 //! # Tests and measurements
-//! `tests/liveness.rs`: hand-written code assembled with llvm-mc-19 (and
+//! `tests/instrument/liveness.rs`: hand-written code assembled with llvm-mc-19 (and
 //! linked with ld.lld-19) whose liveness is worked out by hand;
-//! `tests/fixtures.rs`: every fixture kernel lifts with sound structure,
+//! `tests/instrument/fixtures.rs`: every fixture kernel lifts with sound structure,
 //! calls agree with llvm-readelf/llvm-objdump, liveness agrees with an
 //! independent per-register reachability oracle (scalar registers exactly,
 //! vector registers at least), and random code never panics;
-//! `tests/clobber_vgpu.rs`: on the virtual GPU, overwriting any register
+//! `tests/instrument/clobber_vgpu.rs`: on the virtual GPU, overwriting any register
 //! reported free at an `s_waitcnt`/`s_nop` of a fixture kernel (callees
 //! included) leaves its output bit-identical; `examples/check_liveness.rs`
 //! runs the oracle over a corpus. `examples/bench_lift.rs` times lifting and liveness per kernel

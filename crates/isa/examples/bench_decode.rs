@@ -5,7 +5,7 @@
 //!
 //! Each file's sections are decoded 5 times; the best time per file counts.
 //! Afterwards every instruction is re-encoded and compared with its bytes.
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/isa/support/mod.rs"]
 mod support;
 
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //! section into one reused buffer (ELF parsing excluded, done once), on one
 //! thread. llvm-objdump: one run of the process, output to a pipe (skipped
 //! with `--no-reference`). Prints both and the ratio.
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/isa/support/mod.rs"]
 mod support;
 
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Print inlay's `llvm-objdump -d`-style listing of code objects.
 //!
 //!     cargo run --release -p inlay-isa --example disasm -- FILE...
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/isa/support/mod.rs"]
 mod support;
 
 use std::io::Write;

@@ -3,7 +3,7 @@
 //!
 //!     cargo run --release -p inlay-isa --example extract_bundles -- \
 //!         /usr/lib/x86_64-linux-gnu/librocsparse.so.0.1 /tmp/corpus gfx90a:xnack-
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/isa/support/mod.rs"]
 mod support;
 
 use std::path::Path;

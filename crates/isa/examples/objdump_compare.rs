@@ -5,7 +5,7 @@
 //! Prints per-file mismatch counts, the most common mismatching mnemonics and
 //! a few examples, and the time each side took. With BY_ADDRESS=1 set, lines
 //! are paired by address (for listings that lose step, e.g. random words).
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/isa/support/mod.rs"]
 mod support;
 
 use std::collections::HashMap;

@@ -19,7 +19,7 @@
 //! - The tests check all of this against AMD's specification
 //!   (`gen/defuse.py` -> `generated/defuse.rs`), LLVM's instruction
 //!   descriptions (every def, use, tied input and implicit register of every
-//!   opcode and operand form, through libLLVM: `tests/defuse_llvm.rs`, which
+//!   opcode and operand form, through libLLVM: `tests/isa/defuse_llvm.rs`, which
 //!   lists where LLVM's description is not the hardware; also tied operands
 //!   via `llvm-mc-19 --show-inst`, implicit operands via `llc-19`'s MIR
 //!   parser) and the formatter's operands.

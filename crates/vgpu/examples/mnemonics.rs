@@ -11,7 +11,7 @@
 //! Defaults: `fixtures/gfx90a` (both code object versions) and `/tmp/co90a`,
 //! where `inlay extract` leaves the librocsparse0 code objects. The output
 //! holds mnemonic names and modifier spellings only, no bytes of the inputs.
-//! `tests/mnemonic_coverage.rs` reads it.
+//! `tests/vgpu/mnemonic_coverage.rs` reads it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -113,7 +113,7 @@ fn main() {
         counts.join(", ")
     );
     println!("# indented lines: the DPP and SDWA forms used (controls, selects, sext).");
-    println!("# tests/mnemonic_coverage.rs checks a per-opcode test runs each one.");
+    println!("# tests/vgpu/mnemonic_coverage.rs checks a per-opcode test runs each one.");
     println!("# {} mnemonics", all.len());
     for (name, u) in &all {
         let s: Vec<&str> = u.sources.iter().copied().collect();

@@ -1,6 +1,6 @@
 /* A test tool: prints every kernel as include/inlay/tool.h shows it to
  * inlay_instrument (functions, blocks, instructions with their facts), and
- * inserts nothing. crates/cli/tests/tool_api.rs compares what it prints
+ * inserts nothing. crates/cli/tests/cli/tool_api.rs compares what it prints
  * with llvm-objdump-19's listing of the same code object. */
 #include <inlay/tool.h>
 

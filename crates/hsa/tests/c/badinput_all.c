@@ -3,11 +3,11 @@
  * This is the status table: every call is a ROW, which names the status
  * ROCr returns for that input and where in ROCr's source it comes from.
  * Each ROW (and VALUE) first prints "COVER <function>" on stdout; the Rust
- * driver (tests/bad_input_all.rs) compares those names with the library's
+ * driver (tests/hsa/bad_input_all.rs) compares those names with the library's
  * export list (nm -D) and fails if an export was never called here. Only
  * calls that actually ran count. Functions returning a value or nothing
  * cannot report a bad handle; ROCr aborts the process for one, and
- * tests/hostile.rs checks that each of them does so here too.
+ * tests/hsa/hostile.rs checks that each of them does so here too.
  *
  * Kinds of bad input: null pointers, zero and made-up handles, destroyed
  * objects (signals, signal groups, queues, executables, readers, memory),
@@ -328,7 +328,7 @@ static void signals(void) {
     ROW(HSA_STATUS_ERROR_INVALID_SIGNAL, "signal.h Signal::Convert: !IsValid()", hsa_amd_profiling_get_dispatch_time, E.gpu, junksig, &dt);
     ROW(HSA_STATUS_ERROR_INVALID_AGENT, "hsa_ext_amd.cpp hsa_amd_profiling_get_dispatch_time: a made-up handle is read as a pointer (crash); Inlay: as for a null one", hsa_amd_profiling_get_dispatch_time, junk, junksig, &dt);
     /* Value functions (loads, stores, waits) given these handles abort the
-     * process, as ROCr's do: tests/hostile.rs runs each in a child. */
+     * process, as ROCr's do: tests/hsa/hostile.rs runs each in a child. */
 
     OK(hsa_signal_create(1, 0, NULL, &s));
     OK(hsa_signal_create(1, 0, NULL, &t));
@@ -555,7 +555,7 @@ static void queues(const char *path90a) {
     ROW(HSA_STATUS_ERROR_INVALID_QUEUE, "hsa_ext_amd.cpp hsa_amd_queue_cu_set_mask: Queue::Convert of a fake queue (undefined); Inlay: IS_VALID fails", hsa_amd_queue_cu_set_mask, fake, 32, cu);
     ROW(INVARG, "hsa_ext_amd.cpp hsa_amd_queue_set_priority: IS_BAD_PTR(queue)", hsa_amd_queue_set_priority, NULL, HSA_AMD_QUEUE_PRIORITY_LOW);
     ROW(HSA_STATUS_ERROR_INVALID_QUEUE, "hsa_ext_amd.cpp hsa_amd_profiling_set_profiler_enabled: Queue::Convert of a fake queue (undefined); Inlay: IS_VALID fails", hsa_amd_profiling_set_profiler_enabled, fake, 1);
-    /* Index functions given these abort, as in ROCr: tests/hostile.rs. */
+    /* Index functions given these abort, as in ROCr: tests/hsa/hostile.rs. */
     for (size_t i = 0; i < sizeof buf; i++) CHECK(buf[i] == 0); /* a fake queue is never written */
 
     OK(hsa_queue_create(E.gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, 0, 0, &q));

@@ -9,7 +9,7 @@
  *                                     returning a value or nothing) called
  *                                     with a bad handle in a child process
  *
- * tests/hostile.rs runs each case with a wall-clock bound and checks how it
+ * tests/hsa/hostile.rs runs each case with a wall-clock bound and checks how it
  * ended (exit status or signal) and what it printed. A case that ends
  * normally prints PASS; lines starting with "SAW " report what the program
  * observed, for the driver to compare with what ROCr's source says. */

@@ -4,7 +4,7 @@
  * hsa_shut_down. Each must return an error (NOT_INITIALIZED before init),
  * except the few that ROCr's source accepts all-zero; nothing may crash;
  * afterwards the runtime must still work. Functions returning a value or
- * nothing abort on a zero handle, as ROCr's do (tests/hostile.rs). */
+ * nothing abort on a zero handle, as ROCr's do (tests/hsa/hostile.rs). */
 #define _GNU_SOURCE
 #include "check.h"
 #include <dlfcn.h>

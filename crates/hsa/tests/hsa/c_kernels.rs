@@ -1,0 +1,24 @@
+//! Kernels dispatched through the drop-in runtime by C programs, in the flow
+//! of LLVM libc's AMDHSA loader, on the virtual GPU; every result is checked
+//! against a reference the C program computes on the host.
+
+use crate::common;
+use std::path::Path;
+
+fn fixtures(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn fixture_kernels_code_object_v4() {
+    common::run_c_program("kernels", &[fixtures("gfx90a/v4")]);
+}
+
+#[test]
+fn fixture_kernels_code_object_v5() {
+    common::run_c_program("kernels", &[fixtures("gfx90a/v5")]);
+}
