@@ -6,7 +6,7 @@ use inlay_isa::{Encoding, Instruction, Operand, RegFile, Register};
 use super::asm::FastHash;
 use super::asm::{Asm, EXEC};
 use super::preamble::{Home, Homes, Needs};
-use super::snippet::{LiteralReloc, Snippet, Template};
+use super::snippet::{Snippet, Template};
 use super::*;
 use crate::hooks::{clobberable, Arg, HookCall, HookInfo, LaunchValue, Point, ARG_VGPRS};
 use crate::regs::{self as bits, RegSet};
@@ -217,7 +217,10 @@ fn check_arg(a: &Arg) -> Result<(), String> {
 
 /// The launch values the calls need kept for the whole kernel.
 pub(super) fn needs(reqs: &[Request<'_>], implicit: Option<Implicit>) -> Needs {
-    let mut n = Needs::default();
+    let mut n = Needs {
+        implicit,
+        ..Needs::default()
+    };
     for r in reqs {
         let i = &r.hook.inputs;
         let refs = r.call.args.iter().any(|a| matches!(a, Arg::Reference(_)));
@@ -226,7 +229,6 @@ pub(super) fn needs(reqs: &[Request<'_>], implicit: Option<Implicit>) -> Needs {
         n.dispatch |= i.dispatch_ptr;
         n.queue |= i.queue_ptr;
         n.dispatch_id |= i.dispatch_id;
-        n.kernarg |= i.implicitarg_ptr && matches!(implicit, Some(Implicit::Kernarg(_)));
         for d in 0..3 {
             n.workgroup_id[d] |= i.workgroup_id[d];
         }
@@ -263,7 +265,6 @@ pub(super) struct Ctx<'a> {
     pub(super) an: &'a Analysis,
     pub(super) asm: &'a Asm,
     pub(super) homes: &'a Homes,
-    pub(super) implicit: Option<Implicit>,
     /// Registers held for the whole kernel (homes, built-in hooks' SGPRs).
     pub(super) taken: RegSet,
     /// VGPRs below this may hold saves (the instrumented kernel's allocation).
@@ -275,7 +276,6 @@ pub(super) struct Ctx<'a> {
     /// Lane offset of the instrumentation area in private memory.
     pub(super) stack_base: u32,
     pub(super) save_all: bool,
-    pub(super) kernel_name: &'a str,
 }
 
 /// The saves of one call, decided before its code (the save area's size
@@ -471,6 +471,15 @@ impl Pool {
 
     fn vgpr(&mut self) -> Option<u16> {
         Some(self.take(bits::VGPR_BASE, bits::AGPR_BASE)? - bits::VGPR_BASE)
+    }
+
+    /// The lowest free aligned SGPR pair.
+    fn low_sgpr_pair(&mut self) -> Option<u16> {
+        let t = (0..bits::NUM_SGPRS / 2)
+            .map(|k| 2 * k)
+            .find(|&t| self.0.has_sgpr(t) && self.0.has_sgpr(t + 1))?;
+        self.0.remove_range(t, 2);
+        Some(t)
     }
 
     /// The highest free aligned SGPR pair (single slots come from the
@@ -718,9 +727,14 @@ impl<'a> Ctx<'a> {
             next = scalar.first_in(b + 1, bits::VGPR_BASE);
         }
         p.exec = if exec_changes {
-            let lo = slot(&mut free).ok_or_else(none)?;
-            let hi = slot(&mut free).ok_or_else(none)?;
-            Some([lo, hi])
+            // An aligned pair when there is one: one move each way.
+            if let Some(t) = free.low_sgpr_pair() {
+                Some([Home::Sgpr(t), Home::Sgpr(t + 1)])
+            } else {
+                let lo = slot(&mut free).ok_or_else(none)?;
+                let hi = slot(&mut free).ok_or_else(none)?;
+                Some([lo, hi])
+            }
         } else {
             None
         };
@@ -1022,37 +1036,34 @@ impl<'a> Ctx<'a> {
         for (on, home, at, what) in [
             (hi.dispatch_ptr, homes.dispatch, 4u16, "dispatch pointer"),
             (hi.queue_ptr, homes.queue, 6, "queue pointer"),
+            (hi.implicitarg_ptr, homes.implicit, 8, "implicit-argument pointer"),
             (hi.dispatch_id, homes.dispatch_id, 10, "dispatch id"),
         ] {
             if on {
                 let h = home.ok_or_else(|| self.fail(r, format!("no {what} kept")))?;
-                s.push(self.read_home(at, h[0])?);
-                s.push(self.read_home(at + 1, h[1])?);
+                self.read_home_pair(&mut s, at, h)?;
             }
         }
-        if hi.implicitarg_ptr {
-            match self.implicit {
-                Some(Implicit::Kernarg(off)) => {
-                    let h = homes
-                        .kernarg
-                        .ok_or_else(|| self.fail(r, "no kernel-argument pointer kept".into()))?;
-                    s.push(self.read_home(8, h[0])?);
-                    s.push(self.read_home(9, h[1])?);
-                    s.push(asm.add_lit("s_add_u32", 8, off)?);
-                    s.push(b(Encoding::Sop2, "s_addc_u32", &[s1(9), s1(9), zero])?);
-                }
-                Some(Implicit::Block) => {
-                    let name = crate::emit::implicit_args_name(self.kernel_name);
-                    self.pc_relative(&mut s, 8, &name)?;
-                }
-                None => return Err(self.fail(r, "no implicit arguments".into())),
-            }
-        }
+        let mut ids = Vec::with_capacity(3);
         for d in 0..3 {
             if hi.workgroup_id[d] {
                 let h = homes.workgroup_id[d]
                     .ok_or_else(|| self.fail(r, "no workgroup id kept".into()))?;
-                s.push(self.read_home(12 + d as u16, h)?);
+                ids.push((12 + d as u16, h));
+            }
+        }
+        // x and y in one move when their homes are an aligned pair.
+        match ids.as_slice() {
+            [(12, x), (13, y), rest @ ..] => {
+                self.read_home_pair(&mut s, 12, [*x, *y])?;
+                for &(to, h) in rest {
+                    s.push(self.read_home(to, h)?);
+                }
+            }
+            _ => {
+                for &(to, h) in &ids {
+                    s.push(self.read_home(to, h)?);
+                }
             }
         }
         // 5. A per-lane hook is skipped when no lane is enabled.
@@ -1061,12 +1072,26 @@ impl<'a> Ctx<'a> {
         } else {
             Some(s.branch(b(Encoding::Sopp, "s_cbranch_execz", &[Operand::Imm(0)])?))
         };
-        // 6. The call.
-        self.pc_relative(&mut s, 30, &r.call.hook)?;
+        // 6. The call, to the address the preamble kept (from an SGPR
+        // pair directly, else through s[30:31]).
+        let target = homes
+            .hooks
+            .iter()
+            .find(|(name, _)| **name == *r.call.hook)
+            .map(|x| x.1)
+            .ok_or_else(|| self.fail(r, "no hook address kept".into()))?;
+        let from = match target {
+            [Home::Sgpr(t), Home::Sgpr(t1)] if t.is_multiple_of(2) && t1 == t + 1 => t,
+            _ => {
+                s.push(self.read_home(30, target[0])?);
+                s.push(self.read_home(31, target[1])?);
+                30
+            }
+        };
         s.push(b(
             Encoding::Sop1,
             "s_swappc_b64",
-            &[Asm::sgpr(30, 2), Asm::sgpr(30, 2)],
+            &[Asm::sgpr(30, 2), Asm::sgpr(from, 2)],
         )?);
         // 7. Scalar by-reference values back (EXEC is the call's: the first
         // lane the hook ran in gives the value).
@@ -1252,27 +1277,19 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
-    /// `s[d:d+1]` = the address of `symbol` (PC-relative, relocated at load).
-    fn pc_relative(&self, s: &mut Snippet, d: u16, symbol: &str) -> Result<(), RewriteError> {
-        let asm = self.asm;
-        s.push(asm.build(Encoding::Sop1, "s_getpc_b64", &[Asm::sgpr(d, 2)])?);
-        let symbol: std::sync::Arc<str> = symbol.into();
-        // The getpc's value is the address after it: the low literal sits 4
-        // bytes past that, the high one 12.
-        s.relocs.push(LiteralReloc {
-            inst: s.insts.len(),
-            symbol: symbol.clone(),
-            high: false,
-            addend: 4,
-        });
-        s.push(asm.add_lit("s_add_u32", d, 0)?);
-        s.relocs.push(LiteralReloc {
-            inst: s.insts.len(),
-            symbol: symbol.clone(),
-            high: true,
-            addend: 12,
-        });
-        s.push(asm.add_lit("s_addc_u32", d + 1, 0)?);
+    /// `s[to:to+1]` = a pair of homes: one move when they are an aligned
+    /// SGPR pair.
+    fn read_home_pair(&self, s: &mut Snippet, to: u16, h: [Home; 2]) -> Result<(), RewriteError> {
+        match h {
+            [Home::Sgpr(a), Home::Sgpr(b)] if a.is_multiple_of(2) && b == a + 1 => s.push(
+                self.asm
+                    .build(Encoding::Sop1, "s_mov_b64", &[Asm::sgpr(to, 2), Asm::sgpr(a, 2)])?,
+            ),
+            _ => {
+                s.push(self.read_home(to, h[0])?);
+                s.push(self.read_home(to + 1, h[1])?);
+            }
+        }
         Ok(())
     }
 
@@ -1953,7 +1970,22 @@ impl<'a> Calls<'a> {
             // Past the VGPRs built-in hooks may take above the allocation.
             vgpr_floor: (res.vgprs_allocated as u16 + 4).max(32).max(hv),
         };
-        let state = super::preamble::launch_state(asm, descriptor, &needs, &avoid).map_err(
+        // The hooks called, in order of first use: their addresses are kept.
+        let mut hooks: Vec<std::sync::Arc<str>> = Vec::new();
+        for r in &reqs {
+            if !hooks.iter().any(|h| **h == *r.call.hook) {
+                hooks.push(r.call.hook.as_str().into());
+            }
+        }
+        let state = super::preamble::launch_state(
+            asm,
+            descriptor,
+            &needs,
+            &hooks,
+            &an.program.kernel,
+            &avoid,
+        )
+        .map_err(
             |why| match reqs.first() {
                 Some(r) => fail(r, why),
                 None => {
@@ -2009,7 +2041,7 @@ impl<'a> Calls<'a> {
         homes.max(self.hook_sgprs).max(34)
     }
 
-    pub(super) fn preamble(&self) -> &[Instruction] {
+    pub(super) fn preamble(&self) -> &Snippet {
         &self.state.preamble
     }
 
@@ -2048,7 +2080,6 @@ impl<'a> Calls<'a> {
             an: self.an,
             asm,
             homes: &self.state.homes,
-            implicit: self.implicit,
             taken: taken.union(&self.state.homes.taken),
             vgpr_limit: (self.an.resources.vgprs_allocated as u16)
                 .max(self.hook_vgprs)
@@ -2062,7 +2093,6 @@ impl<'a> Calls<'a> {
             ),
             stack_base: self.stack_base,
             save_all,
-            kernel_name: &self.an.program.kernel,
         };
         // Calls with the same hook, argument kinds and plan get the same
         // code up to their constants: each distinct plan is kept once (in

@@ -623,7 +623,7 @@ pub fn rewrite(
     // The preamble: the calls' launch state first (it puts the kernel's
     // initial registers back where the rest expects them), then the
     // built-in hooks' registers and copies.
-    let mut preamble = calls.preamble().to_vec();
+    let mut preamble = calls.preamble().clone();
     if let Some(r) = reserved.filter(|_| needs_preamble) {
         preamble.extend(asm.setup(&r, plan.counters)?);
     }
@@ -665,7 +665,7 @@ pub fn rewrite(
     let mut own_bytes: Vec<u64> = (0..prog.insts.len())
         .map(|i| emits[i].size(&prog.insts[i].inst))
         .collect();
-    let head: u64 = preamble.iter().map(|i| i.len() as u64).sum::<u64>() + placed.entry.bytes();
+    let head: u64 = preamble.insts.iter().map(|i| i.len() as u64).sum::<u64>() + placed.entry.bytes();
     let (label, new_offset, at) = loop {
         let mut label = vec![0u64; prog.insts.len()];
         let mut new_offset = vec![0u64; prog.insts.len()];
@@ -703,12 +703,10 @@ pub fn rewrite(
     let uses_reserved = uses_reserved || !long.is_empty();
 
     let mut code = Vec::with_capacity(at as usize);
-    let mut relocations = Vec::with_capacity(placed.relocations());
-    for i in &preamble {
-        encode_into(i, &mut code);
-    }
+    let mut relocations = Vec::with_capacity(preamble.relocs.len() + placed.relocations());
+    preamble.encode(&mut code, &mut relocations);
     placed.entry.encode(&mut code, &mut relocations);
-    let mut added = preamble.len() + added_by_hooks;
+    let mut added = preamble.insts.len() + added_by_hooks;
     for &i in &order {
         for h in hook_code.get(&i).into_iter().flatten() {
             encode_into(h, &mut code);
@@ -819,7 +817,7 @@ pub fn rewrite(
         descriptor: kd,
         added,
         added_by_hooks,
-        preamble: preamble.len(),
+        preamble: preamble.insts.len(),
         new_offset,
         calls_to_original,
         relocations,
