@@ -1036,7 +1036,12 @@ impl<'a> Ctx<'a> {
         for (on, home, at, what) in [
             (hi.dispatch_ptr, homes.dispatch, 4u16, "dispatch pointer"),
             (hi.queue_ptr, homes.queue, 6, "queue pointer"),
-            (hi.implicitarg_ptr, homes.implicit, 8, "implicit-argument pointer"),
+            (
+                hi.implicitarg_ptr,
+                homes.implicit,
+                8,
+                "implicit-argument pointer",
+            ),
             (hi.dispatch_id, homes.dispatch_id, 10, "dispatch id"),
         ] {
             if on {
@@ -1281,10 +1286,13 @@ impl<'a> Ctx<'a> {
     /// SGPR pair.
     fn read_home_pair(&self, s: &mut Snippet, to: u16, h: [Home; 2]) -> Result<(), RewriteError> {
         match h {
-            [Home::Sgpr(a), Home::Sgpr(b)] if a.is_multiple_of(2) && b == a + 1 => s.push(
-                self.asm
-                    .build(Encoding::Sop1, "s_mov_b64", &[Asm::sgpr(to, 2), Asm::sgpr(a, 2)])?,
-            ),
+            [Home::Sgpr(a), Home::Sgpr(b)] if a.is_multiple_of(2) && b == a + 1 => {
+                s.push(self.asm.build(
+                    Encoding::Sop1,
+                    "s_mov_b64",
+                    &[Asm::sgpr(to, 2), Asm::sgpr(a, 2)],
+                )?)
+            }
             _ => {
                 s.push(self.read_home(to, h[0])?);
                 s.push(self.read_home(to + 1, h[1])?);
@@ -1834,72 +1842,96 @@ pub(super) struct Calls<'a> {
     hook_agprs: u16,
 }
 
-/// One call's code: its template, and the call whose constants it takes.
-pub(super) struct CallCode<'a> {
-    template: std::rc::Rc<Template>,
+/// One call's code: its template (by index), and the call whose
+/// constants it takes.
+struct CallCode<'a> {
+    template: u32,
     args: &'a [Arg],
 }
 
-impl CallCode<'_> {
-    fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {
-        let args = self.args;
-        self.template.encode(code, relocs, |arg, dword| {
-            args.get(usize::from(arg)).map_or(0, |a| constant(a, dword))
-        });
-    }
+/// The calls at one site, in order, with the templates they copy.
+pub(super) struct SiteCode<'p> {
+    calls: &'p [CallCode<'p>],
+    templates: &'p [Template],
 }
 
-/// The calls at one site, in order.
-#[derive(Default)]
-pub(super) struct SiteCode<'a>(Vec<CallCode<'a>>);
-
 impl SiteCode<'_> {
+    fn templates(&self) -> impl Iterator<Item = &Template> {
+        self.calls
+            .iter()
+            .map(|c| &self.templates[c.template as usize])
+    }
+
     pub(super) fn bytes(&self) -> u64 {
-        self.0.iter().map(|c| c.template.bytes()).sum()
-    }
-
-    fn relocations(&self) -> usize {
-        self.0.iter().map(|c| c.template.relocations()).sum()
-    }
-
-    /// Instructions (the static count).
-    pub(super) fn insts(&self) -> usize {
-        self.0.iter().map(|c| c.template.insts).sum()
+        self.templates().map(Template::bytes).sum()
     }
 
     pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {
-        for c in &self.0 {
-            c.encode(code, relocs);
+        for c in self.calls {
+            let args = c.args;
+            self.templates[c.template as usize].encode(code, relocs, |arg, dword| {
+                args.get(usize::from(arg)).map_or(0, |a| constant(a, dword))
+            });
         }
-    }
-}
-
-impl Placed<'_> {
-    /// Relocations the placed code makes.
-    pub(super) fn relocations(&self) -> usize {
-        self.entry.relocations()
-            + self
-                .before
-                .iter()
-                .chain(&self.after)
-                .map(SiteCode::relocations)
-                .sum::<usize>()
     }
 }
 
 /// Call code placed in the kernel, and what it needs of the descriptor.
 #[derive(Default)]
 pub(super) struct Placed<'a> {
-    /// Calls before and after each instruction (index = InstId).
-    pub(super) before: Vec<SiteCode<'a>>,
-    pub(super) after: Vec<SiteCode<'a>>,
-    pub(super) entry: SiteCode<'a>,
+    /// Each distinct call sequence, encoded once.
+    templates: Vec<Template>,
+    /// The calls grouped by site (see [`site_slot`]), each group in the
+    /// plan's order: group `g` is `calls[start[g]..start[g + 1]]`.
+    start: Vec<u32>,
+    calls: Vec<CallCode<'a>>,
     pub(super) max_sgpr: u16,
     pub(super) max_vgpr: u16,
     pub(super) agprs: u16,
     /// Bytes of private memory per lane the instrumented kernel needs.
     pub(super) private_size: Option<u32>,
     pub(super) implicit_block: bool,
+}
+
+/// A site's group among the placed calls: the entry, then before and
+/// after each instruction.
+fn site_slot(site: Site) -> usize {
+    match site {
+        Site::Entry => 0,
+        Site::Before(i) => 1 + 2 * i,
+        Site::After(i) => 2 + 2 * i,
+    }
+}
+
+impl<'a> Placed<'a> {
+    /// The calls at `site`.
+    pub(super) fn at(&self, site: Site) -> SiteCode<'_> {
+        let g = site_slot(site);
+        let calls = match (self.start.get(g), self.start.get(g + 1)) {
+            (Some(&a), Some(&b)) => &self.calls[a as usize..b as usize],
+            _ => &[],
+        };
+        SiteCode {
+            calls,
+            templates: &self.templates,
+        }
+    }
+
+    /// Relocations the placed code makes.
+    pub(super) fn relocations(&self) -> usize {
+        self.calls
+            .iter()
+            .map(|c| self.templates[c.template as usize].relocations())
+            .sum()
+    }
+
+    /// Instructions (the static count).
+    pub(super) fn insts(&self) -> usize {
+        self.calls
+            .iter()
+            .map(|c| self.templates[c.template as usize].insts)
+            .sum()
+    }
 }
 
 impl<'a> Calls<'a> {
@@ -1985,14 +2017,10 @@ impl<'a> Calls<'a> {
             &an.program.kernel,
             &avoid,
         )
-        .map_err(
-            |why| match reqs.first() {
-                Some(r) => fail(r, why),
-                None => {
-                    RewriteError::Build("the launch state", inlay_isa::BuildError::Unknown(why))
-                }
-            },
-        )?;
+        .map_err(|why| match reqs.first() {
+            Some(r) => fail(r, why),
+            None => RewriteError::Build("the launch state", inlay_isa::BuildError::Unknown(why)),
+        })?;
         Ok(Calls {
             an,
             reqs,
@@ -2059,11 +2087,7 @@ impl<'a> Calls<'a> {
         save_all: bool,
     ) -> Result<Placed<'a>, RewriteError> {
         let n = self.an.program.insts.len();
-        let mut out = Placed {
-            before: (0..n).map(|_| SiteCode::default()).collect(),
-            after: (0..n).map(|_| SiteCode::default()).collect(),
-            ..Placed::default()
-        };
+        let mut out = Placed::default();
         if self.reqs.is_empty() {
             return Ok(out);
         }
@@ -2151,39 +2175,52 @@ impl<'a> Calls<'a> {
         }
         let mut scratch = self.state.homes.vsharp.is_some();
         // Each distinct plan's code, built and encoded once.
-        let templates = distinct
+        out.templates = distinct
             .iter()
-            .map(|p| Ok(std::rc::Rc::new(Template::new(&ctx.code(p, area)?))))
+            .map(|p| Ok(Template::new(&ctx.code(p, area)?)))
             .collect::<Result<Vec<_>, RewriteError>>()?;
         for p in &distinct {
             out.max_sgpr = out.max_sgpr.max(p.max_sgpr);
             out.max_vgpr = out.max_vgpr.max(p.max_vgpr);
             scratch |= p.area > 0;
         }
-        for (k, (r, &id)) in self.reqs.iter().zip(&plan_of).enumerate() {
-            let call: &'a HookCall = r.call;
-            let code = CallCode {
-                template: templates[id].clone(),
-                args: &call.args,
-            };
-            if let Some(p) = every_plan.get(k) {
-                // (Debug builds) the copy is the code the call would have
-                // had built for it.
-                let (mut built, mut copied) = (Vec::new(), Vec::new());
-                let (mut built_relocs, mut copied_relocs) = (Vec::new(), Vec::new());
-                ctx.code(p, area)?.encode(&mut built, &mut built_relocs);
-                code.encode(&mut copied, &mut copied_relocs);
-                debug_assert!(
-                    built == copied && built_relocs == copied_relocs,
-                    "a call's code from its template differs from the code built for it"
-                );
-            }
-            let slot = match r.site {
-                Site::Before(i) => &mut out.before[i],
-                Site::After(i) => &mut out.after[i],
-                Site::Entry => &mut out.entry,
-            };
-            slot.0.push(code);
+        // The calls grouped by site, in the plan's order within a site (a
+        // counting sort).
+        out.start = vec![0u32; 2 * n + 2];
+        for r in &self.reqs {
+            out.start[site_slot(r.site) + 1] += 1;
+        }
+        for g in 1..out.start.len() {
+            out.start[g] += out.start[g - 1];
+        }
+        let mut next = out.start.clone();
+        let mut order = vec![0usize; self.reqs.len()];
+        for (k, r) in self.reqs.iter().enumerate() {
+            let g = site_slot(r.site);
+            order[next[g] as usize] = k;
+            next[g] += 1;
+        }
+        out.calls = order
+            .iter()
+            .map(|&k| CallCode {
+                template: plan_of[k] as u32,
+                args: &self.reqs[k].call.args,
+            })
+            .collect();
+        for (k, p) in every_plan.iter().enumerate() {
+            // (Debug builds) the copy is the code the call would have had
+            // built for it.
+            let (mut built, mut copied) = (Vec::new(), Vec::new());
+            let (mut built_relocs, mut copied_relocs) = (Vec::new(), Vec::new());
+            ctx.code(p, area)?.encode(&mut built, &mut built_relocs);
+            let args = &self.reqs[k].call.args;
+            out.templates[plan_of[k]].encode(&mut copied, &mut copied_relocs, |arg, dword| {
+                args.get(usize::from(arg)).map_or(0, |a| constant(a, dword))
+            });
+            debug_assert!(
+                built == copied && built_relocs == copied_relocs,
+                "a call's code from its template differs from the code built for it"
+            );
         }
         out.max_sgpr = out.max_sgpr.max(self.hook_sgprs.saturating_sub(1));
         out.max_vgpr = out

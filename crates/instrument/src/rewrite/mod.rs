@@ -79,6 +79,7 @@ use crate::Analysis;
 
 use asm::Asm;
 use builtin::{check_hook, launch_name, Point};
+use call::Site;
 use layout::{call_pair, long_branch_size, plan_emits, sdst, Emit, Translation};
 use preamble::{grow_sgprs, grow_vgprs, Launch};
 use regs::{
@@ -612,13 +613,7 @@ pub fn rewrite(
         held.insert_range(to, u16::from(n));
     }
     let placed = calls.place(&asm, held, plan.save_all_clobberable)?;
-    let call_insts = placed.entry.insts()
-        + placed
-            .before
-            .iter()
-            .chain(&placed.after)
-            .map(|c| c.insts())
-            .sum::<usize>();
+    let call_insts = placed.insts();
     added_by_hooks += call_insts;
     // The preamble: the calls' launch state first (it puts the kernel's
     // initial registers back where the rest expects them), then the
@@ -657,15 +652,18 @@ pub fn rewrite(
     for (&i, t) in &translations {
         before_bytes[i] += t.size();
     }
-    for (i, c) in placed.before.iter().enumerate() {
-        before_bytes[i] += c.bytes();
+    for (i, b) in before_bytes.iter_mut().enumerate() {
+        *b += placed.at(Site::Before(i)).bytes();
     }
     // Calls after an instruction sit between it and the next one's label.
-    let after_bytes: Vec<u64> = placed.after.iter().map(|c| c.bytes()).collect();
+    let after_bytes: Vec<u64> = (0..prog.insts.len())
+        .map(|i| placed.at(Site::After(i)).bytes())
+        .collect();
     let mut own_bytes: Vec<u64> = (0..prog.insts.len())
         .map(|i| emits[i].size(&prog.insts[i].inst))
         .collect();
-    let head: u64 = preamble.insts.iter().map(|i| i.len() as u64).sum::<u64>() + placed.entry.bytes();
+    let head: u64 =
+        preamble.insts.iter().map(|i| i.len() as u64).sum::<u64>() + placed.at(Site::Entry).bytes();
     let (label, new_offset, at) = loop {
         let mut label = vec![0u64; prog.insts.len()];
         let mut new_offset = vec![0u64; prog.insts.len()];
@@ -705,13 +703,15 @@ pub fn rewrite(
     let mut code = Vec::with_capacity(at as usize);
     let mut relocations = Vec::with_capacity(preamble.relocs.len() + placed.relocations());
     preamble.encode(&mut code, &mut relocations);
-    placed.entry.encode(&mut code, &mut relocations);
+    placed.at(Site::Entry).encode(&mut code, &mut relocations);
     let mut added = preamble.insts.len() + added_by_hooks;
     for &i in &order {
         for h in hook_code.get(&i).into_iter().flatten() {
             encode_into(h, &mut code);
         }
-        placed.before[i].encode(&mut code, &mut relocations);
+        placed
+            .at(Site::Before(i))
+            .encode(&mut code, &mut relocations);
         if let Some(t) = translations.get(&i) {
             let at = code.len() as u64;
             let tc = t.code(&asm, at, &label)?;
@@ -764,7 +764,9 @@ pub fn rewrite(
             }
         }
         encode_into(&inst, &mut code);
-        placed.after[i].encode(&mut code, &mut relocations);
+        placed
+            .at(Site::After(i))
+            .encode(&mut code, &mut relocations);
     }
     debug_assert_eq!(code.len() as u64, at);
 

@@ -297,7 +297,11 @@ fn enable(kd: &KernelDescriptor, needs: &Needs) -> Result<KernelDescriptor, Stri
     props(PROPS_DISPATCH_PTR, needs.dispatch, 2);
     props(PROPS_QUEUE_PTR, needs.queue, 2);
     let implicit_from_kernargs = matches!(needs.implicit, Some(Implicit::Kernarg(_)));
-    props(PROPS_KERNARG_PTR, needs.kernarg || implicit_from_kernargs, 2);
+    props(
+        PROPS_KERNARG_PTR,
+        needs.kernarg || implicit_from_kernargs,
+        2,
+    );
     props(PROPS_DISPATCH_ID, needs.dispatch_id, 2);
     props(PROPS_FLAT_SCRATCH_INIT, needs.flat_scratch, 2);
     if added_user > 0 {

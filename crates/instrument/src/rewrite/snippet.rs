@@ -55,11 +55,7 @@ impl Snippet {
         symbol: std::sync::Arc<str>,
     ) -> Result<(), RewriteError> {
         use super::asm::Asm;
-        self.push(asm.build(
-            inlay_isa::Encoding::Sop1,
-            "s_getpc_b64",
-            &[Asm::sgpr(d, 2)],
-        )?);
+        self.push(asm.build(inlay_isa::Encoding::Sop1, "s_getpc_b64", &[Asm::sgpr(d, 2)])?);
         // The getpc's value is the address after it: the low literal sits 4
         // bytes past that, the high one 12.
         self.relocs.push(LiteralReloc {
