@@ -1078,18 +1078,21 @@ impl<'a> Ctx<'a> {
             Some(s.branch(b(Encoding::Sopp, "s_cbranch_execz", &[Operand::Imm(0)])?))
         };
         // 6. The call, to the address the preamble kept (from an SGPR
-        // pair directly, else through s[30:31]).
-        let target = homes
+        // pair directly, else through s[30:31]), or computed here.
+        let home = homes
             .hooks
             .iter()
             .find(|(name, _)| **name == *r.call.hook)
-            .map(|x| x.1)
-            .ok_or_else(|| self.fail(r, "no hook address kept".into()))?;
-        let from = match target {
-            [Home::Sgpr(t), Home::Sgpr(t1)] if t.is_multiple_of(2) && t1 == t + 1 => t,
-            _ => {
-                s.push(self.read_home(30, target[0])?);
-                s.push(self.read_home(31, target[1])?);
+            .map(|x| x.1);
+        let from = match home {
+            Some([Home::Sgpr(t), Home::Sgpr(t1)]) if t.is_multiple_of(2) && t1 == t + 1 => t,
+            Some([lo, hi]) => {
+                s.push(self.read_home(30, lo)?);
+                s.push(self.read_home(31, hi)?);
+                30
+            }
+            None => {
+                s.pc_relative(asm, 30, r.call.hook.as_str().into())?;
                 30
             }
         };
@@ -1825,6 +1828,13 @@ fn vgpr_ceiling(agprs: u32) -> u16 {
     }
 }
 
+/// Call sites of one hook from which its address is kept for the whole
+/// kernel. Keeping it costs every wave three instructions (`s_getpc_b64`
+/// and two adds, in the preamble) and saves three per call; a hook called
+/// from few sites (a few memory instructions a wave may never reach) is
+/// cheaper to reach from each call, as it costs no wave that makes none.
+const KEEP_ADDRESS_FROM: usize = 16;
+
 /// The calls of a plan with the kernel-wide state they share.
 pub(super) struct Calls<'a> {
     an: &'a Analysis,
@@ -2002,13 +2012,20 @@ impl<'a> Calls<'a> {
             // Past the VGPRs built-in hooks may take above the allocation.
             vgpr_floor: (res.vgprs_allocated as u16 + 4).max(32).max(hv),
         };
-        // The hooks called, in order of first use: their addresses are kept.
-        let mut hooks: Vec<std::sync::Arc<str>> = Vec::new();
+        // The hooks called from many sites, in order of first use: their
+        // addresses are kept.
+        let mut called: Vec<(&str, usize)> = Vec::new();
         for r in &reqs {
-            if !hooks.iter().any(|h| **h == *r.call.hook) {
-                hooks.push(r.call.hook.as_str().into());
+            match called.iter_mut().find(|(h, _)| *h == r.call.hook) {
+                Some((_, n)) => *n += 1,
+                None => called.push((&r.call.hook, 1)),
             }
         }
+        let hooks: Vec<std::sync::Arc<str>> = called
+            .into_iter()
+            .filter(|&(_, n)| n >= KEEP_ADDRESS_FROM)
+            .map(|(h, _)| h.into())
+            .collect();
         let state = super::preamble::launch_state(
             asm,
             descriptor,

@@ -532,29 +532,42 @@ pub(super) fn launch_state(
         );
     }
     // Pointers computed once: the implicit arguments (the kernel's own
-    // block, or the one the code object carries) and each hook's address.
+    // block, or the one the code object carries) and each hook's address,
+    // straight into their homes when those are an aligned SGPR pair (every
+    // wave runs this, whether it makes a call or not), else through `temp`.
+    let pair_home = |h: [Home; 2]| match h {
+        [Home::Sgpr(a), Home::Sgpr(b)] if a.is_multiple_of(2) && b == a + 1 => Some(a),
+        _ => None,
+    };
+    let to_home = |code: &mut Snippet, h: [Home; 2], d: u16| -> Result<(), String> {
+        if d == temp {
+            put(code, h[0], temp)?;
+            put(code, h[1], temp + 1)?;
+        }
+        Ok(())
+    };
     if let (Some(h), Some(from)) = (homes.implicit, needs.implicit) {
+        let d = pair_home(h).unwrap_or(temp);
         match from {
             Implicit::Kernarg(off) => {
                 let p = now
                     .kernarg_segment_ptr
                     .ok_or("the kernel-argument pointer is not enabled")?;
                 let b = |m, ops: &[Operand]| asm.build(Encoding::Sop2, m, ops).map_err(e);
-                code.push(b("s_add_u32", &[s1(temp), s1(p), Asm::konst(off)])?);
-                code.push(b("s_addc_u32", &[s1(temp + 1), s1(p + 1), Asm::konst(0)])?);
+                code.push(b("s_add_u32", &[s1(d), s1(p), Asm::konst(off)])?);
+                code.push(b("s_addc_u32", &[s1(d + 1), s1(p + 1), Asm::konst(0)])?);
             }
             Implicit::Block => {
-                code.pc_relative(asm, temp, crate::emit::implicit_args_name(kernel).into())
+                code.pc_relative(asm, d, crate::emit::implicit_args_name(kernel).into())
                     .map_err(e)?;
             }
         }
-        put(&mut code, h[0], temp)?;
-        put(&mut code, h[1], temp + 1)?;
+        to_home(&mut code, h, d)?;
     }
     for (symbol, h) in &homes.hooks {
-        code.pc_relative(asm, temp, symbol.clone()).map_err(e)?;
-        put(&mut code, h[0], temp)?;
-        put(&mut code, h[1], temp + 1)?;
+        let d = pair_home(*h).unwrap_or(temp);
+        code.pc_relative(asm, d, symbol.clone()).map_err(e)?;
+        to_home(&mut code, *h, d)?;
     }
     if needs.flat_scratch && was.flat_scratch_init.is_none() {
         if let (Some(f), Some(w)) = (now.flat_scratch_init, now.private_segment_wave_offset) {
