@@ -73,6 +73,8 @@ pub(super) fn requests<'a>(
         .first()
         .and_then(|f| prog.inst_at(0, f.entry));
     let mut out = Vec::with_capacity(plan.calls.len());
+    // The last hook found and checked (calls in a row name the same one).
+    let mut last: Option<(usize, &str, &HookInfo)> = None;
     for call in &plan.calls {
         // Only for errors: built when one is.
         let point_text = || match call.point {
@@ -89,22 +91,29 @@ pub(super) fn requests<'a>(
             Point::Exits => "at the kernel's exits".into(),
         };
         let fail = |reason: String| call_error(an, call, point_text(), reason);
-        let module = plan
-            .modules
-            .get(call.module)
-            .ok_or_else(|| fail(format!("the plan has no hook module {}", call.module)))?;
-        let hook = module.hook(&call.hook).map_err(|e| fail(e.reason))?;
-        if module.target().processor.name() != "gfx90a" {
-            return Err(fail(format!(
-                "the hook module is built for {}, the kernel for gfx90a",
-                module.target().processor.name()
-            )));
-        }
-        if hook.inputs.lds_kernel_id {
-            return Err(fail(
-                "the hook reads the LDS kernel id (it uses LDS variables of its own), which an instrumented kernel cannot give it".into(),
-            ));
-        }
+        let hook = match last {
+            Some((m, name, hook)) if m == call.module && name == call.hook => hook,
+            _ => {
+                let module = plan
+                    .modules
+                    .get(call.module)
+                    .ok_or_else(|| fail(format!("the plan has no hook module {}", call.module)))?;
+                let hook = module.hook(&call.hook).map_err(|e| fail(e.reason))?;
+                if module.target().processor.name() != "gfx90a" {
+                    return Err(fail(format!(
+                        "the hook module is built for {}, the kernel for gfx90a",
+                        module.target().processor.name()
+                    )));
+                }
+                if hook.inputs.lds_kernel_id {
+                    return Err(fail(
+                        "the hook reads the LDS kernel id (it uses LDS variables of its own), which an instrumented kernel cannot give it".into(),
+                    ));
+                }
+                last = Some((call.module, &call.hook, hook));
+                hook
+            }
+        };
         let dwords: u32 = call.args.iter().map(Arg::dwords).sum();
         if dwords > ARG_VGPRS {
             return Err(fail(format!(
@@ -215,17 +224,21 @@ fn check_arg(a: &Arg) -> Result<(), String> {
     }
 }
 
-/// The launch values the calls need kept for the whole kernel.
-pub(super) fn needs(reqs: &[Request<'_>], implicit: Option<Implicit>) -> Needs {
+/// The launch values the calls need kept for the whole kernel: those the
+/// `hooks` called read, and those the calls pass.
+pub(super) fn needs(
+    reqs: &[Request<'_>],
+    hooks: &[CalledHook<'_>],
+    implicit: Option<Implicit>,
+) -> Needs {
     let mut n = Needs {
         implicit,
         ..Needs::default()
     };
-    for r in reqs {
-        let i = &r.hook.inputs;
-        let refs = r.call.args.iter().any(|a| matches!(a, Arg::Reference(_)));
-        n.vsharp |= i.private_segment || refs;
-        n.flat_scratch |= i.private_segment || refs;
+    for h in hooks {
+        let i = &h.info.inputs;
+        n.vsharp |= i.private_segment;
+        n.flat_scratch |= i.private_segment;
         n.dispatch |= i.dispatch_ptr;
         n.queue |= i.queue_ptr;
         n.dispatch_id |= i.dispatch_id;
@@ -233,7 +246,13 @@ pub(super) fn needs(reqs: &[Request<'_>], implicit: Option<Implicit>) -> Needs {
             n.workgroup_id[d] |= i.workgroup_id[d];
         }
         n.workitem |= i.workitem_id;
+    }
+    for r in reqs {
         for a in &r.call.args {
+            if let Arg::Reference(_) = a {
+                n.vsharp = true;
+                n.flat_scratch = true;
+            }
             if let Arg::Launch(v) = a {
                 match v {
                     LaunchValue::GridSize(_)
@@ -1828,6 +1847,30 @@ fn vgpr_ceiling(agprs: u32) -> u16 {
     }
 }
 
+/// A hook the calls name, and how often.
+pub(super) struct CalledHook<'a> {
+    info: &'a HookInfo,
+    /// Its first request, and its number of sites.
+    first: usize,
+    sites: usize,
+}
+
+/// The hooks `reqs` call, in order of first use.
+fn called_hooks<'a>(reqs: &[Request<'a>]) -> Vec<CalledHook<'a>> {
+    let mut out: Vec<CalledHook<'a>> = Vec::new();
+    for (k, r) in reqs.iter().enumerate() {
+        match out.iter_mut().find(|h| std::ptr::eq(h.info, r.hook)) {
+            Some(h) => h.sites += 1,
+            None => out.push(CalledHook {
+                info: r.hook,
+                first: k,
+                sites: 1,
+            }),
+        }
+    }
+    out
+}
+
 /// Call sites of one hook from which its address is kept for the whole
 /// kernel. Keeping it costs every wave three instructions (`s_getpc_b64`
 /// and two adds, in the preamble) and saves three per call; a hook called
@@ -1955,8 +1998,10 @@ impl<'a> Calls<'a> {
         let fail = |r: &Request<'_>, reason: String| {
             call_error(an, r.call, describe(an, r.site, r.inst), reason)
         };
+        let called = called_hooks(&reqs);
         let mut implicit = None;
-        for r in reqs.iter().filter(|r| r.hook.inputs.implicitarg_ptr) {
+        for h in called.iter().filter(|h| h.info.inputs.implicitarg_ptr) {
+            let r = &reqs[h.first];
             let version = plan.modules[r.call.module].code_object_version();
             if version < 5 {
                 return Err(fail(
@@ -1969,20 +2014,20 @@ impl<'a> Calls<'a> {
                 None => Implicit::Block,
             });
         }
-        let mut needs = needs(&reqs, implicit);
+        let mut needs = needs(&reqs, &called, implicit);
         // Any call may have to save VGPRs on the instrumentation stack
         // (known only once registers are found), so the V# is kept whenever
         // there are calls.
         needs.vsharp |= !reqs.is_empty();
         let mut hooks_write = RegSet::new();
         let (mut hs, mut hv, mut ha, mut stack) = (0u16, 0u16, 0u16, 0u32);
-        for r in &reqs {
-            hooks_write.union_with(&r.hook.writes);
-            hs = hs.max(r.hook.sgprs as u16);
-            hv = hv.max(r.hook.vgprs as u16);
-            ha = ha.max(r.hook.agprs as u16);
-            if r.hook.inputs.private_segment {
-                stack = stack.max(r.hook.stack_bytes);
+        for h in called.iter().map(|h| h.info) {
+            hooks_write.union_with(&h.writes);
+            hs = hs.max(h.sgprs as u16);
+            hv = hv.max(h.vgprs as u16);
+            ha = ha.max(h.agprs as u16);
+            if h.inputs.private_segment {
+                stack = stack.max(h.stack_bytes);
             }
         }
         if let Some(r) = reqs.first() {
@@ -2012,19 +2057,11 @@ impl<'a> Calls<'a> {
             // Past the VGPRs built-in hooks may take above the allocation.
             vgpr_floor: (res.vgprs_allocated as u16 + 4).max(32).max(hv),
         };
-        // The hooks called from many sites, in order of first use: their
-        // addresses are kept.
-        let mut called: Vec<(&str, usize)> = Vec::new();
-        for r in &reqs {
-            match called.iter_mut().find(|(h, _)| *h == r.call.hook) {
-                Some((_, n)) => *n += 1,
-                None => called.push((&r.call.hook, 1)),
-            }
-        }
+        // The hooks called from many sites: their addresses are kept.
         let hooks: Vec<std::sync::Arc<str>> = called
-            .into_iter()
-            .filter(|&(_, n)| n >= KEEP_ADDRESS_FROM)
-            .map(|(h, _)| h.into())
+            .iter()
+            .filter(|h| h.sites >= KEEP_ADDRESS_FROM)
+            .map(|h| reqs[h.first].call.hook.as_str().into())
             .collect();
         let state = super::preamble::launch_state(
             asm,
