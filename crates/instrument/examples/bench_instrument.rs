@@ -196,6 +196,7 @@ fn measure(
                         hook: hook.into(),
                         args: vec![Arg::Const32(n as u32), exec.clone(), value],
                         once_per_wave: false,
+                        placement: Default::default(),
                     }
                 })
                 .collect();

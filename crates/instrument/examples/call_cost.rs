@@ -72,6 +72,7 @@ fn measure(file: &str, kernel: &str, sites: Sites) -> Result<(u64, u64, u64), St
                         Sites::Memory => Arg::Address,
                     }],
                     once_per_wave: false,
+                    placement: Default::default(),
                 })
                 .collect(),
             modules: vec![module.clone()],

@@ -5,6 +5,7 @@ use inlay_isa::{Encoding, Instruction, Operand, RegFile, Register};
 
 use super::asm::FastHash;
 use super::asm::{Asm, EXEC};
+use super::inline::Placing;
 use super::preamble::{Home, Homes, Needs};
 use super::snippet::{LiteralReloc, Snippet, Template};
 use super::*;
@@ -312,7 +313,7 @@ fn vgpr_bit(n: u16) -> u16 {
 }
 
 /// RegSet bits of a register.
-fn reg_bits(r: &Register) -> Vec<u16> {
+pub(super) fn reg_bits(r: &Register) -> Vec<u16> {
     match bits::bits_of(r) {
         Some((b, n)) => (b..b + n).collect(),
         None => Vec::new(),
@@ -320,7 +321,7 @@ fn reg_bits(r: &Register) -> Vec<u16> {
 }
 
 /// The scalar operand of a RegSet bit (an SGPR, VCC, M0, EXEC half).
-fn scalar_operand(b: u16) -> Operand {
+pub(super) fn scalar_operand(b: u16) -> Operand {
     if b < bits::NUM_SGPRS {
         Asm::sgpr(b, 1)
     } else {
@@ -336,7 +337,7 @@ fn a_dwords(a: &Arg) -> u8 {
 }
 
 /// Dword `dword` of a constant argument (0 for any other).
-fn constant(a: &Arg, dword: u8) -> u32 {
+pub(super) fn constant(a: &Arg, dword: u8) -> u32 {
     match (a, dword) {
         (Arg::Const32(c), 0) => *c,
         (Arg::Const64(c), 0) => *c as u32,
@@ -346,7 +347,7 @@ fn constant(a: &Arg, dword: u8) -> u32 {
 }
 
 /// Argument slots: the first VGPR of each argument.
-fn arg_vgprs(args: &[Arg]) -> Vec<u16> {
+pub(super) fn arg_vgprs(args: &[Arg]) -> Vec<u16> {
     let mut at = 0u16;
     args.iter()
         .map(|a| {
@@ -375,7 +376,7 @@ fn arg_sources(a: &Arg, inst: &Instruction) -> Vec<u16> {
 }
 
 /// Adds the registers an argument reads at the point to `set`.
-fn add_arg_sources(a: &Arg, inst: &Instruction, set: &mut RegSet) {
+pub(super) fn add_arg_sources(a: &Arg, inst: &Instruction, set: &mut RegSet) {
     match a {
         Arg::Value(r) | Arg::Reference(r) => set.union_with(&RegSet::of(r)),
         Arg::Address => {
@@ -392,7 +393,7 @@ fn add_arg_sources(a: &Arg, inst: &Instruction, set: &mut RegSet) {
 
 /// A FLAT or GLOBAL instruction's address operands: vaddr, the SGPR pair
 /// base (GLOBAL with saddr), and the signed offset.
-fn address_operands(i: &Instruction) -> Option<(u16, Option<u16>, i32)> {
+pub(super) fn address_operands(i: &Instruction) -> Option<(u16, Option<u16>, i32)> {
     let w0 = *i.words().first()?;
     let w1 = *i.words().get(1)?;
     let vaddr = (w1 & 0xff) as u16;
@@ -493,7 +494,7 @@ const MAX_AREA: u32 = 4096;
 pub(super) const MAX_PRIVATE: u32 = 128 * 1024;
 
 impl<'a> Ctx<'a> {
-    fn fail(&self, r: &Request<'_>, reason: String) -> RewriteError {
+    pub(super) fn fail(&self, r: &Request<'_>, reason: String) -> RewriteError {
         call_error(self.an, r.call, describe(self.an, r.site, r.inst), reason)
     }
 
@@ -818,7 +819,7 @@ impl<'a> Ctx<'a> {
     /// The call's hook, whether once per wave, and its arguments as words
     /// (constants only as far as their encoding goes: inline values, or
     /// "a literal").
-    fn call_key(&self, r: &Request<'a>, key: &mut Vec<u64>) {
+    pub(super) fn call_key(&self, r: &Request<'a>, key: &mut Vec<u64>) {
         key.clear();
         let none = u64::MAX;
         key.push(r.hook as *const HookInfo as u64);
@@ -1236,7 +1237,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// `s{to} = home` (an SGPR move or a lane read).
-    fn read_home(&self, to: u16, home: Home) -> Result<Instruction, RewriteError> {
+    pub(super) fn read_home(&self, to: u16, home: Home) -> Result<Instruction, RewriteError> {
         self.read_slot(to, home)
     }
 
@@ -1253,7 +1254,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// `s[d:d+1]` = the address of `symbol` (PC-relative, relocated at load).
-    fn pc_relative(&self, s: &mut Snippet, d: u16, symbol: &str) -> Result<(), RewriteError> {
+    pub(super) fn pc_relative(
+        &self,
+        s: &mut Snippet,
+        d: u16,
+        symbol: &str,
+    ) -> Result<(), RewriteError> {
         let asm = self.asm;
         s.push(asm.build(Encoding::Sop1, "s_getpc_b64", &[Asm::sgpr(d, 2)])?);
         let symbol: std::sync::Arc<str> = symbol.into();
@@ -1683,31 +1689,33 @@ impl<'a> Ctx<'a> {
                     )?);
                 }
             }
-            Arg::Launch(v) => self.launch_value(p, s, *v, d)?,
+            Arg::Launch(v) => self.launch_value(p.req, s, *v, d, 30)?,
         }
         Ok(())
     }
 
-    fn launch_value(
+    /// Launch value `v` into `v[d]`, through the SGPR pair `s[t:t+1]`
+    /// (which it changes, and SCC).
+    pub(super) fn launch_value(
         &self,
-        p: &CallPlan<'_, 'a>,
+        r: &Request<'_>,
         s: &mut Snippet,
         v: LaunchValue,
         d: u16,
+        t: u16,
     ) -> Result<(), RewriteError> {
         let asm = self.asm;
-        let r = p.req;
         let homes = self.homes;
         let b = |e: Encoding, m: &'static str, ops: &[Operand]| asm.build(e, m, ops);
         let missing = |what: &str| self.fail(r, format!("no {what} kept"));
-        // A home's value into s30 (and s31), then into VGPRs.
+        // A home's value into s[t] (and s[t+1]), then into VGPRs.
         let load = |s: &mut Snippet, ptr: [Home; 2], offset: u32| -> Result<(), RewriteError> {
-            s.push(self.read_home(30, ptr[0])?);
-            s.push(self.read_home(31, ptr[1])?);
+            s.push(self.read_home(t, ptr[0])?);
+            s.push(self.read_home(t + 1, ptr[1])?);
             s.push(b(
                 Encoding::Smem,
                 "s_load_dword",
-                &[Asm::sgpr(30, 1), Asm::sgpr(30, 2), Operand::Imm(offset)],
+                &[Asm::sgpr(t, 1), Asm::sgpr(t, 2), Operand::Imm(offset)],
             )?);
             s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0xC07F)])?);
             Ok(())
@@ -1719,7 +1727,7 @@ impl<'a> Ctx<'a> {
                     homes.dispatch.ok_or_else(|| missing("dispatch pointer"))?,
                     12 + 4 * u32::from(dim),
                 )?;
-                s.push(asm.vmov(d, Asm::sgpr(30, 1))?);
+                s.push(asm.vmov(d, Asm::sgpr(t, 1))?);
             }
             LaunchValue::WorkgroupSize(dim) => {
                 let at = 4 + 2 * u32::from(dim);
@@ -1732,22 +1740,22 @@ impl<'a> Ctx<'a> {
                     s.push(b(
                         Encoding::Sop2,
                         "s_lshr_b32",
-                        &[Asm::sgpr(30, 1), Asm::sgpr(30, 1), Asm::konst(16)],
+                        &[Asm::sgpr(t, 1), Asm::sgpr(t, 1), Asm::konst(16)],
                     )?);
                 } else {
                     s.push(b(
                         Encoding::Sop2,
                         "s_and_b32",
-                        &[Asm::sgpr(30, 1), Asm::sgpr(30, 1), Operand::Literal(0xffff)],
+                        &[Asm::sgpr(t, 1), Asm::sgpr(t, 1), Operand::Literal(0xffff)],
                     )?);
                 }
-                s.push(asm.vmov(d, Asm::sgpr(30, 1))?);
+                s.push(asm.vmov(d, Asm::sgpr(t, 1))?);
             }
             LaunchValue::WorkgroupId(dim) => {
                 let h =
                     homes.workgroup_id[usize::from(dim)].ok_or_else(|| missing("workgroup id"))?;
-                s.push(self.read_home(30, h)?);
-                s.push(asm.vmov(d, Asm::sgpr(30, 1))?);
+                s.push(self.read_home(t, h)?);
+                s.push(asm.vmov(d, Asm::sgpr(t, 1))?);
             }
             LaunchValue::WorkitemId(dim) => {
                 let w = homes.workitem.ok_or_else(|| missing("work-item ids"))?;
@@ -1770,7 +1778,7 @@ impl<'a> Ctx<'a> {
                         .ok_or_else(|| missing("kernel-argument pointer"))?,
                     off,
                 )?;
-                s.push(asm.vmov(d, Asm::sgpr(30, 1))?);
+                s.push(asm.vmov(d, Asm::sgpr(t, 1))?);
             }
             LaunchValue::KernargPtr | LaunchValue::DispatchPtr => {
                 let h = if v == LaunchValue::KernargPtr {
@@ -1780,8 +1788,8 @@ impl<'a> Ctx<'a> {
                 }
                 .ok_or_else(|| missing("pointer"))?;
                 for (j, home) in h.iter().enumerate() {
-                    s.push(self.read_home(30, *home)?);
-                    s.push(asm.vmov(d + j as u16, Asm::sgpr(30, 1))?);
+                    s.push(self.read_home(t, *home)?);
+                    s.push(asm.vmov(d + j as u16, Asm::sgpr(t, 1))?);
                 }
             }
         }
@@ -1883,6 +1891,8 @@ pub(super) struct Placed<'a> {
     /// Bytes of private memory per lane the instrumented kernel needs.
     pub(super) private_size: Option<u32>,
     pub(super) implicit_block: bool,
+    /// Calls placed inline (see `inline`).
+    pub(super) inlined: usize,
 }
 
 impl<'a> Calls<'a> {
@@ -2070,7 +2080,6 @@ impl<'a> Calls<'a> {
         let mut distinct = Vec::new();
         let mut ids: std::collections::HashMap<Box<[u64]>, usize, FastHash> = Default::default();
         let mut plan_of = Vec::with_capacity(self.reqs.len());
-        let mut every_plan = Vec::new();
         let mut key = Vec::new();
         // A plan is a function of the call and the liveness at its site:
         // calls alike at points with the same live registers share it
@@ -2078,36 +2087,47 @@ impl<'a> Calls<'a> {
         let mut by_inputs: std::collections::HashMap<Box<[u64]>, usize, FastHash> =
             Default::default();
         let mut inputs = Vec::new();
+        let mut bodies = super::inline::Bodies::default();
         for r in &self.reqs {
-            if cfg!(debug_assertions) {
-                every_plan.push(ctx.plan(r)?);
-            }
             ctx.call_key(r, &mut inputs);
+            inputs.push(r.call.placement as u64);
             inputs.extend_from_slice(self.an.live_before(r.live_at).any().words());
             if let Some(&id) = by_inputs.get(inputs.as_slice()) {
                 plan_of.push(id);
                 continue;
             }
-            let p = ctx.plan(r)?;
-            ctx.template_key(&p, &mut key);
-            let id = match ids.get(key.as_slice()) {
-                Some(&id) => id,
-                None => {
-                    ids.insert(key.clone().into_boxed_slice(), distinct.len());
-                    distinct.push(p);
+            let id = match ctx.place_one(r, &mut bodies)? {
+                Placing::Call(p) => {
+                    ctx.template_key(&p, &mut key);
+                    match ids.get(key.as_slice()) {
+                        Some(&id) => id,
+                        None => {
+                            ids.insert(key.clone().into_boxed_slice(), distinct.len());
+                            distinct.push(Placing::Call(p));
+                            distinct.len() - 1
+                        }
+                    }
+                }
+                inlined => {
+                    distinct.push(inlined);
                     distinct.len() - 1
                 }
             };
             by_inputs.insert(inputs.clone().into_boxed_slice(), id);
             plan_of.push(id);
         }
-        let area = distinct
-            .iter()
+        let plans = || {
+            distinct.iter().filter_map(|d| match d {
+                Placing::Call(p) => Some(p),
+                Placing::Inline(_) => None,
+            })
+        };
+        let area = plans()
             .map(|p| p.area)
             .max()
             .unwrap_or(0)
             .next_multiple_of(16);
-        for p in &distinct {
+        for p in plans() {
             let need = self.stack_base + area + p.req.hook.stack_bytes;
             if need > MAX_PRIVATE {
                 return Err(ctx.fail(
@@ -2123,20 +2143,41 @@ impl<'a> Calls<'a> {
         // Each distinct plan's code, built and encoded once.
         let templates = distinct
             .iter()
-            .map(|p| Ok(std::rc::Rc::new(Template::new(&ctx.code(p, area)?))))
+            .map(|d| {
+                Ok(std::rc::Rc::new(Template::new(&match d {
+                    Placing::Call(p) => ctx.code(p, area)?,
+                    Placing::Inline(i) => i.code.clone(),
+                })))
+            })
             .collect::<Result<Vec<_>, RewriteError>>()?;
-        for p in &distinct {
-            out.max_sgpr = out.max_sgpr.max(p.max_sgpr);
-            out.max_vgpr = out.max_vgpr.max(p.max_vgpr);
-            scratch |= p.area > 0;
+        for d in &distinct {
+            match d {
+                Placing::Call(p) => {
+                    out.max_sgpr = out.max_sgpr.max(p.max_sgpr);
+                    out.max_vgpr = out.max_vgpr.max(p.max_vgpr);
+                    scratch |= p.area > 0;
+                }
+                Placing::Inline(i) => {
+                    out.max_sgpr = out.max_sgpr.max(i.max_sgpr);
+                    out.max_vgpr = out.max_vgpr.max(i.max_vgpr);
+                }
+            }
         }
-        for (k, (r, &id)) in self.reqs.iter().zip(&plan_of).enumerate() {
+        for (r, &id) in self.reqs.iter().zip(&plan_of) {
             let call: &'a HookCall = r.call;
             let code = CallCode {
                 template: templates[id].clone(),
                 args: &call.args,
             };
-            if let Some(p) = every_plan.get(k) {
+            let checked = match &distinct[id] {
+                Placing::Call(_) if cfg!(debug_assertions) => Some(ctx.plan(r)?),
+                Placing::Call(_) => None,
+                Placing::Inline(_) => {
+                    out.inlined += 1;
+                    None
+                }
+            };
+            if let Some(p) = &checked {
                 // (Debug builds) the copy is the code the call would have
                 // had built for it.
                 let (mut built, mut copied) = (Vec::new(), Vec::new());

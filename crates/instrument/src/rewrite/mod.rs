@@ -63,6 +63,7 @@
 mod asm;
 mod builtin;
 mod call;
+mod inline;
 mod layout;
 mod preamble;
 mod regs;
@@ -296,6 +297,8 @@ pub struct Rewritten {
     pub relocations: Vec<CodeReloc>,
     /// An implicit-argument block the host must fill before each dispatch.
     pub implicit_args: Option<ImplicitArgs>,
+    /// Calls to compiled hooks placed inline rather than called.
+    pub inlined: usize,
 }
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -338,6 +341,13 @@ pub enum RewriteError {
         point: String,
         reason: String,
     },
+}
+
+/// Why calls to `hook` cannot be inlined anywhere (its code does not allow
+/// it: see the inliner's module), or `None` when they can be where
+/// registers allow.
+pub fn inline_refusal(hook: &crate::hooks::HookInfo) -> Option<String> {
+    inline::Body::new(hook).err()
 }
 
 /// Largest offset `s_atomic_*` takes as an immediate on gfx9.
@@ -826,5 +836,6 @@ pub fn rewrite(
         implicit_args: placed.implicit_block.then_some(ImplicitArgs {
             size: crate::hooks::IMPLICIT_ARGS_V5 as u32,
         }),
+        inlined: placed.inlined,
     })
 }
