@@ -81,6 +81,8 @@ struct Run {
 pub(super) struct Body {
     insts: Vec<(u64, Instruction, Kind)>,
     runs: Vec<Run>,
+    /// SGPRs and VGPRs (RegSet bits, the hook's numbers) it writes.
+    written: RegSet,
     writes_vcc: bool,
     writes_m0: bool,
     /// SCC is written: by the hook, or by the sequence around it.
@@ -106,6 +108,7 @@ impl Body {
         let index_of = |addr: u64| ids.iter().position(|&i| prog.insts[i].addr == addr);
         let mut insts = Vec::with_capacity(ids.len());
         let mut tuples: Vec<(RegFile, u16, u16)> = Vec::new();
+        let mut written = RegSet::new();
         let (mut writes_vcc, mut writes_m0, mut writes_scc, mut loads) =
             (false, false, false, false);
         for (k, &id) in ids.iter().enumerate() {
@@ -164,6 +167,9 @@ impl Body {
                             ));
                         }
                         loads |= is_memory && u.access.writes();
+                        if u.access.writes() {
+                            written.union_with(&RegSet::of(&r));
+                        }
                         tuples.push((r.file, r.first, u16::from(r.count)));
                     }
                     RegFile::Vcc => writes_vcc |= u.access.writes(),
@@ -189,6 +195,7 @@ impl Body {
         Ok(Body {
             insts,
             runs: runs(tuples),
+            written,
             writes_vcc,
             writes_m0,
             writes_scc,
@@ -397,8 +404,51 @@ impl<'a> Ctx<'a> {
                 std::cmp::Reverse(body.runs[k].count),
             )
         });
+        // A register the hook only reads, whose value the point already
+        // has in a register (an argument's VGPR, a home), is renamed onto
+        // that register: no move.
+        let hi = &r.hook.inputs;
+        let at = arg_vgprs(args);
+        let read_only = |run: &Run| {
+            let b = if run.file == RegFile::Sgpr {
+                0
+            } else {
+                bits::VGPR_BASE
+            };
+            !body.written.any_in(b + run.first, run.count)
+        };
+        let sgpr_home = |h: Option<Home>| match h {
+            Some(Home::Sgpr(x)) => Some(x),
+            _ => None,
+        };
+        let same_place = |run: &Run| -> Option<u16> {
+            if !read_only(run) {
+                return None;
+            }
+            match (run.file, run.first, run.count) {
+                (RegFile::Vgpr, 31, 1) if hi.workitem_id => self.homes.workitem,
+                (RegFile::Sgpr, n @ 12..=14, 1) if hi.workgroup_id[usize::from(n - 12)] => {
+                    sgpr_home(self.homes.workgroup_id[usize::from(n - 12)])
+                }
+                (RegFile::Vgpr, v, 1) => args.iter().zip(&at).find_map(|(a, &first)| match a {
+                    Arg::Value(reg) if reg.file == RegFile::Vgpr => {
+                        let j = v.checked_sub(first).filter(|&j| j < u16::from(reg.count))?;
+                        Some(reg.first + j)
+                    }
+                    _ => None,
+                }),
+                _ => None,
+            }
+        };
         let mut to = vec![0u16; body.runs.len()];
-        for k in order {
+        let mut placed = vec![false; body.runs.len()];
+        for (k, run) in body.runs.iter().enumerate() {
+            if let Some(x) = same_place(run) {
+                to[k] = x;
+                placed[k] = true;
+            }
+        }
+        for k in order.into_iter().filter(|&k| !placed[k]) {
             let run = body.runs[k];
             to[k] = free
                 .take(run.file, run.first, run.count, run.align)
@@ -421,7 +471,6 @@ impl<'a> Ctx<'a> {
             to,
         };
         let once = r.call.once_per_wave;
-        let hi = &r.hook.inputs;
         let needs_temp = once
             || args.iter().any(|a| {
                 matches!(a, Arg::Address | Arg::Launch(_))
@@ -588,6 +637,9 @@ impl<'a> Ctx<'a> {
                     RegFile::Vgpr | RegFile::Agpr => {
                         for j in 0..u16::from(reg.count) {
                             let Some(p) = d(j) else { continue };
+                            if reg.file == RegFile::Vgpr && p == reg.first + j {
+                                continue; // renamed onto it
+                            }
                             s.push(if reg.file == RegFile::Vgpr {
                                 asm.vmov(p, v1(reg.first + j))?
                             } else {
@@ -764,7 +816,9 @@ impl<'a> Ctx<'a> {
         if hi.workitem_id {
             if let Some(p) = map.vgpr(31) {
                 let w = homes.workitem.ok_or_else(|| missing("work-item ids"))?;
-                s.push(asm.vmov(p, v1(w))?);
+                if p != w {
+                    s.push(asm.vmov(p, v1(w))?);
+                }
             }
         }
         for (on, home, at) in [
@@ -814,7 +868,9 @@ impl<'a> Ctx<'a> {
                 if let Some(p) = map.sgpr(12 + d) {
                     let h = homes.workgroup_id[usize::from(d)]
                         .ok_or_else(|| missing("workgroup id"))?;
-                    s.push(self.read_home(p, h)?);
+                    if h != Home::Sgpr(p) {
+                        s.push(self.read_home(p, h)?);
+                    }
                 }
             }
         }
