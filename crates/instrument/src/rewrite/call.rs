@@ -276,6 +276,8 @@ pub(super) struct Ctx<'a> {
     /// Lane offset of the instrumentation area in private memory.
     pub(super) stack_base: u32,
     pub(super) save_all: bool,
+    /// Inlined hooks borrow every SGPR they need (`Plan::inline_borrowing`).
+    pub(super) borrow_all: bool,
     pub(super) kernel_name: &'a str,
 }
 
@@ -2035,6 +2037,7 @@ impl<'a> Calls<'a> {
         asm: &Asm,
         taken: RegSet,
         save_all: bool,
+        borrow_all: bool,
     ) -> Result<Placed<'a>, RewriteError> {
         let n = self.an.program.insts.len();
         let mut out = Placed {
@@ -2072,6 +2075,7 @@ impl<'a> Calls<'a> {
             ),
             stack_base: self.stack_base,
             save_all,
+            borrow_all,
             kernel_name: &self.an.program.kernel,
         };
         // Calls with the same hook, argument kinds and plan get the same

@@ -11,12 +11,16 @@
 //! name, overlapping ones joined), and each run is placed on registers
 //! dead at the point (liveness in every lane for vector ones), keeping its
 //! alignment; VGPRs may also come from above every VGPR the kernel and
-//! the hooks name, growing the allocation. When none are left the call
-//! path takes over (or, inlining forced, the tool gets the reason).
+//! the hooks name, growing the allocation, and SGPRs may be borrowed from
+//! live ones (not read by the arguments, not held for the kernel), kept in
+//! lanes of a free VGPR meanwhile, as the call path borrows them. When
+//! even that fails the call path takes over (or, inlining forced, the tool
+//! gets the reason).
 //!
 //! At the point, in order:
 //! 1. `s_waitcnt 0` (the application's outstanding loads land before
-//!    their registers are reused, as before a call); SCC, VCC and M0 into
+//!    their registers are reused, as before a call); borrowed SGPRs into
+//!    their lanes; SCC, VCC and M0 into
 //!    dead SGPRs when live and written by what follows; EXEC likewise for
 //!    a once-per-wave hook.
 //! 2. EXEC: one lane for a once-per-wave hook (the lowest on, lane 0 when
@@ -35,8 +39,8 @@
 //!    address the original would have had in the loaded hook module (so the
 //!    hook's globals are reached as from the module).
 //! 6. A `s_waitcnt 0` when a load of the hook may still be writing a
-//!    register, then EXEC, M0, VCC and SCC back. The hook's code itself
-//!    leaves EXEC as it found it (the calling convention).
+//!    register, then EXEC, M0, VCC, SCC and borrowed SGPRs back. The hook's
+//!    code itself leaves EXEC as it found it (the calling convention).
 
 use std::sync::Arc;
 
@@ -274,6 +278,10 @@ struct Free {
     /// VGPRs above everything (growing the allocation), from here up.
     above: u16,
     ceiling: u16,
+    /// Live SGPRs that may be borrowed when too few are dead (saved in
+    /// lanes of a VGPR and put back, as the call path does).
+    borrow: RegSet,
+    borrowed: Vec<u16>,
 }
 
 impl Free {
@@ -285,13 +293,30 @@ impl Free {
             RegFile::Vgpr => (bits::VGPR_BASE, bits::AGPR_BASE),
             _ => (bits::AGPR_BASE, bits::NUM_BITS),
         };
-        let mut n = first % align;
-        while base + n + count <= end {
-            if (n..n + count).all(|k| self.set.contains(base + k)) {
-                self.set.remove_range(base + n, count);
-                return Some(n);
+        let fits = |set: &RegSet| {
+            let mut n = first % align;
+            while base + n + count <= end {
+                if (n..n + count).all(|k| set.contains(base + k)) {
+                    return Some(n);
+                }
+                n += align;
             }
-            n += align;
+            None
+        };
+        if let Some(n) = fits(&self.set) {
+            self.set.remove_range(base + n, count);
+            return Some(n);
+        }
+        if file == RegFile::Sgpr {
+            let n = fits(&self.set.union(&self.borrow))?;
+            for b in n..n + count {
+                if !self.set.contains(b) {
+                    self.borrowed.push(b);
+                }
+            }
+            self.set.remove_range(n, count);
+            self.borrow.remove_range(n, count);
+            return Some(n);
         }
         if file != RegFile::Vgpr {
             return None;
@@ -321,6 +346,22 @@ impl Bodies {
             .or_insert_with(|| Body::new(h).map(Arc::new))
             .clone()
     }
+}
+
+/// The registers the sequence around an inlined body uses.
+struct Sequence {
+    /// An SGPR pair for temporaries (once-per-wave lane, launch values,
+    /// address carries).
+    temp: Option<u16>,
+    /// An SGPR for an address offset no inline constant holds.
+    offset_temp: Option<u16>,
+    save_scc: Option<u16>,
+    save_vcc: Option<u16>,
+    save_m0: Option<u16>,
+    save_exec: Option<u16>,
+    /// Live SGPRs borrowed, kept in lanes 0.. of `lanes`.
+    borrowed: Vec<u16>,
+    lanes: Option<u16>,
 }
 
 /// One inlined hook: its code, and the highest registers it names.
@@ -379,10 +420,20 @@ impl<'a> Ctx<'a> {
         let inst = an.program.insts[r.inst].inst;
         let live = an.live_before(r.live_at).any();
         // Free: dead, not held for the kernel, not read by an argument.
-        let mut busy = live.union(&self.taken);
+        let mut sources = RegSet::new();
         for a in args {
-            super::call::add_arg_sources(a, &inst, &mut busy);
+            super::call::add_arg_sources(a, &inst, &mut sources);
         }
+        let mut busy = live.union(&self.taken).union(&sources);
+        if self.borrow_all {
+            busy.insert_range(0, bits::NUM_SGPRS);
+        }
+        let mut borrow = RegSet::new();
+        borrow.insert_range(0, bits::NUM_SGPRS);
+        if !self.borrow_all {
+            borrow = borrow.intersection(&live);
+        }
+        borrow.subtract(&self.taken.union(&sources));
         let mut set = RegSet::new();
         set.insert_range(0, bits::NUM_SGPRS);
         set.insert_range(bits::VGPR_BASE, self.vgpr_limit);
@@ -395,6 +446,8 @@ impl<'a> Ctx<'a> {
             set,
             above: self.vgpr_limit,
             ceiling: self.vgpr_ceiling,
+            borrow,
+            borrowed: Vec::new(),
         };
         // Widest alignment first, then longest, so runs pack.
         let mut order: Vec<usize> = (0..body.runs.len()).collect();
@@ -446,6 +499,9 @@ impl<'a> Ctx<'a> {
             if let Some(x) = same_place(run) {
                 to[k] = x;
                 placed[k] = true;
+                if run.file == RegFile::Sgpr {
+                    free.borrow.remove_range(x, run.count);
+                }
             }
         }
         for k in order.into_iter().filter(|&k| !placed[k]) {
@@ -511,19 +567,26 @@ impl<'a> Ctx<'a> {
             .then(|| free.take(RegFile::Sgpr, 0, 1, 1).ok_or_else(no_sgprs))
             .transpose()?;
         let save_exec = once.then(|| sgpr_pair(&mut free)).transpose()?;
-        self.inline_code(
-            r,
-            body,
-            &map,
-            &inst,
+        // Borrowed SGPRs go to lanes of a VGPR dead in every lane.
+        let lanes = if free.borrowed.is_empty() {
+            None
+        } else {
+            Some(free.take(RegFile::Vgpr, 0, 1, 1).ok_or(
+                "too few SGPRs are dead at the point and no VGPR is free to borrow some through",
+            )?)
+        };
+        let seq = Sequence {
             temp,
             offset_temp,
             save_scc,
             save_vcc,
             save_m0,
             save_exec,
-        )
-        .map_err(|e| e.to_string())
+            borrowed: std::mem::take(&mut free.borrowed),
+            lanes,
+        };
+        self.inline_code(r, body, &map, &inst, &seq)
+            .map_err(|e| e.to_string())
     }
 
     /// `v[p]` = a home's value (through `s[t]` when it is a lane).
@@ -545,20 +608,23 @@ impl<'a> Ctx<'a> {
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn inline_code(
         &self,
         r: &Request<'a>,
         body: &Body,
         map: &Renaming<'_>,
         inst: &Instruction,
-        temp: Option<u16>,
-        offset_temp: Option<u16>,
-        save_scc: Option<u16>,
-        save_vcc: Option<u16>,
-        save_m0: Option<u16>,
-        save_exec: Option<u16>,
+        seq: &Sequence,
     ) -> Result<Inlined, RewriteError> {
+        let Sequence {
+            temp,
+            offset_temp,
+            save_scc,
+            save_vcc,
+            save_m0,
+            save_exec,
+            ..
+        } = *seq;
         let asm = self.asm;
         let b = |e: Encoding, m: &'static str, ops: &[Operand]| asm.build(e, m, ops);
         let s1 = |n: u16| Asm::sgpr(n, 1);
@@ -579,8 +645,13 @@ impl<'a> Ctx<'a> {
             )
         };
         let mut s = Snippet::default();
-        // 1. Wait, saves.
+        // 1. Wait, borrowed SGPRs into lanes, saves.
         s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0)])?);
+        if let Some(v) = seq.lanes {
+            for (lane, &x) in seq.borrowed.iter().enumerate() {
+                s.push(asm.lane("v_writelane_b32", v, x, lane as u8)?);
+            }
+        }
         if let Some(t) = save_scc {
             s.push(b(
                 Encoding::Sop2,
@@ -972,6 +1043,12 @@ impl<'a> Ctx<'a> {
         }
         if let Some(t) = save_scc {
             s.push(b(Encoding::Sopc, "s_cmp_lg_u32", &[s1(t), zero])?);
+        }
+        // Last, as SCC's slot may be one of them.
+        if let Some(v) = seq.lanes {
+            for (lane, &x) in seq.borrowed.iter().enumerate() {
+                s.push(asm.lane("v_readlane_b32", v, x, lane as u8)?);
+            }
         }
         s.resolve()?;
         let (mut max_sgpr, mut max_vgpr) = (0u16, 0u16);

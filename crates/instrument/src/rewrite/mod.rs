@@ -249,6 +249,9 @@ pub struct Plan {
     /// ones live at the point and clobbered by the hook: the baseline the
     /// engine's register finding is measured against.
     pub save_all_clobberable: bool,
+    /// Inlined hooks take no dead SGPR: every SGPR they need is borrowed
+    /// from a live one and put back (to exercise that path; slower).
+    pub inline_borrowing: bool,
 }
 
 /// A relocation the loader applies to the rewritten code: the 32-bit word
@@ -621,7 +624,7 @@ pub fn rewrite(
     for &(_, to, n) in saved.iter().flatten() {
         held.insert_range(to, u16::from(n));
     }
-    let placed = calls.place(&asm, held, plan.save_all_clobberable)?;
+    let placed = calls.place(&asm, held, plan.save_all_clobberable, plan.inline_borrowing)?;
     let call_insts = placed.entry.insts()
         + placed
             .before

@@ -315,6 +315,24 @@ fn choose_at(
         // Nothing is live at an s_endpgm: launch values and constants only.
         Point::Exits => (entry, inlay_instrument::Live::default()),
     };
+    // SCC between the s_add_u32 and s_addc_u32 of a code address is the
+    // carry of the low half, which the instrumented code's own addresses
+    // change (as they change the pair: see code_address_sgprs).
+    let sdst = |i: usize| match prog.insts[i].inst.operand(0) {
+        Some(inlay_isa::Operand::Sgpr { first, .. }) => Some(first),
+        _ => None,
+    };
+    let code_carry = match point {
+        Point::After(i) => {
+            prog.insts[i].inst.mnemonic() == "s_add_u32"
+                && sdst(i).is_some_and(|d| avoid_s.contains(&d))
+        }
+        Point::Before(i) => {
+            prog.insts[i].inst.mnemonic() == "s_addc_u32"
+                && sdst(i).is_some_and(|d| avoid_s.contains(&d))
+        }
+        _ => false,
+    };
     let res = &an.resources;
     let live_s: Vec<u16> = (0..res.sgprs_usable as u16)
         .filter(|&s| live.active.has_sgpr(s) && !avoid_s.contains(&s))
@@ -357,7 +375,7 @@ fn choose_at(
         match rng.below(6) {
             0 => Value::Launch(launch(rng)),
             1 => Value::Const(rng.next() as u32),
-            2 if live.active.contains(inlay_instrument::regs::SCC) => {
+            2 if live.active.contains(inlay_instrument::regs::SCC) && !code_carry => {
                 Value::Reg(Register::new(RegFile::Scc, 0, 1))
             }
             3 if live.active.contains(inlay_instrument::regs::M0) => {
@@ -542,6 +560,8 @@ struct Placed {
     inlined: [usize; 3],
     calls: [usize; 3],
     refused: usize,
+    /// Forced rounds with every SGPR borrowed, and the calls they inlined.
+    borrowing: [usize; 2],
 }
 
 fn check_kernel(
@@ -672,6 +692,9 @@ fn check_kernel(
             1 => forced(c),
             _ => Placement::Call,
         };
+        let mut mode = rng.below(3);
+        // Forced inlining sometimes borrows every SGPR it needs.
+        let borrowing = mode == 1 && rng.below(2) == 0;
         let plan_with = |mode: usize| Plan {
             calls: chosen
                 .iter()
@@ -692,13 +715,13 @@ fn check_kernel(
             // What the packet gives the original.
             private_segment_size: Some(private),
             save_all_clobberable: save_all,
+            inline_borrowing: borrowing,
             ..Plan::default()
         };
-        let mut mode = rng.below(3);
         let what = format!(
             "{what} ({})",
             ["inline where cheaper", "inlining forced", "calls forced"][mode]
-        );
+        ) + if borrowing { ", SGPRs borrowed" } else { "" };
         let loaded = match instrument(&mem, &co, name, &an, &original, &plan_with(mode)) {
             // Forced inlining where the point has too few dead registers
             // is refused with the reason; the engine's choice then calls.
@@ -711,6 +734,10 @@ fn check_kernel(
         }
         .unwrap_or_else(|e| panic!("{what}: {e}\n{chosen:#?}"));
         stats.inlined[mode] += loaded.rw.inlined;
+        if borrowing && mode == 1 {
+            stats.borrowing[0] += 1;
+            stats.borrowing[1] += loaded.rw.inlined;
+        }
         stats.calls[mode] += chosen.len();
         for (&b, bytes) in l.buffers.iter().zip(&inputs) {
             dev.write(b, bytes).unwrap();
@@ -875,20 +902,23 @@ fn random_calls_are_transparent_and_see_what_the_gpu_had() {
     }
     eprintln!(
         "{rounds_checked} rounds over {} kernels, {calls} calls checked (seed {seed:#x}); \
-         inlined/requested: engine's choice {}/{}, forced {}/{} ({} forced rounds refused for registers), calls forced {}/{}",
+         inlined/requested: engine's choice {}/{}, forced {}/{} ({} forced rounds refused for registers; \
+         {} rounds borrowing every SGPR inlined {}), calls forced {}/{}",
         list.len(),
         placed.inlined[0],
         placed.calls[0],
         placed.inlined[1],
         placed.calls[1],
         placed.refused,
+        placed.borrowing[0],
+        placed.borrowing[1],
         placed.inlined[2],
         placed.calls[2],
     );
     // Every mode ran, and inlining happened in the first two.
     assert!(
-        placed.inlined[0] > 0 && placed.inlined[1] > 0,
-        "nothing was inlined"
+        placed.inlined[0] > 0 && placed.inlined[1] > 0 && placed.borrowing[1] > 0,
+        "nothing was inlined in some mode"
     );
     assert_eq!(placed.inlined[2], 0, "calls forced, yet some were inlined");
     assert!(
