@@ -175,6 +175,12 @@ typedef enum {
 
 /* Flags of inlay_insert_call. */
 #define INLAY_ONCE_PER_WAVE 1u /* run in one lane (the lowest on, or lane 0) */
+/* By default the engine places the hook's code inline at the point when
+ * the hook allows it (one function, no stack, no indirect jumps, no
+ * register by reference) and that costs no more than a call; otherwise it
+ * calls the hook. These force either: */
+#define INLAY_INLINE 2u /* inline; instrumentation fails if it cannot be */
+#define INLAY_CALL 4u   /* call, always */
 
 /* Values the dispatch gives every wave. */
 typedef enum {

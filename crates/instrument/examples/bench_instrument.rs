@@ -13,7 +13,11 @@
 //! `obs_value64(n, exec, address)` at every memory instruction: the test
 //! module fixtures/gfx90a/v5/hooks_test.hsaco has both); the module is
 //! read and the hook called analysed once, and that time is reported and
-//! added to each row's total. The times are the best of 3 runs, after one instrumentation that
+//! added to each row's total. `--hook NAME` calls that hook of the module
+//! instead (with `(1)` for `count_instr`, `(address)` for `trace_address`,
+//! like the example tools' hooks). Calls are made as calls unless
+//! `--inline` (inlining forced: an error where it cannot be) or `--auto`
+//! (the engine's choice) says otherwise. The times are the best of 3 runs, after one instrumentation that
 //! warms the process up (reported apart). Kernels are ranked by
 //! instructions reached (the kernel and every device function it calls).
 //!
@@ -27,7 +31,7 @@
 use std::time::{Duration, Instant};
 
 use inlay_codeobj::CodeObject;
-use inlay_instrument::hooks::{Arg, HookCall, HookModule, Point};
+use inlay_instrument::hooks::{Arg, HookCall, HookModule, Placement, Point};
 use inlay_instrument::rewrite::{has_address, rewrite, Hook, LaneValue, Plan, Trace};
 use inlay_isa::{RegFile, Register};
 
@@ -121,12 +125,19 @@ fn digest(rw: &inlay_instrument::rewrite::Rewritten) -> u64 {
     h
 }
 
+/// Which compiled hook is called, and how.
+struct Calls {
+    hook: Option<String>,
+    placement: Placement,
+}
+
 fn measure(
     file: &str,
     bytes: &[u8],
     kernel: &str,
     hooks: Hooks,
     module: Option<&HookModule>,
+    choice: &Calls,
 ) -> Row {
     let mut row = Row {
         file: file.to_string(),
@@ -190,12 +201,19 @@ fn measure(
                         Hooks::Memory => ("obs_value64", Arg::Address),
                         _ => ("obs_value", Arg::Const32(0)),
                     };
+                    let hook = choice.hook.as_deref().unwrap_or(hook);
+                    let args = match hook {
+                        "count_instr" => vec![Arg::Const32(1)],
+                        "trace_address" => vec![Arg::Address],
+                        _ => vec![Arg::Const32(n as u32), exec.clone(), value],
+                    };
                     HookCall {
                         point: Point::Before(i),
                         module: 0,
                         hook: hook.into(),
-                        args: vec![Arg::Const32(n as u32), exec.clone(), value],
+                        args,
                         once_per_wave: false,
+                        placement: choice.placement,
                     }
                 })
                 .collect();
@@ -256,6 +274,10 @@ fn main() {
     let mut files = Vec::new();
     let mut calls: Option<String> = None;
     let mut show_digest = false;
+    let mut choice = Calls {
+        hook: None,
+        placement: Placement::Call,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -264,6 +286,9 @@ fn main() {
             "--memory-trace" => hooks = Hooks::Memory,
             "--calls" => calls = args.next(),
             "--digest" => show_digest = true,
+            "--hook" => choice.hook = args.next(),
+            "--inline" => choice.placement = Placement::Inline,
+            "--auto" => choice.placement = Placement::Auto,
             _ => files.push(a),
         }
     }
@@ -278,10 +303,10 @@ fn main() {
                 }
             };
             // The module read, and the hook the calls name analysed.
-            let hook = match hooks {
+            let hook = choice.hook.as_deref().unwrap_or(match hooks {
                 Hooks::Memory => "obs_value64",
                 _ => "obs_value",
-            };
+            });
             let (t, m) = best(|| {
                 let m = HookModule::new(path, bytes.clone())?;
                 m.hook(hook)?;
@@ -325,7 +350,7 @@ fn main() {
     // growth, first page faults, tables initialised on first use), whichever
     // kernel it is: it is reported apart, and the rows are measured after it.
     if let Some((_, f, k)) = candidates.first() {
-        let cold = measure(f, &data[f], k, hooks, module.as_ref());
+        let cold = measure(f, &data[f], k, hooks, module.as_ref(), &choice);
         let total = cold.analyse + cold.rewrite + cold.emit;
         println!(
             "first instrumentation in this process (not in the rows): {} instructions, best of 3 {:.2} ms wall, {:.2} ms CPU",
@@ -337,7 +362,7 @@ fn main() {
     let mut rows: Vec<Row> = candidates
         .iter()
         .take(top)
-        .map(|(_, f, k)| measure(f, &data[f], k, hooks, module.as_ref()))
+        .map(|(_, f, k)| measure(f, &data[f], k, hooks, module.as_ref(), &choice))
         .collect();
     rows.sort_by_key(|r| std::cmp::Reverse(r.insts));
     println!("times: wall / thread CPU, best of 3 each; total includes the hook module's analysis");

@@ -29,7 +29,7 @@ fn main() {
     for h in m.hooks() {
         println!(
             "{} at {:#x}: {} argument dwords, inputs {:?}, stack {} bytes, \
-             {} instructions in {} functions, uses s0..s{} v0..v{} a0..a{}\n  clobbers {:?}",
+             {} instructions in {} functions, uses s0..s{} v0..v{} a0..a{}\n  clobbers {:?}\n  inline: {}",
             h.name,
             h.address,
             h.arg_dwords,
@@ -40,7 +40,9 @@ fn main() {
             h.sgprs,
             h.vgprs,
             h.agprs,
-            h.clobbers
+            h.clobbers,
+            inlay_instrument::rewrite::inline_refusal(h)
+                .map_or("yes".to_string(), |why| format!("no, {why}"))
         );
     }
 }

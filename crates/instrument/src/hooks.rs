@@ -189,6 +189,22 @@ pub struct HookCall {
     /// Run the hook once per wave (in one lane) instead of in every lane
     /// EXEC enables at the point.
     pub once_per_wave: bool,
+    /// Whether the hook's code is placed at the point or called.
+    pub placement: Placement,
+}
+
+/// How a [`HookCall`] is made (see [`crate::rewrite`]'s inliner).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Placement {
+    /// Inlined where the hook's code allows it, called otherwise: an
+    /// inlined hook runs the same instructions without the call's own
+    /// (return address, branch out and back, register saves).
+    #[default]
+    Auto,
+    /// Inlined; a hook whose code does not allow it is an error.
+    Inline,
+    /// Called, always.
+    Call,
 }
 
 /// ABI inputs (AMDGPUUsage's non-kernel function inputs) a hook's code reads.

@@ -594,6 +594,24 @@ fn scalar(v: u32, regs: u8) -> Option<Register> {
     }
 }
 
+/// Where a fixed slot that names an SGPR or VGPR keeps its number
+/// (dword, low bit, width, whether it is an SGPR), as [`fixed_operand`]
+/// reads it; `None` for other slots (`vcc` is no renamable register).
+pub(crate) fn fixed_register_bits(i: &Instruction, n: usize) -> Option<(usize, u32, u32, bool)> {
+    let text = match i.slots().get(n)? {
+        Slot::Fixed(t) => Slot::fixed_text(*t),
+        _ => return None,
+    };
+    let r = fixed_operand(i, n, text)?;
+    let last = n + 1 == i.slots().len();
+    match (i.encoding, r.file) {
+        (E::VopcSdwa, RegFile::Sgpr) if n == 0 => Some((1, 8, 7, true)),
+        (E::Global | E::Scratch, RegFile::Sgpr) if last => Some((1, 16, 7, true)),
+        (E::Scratch | E::Mubuf | E::Mtbuf, RegFile::Vgpr) => Some((1, 0, 8, false)),
+        _ => None,
+    }
+}
+
 /// Printed fixed operands that name registers (`vcc`, or the `off` slots
 /// that hold saddr / vaddr when those are in use).
 fn fixed_operand(i: &Instruction, n: usize, text: &str) -> Option<Register> {

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use inlay_isa::{Access, RegFile, Register};
 
 use crate::kernel::{AddressOperand, Space};
-use crate::{Arg, LaunchValue, Point};
+use crate::{Arg, LaunchValue, Placement, Point};
 use crate::{Globals, HookModule, Insertions, Kernel, Output, ToolOptions};
 
 thread_local! {
@@ -475,10 +475,17 @@ pub unsafe extern "C" fn inlay_insert_call(
                 3 => Point::Exits,
                 p => return Err(format!("point {p} is not an inlay_point_t")),
             };
-            if flags & !1 != 0 {
+            if flags & !7 != 0 {
                 return Err(format!("unknown flags {flags:#x}"));
             }
-            at.call(point, hook, &[], flags & 1 != 0)
+            let placement = match flags & 6 {
+                0 => Placement::Auto,
+                2 => Placement::Inline,
+                4 => Placement::Call,
+                _ => return Err("INLAY_INLINE and INLAY_CALL together".into()),
+            };
+            at.call(point, hook, &[], flags & 1 != 0)?;
+            at.place(placement)
         })
     }
 }

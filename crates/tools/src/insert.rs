@@ -11,7 +11,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use inlay_instrument::hooks::{Arg, HookCall, Point};
+use inlay_instrument::hooks::{Arg, HookCall, Placement, Point};
 use inlay_instrument::rewrite::{LaneValue, Value};
 
 /// One of this tool's u64 counters, zeroed before each launch.
@@ -95,8 +95,19 @@ impl Insertions {
             hook: hook.to_string(),
             args: args.to_vec(),
             once_per_wave,
+            placement: Default::default(),
         });
         Ok(())
+    }
+
+    /// Forces the last call inserted to be inlined ([`Placement::Inline`]:
+    /// an error at instrumentation when the hook's code does not allow it)
+    /// or called ([`Placement::Call`]); by default the engine chooses.
+    pub fn place(&mut self, placement: Placement) -> Result<(), String> {
+        self.calls
+            .last_mut()
+            .map(|c| c.placement = placement)
+            .ok_or_else(|| "no call inserted yet to place".to_string())
     }
 
     /// Adds an argument to the last call inserted (NVBit's style).

@@ -42,7 +42,7 @@ pub mod shared_lib;
 
 pub use counting::{Counting, Executed, LaneRecord, Records};
 pub use host::{Host, MAX_TOOLS};
-pub use inlay_instrument::hooks::{Arg, HookModule, LaunchValue, Point};
+pub use inlay_instrument::hooks::{Arg, HookModule, LaunchValue, Placement, Point};
 pub use insert::{Counter, Insertions, TraceId};
 pub use kernel::{classify, AddressOperand, BlockView, Class, FunctionView, Instr, Kernel, Space};
 pub use options::{Options, ToolOptions, HOST_KEYS};

@@ -5,6 +5,7 @@ use inlay_isa::{Encoding, Instruction, Operand, RegFile, Register};
 
 use super::asm::FastHash;
 use super::asm::{Asm, EXEC};
+use super::inline::Placing;
 use super::preamble::{Home, Homes, Needs};
 use super::snippet::{Snippet, Template};
 use super::*;
@@ -295,6 +296,8 @@ pub(super) struct Ctx<'a> {
     /// Lane offset of the instrumentation area in private memory.
     pub(super) stack_base: u32,
     pub(super) save_all: bool,
+    /// Inlined hooks borrow every SGPR they need (`Plan::inline_borrowing`).
+    pub(super) borrow_all: bool,
 }
 
 /// The saves of one call, decided before its code (the save area's size
@@ -331,7 +334,7 @@ fn vgpr_bit(n: u16) -> u16 {
 }
 
 /// RegSet bits of a register.
-fn reg_bits(r: &Register) -> Vec<u16> {
+pub(super) fn reg_bits(r: &Register) -> Vec<u16> {
     match bits::bits_of(r) {
         Some((b, n)) => (b..b + n).collect(),
         None => Vec::new(),
@@ -339,7 +342,7 @@ fn reg_bits(r: &Register) -> Vec<u16> {
 }
 
 /// The scalar operand of a RegSet bit (an SGPR, VCC, M0, EXEC half).
-fn scalar_operand(b: u16) -> Operand {
+pub(super) fn scalar_operand(b: u16) -> Operand {
     if b < bits::NUM_SGPRS {
         Asm::sgpr(b, 1)
     } else {
@@ -355,7 +358,7 @@ fn a_dwords(a: &Arg) -> u8 {
 }
 
 /// Dword `dword` of a constant argument (0 for any other).
-fn constant(a: &Arg, dword: u8) -> u32 {
+pub(super) fn constant(a: &Arg, dword: u8) -> u32 {
     match (a, dword) {
         (Arg::Const32(c), 0) => *c,
         (Arg::Const64(c), 0) => *c as u32,
@@ -365,7 +368,7 @@ fn constant(a: &Arg, dword: u8) -> u32 {
 }
 
 /// Argument slots: the first VGPR of each argument.
-fn arg_vgprs(args: &[Arg]) -> Vec<u16> {
+pub(super) fn arg_vgprs(args: &[Arg]) -> Vec<u16> {
     let mut at = 0u16;
     args.iter()
         .map(|a| {
@@ -394,7 +397,7 @@ fn arg_sources(a: &Arg, inst: &Instruction) -> Vec<u16> {
 }
 
 /// Adds the registers an argument reads at the point to `set`.
-fn add_arg_sources(a: &Arg, inst: &Instruction, set: &mut RegSet) {
+pub(super) fn add_arg_sources(a: &Arg, inst: &Instruction, set: &mut RegSet) {
     match a {
         Arg::Value(r) | Arg::Reference(r) => set.union_with(&RegSet::of(r)),
         Arg::Address => {
@@ -411,7 +414,7 @@ fn add_arg_sources(a: &Arg, inst: &Instruction, set: &mut RegSet) {
 
 /// A FLAT or GLOBAL instruction's address operands: vaddr, the SGPR pair
 /// base (GLOBAL with saddr), and the signed offset.
-fn address_operands(i: &Instruction) -> Option<(u16, Option<u16>, i32)> {
+pub(super) fn address_operands(i: &Instruction) -> Option<(u16, Option<u16>, i32)> {
     let w0 = *i.words().first()?;
     let w1 = *i.words().get(1)?;
     let vaddr = (w1 & 0xff) as u16;
@@ -521,7 +524,7 @@ const MAX_AREA: u32 = 4096;
 pub(super) const MAX_PRIVATE: u32 = 128 * 1024;
 
 impl<'a> Ctx<'a> {
-    fn fail(&self, r: &Request<'_>, reason: String) -> RewriteError {
+    pub(super) fn fail(&self, r: &Request<'_>, reason: String) -> RewriteError {
         call_error(self.an, r.call, describe(self.an, r.site, r.inst), reason)
     }
 
@@ -851,7 +854,7 @@ impl<'a> Ctx<'a> {
     /// The call's hook, whether once per wave, and its arguments as words
     /// (constants only as far as their encoding goes: inline values, or
     /// "a literal").
-    fn call_key(&self, r: &Request<'a>, key: &mut Vec<u64>) {
+    pub(super) fn call_key(&self, r: &Request<'a>, key: &mut Vec<u64>) {
         key.clear();
         let none = u64::MAX;
         key.push(r.hook as *const HookInfo as u64);
@@ -1288,7 +1291,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// `s{to} = home` (an SGPR move or a lane read).
-    fn read_home(&self, to: u16, home: Home) -> Result<Instruction, RewriteError> {
+    pub(super) fn read_home(&self, to: u16, home: Home) -> Result<Instruction, RewriteError> {
         self.read_slot(to, home)
     }
 
@@ -1730,31 +1733,33 @@ impl<'a> Ctx<'a> {
                     )?);
                 }
             }
-            Arg::Launch(v) => self.launch_value(p, s, *v, d)?,
+            Arg::Launch(v) => self.launch_value(p.req, s, *v, d, 30)?,
         }
         Ok(())
     }
 
-    fn launch_value(
+    /// Launch value `v` into `v[d]`, through the SGPR pair `s[t:t+1]`
+    /// (which it changes, and SCC).
+    pub(super) fn launch_value(
         &self,
-        p: &CallPlan<'_, 'a>,
+        r: &Request<'_>,
         s: &mut Snippet,
         v: LaunchValue,
         d: u16,
+        t: u16,
     ) -> Result<(), RewriteError> {
         let asm = self.asm;
-        let r = p.req;
         let homes = self.homes;
         let b = |e: Encoding, m: &'static str, ops: &[Operand]| asm.build(e, m, ops);
         let missing = |what: &str| self.fail(r, format!("no {what} kept"));
-        // A home's value into s30 (and s31), then into VGPRs.
+        // A home's value into s[t] (and s[t+1]), then into VGPRs.
         let load = |s: &mut Snippet, ptr: [Home; 2], offset: u32| -> Result<(), RewriteError> {
-            s.push(self.read_home(30, ptr[0])?);
-            s.push(self.read_home(31, ptr[1])?);
+            s.push(self.read_home(t, ptr[0])?);
+            s.push(self.read_home(t + 1, ptr[1])?);
             s.push(b(
                 Encoding::Smem,
                 "s_load_dword",
-                &[Asm::sgpr(30, 1), Asm::sgpr(30, 2), Operand::Imm(offset)],
+                &[Asm::sgpr(t, 1), Asm::sgpr(t, 2), Operand::Imm(offset)],
             )?);
             s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0xC07F)])?);
             Ok(())
@@ -1766,7 +1771,7 @@ impl<'a> Ctx<'a> {
                     homes.dispatch.ok_or_else(|| missing("dispatch pointer"))?,
                     12 + 4 * u32::from(dim),
                 )?;
-                s.push(asm.vmov(d, Asm::sgpr(30, 1))?);
+                s.push(asm.vmov(d, Asm::sgpr(t, 1))?);
             }
             LaunchValue::WorkgroupSize(dim) => {
                 let at = 4 + 2 * u32::from(dim);
@@ -1779,22 +1784,22 @@ impl<'a> Ctx<'a> {
                     s.push(b(
                         Encoding::Sop2,
                         "s_lshr_b32",
-                        &[Asm::sgpr(30, 1), Asm::sgpr(30, 1), Asm::konst(16)],
+                        &[Asm::sgpr(t, 1), Asm::sgpr(t, 1), Asm::konst(16)],
                     )?);
                 } else {
                     s.push(b(
                         Encoding::Sop2,
                         "s_and_b32",
-                        &[Asm::sgpr(30, 1), Asm::sgpr(30, 1), Operand::Literal(0xffff)],
+                        &[Asm::sgpr(t, 1), Asm::sgpr(t, 1), Operand::Literal(0xffff)],
                     )?);
                 }
-                s.push(asm.vmov(d, Asm::sgpr(30, 1))?);
+                s.push(asm.vmov(d, Asm::sgpr(t, 1))?);
             }
             LaunchValue::WorkgroupId(dim) => {
                 let h =
                     homes.workgroup_id[usize::from(dim)].ok_or_else(|| missing("workgroup id"))?;
-                s.push(self.read_home(30, h)?);
-                s.push(asm.vmov(d, Asm::sgpr(30, 1))?);
+                s.push(self.read_home(t, h)?);
+                s.push(asm.vmov(d, Asm::sgpr(t, 1))?);
             }
             LaunchValue::WorkitemId(dim) => {
                 let w = homes.workitem.ok_or_else(|| missing("work-item ids"))?;
@@ -1817,7 +1822,7 @@ impl<'a> Ctx<'a> {
                         .ok_or_else(|| missing("kernel-argument pointer"))?,
                     off,
                 )?;
-                s.push(asm.vmov(d, Asm::sgpr(30, 1))?);
+                s.push(asm.vmov(d, Asm::sgpr(t, 1))?);
             }
             LaunchValue::KernargPtr | LaunchValue::DispatchPtr => {
                 let h = if v == LaunchValue::KernargPtr {
@@ -1827,8 +1832,8 @@ impl<'a> Ctx<'a> {
                 }
                 .ok_or_else(|| missing("pointer"))?;
                 for (j, home) in h.iter().enumerate() {
-                    s.push(self.read_home(30, *home)?);
-                    s.push(asm.vmov(d + j as u16, Asm::sgpr(30, 1))?);
+                    s.push(self.read_home(t, *home)?);
+                    s.push(asm.vmov(d + j as u16, Asm::sgpr(t, 1))?);
                 }
             }
         }
@@ -1944,6 +1949,8 @@ pub(super) struct Placed<'a> {
     /// Bytes of private memory per lane the instrumented kernel needs.
     pub(super) private_size: Option<u32>,
     pub(super) implicit_block: bool,
+    /// Calls placed inline (see `inline`).
+    pub(super) inlined: usize,
 }
 
 /// A site's group among the placed calls: the entry, then before and
@@ -2139,6 +2146,7 @@ impl<'a> Calls<'a> {
         asm: &Asm,
         taken: RegSet,
         save_all: bool,
+        borrow_all: bool,
     ) -> Result<Placed<'a>, RewriteError> {
         let n = self.an.program.insts.len();
         let mut out = Placed::default();
@@ -2171,6 +2179,7 @@ impl<'a> Calls<'a> {
             ),
             stack_base: self.stack_base,
             save_all,
+            borrow_all,
         };
         // Calls with the same hook, argument kinds and plan get the same
         // code up to their constants: each distinct plan is kept once (in
@@ -2178,7 +2187,6 @@ impl<'a> Calls<'a> {
         let mut distinct = Vec::new();
         let mut ids: std::collections::HashMap<Box<[u64]>, usize, FastHash> = Default::default();
         let mut plan_of = Vec::with_capacity(self.reqs.len());
-        let mut every_plan = Vec::new();
         let mut key = Vec::new();
         // A plan is a function of the call and the liveness at its site:
         // calls alike at points with the same live registers share it
@@ -2186,36 +2194,47 @@ impl<'a> Calls<'a> {
         let mut by_inputs: std::collections::HashMap<Box<[u64]>, usize, FastHash> =
             Default::default();
         let mut inputs = Vec::new();
+        let mut bodies = super::inline::Bodies::default();
         for r in &self.reqs {
-            if cfg!(debug_assertions) {
-                every_plan.push(ctx.plan(r)?);
-            }
             ctx.call_key(r, &mut inputs);
+            inputs.push(r.call.placement as u64);
             inputs.extend_from_slice(self.an.live_before(r.live_at).any().words());
             if let Some(&id) = by_inputs.get(inputs.as_slice()) {
                 plan_of.push(id);
                 continue;
             }
-            let p = ctx.plan(r)?;
-            ctx.template_key(&p, &mut key);
-            let id = match ids.get(key.as_slice()) {
-                Some(&id) => id,
-                None => {
-                    ids.insert(key.clone().into_boxed_slice(), distinct.len());
-                    distinct.push(p);
+            let id = match ctx.place_one(r, &mut bodies)? {
+                Placing::Call(p) => {
+                    ctx.template_key(&p, &mut key);
+                    match ids.get(key.as_slice()) {
+                        Some(&id) => id,
+                        None => {
+                            ids.insert(key.clone().into_boxed_slice(), distinct.len());
+                            distinct.push(Placing::Call(p));
+                            distinct.len() - 1
+                        }
+                    }
+                }
+                inlined => {
+                    distinct.push(inlined);
                     distinct.len() - 1
                 }
             };
             by_inputs.insert(inputs.clone().into_boxed_slice(), id);
             plan_of.push(id);
         }
-        let area = distinct
-            .iter()
+        let plans = || {
+            distinct.iter().filter_map(|d| match d {
+                Placing::Call(p) => Some(p),
+                Placing::Inline(_) => None,
+            })
+        };
+        let area = plans()
             .map(|p| p.area)
             .max()
             .unwrap_or(0)
             .next_multiple_of(16);
-        for p in &distinct {
+        for p in plans() {
             let need = self.stack_base + area + p.req.hook.stack_bytes;
             if need > MAX_PRIVATE {
                 return Err(ctx.fail(
@@ -2231,12 +2250,25 @@ impl<'a> Calls<'a> {
         // Each distinct plan's code, built and encoded once.
         out.templates = distinct
             .iter()
-            .map(|p| Ok(Template::new(&ctx.code(p, area)?)))
+            .map(|d| {
+                Ok(Template::new(&match d {
+                    Placing::Call(p) => ctx.code(p, area)?,
+                    Placing::Inline(i) => i.code.clone(),
+                }))
+            })
             .collect::<Result<Vec<_>, RewriteError>>()?;
-        for p in &distinct {
-            out.max_sgpr = out.max_sgpr.max(p.max_sgpr);
-            out.max_vgpr = out.max_vgpr.max(p.max_vgpr);
-            scratch |= p.area > 0;
+        for d in &distinct {
+            match d {
+                Placing::Call(p) => {
+                    out.max_sgpr = out.max_sgpr.max(p.max_sgpr);
+                    out.max_vgpr = out.max_vgpr.max(p.max_vgpr);
+                    scratch |= p.area > 0;
+                }
+                Placing::Inline(i) => {
+                    out.max_sgpr = out.max_sgpr.max(i.max_sgpr);
+                    out.max_vgpr = out.max_vgpr.max(i.max_vgpr);
+                }
+            }
         }
         // The calls grouped by site, in the plan's order within a site (a
         // counting sort).
@@ -2261,20 +2293,27 @@ impl<'a> Calls<'a> {
                 args: &self.reqs[k].call.args,
             })
             .collect();
-        for (k, p) in every_plan.iter().enumerate() {
-            // (Debug builds) the copy is the code the call would have had
-            // built for it.
-            let (mut built, mut copied) = (Vec::new(), Vec::new());
-            let (mut built_relocs, mut copied_relocs) = (Vec::new(), Vec::new());
-            ctx.code(p, area)?.encode(&mut built, &mut built_relocs);
-            let args = &self.reqs[k].call.args;
-            out.templates[plan_of[k]].encode(&mut copied, &mut copied_relocs, |arg, dword| {
-                args.get(usize::from(arg)).map_or(0, |a| constant(a, dword))
-            });
-            debug_assert!(
-                built == copied && built_relocs == copied_relocs,
-                "a call's code from its template differs from the code built for it"
-            );
+        for (r, &id) in self.reqs.iter().zip(&plan_of) {
+            match &distinct[id] {
+                Placing::Inline(_) => out.inlined += 1,
+                Placing::Call(_) if cfg!(debug_assertions) => {
+                    // (Debug builds) the copy is the code the call would
+                    // have had built for it.
+                    let p = ctx.plan(r)?;
+                    let (mut built, mut copied) = (Vec::new(), Vec::new());
+                    let (mut built_relocs, mut copied_relocs) = (Vec::new(), Vec::new());
+                    ctx.code(&p, area)?.encode(&mut built, &mut built_relocs);
+                    let args = &r.call.args;
+                    out.templates[id].encode(&mut copied, &mut copied_relocs, |arg, dword| {
+                        args.get(usize::from(arg)).map_or(0, |a| constant(a, dword))
+                    });
+                    debug_assert!(
+                        built == copied && built_relocs == copied_relocs,
+                        "a call's code from its template differs from the code built for it"
+                    );
+                }
+                Placing::Call(_) => {}
+            }
         }
         out.max_sgpr = out.max_sgpr.max(self.hook_sgprs.saturating_sub(1));
         out.max_vgpr = out

@@ -63,6 +63,7 @@
 mod asm;
 mod builtin;
 mod call;
+mod inline;
 mod layout;
 mod preamble;
 mod regs;
@@ -249,6 +250,9 @@ pub struct Plan {
     /// ones live at the point and clobbered by the hook: the baseline the
     /// engine's register finding is measured against.
     pub save_all_clobberable: bool,
+    /// Inlined hooks take no dead SGPR: every SGPR they need is borrowed
+    /// from a live one and put back (to exercise that path; slower).
+    pub inline_borrowing: bool,
 }
 
 /// A relocation the loader applies to the rewritten code: the 32-bit word
@@ -297,6 +301,8 @@ pub struct Rewritten {
     pub relocations: Vec<CodeReloc>,
     /// An implicit-argument block the host must fill before each dispatch.
     pub implicit_args: Option<ImplicitArgs>,
+    /// Calls to compiled hooks placed inline rather than called.
+    pub inlined: usize,
 }
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -339,6 +345,13 @@ pub enum RewriteError {
         point: String,
         reason: String,
     },
+}
+
+/// Why calls to `hook` cannot be inlined anywhere (its code does not allow
+/// it: see the inliner's module), or `None` when they can be where
+/// registers allow.
+pub fn inline_refusal(hook: &crate::hooks::HookInfo) -> Option<String> {
+    inline::Body::new(hook).err()
 }
 
 /// Largest offset `s_atomic_*` takes as an immediate on gfx9.
@@ -612,7 +625,7 @@ pub fn rewrite(
     for &(_, to, n) in saved.iter().flatten() {
         held.insert_range(to, u16::from(n));
     }
-    let placed = calls.place(&asm, held, plan.save_all_clobberable)?;
+    let placed = calls.place(&asm, held, plan.save_all_clobberable, plan.inline_borrowing)?;
     let call_insts = placed.insts();
     added_by_hooks += call_insts;
     // The preamble: the calls' launch state first (it puts the kernel's
@@ -826,5 +839,6 @@ pub fn rewrite(
         implicit_args: placed.implicit_block.then_some(ImplicitArgs {
             size: crate::hooks::IMPLICIT_ARGS_V5 as u32,
         }),
+        inlined: placed.inlined,
     })
 }

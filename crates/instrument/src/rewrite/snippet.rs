@@ -1,6 +1,6 @@
 //! Snippets: the code the engine places at a point (built-in hook code, a
-//! call to a compiled hook), with forward branches to its end and the
-//! relocations its literals need.
+//! call to a compiled hook, a compiled hook inlined), with branches inside
+//! it and the relocations its literals need.
 
 use inlay_isa::Instruction;
 
@@ -84,6 +84,12 @@ impl Snippet {
     /// Aims branch `b` at the instruction pushed next.
     pub(super) fn land(&mut self, b: usize) {
         let to = self.insts.len();
+        self.branches.push((b, to));
+    }
+
+    /// Aims branch `b` at instruction `to` (before or after it; `insts.len()`
+    /// at resolve time is the end).
+    pub(super) fn aim(&mut self, b: usize, to: usize) {
         self.branches.push((b, to));
     }
 

@@ -22,9 +22,9 @@ use std::sync::Mutex;
 use harness::calls::{device, hook_module, instrument};
 use harness::{fixture, kernels, launch};
 use inlay_codeobj::CodeObject;
-use inlay_instrument::hooks::{Arg, HookCall, LaunchValue, Point};
+use inlay_instrument::hooks::{Arg, HookCall, LaunchValue, Placement, Point};
 use inlay_instrument::lift::{Flow, Program};
-use inlay_instrument::rewrite::{has_address, Plan};
+use inlay_instrument::rewrite::{has_address, inline_refusal, Plan};
 use inlay_instrument::{analyse, emit, Analysis};
 use inlay_isa::{Encoding, Instruction, RegFile, Register};
 use inlay_vgpu::{Probe, ProbeHit};
@@ -86,6 +86,7 @@ fn a_hook_at_the_entry_sees_its_wave() {
                 Arg::Launch(LaunchValue::WorkitemId(0)),
             ],
             once_per_wave: false,
+            placement: Default::default(),
         }],
         modules: vec![module],
         ..Plan::default()
@@ -314,6 +315,24 @@ fn choose_at(
         // Nothing is live at an s_endpgm: launch values and constants only.
         Point::Exits => (entry, inlay_instrument::Live::default()),
     };
+    // SCC between the s_add_u32 and s_addc_u32 of a code address is the
+    // carry of the low half, which the instrumented code's own addresses
+    // change (as they change the pair: see code_address_sgprs).
+    let sdst = |i: usize| match prog.insts[i].inst.operand(0) {
+        Some(inlay_isa::Operand::Sgpr { first, .. }) => Some(first),
+        _ => None,
+    };
+    let code_carry = match point {
+        Point::After(i) => {
+            prog.insts[i].inst.mnemonic() == "s_add_u32"
+                && sdst(i).is_some_and(|d| avoid_s.contains(&d))
+        }
+        Point::Before(i) => {
+            prog.insts[i].inst.mnemonic() == "s_addc_u32"
+                && sdst(i).is_some_and(|d| avoid_s.contains(&d))
+        }
+        _ => false,
+    };
     let res = &an.resources;
     let live_s: Vec<u16> = (0..res.sgprs_usable as u16)
         .filter(|&s| live.active.has_sgpr(s) && !avoid_s.contains(&s))
@@ -356,7 +375,7 @@ fn choose_at(
         match rng.below(6) {
             0 => Value::Launch(launch(rng)),
             1 => Value::Const(rng.next() as u32),
-            2 if live.active.contains(inlay_instrument::regs::SCC) => {
+            2 if live.active.contains(inlay_instrument::regs::SCC) && !code_carry => {
                 Value::Reg(Register::new(RegFile::Scc, 0, 1))
             }
             3 if live.active.contains(inlay_instrument::regs::M0) => {
@@ -534,12 +553,24 @@ fn oracle(v: Value, hit: &ProbeHit<'_>, lane: usize, inst: &Instruction) -> u64 
     }
 }
 
+/// Calls inlined per mode (engine's choice, forced, calls), calls
+/// requested, and forced rounds refused for want of registers.
+#[derive(Default)]
+struct Placed {
+    inlined: [usize; 3],
+    calls: [usize; 3],
+    refused: usize,
+    /// Forced rounds with every SGPR borrowed, and the calls they inlined.
+    borrowing: [usize; 2],
+}
+
 fn check_kernel(
     file: &str,
     name: &str,
     rng: &mut Rng,
     rounds: usize,
     module: &inlay_instrument::hooks::HookModule,
+    stats: &mut Placed,
 ) -> (usize, usize) {
     let bytes = fixture(5, file);
     let co = CodeObject::parse(&bytes).unwrap();
@@ -645,7 +676,26 @@ fn check_kernel(
         drop(probe);
         let seen = seen.into_inner().unwrap();
 
-        let plan = Plan {
+        // Calls made as the engine chooses, forced inline wherever the
+        // hook's code allows it, or forced calls.
+        let forced = |c: &Chosen| {
+            let inlinable = module.hook(c.hook).map(|h| inline_refusal(h).is_none());
+            let by_ref = matches!(c.value, Value::Ref(_));
+            if inlinable == Ok(true) && !by_ref {
+                Placement::Inline
+            } else {
+                Placement::Call
+            }
+        };
+        let placing = |c: &Chosen, mode: usize| match mode {
+            0 => Placement::Auto,
+            1 => forced(c),
+            _ => Placement::Call,
+        };
+        let mut mode = rng.below(3);
+        // Forced inlining sometimes borrows every SGPR it needs.
+        let borrowing = mode == 1 && rng.below(2) == 0;
+        let plan_with = |mode: usize| Plan {
             calls: chosen
                 .iter()
                 .map(|c| HookCall {
@@ -658,16 +708,37 @@ fn check_kernel(
                         arg_of(c.value),
                     ],
                     once_per_wave: c.once,
+                    placement: placing(c, mode),
                 })
                 .collect(),
             modules: vec![module.clone()],
             // What the packet gives the original.
             private_segment_size: Some(private),
             save_all_clobberable: save_all,
+            inline_borrowing: borrowing,
             ..Plan::default()
         };
-        let loaded = instrument(&mem, &co, name, &an, &original, &plan)
-            .unwrap_or_else(|e| panic!("{what}: {e}\n{chosen:#?}"));
+        let what = format!(
+            "{what} ({})",
+            ["inline where cheaper", "inlining forced", "calls forced"][mode]
+        ) + if borrowing { ", SGPRs borrowed" } else { "" };
+        let loaded = match instrument(&mem, &co, name, &an, &original, &plan_with(mode)) {
+            // Forced inlining where the point has too few dead registers
+            // is refused with the reason; the engine's choice then calls.
+            Err(e) if mode == 1 && e.to_string().contains("cannot be inlined: too few") => {
+                stats.refused += 1;
+                mode = 0;
+                instrument(&mem, &co, name, &an, &original, &plan_with(mode))
+            }
+            r => r,
+        }
+        .unwrap_or_else(|e| panic!("{what}: {e}\n{chosen:#?}"));
+        stats.inlined[mode] += loaded.rw.inlined;
+        if borrowing && mode == 1 {
+            stats.borrowing[0] += 1;
+            stats.borrowing[1] += loaded.rw.inlined;
+        }
+        stats.calls[mode] += chosen.len();
         for (&b, bytes) in l.buffers.iter().zip(&inputs) {
             dev.write(b, bytes).unwrap();
         }
@@ -823,15 +894,33 @@ fn random_calls_are_transparent_and_see_what_the_gpu_had() {
     let (mut rounds_checked, mut calls) = (0, 0);
     let list = kernels(5);
     assert!(list.len() >= 20, "only {} fixture kernels", list.len());
+    let mut placed = Placed::default();
     for (file, name) in &list {
-        let (r, c) = check_kernel(file, name, &mut rng, rounds, &module);
+        let (r, c) = check_kernel(file, name, &mut rng, rounds, &module, &mut placed);
         rounds_checked += r;
         calls += c;
     }
     eprintln!(
-        "{rounds_checked} rounds over {} kernels, {calls} calls checked (seed {seed:#x})",
-        list.len()
+        "{rounds_checked} rounds over {} kernels, {calls} calls checked (seed {seed:#x}); \
+         inlined/requested: engine's choice {}/{}, forced {}/{} ({} forced rounds refused for registers; \
+         {} rounds borrowing every SGPR inlined {}), calls forced {}/{}",
+        list.len(),
+        placed.inlined[0],
+        placed.calls[0],
+        placed.inlined[1],
+        placed.calls[1],
+        placed.refused,
+        placed.borrowing[0],
+        placed.borrowing[1],
+        placed.inlined[2],
+        placed.calls[2],
     );
+    // Every mode ran, and inlining happened in the first two.
+    assert!(
+        placed.inlined[0] > 0 && placed.inlined[1] > 0 && placed.borrowing[1] > 0,
+        "nothing was inlined in some mode"
+    );
+    assert_eq!(placed.inlined[2], 0, "calls forced, yet some were inlined");
     assert!(
         rounds_checked >= list.len() * rounds * 9 / 10,
         "too many rounds overflowed the trace"
@@ -872,6 +961,7 @@ fn a_register_passed_by_reference_takes_the_hooks_value() {
                 Arg::Const32(1.5f32.to_bits()),
             ],
             once_per_wave: false,
+            placement: Default::default(),
         }],
         modules: vec![hook_module()],
         ..Plan::default()
@@ -947,6 +1037,7 @@ fn a_call_that_cannot_be_placed_is_refused_with_the_reason() {
         hook: hook.into(),
         args,
         once_per_wave: false,
+        placement: Default::default(),
     };
     let exec = Arg::Value(Register::new(RegFile::Exec, 0, 2));
     let cases: Vec<(HookCall, &str, &str)> = vec![
@@ -1108,6 +1199,7 @@ fn griddim_in_a_hook_is_the_launchs_as_luthier_printed() {
                 hook: "grid_dim".into(),
                 args: vec![],
                 once_per_wave: false,
+                placement: Default::default(),
             }],
             modules: vec![module.clone()],
             ..Plan::default()

@@ -1,0 +1,1060 @@
+//! Compiled hooks inlined at their points (issue 13): the hook's own
+//! machine code placed where a call would go, its registers renamed onto
+//! registers dead there, so that nothing is saved and nothing is called.
+//!
+//! A hook can be inlined when its code is one function (it calls nothing),
+//! uses no private memory (no stack, no spills: `s[0:3]`, `s32`, `s33`
+//! unread), names `s[30:31]` only to return, jumps only to its own
+//! instructions, and names SGPRs, VGPRs and AGPRs only through operands
+//! (no implicit ones) — [`Body::new`] says why not otherwise. Its registers
+//! are grouped into runs that move together (the tuples its instructions
+//! name, overlapping ones joined), and each run is placed on registers
+//! dead at the point (liveness in every lane for vector ones), keeping its
+//! alignment; VGPRs may also come from above every VGPR the kernel and
+//! the hooks name, growing the allocation, and SGPRs may be borrowed from
+//! live ones (not read by the arguments, not held for the kernel), kept in
+//! lanes of a free VGPR meanwhile, as the call path borrows them. When
+//! even that fails the call path takes over (or, inlining forced, the tool
+//! gets the reason).
+//!
+//! At the point, in order:
+//! 1. `s_waitcnt 0` (the application's outstanding loads land before
+//!    their registers are reused, as before a call); borrowed SGPRs into
+//!    their lanes; SCC, VCC and M0 into
+//!    dead SGPRs when live and written by what follows; EXEC likewise for
+//!    a once-per-wave hook.
+//! 2. EXEC: one lane for a once-per-wave hook (the lowest on, lane 0 when
+//!    none is), in which its arguments are computed, straight into the
+//!    registers the hook reads them from (a dword the hook never names is
+//!    not computed; a constant is an inline constant or a literal the
+//!    template patches; EXEC and SCC come from their saves once changed).
+//! 3. The ABI inputs the hook reads, from their homes, into the registers
+//!    it reads them from (the call path's homes: see [`crate::hooks`]).
+//! 4. A per-lane hook's code is skipped when no lane is on.
+//! 5. The body: each instruction with its registers renamed, the leading
+//!    `s_waitcnt 0` of the calling convention dropped (step 1 did it),
+//!    branches re-aimed inside the copy, `s_setpc_b64 s[30:31]` a branch to
+//!    the end (the last one falls through), and each `s_getpc_b64` followed
+//!    by an `s_add_u32`/`s_addc_u32` of relocated literals that give the
+//!    address the original would have had in the loaded hook module (so the
+//!    hook's globals are reached as from the module).
+//! 6. A `s_waitcnt 0` when a load of the hook may still be writing a
+//!    register, then EXEC, M0, VCC, SCC and borrowed SGPRs back. The hook's
+//!    code itself leaves EXEC as it found it (the calling convention).
+
+use std::sync::Arc;
+
+use inlay_isa::{info, Encoding, Instruction, Operand, RegFile};
+
+use super::asm::{Asm, EXEC};
+use super::call::{
+    address_operands, arg_vgprs, constant, reg_bits, scalar_operand, CallPlan, Ctx, Request,
+};
+use super::preamble::Home;
+use super::snippet::{LiteralReloc, Snippet};
+use super::RewriteError;
+use crate::hooks::{Arg, HookInfo, LaunchValue, Placement};
+use crate::lift::{flow, Flow};
+use crate::regs::{self as bits, RegSet};
+
+/// What one body instruction becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Plain,
+    /// A branch to the body instruction of this index.
+    Branch(usize),
+    Return,
+    Getpc,
+    /// The calling convention's `s_waitcnt 0` at the entry.
+    EntryWait,
+}
+
+/// Registers of one file that move together, and the alignment their
+/// tuples need (a renaming moves them by a multiple of it).
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    file: RegFile,
+    first: u16,
+    count: u16,
+    align: u16,
+}
+
+/// A hook's code as the inliner takes it.
+#[derive(Debug)]
+pub(super) struct Body {
+    insts: Vec<(u64, Instruction, Kind)>,
+    runs: Vec<Run>,
+    /// SGPRs and VGPRs (RegSet bits, the hook's numbers) it writes.
+    written: RegSet,
+    writes_vcc: bool,
+    writes_m0: bool,
+    /// SCC is written: by the hook, or by the sequence around it.
+    writes_scc: bool,
+    /// A memory instruction writes registers: they may still be arriving
+    /// when the body ends.
+    loads: bool,
+    entry: u64,
+}
+
+impl Body {
+    /// The hook's body, or why it cannot be inlined.
+    pub(super) fn new(h: &HookInfo) -> Result<Body, String> {
+        let prog = &h.program;
+        if !prog.calls.is_empty() || prog.functions.len() != 1 {
+            return Err("it calls other functions".into());
+        }
+        if h.inputs.private_segment {
+            return Err("it uses private memory (a stack or spills)".into());
+        }
+        let mut ids: Vec<usize> = (0..prog.insts.len()).collect();
+        ids.sort_by_key(|&i| prog.insts[i].addr);
+        let index_of = |addr: u64| ids.iter().position(|&i| prog.insts[i].addr == addr);
+        let mut insts = Vec::with_capacity(ids.len());
+        let mut tuples: Vec<(RegFile, u16, u16)> = Vec::new();
+        let mut written = RegSet::new();
+        let (mut writes_vcc, mut writes_m0, mut writes_scc, mut loads) =
+            (false, false, false, false);
+        for (k, &id) in ids.iter().enumerate() {
+            let ins = &prog.insts[id];
+            let i = ins.inst;
+            let at = ins.addr;
+            let next = ins.addr + i.len() as u64;
+            let falls_to_next = || ids.get(k + 1).map(|&n| prog.insts[n].addr) == Some(next);
+            let kind = match flow(&i, at) {
+                Flow::Next | Flow::CondBranch(_) if !falls_to_next() => {
+                    return Err(format!(
+                        "the instruction at {at:#x} runs on past the code the engine lifted"
+                    ))
+                }
+                Flow::Next if i.mnemonic() == "s_getpc_b64" => Kind::Getpc,
+                Flow::Next if k == 0 && is_full_wait(&i) => Kind::EntryWait,
+                Flow::Next => Kind::Plain,
+                Flow::Branch(t) | Flow::CondBranch(t) => Kind::Branch(
+                    index_of(t)
+                        .ok_or_else(|| format!("the branch at {at:#x} leaves the hook's code"))?,
+                ),
+                Flow::SetPc if i.operand(0) == Some(Asm::sgpr(30, 2)) => Kind::Return,
+                Flow::SetPc | Flow::Unresolved => {
+                    return Err(format!("the jump at {at:#x} is indirect"))
+                }
+                Flow::Call => return Err(format!("it calls a function at {at:#x}")),
+                Flow::End => return Err(format!("it ends the wave at {at:#x}")),
+            };
+            let is_memory = matches!(
+                i.encoding(),
+                Encoding::Smem
+                    | Encoding::Flat
+                    | Encoding::Global
+                    | Encoding::Scratch
+                    | Encoding::Ds
+                    | Encoding::Mubuf
+                    | Encoding::Mtbuf
+                    | Encoding::Mimg
+            );
+            for u in info(&i).used_registers() {
+                let r = u.register;
+                match r.file {
+                    RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr => {
+                        if kind == Kind::Return {
+                            continue;
+                        }
+                        if u.is_implicit() {
+                            return Err(format!(
+                                "the instruction at {at:#x} names a register implicitly"
+                            ));
+                        }
+                        let end = r.first + u16::from(r.count);
+                        if r.file == RegFile::Sgpr && r.first < 34 && end > 30 {
+                            return Err(format!(
+                                "the instruction at {at:#x} names s30..s33 (the return address, stack and frame pointers)"
+                            ));
+                        }
+                        loads |= is_memory && u.access.writes();
+                        if u.access.writes() {
+                            written.union_with(&RegSet::of(&r));
+                        }
+                        tuples.push((r.file, r.first, u16::from(r.count)));
+                    }
+                    RegFile::Vcc => writes_vcc |= u.access.writes(),
+                    RegFile::M0 => writes_m0 |= u.access.writes(),
+                    RegFile::Scc => writes_scc |= u.access.writes(),
+                    // The PC of branches and s_getpc_b64 (placed anew),
+                    // what FLAT instructions read.
+                    RegFile::Exec | RegFile::Pc => {}
+                    RegFile::FlatScratch | RegFile::XnackMask | RegFile::HwReg
+                        if !u.access.writes() => {}
+                    f => {
+                        return Err(format!(
+                            "the instruction at {at:#x} {} {f:?}",
+                            if u.access.writes() { "writes" } else { "reads" }
+                        ))
+                    }
+                }
+            }
+            // The relocated literals of a s_getpc_b64 are added with SCC.
+            writes_scc |= kind == Kind::Getpc;
+            insts.push((at, i, kind));
+        }
+        Ok(Body {
+            insts,
+            runs: runs(tuples),
+            written,
+            writes_vcc,
+            writes_m0,
+            writes_scc,
+            loads,
+            entry: h.address,
+        })
+    }
+
+    /// Instructions of the hook's code (what a call runs besides its own
+    /// sequence, the entry wait and the return included).
+    pub(super) fn len(&self) -> usize {
+        self.insts.len()
+    }
+}
+
+fn is_full_wait(i: &Instruction) -> bool {
+    i.mnemonic() == "s_waitcnt" && i.operand(0) == Some(Operand::Imm(0))
+}
+
+/// The tuples as runs: overlapping ones of a file joined.
+fn runs(mut tuples: Vec<(RegFile, u16, u16)>) -> Vec<Run> {
+    tuples.sort_by_key(|&(f, first, _)| (f as u8, first));
+    let mut out: Vec<Run> = Vec::new();
+    for (file, first, count) in tuples {
+        let align = match (file, count) {
+            (_, 1) => 1,
+            (RegFile::Sgpr, 2) => 2,
+            (RegFile::Sgpr, _) => 4,
+            _ => 2,
+        };
+        match out.last_mut() {
+            Some(r) if r.file == file && first < r.first + r.count => {
+                r.count = r.count.max(first + count - r.first);
+                // The run moves by a multiple of every tuple's alignment
+                // (from its own, aligned, place in the hook).
+                r.align = r.align.max(align);
+            }
+            _ => out.push(Run {
+                file,
+                first,
+                count,
+                align,
+            }),
+        }
+    }
+    out
+}
+
+/// The hook's registers on the point's: per run, where it starts.
+struct Renaming<'b> {
+    runs: &'b [Run],
+    to: Vec<u16>,
+}
+
+impl Renaming<'_> {
+    fn get(&self, file: RegFile, n: u16) -> Option<u16> {
+        self.runs
+            .iter()
+            .zip(&self.to)
+            .find(|(r, _)| r.file == file && (r.first..r.first + r.count).contains(&n))
+            .map(|(r, &t)| t + (n - r.first))
+    }
+
+    fn sgpr(&self, n: u16) -> Option<u16> {
+        self.get(RegFile::Sgpr, n)
+    }
+
+    fn vgpr(&self, n: u16) -> Option<u16> {
+        self.get(RegFile::Vgpr, n)
+    }
+}
+
+/// Free registers at a point.
+struct Free {
+    set: RegSet,
+    /// VGPRs above everything (growing the allocation), from here up.
+    above: u16,
+    ceiling: u16,
+    /// Live SGPRs that may be borrowed when too few are dead (saved in
+    /// lanes of a VGPR and put back, as the call path does).
+    borrow: RegSet,
+    borrowed: Vec<u16>,
+}
+
+impl Free {
+    /// `count` registers of `file` from one congruent to `first` modulo
+    /// `align`, lowest first.
+    fn take(&mut self, file: RegFile, first: u16, count: u16, align: u16) -> Option<u16> {
+        let (base, end) = match file {
+            RegFile::Sgpr => (0, bits::NUM_SGPRS),
+            RegFile::Vgpr => (bits::VGPR_BASE, bits::AGPR_BASE),
+            _ => (bits::AGPR_BASE, bits::NUM_BITS),
+        };
+        let fits = |set: &RegSet| {
+            let mut n = first % align;
+            while base + n + count <= end {
+                if (n..n + count).all(|k| set.contains(base + k)) {
+                    return Some(n);
+                }
+                n += align;
+            }
+            None
+        };
+        if let Some(n) = fits(&self.set) {
+            self.set.remove_range(base + n, count);
+            return Some(n);
+        }
+        if file == RegFile::Sgpr {
+            let n = fits(&self.set.union(&self.borrow))?;
+            for b in n..n + count {
+                if !self.set.contains(b) {
+                    self.borrowed.push(b);
+                }
+            }
+            self.set.remove_range(n, count);
+            self.borrow.remove_range(n, count);
+            return Some(n);
+        }
+        if file != RegFile::Vgpr {
+            return None;
+        }
+        let n = self.above.next_multiple_of(align) + first % align;
+        (n + count <= self.ceiling).then(|| {
+            self.above = n + count;
+            n
+        })
+    }
+}
+
+/// How one call is made.
+pub(super) enum Placing<'r, 'a> {
+    Call(CallPlan<'r, 'a>),
+    Inline(Inlined),
+}
+
+/// Each hook's body, or why it cannot be inlined, found once per rewrite.
+#[derive(Default)]
+pub(super) struct Bodies(std::collections::HashMap<*const HookInfo, Result<Arc<Body>, String>>);
+
+impl Bodies {
+    fn get(&mut self, h: &HookInfo) -> Result<Arc<Body>, String> {
+        self.0
+            .entry(h as *const HookInfo)
+            .or_insert_with(|| Body::new(h).map(Arc::new))
+            .clone()
+    }
+}
+
+/// The registers the sequence around an inlined body uses.
+struct Sequence {
+    /// An SGPR pair for temporaries (once-per-wave lane, launch values,
+    /// address carries).
+    temp: Option<u16>,
+    /// An SGPR for an address offset no inline constant holds.
+    offset_temp: Option<u16>,
+    save_scc: Option<u16>,
+    save_vcc: Option<u16>,
+    save_m0: Option<u16>,
+    save_exec: Option<u16>,
+    /// Live SGPRs borrowed, kept in lanes 0.. of `lanes`.
+    borrowed: Vec<u16>,
+    lanes: Option<u16>,
+}
+
+/// One inlined hook: its code, and the highest registers it names.
+pub(super) struct Inlined {
+    pub(super) code: Snippet,
+    pub(super) max_sgpr: u16,
+    pub(super) max_vgpr: u16,
+}
+
+impl<'a> Ctx<'a> {
+    /// How to make call `r`: as its placement says, and for
+    /// [`Placement::Auto`], inlined when that is possible and gives no more
+    /// instructions than the call sequence and the hook's code together
+    /// (the dynamic cost follows: both run the same body, the inlined copy
+    /// without the call's fixed part).
+    pub(super) fn place_one<'r>(
+        &self,
+        r: &'r Request<'a>,
+        bodies: &mut Bodies,
+    ) -> Result<Placing<'r, 'a>, RewriteError> {
+        let mode = r.call.placement;
+        if mode == Placement::Call {
+            return Ok(Placing::Call(self.plan(r)?));
+        }
+        let inlined = bodies
+            .get(r.hook)
+            .and_then(|b| self.inline(r, &b).map(|i| (b, i)));
+        match (mode, inlined) {
+            (Placement::Inline, Ok((_, i))) => Ok(Placing::Inline(i)),
+            (_, Err(why)) if mode == Placement::Inline => {
+                Err(self.fail(r, format!("it cannot be inlined: {why}")))
+            }
+            (_, Err(_)) => Ok(Placing::Call(self.plan(r)?)),
+            (_, Ok((body, i))) => match self.plan(r) {
+                Ok(p) => {
+                    let call = self.code(&p, 0)?.insts.len() + body.len();
+                    Ok(if i.code.insts.len() <= call {
+                        Placing::Inline(i)
+                    } else {
+                        Placing::Call(p)
+                    })
+                }
+                // No registers to call it with: inlined it is.
+                Err(_) => Ok(Placing::Inline(i)),
+            },
+        }
+    }
+
+    /// The code of `r`'s hook inlined at its point, or why it cannot be.
+    pub(super) fn inline(&self, r: &Request<'a>, body: &Body) -> Result<Inlined, String> {
+        let an = self.an;
+        let args = &r.call.args;
+        if args.iter().any(|a| matches!(a, Arg::Reference(_))) {
+            return Err("a register passed by reference needs the call's memory slot".into());
+        }
+        let inst = an.program.insts[r.inst].inst;
+        let live = an.live_before(r.live_at).any();
+        // Free: dead, not held for the kernel, not read by an argument.
+        let mut sources = RegSet::new();
+        for a in args {
+            super::call::add_arg_sources(a, &inst, &mut sources);
+        }
+        let mut busy = live.union(&self.taken).union(&sources);
+        if self.borrow_all {
+            busy.insert_range(0, bits::NUM_SGPRS);
+        }
+        let mut borrow = RegSet::new();
+        borrow.insert_range(0, bits::NUM_SGPRS);
+        if !self.borrow_all {
+            borrow = borrow.intersection(&live);
+        }
+        borrow.subtract(&self.taken.union(&sources));
+        let mut set = RegSet::new();
+        set.insert_range(0, bits::NUM_SGPRS);
+        set.insert_range(bits::VGPR_BASE, self.vgpr_limit);
+        set.insert_range(
+            bits::AGPR_BASE,
+            an.resources.agprs_allocated.min(256) as u16,
+        );
+        set.subtract(&busy);
+        let mut free = Free {
+            set,
+            above: self.vgpr_limit,
+            ceiling: self.vgpr_ceiling,
+            borrow,
+            borrowed: Vec::new(),
+        };
+        // Widest alignment first, then longest, so runs pack.
+        let mut order: Vec<usize> = (0..body.runs.len()).collect();
+        order.sort_by_key(|&k| {
+            (
+                std::cmp::Reverse(body.runs[k].align),
+                std::cmp::Reverse(body.runs[k].count),
+            )
+        });
+        // A register the hook only reads, whose value the point already
+        // has in a register (an argument's VGPR, a home), is renamed onto
+        // that register: no move.
+        let hi = &r.hook.inputs;
+        let at = arg_vgprs(args);
+        let read_only = |run: &Run| {
+            let b = if run.file == RegFile::Sgpr {
+                0
+            } else {
+                bits::VGPR_BASE
+            };
+            !body.written.any_in(b + run.first, run.count)
+        };
+        let sgpr_home = |h: Option<Home>| match h {
+            Some(Home::Sgpr(x)) => Some(x),
+            _ => None,
+        };
+        let same_place = |run: &Run| -> Option<u16> {
+            if !read_only(run) {
+                return None;
+            }
+            match (run.file, run.first, run.count) {
+                (RegFile::Vgpr, 31, 1) if hi.workitem_id => self.homes.workitem,
+                (RegFile::Sgpr, n @ 12..=14, 1) if hi.workgroup_id[usize::from(n - 12)] => {
+                    sgpr_home(self.homes.workgroup_id[usize::from(n - 12)])
+                }
+                (RegFile::Vgpr, v, 1) => args.iter().zip(&at).find_map(|(a, &first)| match a {
+                    Arg::Value(reg) if reg.file == RegFile::Vgpr => {
+                        let j = v.checked_sub(first).filter(|&j| j < u16::from(reg.count))?;
+                        Some(reg.first + j)
+                    }
+                    _ => None,
+                }),
+                _ => None,
+            }
+        };
+        let mut to = vec![0u16; body.runs.len()];
+        let mut placed = vec![false; body.runs.len()];
+        for (k, run) in body.runs.iter().enumerate() {
+            if let Some(x) = same_place(run) {
+                to[k] = x;
+                placed[k] = true;
+                if run.file == RegFile::Sgpr {
+                    free.borrow.remove_range(x, run.count);
+                }
+            }
+        }
+        for k in order.into_iter().filter(|&k| !placed[k]) {
+            let run = body.runs[k];
+            to[k] = free
+                .take(run.file, run.first, run.count, run.align)
+                .ok_or_else(|| {
+                    format!(
+                        "too few {} are dead at the point for the hook's {} (run of {} from {})",
+                        match run.file {
+                            RegFile::Sgpr => "SGPRs",
+                            RegFile::Vgpr => "VGPRs",
+                            _ => "AGPRs",
+                        },
+                        run.count,
+                        run.count,
+                        run.first
+                    )
+                })?;
+        }
+        let map = Renaming {
+            runs: &body.runs,
+            to,
+        };
+        let once = r.call.once_per_wave;
+        let needs_temp = once
+            || args.iter().any(|a| {
+                matches!(a, Arg::Address | Arg::Launch(_))
+                    || matches!(a, Arg::Value(reg) if reg.file == RegFile::Scc)
+            });
+        let no_sgprs =
+            || "too few SGPRs are dead at the point for the inlined sequence".to_string();
+        let sgpr_pair = |free: &mut Free| free.take(RegFile::Sgpr, 0, 2, 2).ok_or_else(no_sgprs);
+        let temp = if needs_temp {
+            Some(sgpr_pair(&mut free)?)
+        } else {
+            None
+        };
+        let offset_temp = match args
+            .contains(&Arg::Address)
+            .then(|| address_operands(&inst))
+        {
+            Some(Some((_, _, o))) if Asm::inline_int(o).is_none() => {
+                Some(free.take(RegFile::Sgpr, 0, 1, 1).ok_or_else(no_sgprs)?)
+            }
+            _ => None,
+        };
+        let launch_scc = args
+            .iter()
+            .any(|a| matches!(a, Arg::Launch(LaunchValue::WorkgroupSize(_))));
+        let writes_scc = body.writes_scc || once || launch_scc;
+        let scc_arg = args
+            .iter()
+            .any(|a| matches!(a, Arg::Value(reg) if reg.file == RegFile::Scc));
+        let save_scc = (writes_scc && (live.contains(bits::SCC) || scc_arg))
+            .then(|| free.take(RegFile::Sgpr, 0, 1, 1).ok_or_else(no_sgprs))
+            .transpose()?;
+        let save_vcc = (body.writes_vcc && live.any_in(bits::VCC, 2))
+            .then(|| sgpr_pair(&mut free))
+            .transpose()?;
+        let save_m0 = (body.writes_m0 && live.contains(bits::M0))
+            .then(|| free.take(RegFile::Sgpr, 0, 1, 1).ok_or_else(no_sgprs))
+            .transpose()?;
+        let save_exec = once.then(|| sgpr_pair(&mut free)).transpose()?;
+        // Borrowed SGPRs go to lanes of a VGPR dead in every lane.
+        let lanes = if free.borrowed.is_empty() {
+            None
+        } else {
+            Some(free.take(RegFile::Vgpr, 0, 1, 1).ok_or(
+                "too few SGPRs are dead at the point and no VGPR is free to borrow some through",
+            )?)
+        };
+        let seq = Sequence {
+            temp,
+            offset_temp,
+            save_scc,
+            save_vcc,
+            save_m0,
+            save_exec,
+            borrowed: std::mem::take(&mut free.borrowed),
+            lanes,
+        };
+        self.inline_code(r, body, &map, &inst, &seq)
+            .map_err(|e| e.to_string())
+    }
+
+    /// `v[p]` = a home's value (through `s[t]` when it is a lane).
+    fn home_into_vgpr(
+        &self,
+        p: u16,
+        h: Home,
+        temp: Option<u16>,
+    ) -> Result<Vec<Instruction>, RewriteError> {
+        Ok(match h {
+            Home::Sgpr(x) => vec![self.asm.vmov(p, Asm::sgpr(x, 1))?],
+            Home::Lane(..) => {
+                let t = temp.ok_or(RewriteError::Build(
+                    "an inlined hook",
+                    inlay_isa::BuildError::Unknown("no temporary SGPR".into()),
+                ))?;
+                vec![self.read_home(t, h)?, self.asm.vmov(p, Asm::sgpr(t, 1))?]
+            }
+        })
+    }
+
+    fn inline_code(
+        &self,
+        r: &Request<'a>,
+        body: &Body,
+        map: &Renaming<'_>,
+        inst: &Instruction,
+        seq: &Sequence,
+    ) -> Result<Inlined, RewriteError> {
+        let Sequence {
+            temp,
+            offset_temp,
+            save_scc,
+            save_vcc,
+            save_m0,
+            save_exec,
+            ..
+        } = *seq;
+        let asm = self.asm;
+        let b = |e: Encoding, m: &'static str, ops: &[Operand]| asm.build(e, m, ops);
+        let s1 = |n: u16| Asm::sgpr(n, 1);
+        let v1 = |n: u16| Operand::Vgpr { first: n, count: 1 };
+        let zero = Asm::konst(0);
+        let vcc = Operand::Special {
+            code: bits::VCC as u8,
+            count: 2,
+        };
+        let m0 = Operand::Special {
+            code: bits::M0 as u8,
+            count: 1,
+        };
+        let unplaced = |what: &str| {
+            RewriteError::Build(
+                "an inlined hook",
+                inlay_isa::BuildError::Unknown(format!("no register for {what}")),
+            )
+        };
+        let mut s = Snippet::default();
+        // 1. Wait, borrowed SGPRs into lanes, saves.
+        s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0)])?);
+        if let Some(v) = seq.lanes {
+            for (lane, &x) in seq.borrowed.iter().enumerate() {
+                s.push(asm.lane("v_writelane_b32", v, x, lane as u8)?);
+            }
+        }
+        if let Some(t) = save_scc {
+            s.push(b(
+                Encoding::Sop2,
+                "s_cselect_b32",
+                &[s1(t), Asm::konst(1), zero],
+            )?);
+        }
+        if let Some(t) = save_vcc {
+            s.push(b(Encoding::Sop1, "s_mov_b64", &[Asm::sgpr(t, 2), vcc])?);
+        }
+        if let Some(t) = save_m0 {
+            s.push(b(Encoding::Sop1, "s_mov_b32", &[s1(t), m0])?);
+        }
+        if let Some(t) = save_exec {
+            s.push(b(Encoding::Sop1, "s_mov_b64", &[Asm::sgpr(t, 2), EXEC])?);
+        }
+        // EXEC as the hook runs, and its arguments are computed: one lane
+        // (the lowest on, lane 0 if none) for a once-per-wave hook.
+        if let (Some(t), true) = (temp, r.call.once_per_wave) {
+            s.push(b(Encoding::Sop1, "s_ff1_i32_b64", &[s1(t), EXEC])?);
+            s.push(b(Encoding::Sop2, "s_max_i32", &[s1(t), s1(t), zero])?);
+            s.push(b(
+                Encoding::Sop2,
+                "s_lshl_b64",
+                &[EXEC, Asm::konst(1), s1(t)],
+            )?);
+        }
+        // 2. Arguments, into the registers the hook reads them from (EXEC
+        // and SCC from their saves once changed).
+        let args = &r.call.args;
+        let at = arg_vgprs(args);
+        // SCC first: computing launch values writes it.
+        let scc = |a: &Arg| matches!(a, Arg::Value(reg) if reg.file == RegFile::Scc);
+        let order = (0..args.len())
+            .filter(|&k| scc(&args[k]))
+            .chain((0..args.len()).filter(|&k| !scc(&args[k])));
+        for k in order {
+            let a = &args[k];
+            let d = |j: u16| map.vgpr(at[k] + j);
+            match a {
+                Arg::Const32(_) | Arg::Const64(_) => {
+                    for j in 0..a.dwords() as u8 {
+                        let Some(p) = d(u16::from(j)) else { continue };
+                        let op = Asm::konst(constant(a, j));
+                        let i = asm.vmov(p, op)?;
+                        if matches!(op, Operand::Literal(_)) {
+                            s.push_constant(i, k, j);
+                        } else {
+                            s.push(i);
+                        }
+                    }
+                }
+                Arg::Value(reg) => match reg.file {
+                    RegFile::Vgpr | RegFile::Agpr => {
+                        for j in 0..u16::from(reg.count) {
+                            let Some(p) = d(j) else { continue };
+                            if reg.file == RegFile::Vgpr && p == reg.first + j {
+                                continue; // renamed onto it
+                            }
+                            s.push(if reg.file == RegFile::Vgpr {
+                                asm.vmov(p, v1(reg.first + j))?
+                            } else {
+                                b(
+                                    Encoding::Vop3p,
+                                    "v_accvgpr_read_b32",
+                                    &[
+                                        v1(p),
+                                        Operand::Agpr {
+                                            first: reg.first + j,
+                                            count: 1,
+                                        },
+                                    ],
+                                )?
+                            });
+                        }
+                    }
+                    RegFile::Scc => {
+                        if let (Some(p), Some(t)) = (d(0), save_scc) {
+                            s.push(asm.vmov(p, s1(t))?);
+                        } else if let Some(p) = d(0) {
+                            let t = temp.ok_or_else(|| unplaced("SCC"))?;
+                            s.push(b(
+                                Encoding::Sop2,
+                                "s_cselect_b32",
+                                &[s1(t), Asm::konst(1), zero],
+                            )?);
+                            s.push(asm.vmov(p, s1(t))?);
+                        }
+                    }
+                    _ => {
+                        for (j, bit) in reg_bits(reg).into_iter().enumerate() {
+                            let src = match save_exec {
+                                Some(e) if (bits::EXEC..bits::EXEC + 2).contains(&bit) => {
+                                    s1(e + bit - bits::EXEC)
+                                }
+                                _ => scalar_operand(bit),
+                            };
+                            if let Some(p) = d(j as u16) {
+                                s.push(asm.vmov(p, src)?);
+                            }
+                        }
+                    }
+                },
+                Arg::Reference(_) => return Err(unplaced("a register by reference")),
+                Arg::Address => {
+                    let (Some(p), Some(p1)) = (d(0), d(1)) else {
+                        if d(0).is_some() || d(1).is_some() {
+                            return Err(unplaced("half an address"));
+                        }
+                        continue;
+                    };
+                    let (vaddr, saddr, offset) =
+                        address_operands(inst).ok_or_else(|| unplaced("an address"))?;
+                    let t = temp.ok_or_else(|| unplaced("an address"))?;
+                    let carry = Asm::sgpr(t, 2);
+                    let offset_op = |s: &mut Snippet| -> Result<Operand, RewriteError> {
+                        Ok(match Asm::inline_int(offset) {
+                            Some(o) => o,
+                            None => {
+                                let u = offset_temp.ok_or_else(|| unplaced("an offset"))?;
+                                s.push(asm.mov_lit(u, offset as u32)?);
+                                s1(u)
+                            }
+                        })
+                    };
+                    if p1 == p + 1 && p % 2 == 0 {
+                        // An aligned pair: 64-bit multiply-adds by 1.
+                        let pair = Operand::Vgpr { first: p, count: 2 };
+                        match saddr {
+                            Some(sb) => s.push(b(
+                                Encoding::Vop3,
+                                "v_mad_u64_u32",
+                                &[
+                                    pair,
+                                    carry,
+                                    v1(vaddr),
+                                    Asm::konst(1),
+                                    super::asm::scalar_pair(sb),
+                                ],
+                            )?),
+                            None => {
+                                s.push(asm.vmov(p, v1(vaddr))?);
+                                s.push(asm.vmov(p1, v1(vaddr + 1))?);
+                            }
+                        }
+                        if offset != 0 {
+                            let o = offset_op(&mut s)?;
+                            s.push(b(
+                                Encoding::Vop3,
+                                "v_mad_i64_i32",
+                                &[pair, carry, o, Asm::konst(1), pair],
+                            )?);
+                        }
+                        continue;
+                    }
+                    // Apart: 32-bit adds with the carry in s[t:t+1].
+                    let add =
+                        |s: &mut Snippet, lo: Operand, hi: Operand| -> Result<(), RewriteError> {
+                            s.push(b(
+                                Encoding::Vop3,
+                                "v_add_co_u32_e64",
+                                &[v1(p), carry, lo, v1(p)],
+                            )?);
+                            s.push(b(
+                                Encoding::Vop3,
+                                "v_addc_co_u32_e64",
+                                &[v1(p1), carry, hi, v1(p1), carry],
+                            )?);
+                            Ok(())
+                        };
+                    match saddr {
+                        Some(sb) => {
+                            s.push(asm.vmov(p, v1(vaddr))?);
+                            s.push(b(
+                                Encoding::Vop3,
+                                "v_add_co_u32_e64",
+                                &[v1(p), carry, s1(sb), v1(p)],
+                            )?);
+                            s.push(asm.vmov(p1, s1(sb + 1))?);
+                            s.push(b(
+                                Encoding::Vop3,
+                                "v_addc_co_u32_e64",
+                                &[v1(p1), carry, Asm::konst(0), v1(p1), carry],
+                            )?);
+                        }
+                        None => {
+                            s.push(asm.vmov(p, v1(vaddr))?);
+                            s.push(asm.vmov(p1, v1(vaddr + 1))?);
+                        }
+                    }
+                    if offset != 0 {
+                        let o = offset_op(&mut s)?;
+                        let sign = Asm::inline_int(offset >> 31).unwrap_or(Asm::konst(0));
+                        add(&mut s, o, sign)?;
+                    }
+                }
+                Arg::Launch(v @ (LaunchValue::KernargPtr | LaunchValue::DispatchPtr)) => {
+                    let h = if *v == LaunchValue::KernargPtr {
+                        self.homes.kernarg
+                    } else {
+                        self.homes.dispatch
+                    }
+                    .ok_or_else(|| unplaced("a launch pointer (not kept)"))?;
+                    for j in 0..2u16 {
+                        if let Some(p) = d(j) {
+                            s.extend(self.home_into_vgpr(p, h[usize::from(j)], temp)?);
+                        }
+                    }
+                }
+                Arg::Launch(LaunchValue::WorkgroupId(dim)) => {
+                    if let Some(p) = d(0) {
+                        let h = self.homes.workgroup_id[usize::from(*dim)]
+                            .ok_or_else(|| unplaced("a workgroup id (not kept)"))?;
+                        s.extend(self.home_into_vgpr(p, h, temp)?);
+                    }
+                }
+                Arg::Launch(v) => {
+                    let Some(p) = d(0) else { continue };
+                    let t = temp.ok_or_else(|| unplaced("a launch value"))?;
+                    self.launch_value(r, &mut s, *v, p, t)?;
+                }
+            }
+        }
+        // 3. ABI inputs the hook reads.
+        let hi = &r.hook.inputs;
+        let homes = self.homes;
+        let missing = |what: &str| {
+            RewriteError::Build(
+                "an inlined hook",
+                inlay_isa::BuildError::Unknown(format!("no {what} kept")),
+            )
+        };
+        if hi.workitem_id {
+            if let Some(p) = map.vgpr(31) {
+                let w = homes.workitem.ok_or_else(|| missing("work-item ids"))?;
+                if p != w {
+                    s.push(asm.vmov(p, v1(w))?);
+                }
+            }
+        }
+        for (on, home, at) in [
+            (hi.dispatch_ptr, homes.dispatch, 4u16),
+            (hi.queue_ptr, homes.queue, 6),
+            (hi.dispatch_id, homes.dispatch_id, 10),
+        ] {
+            if !on {
+                continue;
+            }
+            let h = home.ok_or_else(|| missing("launch pointer"))?;
+            // (The pair is the hook's: renamed whole, aligned.)
+            for j in 0..2 {
+                if let Some(p) = map.sgpr(at + j) {
+                    s.push(self.read_home(p, h[usize::from(j)])?);
+                }
+            }
+        }
+        if hi.implicitarg_ptr {
+            let (p, p1) = (map.sgpr(8), map.sgpr(9));
+            if let (Some(p), Some(p1)) = (p, p1) {
+                if p1 != p + 1 || p % 2 != 0 {
+                    return Err(unplaced("the implicit-argument pointer (split)"));
+                }
+                // The preamble keeps it (the kernel's block or the code
+                // object's own).
+                let h = homes
+                    .implicit
+                    .ok_or_else(|| missing("implicit-argument pointer"))?;
+                s.push(self.read_home(p, h[0])?);
+                s.push(self.read_home(p1, h[1])?);
+            } else if p.is_some() || p1.is_some() {
+                return Err(unplaced("the implicit-argument pointer (half)"));
+            }
+        }
+        for d in 0..3u16 {
+            if hi.workgroup_id[usize::from(d)] {
+                if let Some(p) = map.sgpr(12 + d) {
+                    let h = homes.workgroup_id[usize::from(d)]
+                        .ok_or_else(|| missing("workgroup id"))?;
+                    if h != Home::Sgpr(p) {
+                        s.push(self.read_home(p, h)?);
+                    }
+                }
+            }
+        }
+        // 4. A per-lane hook's code is skipped when no lane is on.
+        let skip = if r.call.once_per_wave {
+            None
+        } else {
+            Some(s.branch(b(Encoding::Sopp, "s_cbranch_execz", &[Operand::Imm(0)])?))
+        };
+        // 5. The body.
+        let symbol: Arc<str> = r.call.hook.as_str().into();
+        let mut label = vec![0usize; body.insts.len()];
+        let mut branches: Vec<(usize, usize)> = Vec::new();
+        let mut to_end: Vec<usize> = Vec::new();
+        let last = body.insts.len().saturating_sub(1);
+        for (k, &(addr, orig, kind)) in body.insts.iter().enumerate() {
+            label[k] = s.insts.len();
+            if kind == Kind::EntryWait {
+                continue;
+            }
+            if kind == Kind::Return {
+                if k != last {
+                    to_end.push(s.branch(b(Encoding::Sopp, "s_branch", &[Operand::Imm(0)])?));
+                }
+                continue;
+            }
+            // Every register operand, fixed slots that name one included
+            // (a GLOBAL saddr), as the instruction's def/use lists them.
+            let mut i = orig;
+            for u in info(&orig).used_registers() {
+                let (Some(slot), r) = (u.operand, u.register) else {
+                    continue;
+                };
+                if !matches!(r.file, RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr) {
+                    continue;
+                }
+                let to = map
+                    .get(r.file, r.first)
+                    .ok_or_else(|| unplaced("a register"))?;
+                if !i.set_register(usize::from(slot), to) {
+                    return Err(RewriteError::Build(
+                        "an inlined hook",
+                        inlay_isa::BuildError::Unknown(format!(
+                            "cannot rename operand {slot} of the instruction at {addr:#x}"
+                        )),
+                    ));
+                }
+            }
+            match kind {
+                Kind::Getpc => {
+                    let Some(Operand::Sgpr { first: d, .. }) = i.operand(0) else {
+                        return Err(unplaced("s_getpc_b64's pair"));
+                    };
+                    // The address after the original s_getpc_b64, in the
+                    // loaded module: the hook's symbol plus its distance.
+                    let dist = (addr + 4).wrapping_sub(body.entry) as i64;
+                    s.push(i);
+                    s.relocs.push(LiteralReloc {
+                        inst: s.insts.len(),
+                        symbol: symbol.clone(),
+                        high: false,
+                        addend: dist + 4,
+                    });
+                    s.push(asm.add_lit("s_add_u32", d, 0)?);
+                    s.relocs.push(LiteralReloc {
+                        inst: s.insts.len(),
+                        symbol: symbol.clone(),
+                        high: true,
+                        addend: dist + 12,
+                    });
+                    s.push(asm.add_lit("s_addc_u32", d + 1, 0)?);
+                }
+                Kind::Branch(t) => branches.push((s.branch(i), t)),
+                _ => s.push(i),
+            }
+        }
+        let end = s.insts.len();
+        for (at, t) in branches {
+            s.aim(at, label[t]);
+        }
+        for at in to_end {
+            s.aim(at, end);
+        }
+        if let Some(j) = skip {
+            s.aim(j, end);
+        }
+        // 6. Loads land; EXEC, M0, VCC, SCC back.
+        if body.loads {
+            s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0)])?);
+        }
+        if let Some(t) = save_exec {
+            s.push(b(Encoding::Sop1, "s_mov_b64", &[EXEC, Asm::sgpr(t, 2)])?);
+        }
+        if let Some(t) = save_m0 {
+            s.push(b(Encoding::Sop1, "s_mov_b32", &[m0, s1(t)])?);
+        }
+        if let Some(t) = save_vcc {
+            s.push(b(Encoding::Sop1, "s_mov_b64", &[vcc, Asm::sgpr(t, 2)])?);
+        }
+        if let Some(t) = save_scc {
+            s.push(b(Encoding::Sopc, "s_cmp_lg_u32", &[s1(t), zero])?);
+        }
+        // Last, as SCC's slot may be one of them.
+        if let Some(v) = seq.lanes {
+            for (lane, &x) in seq.borrowed.iter().enumerate() {
+                s.push(asm.lane("v_readlane_b32", v, x, lane as u8)?);
+            }
+        }
+        s.resolve()?;
+        let (mut max_sgpr, mut max_vgpr) = (0u16, 0u16);
+        for i in &s.insts {
+            for u in info(i).used_registers() {
+                let last = u.register.first + u16::from(u.register.count).max(1) - 1;
+                match u.register.file {
+                    RegFile::Sgpr => max_sgpr = max_sgpr.max(last),
+                    RegFile::Vgpr => max_vgpr = max_vgpr.max(last),
+                    _ => {}
+                }
+            }
+        }
+        Ok(Inlined {
+            code: s,
+            max_sgpr,
+            max_vgpr,
+        })
+    }
+}
