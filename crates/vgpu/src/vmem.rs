@@ -14,6 +14,19 @@ use crate::inst::{Atomic, Inst, Op, Src, Width};
 use crate::valu::{cells, col_at, put32};
 use crate::wave::{lanes, private_index, Env, Wave, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI};
 
+/// The lane offset of a MUBUF access to the swizzled private buffer: the
+/// V#'s base and the SGPR offset are a wavefront-level byte offset, added
+/// after the swizzle (which is why clang keeps the stack pointer scaled by
+/// the wavefront size, and divides it by 64 to make a lane's pointer); the
+/// immediate and VGPR offsets are the lane's own. Wave offsets that are not
+/// whole rows of 64 dwords give an offset no lane has (the access faults).
+fn private_lane_offset(wave: u64, lane: u64) -> u64 {
+    if wave % 256 != 0 {
+        return 0xffff_fff0;
+    }
+    (wave / 64).wrapping_add(lane) & 0xffff_ffff
+}
+
 /// Where one lane's access goes.
 #[derive(Clone, Copy)]
 enum Place {
@@ -157,9 +170,8 @@ impl Wave {
                 let base = self.s[r] as u64 | ((self.s[r + 1] & 0xffff) as u64) << 32;
                 let stride = (self.s[r + 1] >> 16 & 0x3fff) as u64;
                 let add_tid = self.s[r + 3] >> 23 & 1 != 0;
-                let mut a = base
-                    .wrapping_add(self.s32(i.src[2]) as u64)
-                    .wrapping_add(off);
+                let wave = base.wrapping_add(self.s32(i.src[2]) as u64);
+                let mut a = off;
                 let mut vaddr = Self::vreg(i.src[0]);
                 if i.idxen {
                     a = a.wrapping_add(self.v[vaddr as usize][l] as u64 * stride);
@@ -170,9 +182,9 @@ impl Wave {
                 }
                 if add_tid {
                     // Swizzled private buffer: the address is the lane's own offset.
-                    Place::Private(a & 0xffff_ffff)
+                    Place::Private(private_lane_offset(wave, a))
                 } else {
-                    Place::Global(a)
+                    Place::Global(wave.wrapping_add(a))
                 }
             }
         }
@@ -556,9 +568,8 @@ impl Wave {
         let n = i.width.bytes() as u64;
         let dw = i.width.dwords();
         let base = self.s[r] as u64 | ((self.s[r + 1] & 0xffff) as u64) << 32;
-        let start = base
-            .wrapping_add(self.s32(i.src[2]) as u64)
-            .wrapping_add(i.imm as i64 as u64);
+        let wave = base.wrapping_add(self.s32(i.src[2]) as u64);
+        let start = private_lane_offset(wave, i.imm as i64 as u64);
         let exec = self.exec();
         let size = self.priv_size as u64;
         let vaddr = &self.v[va as usize];
