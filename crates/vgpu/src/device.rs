@@ -62,8 +62,13 @@ impl Stats {
     }
 }
 
+/// Receives the interrupts kernels raise with `s_sendmsg MSG_INTERRUPT`
+/// (the byte they put in M0), on the thread running the wave.
+pub type Interrupt = dyn Fn(u32) + Send + Sync;
+
 pub struct Device {
     mem: Arc<Memory>,
+    interrupt: RwLock<Option<Arc<Interrupt>>>,
     registry: RwLock<Registry>,
     next_program_id: AtomicU64,
     pool: rayon::ThreadPool,
@@ -101,12 +106,25 @@ impl Device {
         };
         Device {
             mem,
+            interrupt: RwLock::new(None),
             registry: RwLock::new(Registry::default()),
             next_program_id: AtomicU64::new(1),
             pool,
             budget: DEFAULT_BUDGET,
             next_dispatch_id: AtomicU64::new(1),
         }
+    }
+
+    /// Sends the interrupts of later dispatches to `handler`.
+    pub fn set_interrupt(&self, handler: Arc<Interrupt>) {
+        *self.interrupt.write().unwrap_or_else(|e| e.into_inner()) = Some(handler);
+    }
+
+    fn interrupt(&self) -> Option<Arc<Interrupt>> {
+        self.interrupt
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Sets the watchdog: instructions one wave may execute per dispatch.
@@ -231,6 +249,7 @@ impl Device {
         let setup = self
             .setup(k, grid, wg, args)
             .map_err(|f| refuse(kernel, format!("device memory: {f}")))?;
+        let interrupt = self.interrupt();
         let launch = Launch {
             program,
             mem: &self.mem,
@@ -244,6 +263,7 @@ impl Device {
             lds_size: k.descriptor.group_segment_fixed_size,
             priv_size: k.descriptor.private_segment_fixed_size,
             budget: self.budget,
+            interrupt: interrupt.as_deref(),
         };
         let result = self.run(&launch);
         for a in [setup.packet, setup.queue, setup.kernarg] {
@@ -301,6 +321,7 @@ impl Device {
         } else {
             None
         };
+        let interrupt = self.interrupt();
         let launch = Launch {
             program,
             mem: &self.mem,
@@ -314,6 +335,7 @@ impl Device {
             lds_size,
             priv_size,
             budget: self.budget,
+            interrupt: interrupt.as_deref(),
         };
         let result = self.run(&launch);
         if let Some(a) = copy {

@@ -22,6 +22,8 @@ pub struct Launch<'a> {
     pub priv_size: u32,
     /// Instructions one wave may execute before the watchdog ends the dispatch.
     pub budget: u64,
+    /// Where the waves' interrupts go.
+    pub interrupt: Option<&'a crate::device::Interrupt>,
 }
 
 /// Appends initial SGPR values in order (values past the end are dropped).
@@ -184,6 +186,7 @@ impl Launch<'_> {
             mem: self.mem,
             lds: lds.as_mut_slice(),
             cache: Default::default(),
+            interrupt: self.interrupt,
         };
         // Each pass runs every live wave up to its next barrier or its end;
         // after a pass all live waves wait at the barrier, which releases them.
