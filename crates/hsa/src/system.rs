@@ -70,7 +70,7 @@ fn status_text(s: u32) -> Option<&'static str> {
 }
 
 fn extension_supported(ext: u16, major: u16) -> bool {
-    ext == EXT_AMD_LOADER && major == 1
+    (ext == EXT_AMD_LOADER || ext == EXT_IMAGES) && major == 1
 }
 
 // ---- AMD loader extension table (hsa_ven_amd_loader_1_03_pfn_t) -----------
@@ -197,7 +197,15 @@ fn fill_table(ext: u16, major: u16, len: usize, table: *mut c_void) -> Result<()
     if !extension_supported(ext, major) {
         return Err(Status::InvalidArgument);
     }
-    let entries = loader_table();
+    let images;
+    let loader;
+    let entries: &[*const c_void] = if ext == EXT_IMAGES {
+        images = crate::images::table();
+        &images
+    } else {
+        loader = loader_table();
+        &loader
+    };
     let n = (len / std::mem::size_of::<*const c_void>()).min(entries.len());
     // SAFETY: the caller gave `len` writable bytes; we write whole pointers within them.
     unsafe { std::ptr::copy_nonoverlapping(entries.as_ptr(), table as *mut *const c_void, n) };
@@ -234,11 +242,14 @@ export! {
                     // EXTENSIONS: bit i of a 128-byte mask says extension i exists.
                     let mut mask = [0u8; 128];
                     mask[usize::from(EXT_AMD_LOADER / 8)] |= 1 << (EXT_AMD_LOADER % 8);
+                    mask[usize::from(EXT_IMAGES / 8)] |= 1 << (EXT_IMAGES % 8);
                     put(value, mask)
                 }
                 0x200 => put_str(value, "Inlay virtual HSA runtime 0.1", 64), // AMD BUILD_VERSION
                 0x201 => put(value, true),                // SVM_SUPPORTED
-                0x202 => put(value, true),                // SVM_ACCESSIBLE_BY_DEFAULT
+                // SVM_ACCESSIBLE_BY_DEFAULT: false, as ROCr answers for a dGPU
+                // with XNACK off (pageable memory is not reachable by kernels).
+                0x202 => put(value, false),
                 _ => Err(Status::InvalidArgument),
             }
         })())
@@ -256,15 +267,17 @@ export! {
             }
             let ok = extension_supported(ext, major);
             if ok {
-                put(minor as *mut c_void, 3u16)?;
+                // Loader 1.03, images 1.01 (the tables we fill).
+                put(minor as *mut c_void, if ext == EXT_IMAGES { 1u16 } else { 3u16 })?;
             }
             put(result as *mut c_void, ok)
         })())
     }
 
     fn hsa_system_get_extension_table(ext: u16, major: u16, _minor: u16, table: *mut c_void) -> HsaStatus {
-        // The 1.0 form has no length: it is the 1.00 loader table (3 entries).
-        status(fill_table(ext, major, 3 * std::mem::size_of::<*const c_void>(), table))
+        // The 1.0 form has no length: the 1.00 tables (3 loader entries, 10 image ones).
+        let entries = if ext == EXT_IMAGES { 10 } else { 3 };
+        status(fill_table(ext, major, entries * std::mem::size_of::<*const c_void>(), table))
     }
 
     fn hsa_system_get_major_extension_table(ext: u16, major: u16, len: usize, table: *mut c_void) -> HsaStatus {

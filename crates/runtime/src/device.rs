@@ -83,11 +83,12 @@ pub struct VirtualGpu {
 }
 
 impl VirtualGpu {
-    /// `threads` host threads run workgroups (0: all cores).
-    pub fn new(memory: Arc<Memory>, threads: usize) -> Self {
-        VirtualGpu {
-            gpu: inlay_vgpu::Device::with_memory(memory, threads),
-        }
+    /// `threads` host threads run workgroups (0: all cores); the kernels'
+    /// interrupts (`s_sendmsg MSG_INTERRUPT`) go to `interrupt`.
+    pub fn new(memory: Arc<Memory>, threads: usize, interrupt: Arc<inlay_vgpu::Interrupt>) -> Self {
+        let gpu = inlay_vgpu::Device::with_memory(memory, threads);
+        gpu.set_interrupt(interrupt);
+        VirtualGpu { gpu }
     }
 }
 

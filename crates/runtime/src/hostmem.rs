@@ -5,48 +5,73 @@
 /// Whether `[addr, addr + len)` is covered by mappings that are readable
 /// (and writable, if `write`).
 pub fn mapped(addr: u64, len: u64, write: bool) -> bool {
-    let Some(end) = addr.checked_add(len) else {
-        return false;
-    };
-    if len == 0 {
-        return true;
-    }
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
-        // Without /proc we cannot tell; trust the caller as ROCr does.
-        return true;
-    };
-    let mut ranges: Vec<(u64, u64)> = maps
-        .lines()
-        .filter_map(|line| {
-            let mut cols = line.split_whitespace();
-            let (lo, hi) = cols.next()?.split_once('-')?;
-            let perms = cols.next()?.as_bytes();
-            let ok = perms.first() == Some(&b'r') && (!write || perms.get(1) == Some(&b'w'));
-            ok.then(|| {
+    Maps::read().covers(addr, len, write)
+}
+
+/// The process's mappings, read once from /proc/self/maps.
+pub struct Maps {
+    /// (start, end, readable, writable), sorted by start; None without /proc.
+    ranges: Option<Vec<(u64, u64, bool, bool)>>,
+}
+
+impl Maps {
+    pub fn read() -> Maps {
+        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+            return Maps { ranges: None };
+        };
+        let mut ranges: Vec<(u64, u64, bool, bool)> = maps
+            .lines()
+            .filter_map(|line| {
+                let mut cols = line.split_whitespace();
+                let (lo, hi) = cols.next()?.split_once('-')?;
+                let perms = cols.next()?.as_bytes();
                 Some((
                     u64::from_str_radix(lo, 16).ok()?,
                     u64::from_str_radix(hi, 16).ok()?,
+                    perms.first() == Some(&b'r'),
+                    perms.get(1) == Some(&b'w'),
                 ))
-            })?
-        })
-        .collect();
-    ranges.sort_unstable();
-    let mut covered = addr;
-    for (lo, hi) in ranges {
-        if lo > covered {
-            if lo >= end {
-                break;
-            }
-            continue;
-        }
-        if hi > covered {
-            covered = hi;
-            if covered >= end {
-                return true;
-            }
+            })
+            .collect();
+        ranges.sort_unstable();
+        Maps {
+            ranges: Some(ranges),
         }
     }
-    false
+
+    /// Whether `[addr, addr + len)` is covered by mappings that are readable
+    /// (and writable, if `write`).
+    pub fn covers(&self, addr: u64, len: u64, write: bool) -> bool {
+        let Some(end) = addr.checked_add(len) else {
+            return false;
+        };
+        if len == 0 {
+            return true;
+        }
+        let Some(ranges) = &self.ranges else {
+            // Without /proc we cannot tell; trust the caller as ROCr does.
+            return true;
+        };
+        let mut covered = addr;
+        for &(lo, hi, r, w) in ranges {
+            if !r || (write && !w) {
+                continue;
+            }
+            if lo > covered {
+                if lo >= end {
+                    break;
+                }
+                continue;
+            }
+            if hi > covered {
+                covered = hi;
+                if covered >= end {
+                    return true;
+                }
+            }
+        }
+        false
+    }
 }
 
 #[cfg(test)]

@@ -43,6 +43,9 @@ pub struct Queue {
     doorbell_signal: Arc<Signal>,
     stop: AtomicBool,
     active: AtomicBool,
+    /// Whether packets stamp their completion signal with start and end
+    /// times (`hsa_amd_profiling_set_profiler_enabled`).
+    profiling: AtomicBool,
     thread: Mutex<Option<(JoinHandle<()>, ThreadId)>>,
     on_error: Option<ErrorCallback>,
 }
@@ -61,6 +64,11 @@ impl Queue {
 
     pub fn read_index(&self) -> &AtomicU64 {
         atomic_u64(self.addr + OFF_READ_INDEX)
+    }
+
+    /// Turns timestamps on completion signals on or off.
+    pub fn set_profiling(&self, on: bool) {
+        self.profiling.store(on, Ordering::Release);
     }
 
     /// False once the queue hit an error; it processes nothing after that.
@@ -94,8 +102,16 @@ pub(crate) fn start(
     id: u64,
     queue_type: u32,
     on_error: Option<ErrorCallback>,
-) -> Arc<Queue> {
-    let doorbell_signal = Arc::new(Signal::new(-1, shared.notifier.clone(), vec![]));
+) -> Result<Arc<Queue>, Status> {
+    let doorbell_signal = Signal::new(
+        shared.memory.clone(),
+        -1,
+        shared.notifier.clone(),
+        vec![],
+        false,
+    )
+    .map_err(|_| Status::OutOfResources)?;
+    let doorbell_signal = Arc::new(doorbell_signal);
     let doorbell = shared.signals.insert(doorbell_signal.clone());
     let write = |off: u64, bytes: &[u8]| {
         // SAFETY: `addr` is a fresh, zeroed AMD_QUEUE_SIZE-byte allocation owned by this queue.
@@ -124,6 +140,7 @@ pub(crate) fn start(
         doorbell_signal,
         stop: AtomicBool::new(false),
         active: AtomicBool::new(true),
+        profiling: AtomicBool::new(false),
         thread: Mutex::new(None),
         on_error,
     });
@@ -138,7 +155,7 @@ pub(crate) fn start(
         }
         Err(_) => q.active.store(false, Ordering::Release),
     }
-    q
+    Ok(q)
 }
 
 /// Stops processing for good without waiting (`hsa_queue_inactivate`).
@@ -192,6 +209,7 @@ fn process(shared: &Shared, q: &Queue) {
             fail(q, e.status);
             return;
         }
+        let start = shared.now();
         let outcome = match header as u8 {
             PACKET_KERNEL_DISPATCH => dispatch(shared, q, read, &packet),
             PACKET_BARRIER_AND => barrier(shared, q, &packet, true),
@@ -224,7 +242,12 @@ fn process(shared: &Shared, q: &Queue) {
         q.read_index().store(read + 1, Ordering::Release);
         if completion != 0 {
             match shared.signals.get(completion) {
-                Some(s) => s.sub(1, Ordering::AcqRel),
+                Some(s) => {
+                    if q.profiling.load(Ordering::Acquire) {
+                        s.set_times(start, shared.now());
+                    }
+                    s.sub(1, Ordering::AcqRel)
+                }
                 None => {
                     fail(q, Status::InvalidSignal);
                     return;
@@ -327,6 +350,7 @@ fn dispatch(shared: &Shared, q: &Queue, read: u64, p: &[u8; 64]) -> Result<(), D
     if u64::from(d.group_segment_size) > crate::pool::GROUP_SEGMENT {
         return bad("group segment larger than 64 KiB");
     }
+    shared.drop_unmapped_host_ranges();
     let device = shared.device();
     let interceptors = shared.interceptors();
     let mut d = d;
