@@ -125,6 +125,13 @@ pub fn run(command: &[OsString], tools: &[String], tool_opts: &[String]) -> Resu
             "--tool-opt {bad}: expected KEY=VALUE (without ';')"
         ));
     }
+    // A HIP program whose GPU code its HIP runtime cannot load fails
+    // obscurely; say why first (and run it anyway: the user may know better).
+    if let Some(exe) = crate::hip_compat::resolve(Path::new(program)) {
+        for problem in crate::hip_compat::problems(&exe) {
+            eprintln!("inlay: warning: {problem}");
+        }
+    }
     let dir = library_dir()?;
     let mut path = OsString::from(driver_stub_dir(&dir)?);
     if let Some(old) = std::env::var_os("PATH") {
