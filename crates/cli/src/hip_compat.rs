@@ -95,10 +95,12 @@ pub fn problems(path: &Path) -> Vec<String> {
         }
         loadable += 1;
         for k in co.metadata.iter().flat_map(|m| &m.kernels) {
-            if k.args.iter().any(|a| HIDDEN_ENQUEUE.contains(&a.value_kind.as_str())) {
-                enqueue_kernels.push(
-                    crate::demangle::demangle(&k.name).unwrap_or_else(|| k.name.clone()),
-                );
+            if k.args
+                .iter()
+                .any(|a| HIDDEN_ENQUEUE.contains(&a.value_kind.as_str()))
+            {
+                enqueue_kernels
+                    .push(crate::demangle::demangle(&k.name).unwrap_or_else(|| k.name.clone()));
             }
         }
     }

@@ -169,7 +169,11 @@ fn built() -> Option<&'static BTreeMap<String, PathBuf>> {
             for name in CLANG19 {
                 let p = PROGRAMS.iter().find(|p| p.name == *name).expect("program");
                 let out = dir.join(format!("{name}-clang19"));
-                let mut c = clang19(&sources().join(p.source), &out, &["-mcode-object-version=4"]);
+                let mut c = clang19(
+                    &sources().join(p.source),
+                    &out,
+                    &["-mcode-object-version=4"],
+                );
                 c.args(p.libs);
                 jobs.push((format!("clang++-19 {}", p.source), c));
                 built.insert(format!("{name}-clang19"), out);
@@ -239,7 +243,11 @@ fn programs_pass_under_inlay_run() {
         let out = run(exe, name, &[]);
         assert_passed(name, "under inlay run", &out);
         // Their code objects are ones HIP 5.2 loads: nothing to warn about.
-        assert!(!text(&out.stderr).contains("inlay: warning"), "{name}: {}", text(&out.stderr));
+        assert!(
+            !text(&out.stderr).contains("inlay: warning"),
+            "{name}: {}",
+            text(&out.stderr)
+        );
         if name == "hostcall" {
             assert_eq!(hello_lines(&text(&out.stdout)), expected_hello());
         }
@@ -277,7 +285,11 @@ fn programs_pass_under_each_tool() {
             let _ = std::fs::remove_file(&json);
             // Every launch of the program is there, the blit kernels HIP
             // runs for copies and fills among them.
-            assert!(!records.is_empty(), "{} {tool}: no launches\n{stderr}", p.name);
+            assert!(
+                !records.is_empty(),
+                "{} {tool}: no launches\n{stderr}",
+                p.name
+            );
             for r in &records {
                 assert!(r["error"].is_null(), "{} {tool}: {r}\n{stderr}", p.name);
             }
@@ -322,18 +334,25 @@ fn programs_pass_under_each_tool() {
                             "{stderr}"
                         );
                         assert!(
-                            heads.iter().any(|h| h.contains(" - transpose(int const*, int*, int, int): ") && h.ends_with("GridDim (5, 6, 1)")),
+                            heads
+                                .iter()
+                                .any(|h| h.contains(" - transpose(int const*, int*, int, int): ")
+                                    && h.ends_with("GridDim (5, 6, 1)")),
                             "{stderr}"
                         );
                         assert!(
-                            heads.iter().any(|h| h.contains(" - __amd_rocclr_") && h.contains(" [ROCclr blit kernel]: ")),
+                            heads.iter().any(|h| h.contains(" - __amd_rocclr_")
+                                && h.contains(" [ROCclr blit kernel]: ")),
                             "{stderr}"
                         );
                     }
                     for r in &records {
                         assert_eq!(r["source"], "read by the kernel", "{r}");
                         for a in r["args"].as_array().expect("args") {
-                            assert!(a["read_by_kernel"] == true && a["matches_host"] == true, "{r}");
+                            assert!(
+                                a["read_by_kernel"] == true && a["matches_host"] == true,
+                                "{r}"
+                            );
                         }
                     }
                 }
@@ -368,7 +387,10 @@ fn a_faulting_kernel_is_reported_and_ends_the_program_as_hip_does() {
     let stdout = text(&out.stdout);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
-    assert!(stderr.contains("fault: HIP aborted the process; neighbour intact"), "{stderr}");
+    assert!(
+        stderr.contains("fault: HIP aborted the process; neighbour intact"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("Device::callbackQueue aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION"),
         "{stderr}"
@@ -383,9 +405,14 @@ fn a_faulting_kernel_is_reported_and_ends_the_program_as_hip_does() {
         .lines()
         .filter(|l| l.contains("store_shifted") && l.contains(address))
         .collect();
-    assert!(!report.is_empty(), "no report naming the kernel and {address}:\n{stderr}");
     assert!(
-        report.iter().any(|l| l.contains("global_store_dword") && l.contains("lane 0")),
+        !report.is_empty(),
+        "no report naming the kernel and {address}:\n{stderr}"
+    );
+    assert!(
+        report
+            .iter()
+            .any(|l| l.contains("global_store_dword") && l.contains("lane 0")),
         "{report:?}"
     );
 }
@@ -399,7 +426,10 @@ fn inlay_run_names_code_objects_hip_cannot_load() {
         return;
     }
     let src = sources().join("runtime_api.hip");
-    let v5 = build_one("runtime_api-v5", clang19(&src, &build_dir().join("runtime_api-v5"), &[]));
+    let v5 = build_one(
+        "runtime_api-v5",
+        clang19(&src, &build_dir().join("runtime_api-v5"), &[]),
+    );
     let out = run(&v5, "runtime_api-v5", &[]);
     let stderr = text(&out.stderr);
     assert!(
@@ -407,12 +437,19 @@ fn inlay_run_names_code_objects_hip_cannot_load() {
             && stderr.contains("-mcode-object-version=4"),
         "{stderr}"
     );
-    assert!(!out.status.success(), "a v5-only program cannot run on HIP 5.2");
+    assert!(
+        !out.status.success(),
+        "a v5-only program cannot run on HIP 5.2"
+    );
 
     let src = sources().join("hostcall.hip");
     let exe = build_one(
         "hostcall-clang19",
-        clang19(&src, &build_dir().join("hostcall-clang19"), &["-mcode-object-version=4"]),
+        clang19(
+            &src,
+            &build_dir().join("hostcall-clang19"),
+            &["-mcode-object-version=4"],
+        ),
     );
     let out = run(&exe, "hostcall-clang19", &[]);
     let stderr = text(&out.stderr);

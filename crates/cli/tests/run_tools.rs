@@ -14,8 +14,15 @@ use std::process::Command;
 
 use common::*;
 
-/// Compiles crates/hsa/tests/c/kernels.c against the headers and our runtime.
+/// Compiles crates/hsa/tests/c/kernels.c against the headers and our runtime,
+/// once per test binary: the tests run in parallel, and one test exec'ing the
+/// program while another's gcc rewrites it fails with ETXTBSY.
 fn kernels_program() -> Option<PathBuf> {
+    static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_kernels_program).clone()
+}
+
+fn build_kernels_program() -> Option<PathBuf> {
     let cc_present = Command::new("gcc").arg("--version").output().is_ok();
     let headers = std::path::Path::new("/usr/include/hsa/hsa.h").is_file();
     if missing(

@@ -34,6 +34,16 @@ impl Fallback for () {
     fn fallback() -> Self {}
 }
 
+/// What ROCr does with a bad handle given to a function that cannot return
+/// a status (signal values, queue indices): its conversion throws and the
+/// entry point's catch aborts the process (`handleExceptionT`, hsa.cpp), or
+/// it dereferences the handle and crashes. We abort too, saying what was wrong.
+#[cold]
+pub fn misuse(function: &str, what: std::fmt::Arguments<'_>) -> ! {
+    eprintln!("inlay: {function}: {what}; aborting, as ROCr does");
+    std::process::abort()
+}
+
 /// Turns a runtime result into the status a C caller expects.
 pub fn status(r: Result<(), Status>) -> HsaStatus {
     match r {

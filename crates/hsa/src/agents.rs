@@ -78,7 +78,9 @@ fn agent_info(a: &Agent, attr: u32, value: *mut c_void) -> Result<(), Status> {
             }
             put(value, mask)
         }
-        0x3000..=0x300B if gpu => crate::images::agent_info(attr, value).unwrap_or(Err(Status::InvalidArgument)),
+        0x3000..=0x300B if gpu => {
+            crate::images::agent_info(attr, value).unwrap_or(Err(Status::InvalidArgument))
+        }
         21 => put(value, 1u16),
         22 => put(value, 1u16),
         0xA000 => put(value, a.chip_id),

@@ -187,16 +187,19 @@ fn status_of(e: &LoadError) -> Status {
 /// Turns a loader error into its status, telling the user why when asked
 /// (INLAY_LOG=1): a status code alone does not say which symbol is missing.
 fn fail(e: LoadError) -> Status {
-    if std::env::var("INLAY_LOG").is_ok_and(|v| v == "1") {
+    if std::env::var_os("INLAY_LOG").is_some() {
         eprintln!("inlay-hsa: loader: {e}");
     }
     status_of(&e)
 }
 
 /// The loader's view of a GPU agent handle.
+/// The agent code is loaded for. An agent without an ISA (the CPU) supports
+/// no code object: ROCr's loader answers INCOMPATIBLE_ARGUMENTS
+/// (`IsaSupportedByAgent` fails in `ExecutableImpl::LoadCodeObject`).
 fn agent_ref(rt: &Runtime, h: Handle) -> Result<AgentRef, Status> {
     let a = rt.agent(state::agent_id(rt, h)?)?;
-    let isa = a.isa.as_ref().ok_or(Status::InvalidAgent)?;
+    let isa = a.isa.as_ref().ok_or(Status::IncompatibleArguments)?;
     let target: TargetId = isa.name.parse().map_err(|_| Status::InvalidAgent)?;
     Ok(AgentRef { key: h, target })
 }
@@ -232,6 +235,11 @@ fn new_reader(bytes: Vec<u8>, uri: String, out: *mut Handle) -> Result<(), Statu
 /// position, its ownership) is left alone, and a closed one is just an error.
 fn read_fd(fd: i32, offset: u64, size: usize) -> Result<(Vec<u8>, String), Status> {
     use std::os::unix::fs::FileExt;
+    // ROCr (CodeObjectReaderImpl::SetFile): -1 is an argument error, any
+    // other descriptor it cannot seek is an invalid file.
+    if fd == -1 {
+        return Err(Status::InvalidArgument);
+    }
     if fd < 0 {
         return Err(Status::InvalidFile);
     }
@@ -267,6 +275,11 @@ fn load(
     lco: *mut Handle,
 ) -> Result<(), Status> {
     let rt = rt()?;
+    // ROCr's order: the executable, the reader, then (in the loader) the agent.
+    with(|r| {
+        r.exec(exec)?;
+        r.reader(reader).map(|_| ())
+    })?;
     let agent = match agent {
         Some(a) => agent_ref(&rt, a)?,
         None => agent_ref(&rt, first_gpu(&rt)?)?,
@@ -302,14 +315,12 @@ fn get_symbol(
     agent: Option<Handle>,
     out: *mut Handle,
 ) -> Result<(), Status> {
-    let rt = rt()?;
+    rt()?;
     let name = read_cstr(name)?;
     if out.is_null() {
         return Err(Status::InvalidArgument);
     }
-    if let Some(a) = agent {
-        state::agent_id(&rt, a)?;
-    }
+    // ROCr does not check the agent: a symbol of an unknown one is not found.
     let h = with(|r| {
         let n = exec.wrapping_sub(EXEC_TAG);
         let e = r.exec(exec)?;
@@ -356,14 +367,10 @@ fn define(
     addr: *mut c_void,
     readonly: bool,
 ) -> Result<(), Status> {
-    let rt = rt()?;
-    if let Some(a) = agent {
-        agent_ref(&rt, a)?;
-    }
+    rt()?;
+    // ROCr checks neither the agent nor the address
+    // (`ExecutableImpl::DefineAgentExternalVariable`).
     let name = read_cstr(name)?;
-    if addr.is_null() {
-        return Err(Status::InvalidArgument);
-    }
     with(|r| {
         let e = r.exec(exec)?;
         let id = e

@@ -29,14 +29,14 @@ const SAMPLER_DESCRIPTOR_UNSUPPORTED: HsaStatus = 0x3003;
 /// ROCr's maximum image dimensions for gfx9 (`ImageLutKv`): width, height,
 /// depth, array size per `hsa_ext_image_geometry_t`.
 const MAX_DIMENSIONS: [[u32; 4]; 8] = [
-    [16384, 1, 1, 1],         // 1D
-    [16384, 16384, 1, 1],     // 2D
-    [16384, 16384, 8192, 1],  // 3D
-    [16384, 1, 1, 8192],      // 1DA
-    [16384, 16384, 1, 8192],  // 2DA
-    [u32::MAX, 1, 1, 1],      // 1DB
-    [16384, 16384, 1, 1],     // 2DDEPTH
-    [16384, 16384, 1, 8192],  // 2DADEPTH
+    [16384, 1, 1, 1],        // 1D
+    [16384, 16384, 1, 1],    // 2D
+    [16384, 16384, 8192, 1], // 3D
+    [16384, 1, 1, 8192],     // 1DA
+    [16384, 16384, 1, 8192], // 2DA
+    [u32::MAX, 1, 1, 1],     // 1DB
+    [16384, 16384, 1, 1],    // 2DDEPTH
+    [16384, 16384, 1, 8192], // 2DADEPTH
 ];
 
 /// Answers the image attributes of `hsa_agent_get_info` (0x3000..=0x300B)
@@ -44,18 +44,18 @@ const MAX_DIMENSIONS: [[u32; 4]; 8] = [
 pub fn agent_info(attr: u32, value: *mut c_void) -> Option<Result<(), Status>> {
     let dims = |g: usize| MAX_DIMENSIONS[g];
     Some(match attr {
-        0x3000 => put(value, dims(0)[0]),                // 1D
-        0x3001 => put(value, dims(3)[0]),                // 1DA
-        0x3002 => put(value, dims(5)[0]),                // 1DB
-        0x3003 => put(value, [dims(1)[0], dims(1)[1]]),  // 2D
-        0x3004 => put(value, [dims(4)[0], dims(4)[1]]),  // 2DA
-        0x3005 => put(value, [dims(6)[0], dims(6)[1]]),  // 2DDEPTH
-        0x3006 => put(value, [dims(7)[0], dims(7)[1]]),  // 2DADEPTH
+        0x3000 => put(value, dims(0)[0]),                           // 1D
+        0x3001 => put(value, dims(3)[0]),                           // 1DA
+        0x3002 => put(value, dims(5)[0]),                           // 1DB
+        0x3003 => put(value, [dims(1)[0], dims(1)[1]]),             // 2D
+        0x3004 => put(value, [dims(4)[0], dims(4)[1]]),             // 2DA
+        0x3005 => put(value, [dims(6)[0], dims(6)[1]]),             // 2DDEPTH
+        0x3006 => put(value, [dims(7)[0], dims(7)[1]]),             // 2DADEPTH
         0x3007 => put(value, [dims(2)[0], dims(2)[1], dims(2)[2]]), // 3D
-        0x3008 => put(value, dims(4)[3]),                // ARRAY_MAX_LAYERS
-        0x3009 => put(value, 128u32),                    // MAX_IMAGE_RD_HANDLES
-        0x300A => put(value, 64u32),                     // MAX_IMAGE_RORW_HANDLES
-        0x300B => put(value, 16u32),                     // MAX_SAMPLER_HANDLERS
+        0x3008 => put(value, dims(4)[3]),                           // ARRAY_MAX_LAYERS
+        0x3009 => put(value, 128u32),                               // MAX_IMAGE_RD_HANDLES
+        0x300A => put(value, 64u32),                                // MAX_IMAGE_RORW_HANDLES
+        0x300B => put(value, 16u32),                                // MAX_SAMPLER_HANDLERS
         _ => return None,
     })
 }

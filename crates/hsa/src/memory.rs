@@ -14,10 +14,11 @@ fn allocate(
     invalid: Status,
 ) -> Result<(), Status> {
     let rt = rt()?;
-    let pool = state::pool_id(&rt, handle, invalid)?;
-    if out.is_null() {
+    // ROCr checks the size and out-pointer before the pool.
+    if size == 0 || out.is_null() {
         return Err(Status::InvalidArgument);
     }
+    let pool = state::pool_id(&rt, handle, invalid)?;
     let p = rt.allocate(pool, size as u64)?;
     put(out as *mut c_void, p as *mut c_void)
 }
@@ -137,7 +138,11 @@ fn svm_changes(pairs: &[[u64; 2]]) -> Result<Vec<svm::Change>, Status> {
             }
             SVM_PREFERRED_LOCATION => {
                 once(&mut seen_attrs)?;
-                let agent = if value == 0 { None } else { Some(state::agent_id(&rt, value)?) };
+                let agent = if value == 0 {
+                    None
+                } else {
+                    Some(state::agent_id(&rt, value)?)
+                };
                 changes.push(svm::Change::Preferred(agent));
             }
             SVM_READ_MOSTLY => {
@@ -186,8 +191,13 @@ fn svm_answer(pairs: &mut [[u64; 2]], s: &svm::Summary) -> Result<(), Status> {
     // Validate everything before answering anything.
     for &[attr, value] in pairs.iter() {
         match attr {
-            SVM_GLOBAL_FLAG | SVM_READ_ONLY | SVM_HIVE_LOCAL | SVM_READ_MOSTLY
-            | SVM_MIGRATION_GRANULARITY | SVM_PREFERRED_LOCATION | SVM_PREFETCH_LOCATION => {}
+            SVM_GLOBAL_FLAG
+            | SVM_READ_ONLY
+            | SVM_HIVE_LOCAL
+            | SVM_READ_MOSTLY
+            | SVM_MIGRATION_GRANULARITY
+            | SVM_PREFERRED_LOCATION
+            | SVM_PREFETCH_LOCATION => {}
             SVM_ACCESS_QUERY => {
                 state::agent_id(&rt, value)?;
             }
@@ -251,8 +261,10 @@ export! {
     fn hsa_amd_svm_attributes_set(ptr: *mut c_void, size: usize, attrs: *mut c_void, n: usize) -> HsaStatus {
         status((|| {
             let rt = rt()?;
+            // ROCr checks nothing here; the kernel driver refuses an empty
+            // or null range, which ROCr reports as HSA_STATUS_ERROR.
             if ptr.is_null() || size == 0 {
-                return Err(Status::InvalidArgument);
+                return Err(Status::Error);
             }
             let changes = svm_changes(svm_pairs(attrs, n)?)?;
             rt.svm_set(ptr as u64, size as u64, &changes)
@@ -262,8 +274,13 @@ export! {
     fn hsa_amd_svm_attributes_get(ptr: *mut c_void, size: usize, attrs: *mut c_void, n: usize) -> HsaStatus {
         status((|| {
             let rt = rt()?;
+            // ROCr asks the driver nothing for an empty list; a null or empty
+            // range the driver refuses (HSA_STATUS_ERROR), as above.
+            if n == 0 {
+                return Ok(());
+            }
             if ptr.is_null() || size == 0 {
-                return Err(Status::InvalidArgument);
+                return Err(Status::Error);
             }
             let pairs = svm_pairs(attrs, n)?;
             let summary = rt.svm_get(ptr as u64, size as u64)?;
@@ -290,12 +307,10 @@ export! {
 
 export! {
     fn hsa_amd_memory_pool_allocate(pool: Handle, size: usize, flags: u32, out: *mut *mut c_void) -> HsaStatus {
-        status(rt().and_then(|_| {
-            if flags != 0 {
-                return Err(Status::InvalidArgument);
-            }
-            allocate(pool, size, out, Status::InvalidMemoryPool)
-        }))
+        // The flags (PCIe, contiguous, executable) change nothing here; ROCr
+        // ignores bits it does not know.
+        let _ = flags;
+        status(allocate(pool, size, out, Status::InvalidMemoryPool))
     }
 
     fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> HsaStatus {
@@ -323,7 +338,7 @@ export! {
     fn hsa_amd_memory_fill(ptr: *mut c_void, value: u32, count: usize) -> HsaStatus {
         status((|| {
             let rt = rt()?;
-            if ptr.is_null() {
+            if ptr.is_null() || !(ptr as usize).is_multiple_of(4) {
                 return Err(Status::InvalidArgument);
             }
             rt.fill(ptr as u64, value, count as u64)
@@ -431,6 +446,7 @@ export! {
             }
             // SAFETY: non-null; the caller set the leading size field.
             let caller_size = unsafe { (info as *const u32).read_unaligned() };
+            // ROCr: only a size of 0 is refused; a short one gets what fits.
             if caller_size == 0 {
                 return Err(Status::InvalidArgument);
             }
@@ -446,9 +462,14 @@ export! {
                 (48, &p.global_flags.to_le_bytes()),
             ];
             let written = write_pointer_info(info as *mut u8, caller_size, &fields);
-            put(info, written.min(caller_size))?;
-            // ROCr fills the agent list only when all three are given.
-            if let (Some(alloc), false, false) = (alloc, num_accessible.is_null(), accessible.is_null()) {
+            if caller_size >= 4 {
+                put(info, written.min(caller_size))?;
+            }
+            if !num_accessible.is_null() {
+                put(num_accessible as *mut c_void, p.accessible.len() as u32)?;
+            }
+            if !accessible.is_null() {
+                let alloc = alloc.ok_or(Status::InvalidArgument)?;
                 let bytes = p.accessible.len().max(1) * std::mem::size_of::<Handle>();
                 let out = alloc(bytes) as *mut Handle;
                 if out.is_null() {
@@ -466,13 +487,15 @@ export! {
     }
 
     fn hsa_memory_register(ptr: *mut c_void, size: usize) -> HsaStatus {
-        // A check only, as in ROCr on a discrete GPU: registering does not
-        // make pageable memory reachable by the GPU (locking does).
-        status(rt().and_then(|_| if ptr.is_null() || size == 0 { Err(Status::InvalidArgument) } else { Ok(()) }))
+        // A check only, ROCr's (a size of 0 for a non-null address): on a
+        // discrete GPU registering does not make pageable memory reachable
+        // by the GPU (locking does).
+        status(rt().and_then(|_| if !ptr.is_null() && size == 0 { Err(Status::InvalidArgument) } else { Ok(()) }))
     }
 
-    fn hsa_memory_deregister(ptr: *mut c_void, _size: usize) -> HsaStatus {
-        status(rt().and_then(|_| if ptr.is_null() { Err(Status::InvalidArgument) } else { Ok(()) }))
+    fn hsa_memory_deregister(_ptr: *mut c_void, _size: usize) -> HsaStatus {
+        // ROCr: always success.
+        status(rt().map(|_| ()))
     }
 
     fn hsa_memory_assign_agent(ptr: *mut c_void, agent: Handle, access: u32) -> HsaStatus {
@@ -502,7 +525,11 @@ export! {
     }
 
     fn hsa_amd_memory_unlock(host: *mut c_void) -> HsaStatus {
-        status(rt().and_then(|rt| rt.unlock_host(host as u64)))
+        // ROCr (MemoryRegion::Unlock) answers success whatever the pointer;
+        // a locked range loses its agent address.
+        status(rt().map(|rt| {
+            let _ = rt.unlock_host(host as u64);
+        }))
     }
 
     fn hsa_amd_memory_pool_can_migrate(src: Handle, dst: Handle, result: *mut bool) -> HsaStatus {

@@ -18,9 +18,20 @@ fn queue(q: *const c_void) -> Option<Arc<Queue>> {
     rt().ok()?.queue(q as u64).ok()
 }
 
+/// The queue behind `q`, for `function`, which cannot return a status (ROCr
+/// dereferences whatever it is given, so a bad pointer ends the process).
+fn queue_or_abort(q: *const c_void, function: &str) -> Arc<Queue> {
+    queue(q).unwrap_or_else(|| {
+        misuse(
+            function,
+            format_args!("{q:p} is not a queue (never created, or destroyed)"),
+        )
+    })
+}
+
 macro_rules! load_index {
     ($($name:ident = $field:ident, $o:expr);* $(;)?) => {
-        export! { $( fn $name(q: *const c_void) -> u64 { queue(q).map_or(0, |q| q.$field().load($o)) } )* }
+        export! { $( fn $name(q: *const c_void) -> u64 { queue_or_abort(q, stringify!($name)).$field().load($o) } )* }
     };
 }
 load_index!(
@@ -34,7 +45,7 @@ load_index!(
 
 macro_rules! store_index {
     ($($name:ident = $field:ident, $o:expr);* $(;)?) => {
-        export! { $( fn $name(q: *const c_void, v: u64) -> () { if let Some(q) = queue(q) { q.$field().store(v, $o) } } )* }
+        export! { $( fn $name(q: *const c_void, v: u64) -> () { queue_or_abort(q, stringify!($name)).$field().store(v, $o) } )* }
     };
 }
 store_index!(
@@ -57,11 +68,11 @@ fn fail_order(o: Ordering) -> Ordering {
 macro_rules! write_index_rmw {
     ($($add:ident, $cas:ident = $o:expr);* $(;)?) => {
         export! { $(
-            fn $add(q: *const c_void, v: u64) -> u64 { queue(q).map_or(0, |q| q.write_index().fetch_add(v, $o)) }
+            fn $add(q: *const c_void, v: u64) -> u64 { queue_or_abort(q, stringify!($add)).write_index().fetch_add(v, $o) }
             fn $cas(q: *const c_void, expected: u64, v: u64) -> u64 {
-                queue(q).map_or(0, |q| match q.write_index().compare_exchange(expected, v, $o, fail_order($o)) {
+                match queue_or_abort(q, stringify!($cas)).write_index().compare_exchange(expected, v, $o, fail_order($o)) {
                     Ok(old) | Err(old) => old,
-                })
+                }
             }
         )* }
     };
@@ -90,46 +101,53 @@ export! {
     ) -> HsaStatus {
         status((|| {
             let rt = rt()?;
+            // ROCr checks the out-pointer, size and type before the agent;
+            // the group segment size is not checked at all.
+            if out.is_null() || size == 0 || !size.is_power_of_two() || queue_type > 2 {
+                return Err(Status::InvalidArgument);
+            }
             let id = state::agent_id(&rt, agent)?;
-            if out.is_null() {
-                return Err(Status::InvalidArgument);
-            }
-            // u32::MAX means "runtime default" for both segment sizes.
-            if group_segment_size != u32::MAX && u64::from(group_segment_size) > inlay_runtime::pool::GROUP_SEGMENT {
-                return Err(Status::InvalidArgument);
-            }
-            let _ = private_segment_size;
+            let _ = group_segment_size;
             let data = data as usize;
             let on_error = callback.map(|cb| {
                 std::sync::Arc::new(move |st: Status, q: u64| cb(st.code(), q as *mut c_void, data as *mut c_void))
                     as inlay_runtime::queue::ErrorCallback
             });
-            let q = rt.queue_create(id, size, queue_type, on_error).map_err(|e| match e {
-                Status::InvalidArgument => Status::InvalidQueueCreation,
-                other => other,
-            })?;
+            let q = rt.queue_create(id, size, queue_type, private_segment_size, on_error)?;
             put(out as *mut c_void, q.addr as *mut c_void)
         })())
     }
 
-    fn hsa_soft_queue_create(_region: Handle, _size: u32, _ty: u32, _features: u32, _doorbell: Handle, out: *mut *mut c_void) -> HsaStatus {
-        // Soft queues (processed by the application) are not offered.
-        status(rt().and_then(|_| if out.is_null() { Err(Status::InvalidArgument) } else { Err(Status::InvalidQueueCreation) }))
+    fn hsa_soft_queue_create(region: Handle, size: u32, ty: u32, features: u32, doorbell: Handle, out: *mut *mut c_void) -> HsaStatus {
+        // ROCr's checks, in its order; soft queues (processed by the
+        // application) are then not offered.
+        status((|| {
+            let rt = rt()?;
+            if out.is_null() || region == 0 || doorbell == 0 || size == 0 || !size.is_power_of_two() || ty > 1 || features == 0 {
+                return Err(Status::InvalidArgument);
+            }
+            state::pool_id(&rt, region, Status::InvalidRegion)?;
+            rt.signal(doorbell)?;
+            Err(Status::InvalidQueueCreation)
+        })())
     }
 
     fn hsa_queue_destroy(q: *mut c_void) -> HsaStatus {
-        status(rt().and_then(|rt| rt.queue_destroy(q as u64)))
+        // ROCr: IS_BAD_PTR (INVALID_ARGUMENT), then IS_VALID (INVALID_QUEUE).
+        status(rt().and_then(|rt| if q.is_null() { Err(Status::InvalidArgument) } else { rt.queue_destroy(q as u64) }))
     }
 
     fn hsa_queue_inactivate(q: *mut c_void) -> HsaStatus {
         // Inactivating stops processing for good; destroying later releases the memory.
-        status(rt().and_then(|rt| rt.queue(q as u64)).map(|q| inlay_runtime::queue::inactivate(&q)))
+        status(rt().and_then(|rt| if q.is_null() { Err(Status::InvalidArgument) } else { rt.queue(q as u64) })
+            .map(|q| inlay_runtime::queue::inactivate(&q)))
     }
 
     fn hsa_amd_queue_cu_set_mask(q: *const c_void, count: u32, mask: *const u32) -> HsaStatus {
         status((|| {
             rt()?.queue(q as u64)?;
-            if count == 0 || count & 31 != 0 {
+            // ROCr: a count of 0 resets the mask; otherwise whole dwords.
+            if (count != 0 && mask.is_null()) || !count.is_multiple_of(32) {
                 return Err(Status::InvalidArgument);
             }
             read_array(mask, (count / 32) as usize)?;
@@ -139,7 +157,11 @@ export! {
 
     fn hsa_amd_queue_set_priority(q: *mut c_void, priority: u32) -> HsaStatus {
         status((|| {
-            rt()?.queue(q as u64)?;
+            let rt = rt()?;
+            if q.is_null() {
+                return Err(Status::InvalidArgument); // ROCr: IS_BAD_PTR(queue)
+            }
+            rt.queue(q as u64)?;
             if priority > 2 {
                 return Err(Status::InvalidArgument);
             }

@@ -2,7 +2,8 @@
 //! memory order (and the HSA 1.0 names ROCr still exports), waits, signal
 //! groups and the AMD extensions.
 //!
-//! Void-returning operations cannot report a bad handle; they do nothing.
+//! Operations that return a value or nothing cannot report a bad handle:
+//! as in ROCr, the process aborts (see [`misuse`]).
 
 use crate::abi::*;
 use crate::export;
@@ -15,8 +16,19 @@ use std::sync::atomic::Ordering::{self, AcqRel, Acquire, Relaxed, Release};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-fn sig(h: Handle) -> Option<Arc<Signal>> {
-    rt().ok()?.signal(h).ok()
+/// The signal behind `h`, for `function`, which cannot return a status.
+fn sig(h: Handle, function: &str) -> Arc<Signal> {
+    match rt().map(|rt| rt.signal(h)) {
+        Ok(Ok(s)) => s,
+        Ok(Err(_)) => misuse(
+            function,
+            format_args!("signal handle {h:#x} is not a signal (never created, or destroyed)"),
+        ),
+        Err(_) => misuse(
+            function,
+            format_args!("signal handle {h:#x} used while the runtime is not initialized"),
+        ),
+    }
 }
 
 /// A timeout hint in timestamp ticks (1 GHz); u64::MAX means none.
@@ -24,10 +36,20 @@ fn timeout(hint: u64) -> Option<Duration> {
     (hint != u64::MAX).then(|| Duration::from_nanos(hint))
 }
 
+/// The consumers as ROCr's `hsa_amd_signal_create` checks them: a list
+/// without duplicates; the handles themselves are not validated (ROCr only
+/// compares them with its CPU agents), so ones that are not agents are dropped.
 fn consumers(n: u32, list: *const Handle) -> Result<Vec<inlay_runtime::agent::AgentId>, Status> {
     let rt = rt()?;
     let handles = read_array(list, n as usize)?;
-    handles.iter().map(|&h| state::agent_id(&rt, h)).collect()
+    let unique: std::collections::BTreeSet<Handle> = handles.iter().copied().collect();
+    if unique.len() != handles.len() {
+        return Err(Status::InvalidArgument);
+    }
+    Ok(handles
+        .iter()
+        .filter_map(|&h| state::agent_id(&rt, h).ok())
+        .collect())
 }
 
 fn create(
@@ -45,16 +67,40 @@ fn create(
     put(out as *mut c_void, h)
 }
 
-fn wait(h: Handle, cond: u32, compare: i64, hint: u64, state: u32, o: Ordering) -> i64 {
-    let (Some(s), Some(c)) = (sig(h), Condition::from_raw(cond)) else {
-        return 0;
-    };
+fn wait(
+    h: Handle,
+    cond: u32,
+    compare: i64,
+    hint: u64,
+    state: u32,
+    o: Ordering,
+    function: &str,
+) -> i64 {
+    let s = sig(h, function);
     let ws = if state == 1 {
         WaitState::Active
     } else {
         WaitState::Blocked
     };
-    s.wait(c, compare, timeout(hint), ws, o)
+    match Condition::from_raw(cond) {
+        Some(c) => s.wait(c, compare, timeout(hint), ws, o),
+        // ROCr: a condition it does not know never holds (CheckSignalCondition),
+        // so the wait lasts until its timeout and returns the value then.
+        None => {
+            let start = std::time::Instant::now();
+            while timeout(hint).is_none_or(|t| start.elapsed() < t) {
+                let v = s.load(Relaxed);
+                s.wait(
+                    Condition::Ne,
+                    v,
+                    Some(Duration::from_millis(1)),
+                    ws,
+                    Relaxed,
+                );
+            }
+            s.load(o)
+        }
+    }
 }
 
 /// Defines `hsa_signal_<op>_<order>` for each order given.
@@ -62,7 +108,7 @@ macro_rules! rmw {
     ($op:ident: $($name:ident = $o:expr),*) => {
         export! { $(
             fn $name(h: Handle, v: i64) -> () {
-                if let Some(s) = sig(h) { s.$op(v, $o) }
+                sig(h, stringify!($name)).$op(v, $o)
             }
         )* }
     };
@@ -83,7 +129,7 @@ rmw!(silent_store: hsa_signal_silent_store_relaxed = Relaxed, hsa_signal_silent_
 
 macro_rules! load {
     ($($name:ident = $o:expr),*) => {
-        export! { $( fn $name(h: Handle) -> i64 { sig(h).map_or(0, |s| s.load($o)) } )* }
+        export! { $( fn $name(h: Handle) -> i64 { sig(h, stringify!($name)).load($o) } )* }
     };
 }
 load!(
@@ -94,7 +140,7 @@ load!(
 
 macro_rules! exchange {
     ($($name:ident = $o:expr),*) => {
-        export! { $( fn $name(h: Handle, v: i64) -> i64 { sig(h).map_or(0, |s| s.exchange(v, $o)) } )* }
+        export! { $( fn $name(h: Handle, v: i64) -> i64 { sig(h, stringify!($name)).exchange(v, $o) } )* }
     };
 }
 exchange!(
@@ -109,7 +155,7 @@ exchange!(
 
 macro_rules! cas {
     ($($name:ident = $o:expr),*) => {
-        export! { $( fn $name(h: Handle, expected: i64, v: i64) -> i64 { sig(h).map_or(0, |s| s.cas(expected, v, $o)) } )* }
+        export! { $( fn $name(h: Handle, expected: i64, v: i64) -> i64 { sig(h, stringify!($name)).cas(expected, v, $o) } )* }
     };
 }
 cas!(
@@ -126,7 +172,7 @@ macro_rules! waits {
     ($($name:ident = $o:expr),*) => {
         export! { $(
             fn $name(h: Handle, cond: u32, compare: i64, hint: u64, state: u32) -> i64 {
-                wait(h, cond, compare, hint, state, $o)
+                wait(h, cond, compare, hint, state, $o, stringify!($name))
             }
         )* }
     };
@@ -147,10 +193,12 @@ fn groups() -> std::sync::MutexGuard<'static, Option<HashMap<u64, Vec<Handle>>>>
     GROUPS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Waits until any of `signals` satisfies its condition; returns its index and value.
+/// Waits until any of `signals` satisfies its condition; returns its index
+/// and value. Scanning a condition that is not one (None) ends the wait
+/// unsatisfied, as in ROCr's Signal::WaitMultiple.
 fn wait_any(
     signals: &[Arc<Signal>],
-    conds: &[Condition],
+    conds: &[Option<Condition>],
     values: &[i64],
     o: Ordering,
     limit: Option<Duration>,
@@ -159,8 +207,10 @@ fn wait_any(
     loop {
         for (i, s) in signals.iter().enumerate() {
             let v = s.load(o);
-            if conds[i].holds(v, values[i]) {
-                return Some((i, v));
+            match conds[i] {
+                None => return None,
+                Some(c) if c.holds(v, values[i]) => return Some((i, v)),
+                Some(_) => {}
             }
         }
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
@@ -190,18 +240,15 @@ export! {
     }
 
     fn hsa_amd_signal_create(initial: i64, n: u32, consumers: *const Handle, attributes: u64, out: *mut Handle) -> HsaStatus {
-        // GPU_ONLY makes a signal without interrupt; IPC is a hint we do not act on. Unknown bits are an error.
-        status(rt().and_then(|_| {
-            if attributes & !3 != 0 {
-                return Err(Status::InvalidArgument);
-            }
-            // HSA_AMD_SIGNAL_AMD_GPU_ONLY (1): no interrupt, as in ROCr.
-            create(initial, n, consumers, out, attributes & 1 != 0)
-        }))
+        // HSA_AMD_SIGNAL_AMD_GPU_ONLY (1) makes a signal without interrupt,
+        // as in ROCr; IPC is a hint we do not act on; ROCr ignores bits it
+        // does not know, and so do we.
+        status(create(initial, n, consumers, out, attributes & 1 != 0))
     }
 
     fn hsa_signal_destroy(h: Handle) -> HsaStatus {
-        status(rt().and_then(|rt| rt.signal_destroy(h)))
+        // ROCr's Signal::Convert: a null handle is INVALID_ARGUMENT.
+        status(rt().and_then(|rt| if h == 0 { Err(Status::InvalidArgument) } else { rt.signal_destroy(h) }))
     }
 
     fn hsa_amd_signal_value_pointer(h: Handle, out: *mut *const i64) -> HsaStatus {
@@ -222,7 +269,11 @@ export! {
         status((|| {
             let rt = rt()?;
             let handler = handler.ok_or(Status::InvalidArgument)?;
-            let cond = Condition::from_raw(cond).ok_or(Status::InvalidArgument)?;
+            // ROCr accepts a condition it does not know; it never holds, so
+            // the handler is registered and never called.
+            let Some(cond) = Condition::from_raw(cond) else {
+                return rt.signal(h).map(|_| ());
+            };
             let arg = arg as usize;
             rt.signal_async_handler(h, cond, value, Box::new(move |v| handler(v, arg as *mut c_void)))
         })())
@@ -256,13 +307,23 @@ export! {
             if n == 0 {
                 return Err(Status::InvalidArgument);
             }
-            let sigs = resolve(read_array(signals, n)?)?;
-            let conds = read_array(conds, n)?.iter().map(|&c| Condition::from_raw(c)).collect::<Option<Vec<_>>>().ok_or(Status::InvalidArgument)?;
-            let values = read_array(values, n)?;
-            // ROCr's answer on timeout: UINT32_MAX.
-            let Some((i, v)) = wait_any(&sigs, &conds, values, Acquire, timeout(hint)) else {
+            let rt = rt()?;
+            let (handles, conds, values) = (read_array(signals, n)?, read_array(conds, n)?, read_array(values, n)?);
+            // As ROCr: null and invalid signals are skipped, and UINT32_MAX
+            // means none was left to wait on or none was satisfied in time.
+            // (ROCr then pairs the k-th valid signal with conds[k], not with
+            // its own condition; we keep each signal's own.)
+            let (live, sigs): (Vec<usize>, Vec<Arc<Signal>>) =
+                (0..n).filter_map(|i| rt.signal(handles[i]).ok().map(|s| (i, s))).unzip();
+            if live.is_empty() {
+                return Ok(u32::MAX);
+            }
+            let conds: Vec<Option<Condition>> = live.iter().map(|&i| Condition::from_raw(conds[i])).collect();
+            let values: Vec<i64> = live.iter().map(|&i| values[i]).collect();
+            let Some((k, v)) = wait_any(&sigs, &conds, &values, Acquire, timeout(hint)) else {
                 return Ok(u32::MAX);
             };
+            let i = live[k];
             if !satisfying.is_null() {
                 put(satisfying as *mut c_void, v)?;
             }
@@ -317,9 +378,10 @@ fn group_wait(
     }
     let sigs = resolve(&handles)?;
     let n = handles.len();
+    // ROCr would wait forever on a condition it does not know; we refuse it.
     let conds = read_array(conds, n)?
         .iter()
-        .map(|&c| Condition::from_raw(c))
+        .map(|&c| Condition::from_raw(c).map(Some))
         .collect::<Option<Vec<_>>>()
         .ok_or(Status::InvalidArgument)?;
     let (i, v) = wait_any(&sigs, &conds, read_array(values, n)?, o, None).ok_or(Status::Error)?;

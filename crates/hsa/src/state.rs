@@ -27,10 +27,26 @@ pub fn init() -> Result<(), Status> {
     }
     if g.runtime.is_none() {
         let rt = Arc::new(Runtime::new());
+        set_dispatch_timeout(&rt)?;
         attach_tools(&rt)?;
         g.runtime = Some(rt);
     }
     g.refs += 1;
+    Ok(())
+}
+
+/// Gives every kernel dispatch the time limit `INLAY_DISPATCH_TIMEOUT`
+/// names (seconds, decimal; `inlay run --timeout` sets it). A value that is
+/// not a time fails `hsa_init` with a message rather than running unlimited.
+fn set_dispatch_timeout(rt: &Runtime) -> Result<(), Status> {
+    let Some(text) = std::env::var_os("INLAY_DISPATCH_TIMEOUT").filter(|t| !t.is_empty()) else {
+        return Ok(());
+    };
+    let limit = inlay_runtime::parse_timeout(&text.to_string_lossy()).map_err(|why| {
+        eprintln!("inlay: INLAY_DISPATCH_TIMEOUT: {why}");
+        Status::InvalidArgument
+    })?;
+    rt.set_dispatch_timeout(limit);
     Ok(())
 }
 

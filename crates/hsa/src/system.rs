@@ -7,67 +7,9 @@ use crate::abi::{
 use crate::executables;
 use crate::export;
 use crate::state::{self, rt};
+use inlay_runtime::status::status_text;
 use inlay_runtime::Status;
 use std::ffi::{c_char, c_void};
-
-/// Text for every status of hsa.h, hsa_ext_amd.h, hsa_ext_finalize.h and
-/// hsa_ext_image.h (NUL-terminated), starting with the status name.
-fn status_text(s: u32) -> Option<&'static str> {
-    Some(match s {
-        0x0 => "HSA_STATUS_SUCCESS: The function has been executed successfully.\0",
-        0x1 => "HSA_STATUS_INFO_BREAK: A traversal over a list of elements has been interrupted by the application.\0",
-        0x1000 => "HSA_STATUS_ERROR: A generic error has occurred.\0",
-        0x1001 => "HSA_STATUS_ERROR_INVALID_ARGUMENT: One of the actual arguments does not meet a precondition.\0",
-        0x1002 => "HSA_STATUS_ERROR_INVALID_QUEUE_CREATION: The requested queue cannot be created with these parameters.\0",
-        0x1003 => "HSA_STATUS_ERROR_INVALID_ALLOCATION: The allocation request is not valid for this pool or region.\0",
-        0x1004 => "HSA_STATUS_ERROR_INVALID_AGENT: The agent is invalid.\0",
-        0x1005 => "HSA_STATUS_ERROR_INVALID_REGION: The memory region is invalid.\0",
-        0x1006 => "HSA_STATUS_ERROR_INVALID_SIGNAL: The signal is invalid.\0",
-        0x1007 => "HSA_STATUS_ERROR_INVALID_QUEUE: The queue is invalid.\0",
-        0x1008 => "HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime could not obtain the memory, threads or other resources it needs.\0",
-        0x1009 => "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: An AQL packet is malformed.\0",
-        0x100A => "HSA_STATUS_ERROR_RESOURCE_FREE: A resource is still in use and cannot be released.\0",
-        0x100B => "HSA_STATUS_ERROR_NOT_INITIALIZED: The runtime has not been initialized with hsa_init.\0",
-        0x100C => "HSA_STATUS_ERROR_REFCOUNT_OVERFLOW: The runtime reference count would overflow.\0",
-        0x100D => "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS: The arguments are valid alone but not together.\0",
-        0x100E => "HSA_STATUS_ERROR_INVALID_INDEX: The index is invalid.\0",
-        0x100F => "HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid.\0",
-        0x1017 => "HSA_STATUS_ERROR_INVALID_ISA_NAME: The instruction set architecture name is invalid.\0",
-        0x1010 => "HSA_STATUS_ERROR_INVALID_CODE_OBJECT: The code object is invalid.\0",
-        0x1011 => "HSA_STATUS_ERROR_INVALID_EXECUTABLE: The executable is invalid.\0",
-        0x1012 => "HSA_STATUS_ERROR_FROZEN_EXECUTABLE: The executable is frozen.\0",
-        0x1013 => "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME: No symbol has that name.\0",
-        0x1014 => "HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED: The variable is already defined.\0",
-        0x1015 => "HSA_STATUS_ERROR_VARIABLE_UNDEFINED: The variable is undefined.\0",
-        0x1016 => "HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation raised an exception.\0",
-        0x1018 => "HSA_STATUS_ERROR_INVALID_CODE_SYMBOL: The code object symbol is invalid.\0",
-        0x1019 => "HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL: The executable symbol is invalid.\0",
-        0x1020 => "HSA_STATUS_ERROR_INVALID_FILE: The file descriptor is invalid.\0",
-        0x1021 => "HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER: The code object reader is invalid.\0",
-        0x1022 => "HSA_STATUS_ERROR_INVALID_CACHE: The cache is invalid.\0",
-        0x1023 => "HSA_STATUS_ERROR_INVALID_WAVEFRONT: The wavefront is invalid.\0",
-        0x1024 => "HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP: The signal group is invalid.\0",
-        0x1025 => "HSA_STATUS_ERROR_INVALID_RUNTIME_STATE: The runtime is not in a state that allows this operation.\0",
-        0x1026 => "HSA_STATUS_ERROR_FATAL: The queue received an error that may require process termination.\0",
-        40 => "HSA_STATUS_ERROR_INVALID_MEMORY_POOL: The memory pool is invalid.\0",
-        41 => "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: An agent accessed memory beyond the aperture it may use.\0",
-        42 => "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION: An agent tried to execute an illegal instruction.\0",
-        43 => "HSA_STATUS_ERROR_MEMORY_FAULT: An agent accessed memory it may not access.\0",
-        44 => "HSA_STATUS_CU_MASK_REDUCED: The CU mask was applied, reduced to the compute units present.\0",
-        0x2000 => "HSA_EXT_STATUS_ERROR_INVALID_PROGRAM: The HSAIL program is invalid.\0",
-        0x2001 => "HSA_EXT_STATUS_ERROR_INVALID_MODULE: The HSAIL module is invalid.\0",
-        0x2002 => "HSA_EXT_STATUS_ERROR_INCOMPATIBLE_MODULE: The module does not fit the program's profile or machine model.\0",
-        0x2003 => "HSA_EXT_STATUS_ERROR_MODULE_ALREADY_INCLUDED: The module is already part of the program.\0",
-        0x2004 => "HSA_EXT_STATUS_ERROR_SYMBOL_MISMATCH: A symbol is declared differently in two modules.\0",
-        0x2005 => "HSA_EXT_STATUS_ERROR_FINALIZATION_FAILED: Finalization failed.\0",
-        0x2006 => "HSA_EXT_STATUS_ERROR_DIRECTIVE_MISMATCH: A control directive disagrees with the finalizer's.\0",
-        0x3000 => "HSA_EXT_STATUS_ERROR_IMAGE_FORMAT_UNSUPPORTED: The image format is not supported.\0",
-        0x3001 => "HSA_EXT_STATUS_ERROR_IMAGE_SIZE_UNSUPPORTED: The image size is not supported.\0",
-        0x3002 => "HSA_EXT_STATUS_ERROR_IMAGE_PITCH_UNSUPPORTED: The image pitch is not supported.\0",
-        0x3003 => "HSA_EXT_STATUS_ERROR_SAMPLER_DESCRIPTOR_UNSUPPORTED: The sampler descriptor is not supported.\0",
-        _ => return None,
-    })
-}
 
 fn extension_supported(ext: u16, major: u16) -> bool {
     (ext == EXT_AMD_LOADER || ext == EXT_IMAGES) && major == 1
@@ -194,8 +136,10 @@ fn fill_table(ext: u16, major: u16, len: usize, table: *mut c_void) -> Result<()
     if table.is_null() || len == 0 {
         return Err(Status::InvalidArgument);
     }
+    // ROCr: a wrong major version of a table it has, or a table it does not
+    // have, is HSA_STATUS_ERROR (hsa_system_get_major_extension_table).
     if !extension_supported(ext, major) {
-        return Err(Status::InvalidArgument);
+        return Err(Status::Error);
     }
     let images;
     let loader;
@@ -274,9 +218,18 @@ export! {
         })())
     }
 
-    fn hsa_system_get_extension_table(ext: u16, major: u16, _minor: u16, table: *mut c_void) -> HsaStatus {
-        // The 1.0 form has no length: the 1.00 tables (3 loader entries, 10 image ones).
-        let entries = if ext == EXT_IMAGES { 10 } else { 3 };
+    fn hsa_system_get_extension_table(ext: u16, major: u16, minor: u16, table: *mut c_void) -> HsaStatus {
+        // The 1.0 form has no length: the table of version major.minor, as
+        // ROCr's get_extension_table_length sizes it (0, refused, for a
+        // version or extension it has no table for). Loader 1.00 to 1.03 have
+        // 3, 5, 6 and 7 entries, images 1.00 has 10; other extensions'
+        // tables are not offered.
+        let entries = match (ext, major, minor) {
+            (EXT_AMD_LOADER, 1, 0..=3) => [3, 5, 6, 7][minor as usize],
+            (EXT_IMAGES, 1, 0) => 10,
+            (EXT_FINALIZER | 0x202 | 0x203, 1, 0) => 1,
+            _ => 0,
+        };
         status(fill_table(ext, major, entries * std::mem::size_of::<*const c_void>(), table))
     }
 
@@ -307,7 +260,12 @@ export! {
     ) -> HsaStatus {
         status((|| {
             let rt = rt()?;
-            let cb = callback.ok_or(Status::InvalidArgument)?;
+            // ROCr registers a null handler too (and would call it); a null
+            // one here is kept but handles nothing.
+            let Some(cb) = callback else {
+                rt.register_event_handler(std::sync::Arc::new(|_| false));
+                return Ok(());
+            };
             let data = data as usize;
             rt.register_event_handler(std::sync::Arc::new(move |ev| {
                 let inlay_runtime::SystemEvent::MemoryFault { agent, address, .. } = *ev;
@@ -317,7 +275,8 @@ export! {
                     virtual_address: address,
                     fault_reason_mask: crate::abi::FAULT_PAGE_NOT_PRESENT,
                 };
-                cb(&raw as *const _ as *const c_void, data as *mut c_void);
+                // ROCr: a handler returning success has dealt with the fault.
+                cb(&raw as *const _ as *const c_void, data as *mut c_void) == crate::abi::SUCCESS
             }));
             Ok(())
         })())

@@ -121,17 +121,6 @@ fn device_function_library_and_caller_in_both_orders() {
 }
 
 #[test]
-fn executable_bad_input_returns_the_right_status() {
-    run_c(
-        "loader_badinput",
-        &[
-            fixture("gfx90a/v5/vector_add.hsaco"),
-            fixture("gfx908/v5/vector_add.hsaco"),
-        ],
-    );
-}
-
-#[test]
 fn local_device_functions_and_host_variables() {
     let path = fixture("gfx90a/v5/device_call.hsaco");
     let Some(syms) = readelf(&["-sW"], &path) else {

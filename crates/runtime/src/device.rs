@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use inlay_vgpu::{CodeRegion, FaultKind, Memory, Packet, Stats};
+use inlay_vgpu::{CodeRegion, Fault, FaultKind, FaultReport, Memory, Packet, Stats, Watch};
 
 use crate::status::Status;
 
@@ -27,14 +27,14 @@ pub struct KernelDispatch {
     pub raw: [u8; 64],
 }
 
-/// Why a dispatch did not complete; `status` goes to the queue's error
-/// callback; a memory fault (its address and cause) also goes to the
-/// system event handlers.
+/// Why a dispatch did not complete: the status a queue error reports
+/// (see `crate::fault` for where it goes), a one-line message, and the
+/// device's report when the kernel itself faulted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DispatchError {
     pub status: Status,
     pub message: String,
-    pub fault: Option<(u64, inlay_vgpu::Fault)>,
+    pub report: Option<Box<FaultReport>>,
 }
 
 impl DispatchError {
@@ -42,15 +42,39 @@ impl DispatchError {
         DispatchError {
             status,
             message: message.into(),
-            fault: None,
+            report: None,
         }
+    }
+
+    /// A page fault of the GPU's virtual memory (the address and its cause):
+    /// what ROCr hears about as a VM fault rather than a queue error.
+    pub fn memory_fault(&self) -> Option<(u64, Fault)> {
+        let r = self.report.as_ref()?;
+        match (&r.kind, r.address) {
+            // Addresses past the 48 bits of the GPU's virtual address space
+            // are aperture violations, a queue error.
+            (FaultKind::Memory(f), Some(a)) if a >> 48 == 0 => Some((a, *f)),
+            _ => None,
+        }
+    }
+
+    /// The dispatch was stopped from outside (its queue torn down).
+    pub fn stopped(&self) -> bool {
+        self.report
+            .as_ref()
+            .is_some_and(|r| r.kind == FaultKind::Stopped)
     }
 }
 
 pub trait Device: Send + Sync {
-    /// Runs one dispatch to completion (the packet processor waits for it);
-    /// returns its native counts when the device keeps them.
-    fn dispatch(&self, packet: &KernelDispatch) -> Result<Option<Stats>, DispatchError>;
+    /// Runs one dispatch to completion (the packet processor waits for it),
+    /// or until `watch` ends it; returns its native counts when the device
+    /// keeps them.
+    fn dispatch(
+        &self,
+        packet: &KernelDispatch,
+        watch: Watch<'_>,
+    ) -> Result<Option<Stats>, DispatchError>;
 
     /// Makes the kernels of code objects already placed in device memory
     /// dispatchable; returns an id for [`Device::remove_code`].
@@ -63,7 +87,11 @@ pub trait Device: Send + Sync {
 pub struct NoEmulator;
 
 impl Device for NoEmulator {
-    fn dispatch(&self, packet: &KernelDispatch) -> Result<Option<Stats>, DispatchError> {
+    fn dispatch(
+        &self,
+        packet: &KernelDispatch,
+        _watch: Watch<'_>,
+    ) -> Result<Option<Stats>, DispatchError> {
         Err(DispatchError::new(
             Status::InvalidCodeObject,
             format!("no device runs the kernel at {:#x}", packet.kernel_object),
@@ -86,39 +114,29 @@ impl VirtualGpu {
     /// `threads` host threads run workgroups (0: all cores); the kernels'
     /// interrupts (`s_sendmsg MSG_INTERRUPT`) go to `interrupt`.
     pub fn new(memory: Arc<Memory>, threads: usize, interrupt: Arc<inlay_vgpu::Interrupt>) -> Self {
-        let gpu = inlay_vgpu::Device::with_memory(memory, threads);
+        let mut gpu = inlay_vgpu::Device::with_memory(memory, threads);
         gpu.set_interrupt(interrupt);
+        // As on hardware, a kernel may run as long as it likes: what ends
+        // it early is its queue's teardown or a time limit (INLAY_DISPATCH_TIMEOUT).
+        gpu.set_watchdog(u64::MAX);
         VirtualGpu { gpu }
     }
 }
 
 impl Device for VirtualGpu {
-    fn dispatch(&self, d: &KernelDispatch) -> Result<Option<Stats>, DispatchError> {
+    fn dispatch(
+        &self,
+        d: &KernelDispatch,
+        watch: Watch<'_>,
+    ) -> Result<Option<Stats>, DispatchError> {
         let packet = Packet::from_bytes(d.raw, d.address, d.queue, d.packet_id);
-        match self.gpu.dispatch_packet(&packet) {
+        match self.gpu.dispatch_packet(&packet, watch) {
             Ok(stats) => Ok(Some(stats)),
-            Err(report) => {
-                let status = match &report.kind {
-                    FaultKind::Memory(_)
-                    | FaultKind::Lds { .. }
-                    | FaultKind::Scratch { .. }
-                    | FaultKind::Misaligned { .. } => Status::MemoryApertureViolation,
-                    FaultKind::Unimplemented | FaultKind::BadJump { .. } => {
-                        Status::IllegalInstruction
-                    }
-                    FaultKind::Trap(_) | FaultKind::Watchdog { .. } => Status::Exception,
-                    FaultKind::Launch(_) => Status::InvalidPacketFormat,
-                };
-                let fault = match report.kind {
-                    FaultKind::Memory(f) => Some((report.address.unwrap_or(0), f)),
-                    _ => None,
-                };
-                Err(DispatchError {
-                    status,
-                    message: report.to_string(),
-                    fault,
-                })
-            }
+            Err(report) => Err(DispatchError {
+                status: queue_error_status(&report.kind),
+                message: report.to_string(),
+                report: Some(report),
+            }),
         }
     }
 
@@ -128,5 +146,29 @@ impl Device for VirtualGpu {
 
     fn remove_code(&self, id: u64) {
         self.gpu.unregister(id);
+    }
+}
+
+/// The status a queue error reports for each way a dispatch fails, as ROCr
+/// maps the hardware's (KFD's) exception codes in `AqlQueue::ExceptionHandler`
+/// (amd_aql_queue.cpp): wave memory and aperture violations, illegal
+/// instructions, traps and aborts as `HSA_STATUS_ERROR_EXCEPTION`, an invalid
+/// or null code object (`EC_QUEUE_PACKET_DISPATCH_CODE_INVALID`). Time limits
+/// and the watchdog end waves as an abort does.
+fn queue_error_status(kind: &FaultKind) -> Status {
+    match kind {
+        FaultKind::Memory(_)
+        | FaultKind::Lds { .. }
+        | FaultKind::Scratch { .. }
+        | FaultKind::Misaligned { .. } => Status::MemoryApertureViolation,
+        FaultKind::Unimplemented | FaultKind::IllegalInstruction | FaultKind::BadJump { .. } => {
+            Status::IllegalInstruction
+        }
+        FaultKind::Trap(_)
+        | FaultKind::Watchdog { .. }
+        | FaultKind::TimeLimit { .. }
+        | FaultKind::Stopped => Status::Exception,
+        FaultKind::UnknownKernel { .. } => Status::InvalidCodeObject,
+        FaultKind::Launch(_) => Status::InvalidPacketFormat,
     }
 }

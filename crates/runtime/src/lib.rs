@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod device;
+mod fault;
 pub mod hostmem;
 pub mod intercept;
 pub mod memory;
@@ -44,7 +45,10 @@ pub enum SystemEvent {
     },
 }
 
-pub type EventHandler = Arc<dyn Fn(&SystemEvent) + Send + Sync>;
+/// A system event handler: returns true if it handled the event (in C, the
+/// handler returned `HSA_STATUS_SUCCESS`), which keeps a memory fault from
+/// ending the process.
+pub type EventHandler = Arc<dyn Fn(&SystemEvent) -> bool + Send + Sync>;
 /// An async signal handler: gets the value; returns true to stay registered.
 pub type SignalHandler = Box<dyn FnMut(i64) -> bool + Send>;
 
@@ -72,6 +76,9 @@ pub(crate) struct Shared {
     copy_profiling: AtomicBool,
     /// Locked and shared host memory the GPU may reach (see [`memory`]).
     host: memory::HostMemory,
+    /// Time limit of each kernel dispatch in nanoseconds (0: none).
+    dispatch_timeout_ns: AtomicU64,
+    messages: fault::Messages,
 }
 
 impl Shared {
@@ -96,10 +103,20 @@ impl Shared {
         }
     }
 
-    fn report(&self, ev: SystemEvent) {
+    /// Hands `ev` to every system event handler; true if one handled it.
+    fn report(&self, ev: SystemEvent) -> bool {
         let handlers: Vec<EventHandler> = lock(&self.events).clone();
+        let mut handled = false;
         for h in handlers {
-            h(&ev);
+            handled |= h(&ev);
+        }
+        handled
+    }
+
+    fn dispatch_timeout(&self) -> Option<Duration> {
+        match self.dispatch_timeout_ns.load(Ordering::Relaxed) {
+            0 => None,
+            ns => Some(Duration::from_nanos(ns)),
         }
     }
 
@@ -114,6 +131,23 @@ impl Shared {
     pub(crate) fn drop_unmapped_host_ranges(&self) {
         self.host.drop_unmapped(&self.memory, |m| self.log(m));
     }
+}
+
+/// Reads a time limit in seconds as `INLAY_DISPATCH_TIMEOUT` gives it: a
+/// decimal number such as `2.5`; `0` means no limit.
+pub fn parse_timeout(text: &str) -> std::result::Result<Option<Duration>, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds (e.g. 2.5)"))?;
+    if secs == 0.0 {
+        return Ok(None);
+    }
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .map(Some)
+        .ok_or_else(|| format!("`{text}` is not a positive number of seconds"))
 }
 
 /// The thunk's huge-page size (see [`Runtime::allocate`]).
@@ -174,6 +208,8 @@ impl Runtime {
                 epoch: Instant::now(),
                 copy_profiling: AtomicBool::new(false),
                 host: memory::HostMemory::default(),
+                dispatch_timeout_ns: AtomicU64::new(0),
+                messages: fault::Messages::from_env(),
             }),
             agents: vec![agent::host_cpu(), agent::virtual_gfx90a()],
             pools: pool::standard_pools(),
@@ -191,6 +227,13 @@ impl Runtime {
             .device
             .write()
             .unwrap_or_else(|e| e.into_inner()) = device;
+    }
+
+    /// Ends every kernel dispatch that runs longer than `limit` with a
+    /// queue error (`HSA_STATUS_ERROR_EXCEPTION`) and a report; None: no limit.
+    pub fn set_dispatch_timeout(&self, limit: Option<Duration>) {
+        let ns = limit.map_or(0, |d| d.as_nanos().clamp(1, u64::MAX as u128) as u64);
+        self.shared.dispatch_timeout_ns.store(ns, Ordering::Relaxed);
     }
 
     /// What runs dispatches.
@@ -281,23 +324,31 @@ impl Runtime {
         Ok(base)
     }
 
+    /// Frees an allocation by its base address; null is nothing to free
+    /// (ROCr's `Runtime::FreeMemory`: an address it did not allocate is
+    /// INVALID_ALLOCATION).
     pub fn free(&self, ptr: u64) -> Result<()> {
+        if ptr == 0 {
+            return Ok(());
+        }
         match self.shared.memory.find(ptr) {
             Some(a)
                 if a.base == ptr
                     && !matches!(a.kind, MemKind::Runtime | MemKind::Locked | MemKind::Svm) => {}
-            _ => return Err(Status::InvalidArgument),
+            _ => return Err(Status::InvalidAllocation),
         }
         self.shared
             .memory
             .free(ptr)
-            .map_err(|_| Status::InvalidArgument)?;
+            .map_err(|_| Status::InvalidAllocation)?;
         lock(&self.access).remove(&ptr);
         self.shared.host.freed(ptr);
         Ok(())
     }
 
-    /// Grants agents access to an allocation (`hsa_amd_agents_allow_access`).
+    /// Grants agents access to an allocation (`hsa_amd_agents_allow_access`)
+    /// given by its base address, as ROCr's `Runtime::AllowAccess` looks it
+    /// up; anything else is INVALID_ALLOCATION.
     pub fn allow_access(&self, agents: &[AgentId], ptr: u64) -> Result<()> {
         if agents.is_empty() {
             return Err(Status::InvalidArgument);
@@ -309,7 +360,8 @@ impl Runtime {
             .shared
             .memory
             .find(ptr)
-            .ok_or(Status::InvalidArgument)?;
+            .filter(|a| a.base == ptr)
+            .ok_or(Status::InvalidAllocation)?;
         let mut access = lock(&self.access);
         let list = access.entry(alloc.base).or_default();
         for a in agents {
@@ -343,14 +395,22 @@ impl Runtime {
             .map_err(|_| Status::InvalidArgument)
     }
 
-    /// Fills `count` 32-bit words (`hsa_amd_memory_fill`).
+    /// Fills `count` 32-bit words (`hsa_amd_memory_fill`). As in ROCr's
+    /// `Runtime::FillMemory`, the words must lie inside one allocation the
+    /// runtime knows; anything else is INVALID_ALLOCATION.
     pub fn fill(&self, dst: u64, value: u32, count: u64) -> Result<()> {
-        let len = count.checked_mul(4).ok_or(Status::InvalidArgument)?;
-        self.check_range(dst, len, true)?;
+        if count == 0 {
+            return Ok(());
+        }
+        let len = count.checked_mul(4).ok_or(Status::InvalidAllocation)?;
+        self.shared
+            .memory
+            .check(dst, len)
+            .map_err(|_| Status::InvalidAllocation)?;
         self.shared
             .memory
             .fill_u32(dst, value, count)
-            .map_err(|_| Status::InvalidArgument)
+            .map_err(|_| Status::InvalidAllocation)
     }
 
     /// Copies once every dependency is 0, then decrements `completion` by 1.
@@ -374,12 +434,11 @@ impl Runtime {
                 completion.set_times(start, shared.now());
             }
             if let Err(fault) = copied {
-                shared.log(&format!("async copy faulted: {fault}"));
-                shared.report(SystemEvent::MemoryFault {
-                    agent: agent::GPU,
-                    address: dst,
-                    fault,
-                });
+                let what = format!(
+                    "async copy of {size} bytes from {src:#x} to {dst:#x} faulted: {fault}"
+                );
+                shared.log(&what);
+                fault::memory_fault(&shared, dst, fault, &what);
             }
             completion.sub(1, Ordering::AcqRel);
         })
@@ -423,7 +482,10 @@ impl Runtime {
         let at = |p: &Pitched, o: [u32; 3], r: u64, s: u64| -> Option<u64> {
             let slice = (u64::from(o[2]) + s).checked_mul(p.slice)?;
             let row = (u64::from(o[1]) + r).checked_mul(p.pitch)?;
-            p.base.checked_add(slice)?.checked_add(row)?.checked_add(u64::from(o[0]))
+            p.base
+                .checked_add(slice)?
+                .checked_add(row)?
+                .checked_add(u64::from(o[0]))
         };
         // The whole span of each side must be one allocation or host memory.
         for (p, o, write) in [(&src, src_offset, false), (&dst, dst_offset, true)] {
@@ -443,12 +505,11 @@ impl Runtime {
                         continue;
                     };
                     if let Err(fault) = shared.memory.copy_host(d, from, x) {
-                        shared.log(&format!("rectangular copy faulted: {fault}"));
-                        shared.report(SystemEvent::MemoryFault {
-                            agent: agent::GPU,
-                            address: d,
-                            fault,
-                        });
+                        let what = format!(
+                            "rectangular copy of a {x}-byte row from {from:#x} to {d:#x} faulted: {fault}"
+                        );
+                        shared.log(&what);
+                        fault::memory_fault(&shared, d, fault, &what);
                     }
                 }
             }
@@ -515,13 +576,20 @@ impl Runtime {
         Ok(self.shared.signals.insert(Arc::new(s)))
     }
 
+    /// The signal behind a handle: a null handle is INVALID_ARGUMENT and
+    /// any other unknown one INVALID_SIGNAL, as ROCr's `Signal::Convert` has it.
     pub fn signal(&self, handle: u64) -> Result<Arc<Signal>> {
+        if handle == 0 {
+            return Err(Status::InvalidArgument);
+        }
         self.shared.signals.get(handle).ok_or(Status::InvalidSignal)
     }
 
     pub fn signal_destroy(&self, handle: u64) -> Result<()> {
+        // A queue's doorbell goes with its queue: ROCr's DoorbellSignal
+        // ignores a destroy (`doDestroySignal`), and so do we.
         if lock(&self.queues).values().any(|q| q.doorbell == handle) {
-            return Err(Status::InvalidSignal);
+            return Ok(());
         }
         self.shared
             .signals
@@ -586,30 +654,44 @@ impl Runtime {
         }
     }
 
-    /// Hands an event to every registered system event handler.
-    pub fn report_event(&self, ev: SystemEvent) {
-        self.shared.report(ev);
+    /// Hands an event to every registered system event handler; true if
+    /// one of them handled it.
+    pub fn report_event(&self, ev: SystemEvent) -> bool {
+        self.shared.report(ev)
     }
 
     // ---- queues ----------------------------------------------------------
 
-    /// Creates an AQL queue on `agent` with `size` packets (a power of two).
+    /// Creates an AQL queue on `agent` with `size` packets (a power of two),
+    /// checking its arguments in ROCr's order and with ROCr's statuses
+    /// (`hsa_queue_create` in hsa.cpp, then `GpuAgent::QueueCreate`).
+    /// `private_segment_size` is per work-item; `u32::MAX` means the default.
     pub fn queue_create(
         &self,
         agent: AgentId,
         size: u32,
         queue_type: u32,
+        private_segment_size: u32,
         on_error: Option<ErrorCallback>,
     ) -> Result<Arc<Queue>> {
+        // HSA_QUEUE_TYPE_MULTI, _SINGLE, _COOPERATIVE.
+        if size == 0 || !size.is_power_of_two() || queue_type > 2 {
+            return Err(Status::InvalidArgument);
+        }
         let a = self.agent(agent)?;
         if a.queues_max == 0 {
-            return Err(Status::InvalidAgent);
+            // CpuAgent::QueueCreate: no packet processor on the CPU.
+            return Err(Status::Error);
         }
-        if queue_type > 2 {
+        if size > a.queue_max_size {
+            return Err(Status::OutOfResources);
+        }
+        if size < a.queue_min_size {
             return Err(Status::InvalidArgument);
         }
-        if !size.is_power_of_two() || size < a.queue_min_size || size > a.queue_max_size {
-            return Err(Status::InvalidArgument);
+        // Most scratch a work-item may have (GpuAgent::QueueCreate).
+        if private_segment_size != u32::MAX && private_segment_size > 262_128 {
+            return Err(Status::OutOfResources);
         }
         if lock(&self.queues).len() >= a.queues_max as usize {
             return Err(Status::OutOfResources);

@@ -9,6 +9,7 @@ use crate::device::{DispatchError, KernelDispatch};
 use crate::signal::{Condition, Signal, WaitState};
 use crate::status::Status;
 use crate::Shared;
+use inlay_vgpu::Watch;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
@@ -47,7 +48,7 @@ pub struct Queue {
     /// times (`hsa_amd_profiling_set_profiler_enabled`).
     profiling: AtomicBool,
     thread: Mutex<Option<(JoinHandle<()>, ThreadId)>>,
-    on_error: Option<ErrorCallback>,
+    pub(crate) on_error: Option<ErrorCallback>,
 }
 
 fn atomic_u64(addr: u64) -> &'static AtomicU64 {
@@ -177,13 +178,6 @@ pub(crate) fn stop(q: &Queue) {
     }
 }
 
-fn fail(q: &Queue, status: Status) {
-    q.active.store(false, Ordering::Release);
-    if let Some(cb) = &q.on_error {
-        cb(status, q.addr);
-    }
-}
-
 fn process(shared: &Shared, q: &Queue) {
     loop {
         if q.stop.load(Ordering::Acquire) {
@@ -204,13 +198,8 @@ fn process(shared: &Shared, q: &Queue) {
         }
         let packet = q.packet(read);
         let completion = u64::from_le_bytes(packet[56..64].try_into().unwrap_or_default());
-        if let Err(e) = check_packet(shared, header, &packet) {
-            shared.log(&format!("queue {}: packet {read}: {}", q.id, e.message));
-            fail(q, e.status);
-            return;
-        }
         let start = shared.now();
-        let outcome = match header as u8 {
+        let outcome = check_packet(shared, header, &packet).and_then(|()| match header as u8 {
             PACKET_KERNEL_DISPATCH => dispatch(shared, q, read, &packet),
             PACKET_BARRIER_AND => barrier(shared, q, &packet, true),
             PACKET_BARRIER_OR => barrier(shared, q, &packet, false),
@@ -221,20 +210,16 @@ fn process(shared: &Shared, q: &Queue) {
                     header as u8
                 ),
             )),
-        };
+        });
         if let Err(e) = outcome {
-            if q.stop.load(Ordering::Acquire) {
+            // A queue torn down mid-packet just ends it, as hardware queue
+            // teardown does: nothing reported, the completion signal left alone.
+            if q.stop.load(Ordering::Acquire) || e.stopped() {
                 return;
             }
-            shared.log(&format!("queue {}: packet {read}: {}", q.id, e.message));
-            if let Some((address, fault)) = e.fault {
-                shared.report(crate::SystemEvent::MemoryFault {
-                    agent: crate::agent::GPU,
-                    address,
-                    fault,
-                });
-            }
-            fail(q, e.status);
+            // The queue processes nothing more; the packet stays unconsumed.
+            q.active.store(false, Ordering::Release);
+            crate::fault::queue_error(shared, q, read, &e);
             return;
         }
         q.header(read)
@@ -249,7 +234,14 @@ fn process(shared: &Shared, q: &Queue) {
                     s.sub(1, Ordering::AcqRel)
                 }
                 None => {
-                    fail(q, Status::InvalidSignal);
+                    q.active.store(false, Ordering::Release);
+                    let e = DispatchError::new(
+                        Status::InvalidSignal,
+                        format!(
+                            "completion signal {completion:#x} was destroyed while the packet ran"
+                        ),
+                    );
+                    crate::fault::queue_error(shared, q, read, &e);
                     return;
                 }
             }
@@ -279,16 +271,8 @@ fn check_packet(shared: &Shared, header: u16, p: &[u8; 64]) -> Result<(), Dispat
             if u16_at(p, 10) != 0 || u64_at(p, 48) != 0 {
                 return bad("reserved fields of a dispatch packet are not zero".into());
             }
-            let (kernel_object, kernarg) = (u64_at(p, 32), u64_at(p, 40));
-            if kernel_object == 0 {
-                return bad("kernel dispatch with a null kernel_object".into());
-            }
-            if kernel_object % 64 != 0 {
-                return bad(format!(
-                    "kernel_object {kernel_object:#x} is not 64-byte aligned"
-                ));
-            }
-            if kernarg % 16 != 0 {
+            let kernarg = u64_at(p, 40);
+            if !kernarg.is_multiple_of(16) {
                 return bad(format!(
                     "kernarg_address {kernarg:#x} is not 16-byte aligned"
                 ));
@@ -336,19 +320,50 @@ fn dispatch(shared: &Shared, q: &Queue, read: u64, p: &[u8; 64]) -> Result<(), D
         kernarg_address: u64_at(p, 40),
         raw: *p,
     };
-    let bad = |m: &str| Err(DispatchError::new(Status::InvalidPacketFormat, m));
+    // The statuses ROCr reports for the packet processor's exception codes,
+    // in the order its handler tests them (AqlQueue::ExceptionHandler):
+    // EC_QUEUE_PACKET_DISPATCH_DIM_INVALID, _GROUP_SEGMENT_SIZE_INVALID,
+    // _CODE_INVALID ("invalid (or NULL) code"), _WORK_GROUP_SIZE_INVALID.
+    let bad = |status, m: String| Err(DispatchError::new(status, m));
     if !(1..=3).contains(&d.dimensions) {
-        return bad("dispatch dimensions must be 1, 2 or 3");
-    }
-    if d.workgroup_size.contains(&0) || d.grid_size.contains(&0) {
-        return bad("zero workgroup or grid size");
-    }
-    let wg: u32 = d.workgroup_size.iter().map(|&x| u32::from(x)).product();
-    if wg > 1024 {
-        return bad("workgroup larger than 1024 work-items");
+        return bad(
+            Status::IncompatibleArguments,
+            format!("dispatch dimensions {} (must be 1, 2 or 3)", d.dimensions),
+        );
     }
     if u64::from(d.group_segment_size) > crate::pool::GROUP_SEGMENT {
-        return bad("group segment larger than 64 KiB");
+        return bad(
+            Status::InvalidAllocation,
+            format!(
+                "group segment of {} bytes (most 64 KiB)",
+                d.group_segment_size
+            ),
+        );
+    }
+    if d.kernel_object == 0 {
+        return bad(
+            Status::InvalidCodeObject,
+            "kernel dispatch with a null kernel_object".into(),
+        );
+    }
+    if !d.kernel_object.is_multiple_of(64) {
+        return bad(
+            Status::InvalidCodeObject,
+            format!(
+                "kernel_object {:#x} is not 64-byte aligned",
+                d.kernel_object
+            ),
+        );
+    }
+    let wg: u32 = d.workgroup_size.iter().map(|&x| u32::from(x)).product();
+    if wg == 0 || wg > 1024 {
+        return bad(
+            Status::InvalidArgument,
+            format!("workgroup of {wg} work-items (1 to 1024)"),
+        );
+    }
+    if d.grid_size.contains(&0) {
+        return bad(Status::InvalidPacketFormat, "zero grid size".into());
     }
     shared.drop_unmapped_host_ranges();
     let device = shared.device();
@@ -360,7 +375,11 @@ fn dispatch(shared: &Shared, q: &Queue, read: u64, p: &[u8; 64]) -> Result<(), D
             d.raw[32..40].copy_from_slice(&object.to_le_bytes());
         }
     }
-    let outcome = device.dispatch(&d);
+    let watch = Watch {
+        stop: Some(&q.stop),
+        time_limit: shared.dispatch_timeout(),
+    };
+    let outcome = device.dispatch(&d, watch);
     for i in &interceptors {
         i.after_dispatch(&d, &outcome);
     }

@@ -176,7 +176,8 @@ impl Signal {
             notifier,
             consumers,
         };
-        s.word(OFF_KIND).store(AMD_SIGNAL_KIND_USER as u64, Ordering::Relaxed);
+        s.word(OFF_KIND)
+            .store(AMD_SIGNAL_KIND_USER as u64, Ordering::Relaxed);
         s.value().store(initial, Ordering::Relaxed);
         if interrupt {
             let id = NEXT_EVENT_ID.fetch_add(1, Ordering::Relaxed);
@@ -485,8 +486,14 @@ mod tests {
             Err(inlay_vgpu::Fault::UseAfterFree { .. })
         ));
         for _ in 0..100 {
-            let other = Signal::new(memory.clone(), 0, Arc::new(Notifier::default()), vec![], false)
-                .unwrap();
+            let other = Signal::new(
+                memory.clone(),
+                0,
+                Arc::new(Notifier::default()),
+                vec![],
+                false,
+            )
+            .unwrap();
             assert_ne!(other.handle(), h);
         }
     }

@@ -1,8 +1,8 @@
 //! The Rust API end to end: pools, queues with barrier packets, copies.
 
 use inlay_runtime::agent::{CPU, GPU};
-use inlay_runtime::queue::{PACKET_BARRIER_AND, PACKET_KERNEL_DISPATCH};
 use inlay_runtime::memory::PointerType;
+use inlay_runtime::queue::{PACKET_BARRIER_AND, PACKET_KERNEL_DISPATCH};
 use inlay_runtime::{Runtime, Status};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -21,7 +21,7 @@ fn write_packet(ring: u64, slot: u64, header: u16, body: &[(usize, u64)]) {
 #[test]
 fn barrier_and_waits_for_its_dependency_then_completes() {
     let rt = Runtime::new();
-    let q = rt.queue_create(GPU, 64, 0, None).unwrap();
+    let q = rt.queue_create(GPU, 64, 0, u32::MAX, None).unwrap();
     let dep = rt.signal_create(1, vec![], false).unwrap();
     let done = rt.signal_create(1, vec![], false).unwrap();
     let w = q.write_index().fetch_add(1, Ordering::AcqRel);
@@ -68,6 +68,7 @@ fn dispatch_without_emulator_reports_through_the_error_callback() {
             GPU,
             64,
             0,
+            u32::MAX,
             Some(Arc::new(move |st, _| s2.lock().unwrap().push(st))),
         )
         .unwrap();
@@ -88,7 +89,8 @@ fn dispatch_without_emulator_reports_through_the_error_callback() {
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    assert_eq!(*seen.lock().unwrap(), vec![Status::InvalidPacketFormat]);
+    // ROCr's AqlQueue::ExceptionHandler: "invalid (or NULL) code".
+    assert_eq!(*seen.lock().unwrap(), vec![Status::InvalidCodeObject]);
     assert!(!q.is_active());
     rt.shut_down();
 }
@@ -101,15 +103,23 @@ fn pools_allocate_and_pointer_info_names_the_owner() {
     let info = rt.pointer_info(p + 10);
     // ROCr reports the size asked for, not the granule it rounded to.
     assert_eq!(
-        (info.kind, info.agent_base, info.host_base, info.size, info.owner),
+        (
+            info.kind,
+            info.agent_base,
+            info.host_base,
+            info.size,
+            info.owner
+        ),
         (PointerType::Hsa, p, p, 100, Some(GPU))
     );
     rt.allow_access(&[CPU], p).unwrap();
     assert!(rt.pointer_info(p).accessible.contains(&CPU));
     rt.fill(p, 7, 1024).unwrap();
-    assert_eq!(rt.fill(p, 7, 1025), Err(Status::InvalidArgument));
+    // ROCr's Runtime::FillMemory and FreeMemory: INVALID_ALLOCATION past
+    // the end and for what is no longer allocated.
+    assert_eq!(rt.fill(p, 7, 1025), Err(Status::InvalidAllocation));
     rt.free(p).unwrap();
-    assert_eq!(rt.free(p), Err(Status::InvalidArgument));
+    assert_eq!(rt.free(p), Err(Status::InvalidAllocation));
     assert_eq!(rt.pointer_info(p).kind, PointerType::Unknown);
 }
 
@@ -124,6 +134,7 @@ fn submit_one(rt: &Runtime, header: u16, body: &[(usize, u64)]) -> (Vec<Status>,
             GPU,
             64,
             0,
+            u32::MAX,
             Some(Arc::new(move |st, _| s2.lock().unwrap().push(st))),
         )
         .unwrap();
@@ -159,11 +170,11 @@ fn malformed_packets_are_refused_before_they_run() {
     let rt = Runtime::new();
     let barrier = PACKET_BARRIER_AND as u16 | 1 << 8;
     let dispatch = PACKET_KERNEL_DISPATCH as u16 | 1 << 8;
-    // A dispatch: 1 dimension, 64x1x1 workgroup, grid 64x1x1, kernel object
+    // A dispatch: 1 dimension, 64x1x1 workgroup, grid 1x1x1, kernel object
     // and kernargs at aligned (made-up) addresses.
     let d = |edits: &[(usize, u64)]| {
         let mut w = vec![
-            (0, 1 << 16 | 64 << 32),
+            (0, 1 << 16 | 64 << 32 | 1 << 48),
             (8, 1 | 1 << 32),
             (16, 1 | 1 << 32),
             (24, 0),
@@ -230,7 +241,7 @@ fn malformed_packets_are_refused_before_they_run() {
         (
             "reserved setup bits",
             dispatch,
-            d(&[(0, 1 << 16 | 1 << 20 | 64 << 32)]),
+            d(&[(0, 1 << 16 | 1 << 20 | 64 << 32 | 1 << 48)]),
             Status::InvalidPacketFormat,
         ),
         (
@@ -243,13 +254,13 @@ fn malformed_packets_are_refused_before_they_run() {
             "null kernel object",
             dispatch,
             d(&[(32, 0)]),
-            Status::InvalidPacketFormat,
+            Status::InvalidCodeObject,
         ),
         (
             "misaligned kernel object",
             dispatch,
             d(&[(32, 0x7000_0000_0044)]),
-            Status::InvalidPacketFormat,
+            Status::InvalidCodeObject,
         ),
         (
             "misaligned kernarg",
@@ -275,4 +286,16 @@ fn malformed_packets_are_refused_before_they_run() {
     assert!(statuses.is_empty(), "{statuses:?}");
     assert_eq!((read, value), (1, 0));
     rt.shut_down();
+}
+
+#[test]
+fn dispatch_time_limits_are_decimal_seconds() {
+    use inlay_runtime::parse_timeout;
+    use std::time::Duration;
+    assert_eq!(parse_timeout("2.5"), Ok(Some(Duration::from_millis(2500))));
+    assert_eq!(parse_timeout(" 30 "), Ok(Some(Duration::from_secs(30))));
+    assert_eq!(parse_timeout("0"), Ok(None));
+    for bad in ["soon", "", "-1", "inf", "NaN", "1e-12", "2.5s"] {
+        assert!(parse_timeout(bad).is_err(), "{bad:?} accepted");
+    }
 }

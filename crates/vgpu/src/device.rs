@@ -2,7 +2,7 @@
 //! host threads, with native statistics and fault reports.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use crate::fault::{FaultKind, FaultReport};
 use crate::kernarg::{fill_hidden, Hidden};
 use crate::memory::{Fault, MemKind, Memory};
 use crate::program::{CodeRegion, KernelInfo, LoadError, Program};
-use crate::workgroup::{Launch, WaveFault};
+use crate::workgroup::{Launch, Watch, WaveFault};
 
 /// LDS per workgroup on gfx90a.
 pub const MAX_LDS: u32 = 64 * 1024;
@@ -242,6 +242,20 @@ impl Device {
         wg: [u32; 3],
         args: &[u8],
     ) -> Result<Stats, Box<FaultReport>> {
+        self.dispatch_watched(program, kernel, grid, wg, args, Watch::default())
+    }
+
+    /// [`Device::dispatch`], ended early by `watch` (a fault of kind
+    /// `Stopped` or `TimeLimit`).
+    pub fn dispatch_watched(
+        &self,
+        program: &Program,
+        kernel: &str,
+        grid: [u32; 3],
+        wg: [u32; 3],
+        args: &[u8],
+        watch: Watch<'_>,
+    ) -> Result<Stats, Box<FaultReport>> {
         let k = program
             .kernel(kernel)
             .ok_or_else(|| refuse(kernel, format!("no kernel named {kernel}")))?;
@@ -264,6 +278,7 @@ impl Device {
             priv_size: k.descriptor.private_segment_fixed_size,
             budget: self.budget,
             interrupt: interrupt.as_deref(),
+            watch: watch.arm(),
         };
         let result = self.run(&launch);
         for a in [setup.packet, setup.queue, setup.kernarg] {
@@ -275,15 +290,15 @@ impl Device {
     /// Runs an AQL kernel-dispatch packet whose `kernel_object` is the
     /// descriptor of a kernel in a registered program. The kernel arguments
     /// (hidden ones included) are the caller's, at `kernarg_address`.
-    pub fn dispatch_packet(&self, p: &Packet) -> Result<Stats, Box<FaultReport>> {
+    /// `watch` may end it early (a fault of kind `Stopped` or `TimeLimit`).
+    pub fn dispatch_packet(&self, p: &Packet, watch: Watch<'_>) -> Result<Stats, Box<FaultReport>> {
         let unknown = || {
-            refuse(
-                "",
-                format!(
-                    "no loaded kernel has its descriptor at {:#x}",
-                    p.kernel_object
-                ),
-            )
+            Box::new(FaultReport {
+                kind: FaultKind::UnknownKernel {
+                    kernel_object: p.kernel_object,
+                },
+                ..*refuse("", String::new())
+            })
         };
         let (entry, name) = {
             let r = self.registry.read().unwrap_or_else(|e| e.into_inner());
@@ -336,6 +351,7 @@ impl Device {
             priv_size,
             budget: self.budget,
             interrupt: interrupt.as_deref(),
+            watch: watch.arm(),
         };
         let result = self.run(&launch);
         if let Some(a) = copy {
@@ -404,6 +420,9 @@ impl Device {
         // those before it still run, so the report is always that of the
         // lowest-numbered faulting workgroup, whatever the thread schedule.
         let stop_after = AtomicU64::new(u64::MAX);
+        // Set when the dispatch was stopped or ran out of time: no workgroup
+        // starts after that, whatever its number.
+        let halt = AtomicBool::new(false);
         let first_fault: Mutex<Option<(u64, [u32; 3], WaveFault)>> = Mutex::new(None);
         // A few chunks of consecutive workgroups per thread; each chunk builds
         // its accumulators (per-PC counts, LDS, wave register files) once.
@@ -414,7 +433,7 @@ impl Device {
             // files) from one dispatch to the next.
             let (mut lds, mut waves) = WORKSPACE.with(|w| std::mem::take(&mut *w.borrow_mut()));
             for n in c * chunk..((c + 1) * chunk).min(total) {
-                if n > stop_after.load(Ordering::Relaxed) {
+                if n > stop_after.load(Ordering::Relaxed) || halt.load(Ordering::Relaxed) {
                     break;
                 }
                 let wg = [
@@ -424,6 +443,9 @@ impl Device {
                 ];
                 if let Err(f) = launch.run(wg, &mut lds, &mut waves, &mut pcs) {
                     stop_after.fetch_min(n, Ordering::Relaxed);
+                    if matches!(f.exc.kind, FaultKind::Stopped | FaultKind::TimeLimit { .. }) {
+                        halt.store(true, Ordering::Relaxed);
+                    }
                     let mut slot = first_fault.lock().unwrap_or_else(|e| e.into_inner());
                     if slot.as_ref().is_none_or(|(m, _, _)| n < *m) {
                         *slot = Some((n, wg, f));
@@ -492,20 +514,32 @@ impl Device {
 
     fn report(&self, launch: &Launch<'_>, wg: [u32; 3], f: WaveFault) -> FaultReport {
         let p = launch.program;
+        let mut kind = f.exc.kind;
         let (pc, instruction) = match (p.insts.get(f.inst as usize), p.decoded.get(f.inst as usize))
         {
-            (Some(i), Some(d)) => (i.addr, inlay_isa::format::to_string(d)),
+            (Some(i), Some(d)) => {
+                if kind == FaultKind::Unimplemented && !d.is_valid() {
+                    kind = FaultKind::IllegalInstruction;
+                }
+                (i.addr, inlay_isa::format::to_string(d))
+            }
             _ => (0, String::from("<no instruction>")),
+        };
+        let nearest = match (&kind, f.exc.addr) {
+            (FaultKind::Memory(_), Some(a)) => self.mem.nearest(a),
+            _ => None,
         };
         FaultReport {
             kernel: launch.kernel.name.clone(),
             workgroup: wg,
             wave: f.wave,
+            lane: f.exc.lane,
             pc,
             pc_offset: pc - p.load_base_of(pc).unwrap_or(0),
             instruction,
             address: f.exc.addr,
-            kind: f.exc.kind,
+            nearest,
+            kind,
         }
     }
 }
@@ -564,10 +598,12 @@ fn refuse(kernel: &str, why: String) -> Box<FaultReport> {
         kernel: kernel.to_string(),
         workgroup: [0; 3],
         wave: 0,
+        lane: None,
         pc: 0,
         pc_offset: 0,
         instruction: String::new(),
         address: None,
+        nearest: None,
         kind: FaultKind::Launch(why),
     })
 }

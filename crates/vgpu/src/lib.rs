@@ -38,3 +38,4 @@ pub use device::{Device, Interrupt, Packet, Stats};
 pub use fault::{FaultKind, FaultReport};
 pub use memory::{Allocation, Fault, MemKind, Memory};
 pub use program::{CodeRegion, LoadError, Program};
+pub use workgroup::Watch;

@@ -46,6 +46,21 @@ pub enum MemKind {
     Svm,
 }
 
+impl MemKind {
+    /// What the memory is, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            MemKind::SystemFine => "fine-grained system memory",
+            MemKind::Kernarg => "kernel-argument memory",
+            MemKind::SystemCoarse => "coarse-grained system memory",
+            MemKind::Device => "device memory",
+            MemKind::Runtime => "runtime memory",
+            MemKind::Locked => "locked host memory (agent address)",
+            MemKind::Svm => "shared virtual memory",
+        }
+    }
+}
+
 /// One live allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Allocation {
@@ -382,6 +397,26 @@ impl Memory {
         let t = self.read();
         let (_, b) = t.live.range(..=addr).next_back()?;
         (addr < b.alloc.end()).then_some(b.alloc)
+    }
+
+    /// The live allocation containing `addr`, or else the one closest to it
+    /// (ending below it or starting above it): what a fault report names as
+    /// the buffer a stray access most likely meant.
+    pub fn nearest(&self, addr: u64) -> Option<Allocation> {
+        let t = self.read();
+        let below = t.live.range(..=addr).next_back().map(|(_, b)| b.alloc);
+        if let Some(a) = below.filter(|a| addr < a.end()) {
+            return Some(a);
+        }
+        let above = t.live.range(addr..).next().map(|(_, b)| b.alloc);
+        match (below, above) {
+            (Some(b), Some(a)) => Some(if addr - b.end() <= a.base - addr {
+                b
+            } else {
+                a
+            }),
+            (b, a) => b.or(a),
+        }
     }
 
     /// The freed (quarantined) allocation containing `addr`.

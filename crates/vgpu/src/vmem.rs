@@ -197,6 +197,18 @@ impl Wave {
         lane: usize,
         env: &Env<'_>,
     ) -> Result<(), Exception> {
+        self.read_place_in(p, out, lane, env)
+            .map_err(|e| e.in_lane(lane))
+    }
+
+    #[inline(always)]
+    fn read_place_in(
+        &self,
+        p: Place,
+        out: &mut [u8],
+        lane: usize,
+        env: &Env<'_>,
+    ) -> Result<(), Exception> {
         match p {
             Place::Global(a) => load(env.mem, a, out),
             Place::Lds(a) => {
@@ -215,6 +227,18 @@ impl Wave {
     }
 
     fn write_place(
+        &mut self,
+        p: Place,
+        data: &[u8],
+        lane: usize,
+        env: &mut Env<'_>,
+    ) -> Result<(), Exception> {
+        self.write_place_in(p, data, lane, env)
+            .map_err(|e| e.in_lane(lane))
+    }
+
+    #[inline(always)]
+    fn write_place_in(
         &mut self,
         p: Place,
         data: &[u8],
@@ -759,7 +783,7 @@ impl Wave {
                 } else {
                     (v, 0)
                 };
-                let old = atomic64(env.mem, a, i.atomic, v, c)?;
+                let old = atomic64(env.mem, a, i.atomic, v, c).map_err(|e| e.in_lane(l))?;
                 if i.ret {
                     self.set_data_reg(i, i.dst, l, old as u32);
                     self.set_data_reg(i, i.dst + 1, l, (old >> 32) as u32);
@@ -771,7 +795,8 @@ impl Wave {
                 } else {
                     0
                 };
-                let old = atomic32_cached(env.mem, &env.cache, a, i.atomic, v, c)?;
+                let old = atomic32_cached(env.mem, &env.cache, a, i.atomic, v, c)
+                    .map_err(|e| e.in_lane(l))?;
                 if i.ret {
                     self.set_data_reg(i, i.dst, l, old);
                 }
@@ -800,7 +825,7 @@ impl Wave {
                         Op::DsAtomic => 4,
                         _ => n,
                     };
-                    let r = lds_range(lds_len, off, len)?;
+                    let r = lds_range(lds_len, off, len).map_err(|e| e.in_lane(l))?;
                     match i.op {
                         Op::DsRead => {
                             let mut b = [0u8; 16];
@@ -854,7 +879,8 @@ impl Wave {
                     // Two-address forms: offsets in elements (×64 for st64).
                     let scale = n as u64 * if i.wide { 64 } else { 1 };
                     for (k, o) in [i.imm as u64, i.imm2 as u64].into_iter().enumerate() {
-                        let r = lds_range(lds_len, base + o * scale, n)?;
+                        let r =
+                            lds_range(lds_len, base + o * scale, n).map_err(|e| e.in_lane(l))?;
                         let k = k as u16;
                         if i.op == Op::DsRead2 {
                             for w in 0..dw {

@@ -58,6 +58,9 @@ pub struct Wave {
     pub priv_size: u32,
     pub done: bool,
     pub executed: u64,
+    /// When `executed` reaches this, the wave loop looks at the watchdog
+    /// and the dispatch's watch (see `workgroup::CHECK_EVERY`).
+    pub next_check: u64,
     /// Hardware registers readable by s_getreg (MODE=1, STATUS=2, TRAPSTS=3 ...).
     /// MODE is kept but not yet honoured by the float operations.
     pub hwreg: [u32; 8],
@@ -121,6 +124,7 @@ impl Wave {
             priv_size,
             done: false,
             executed: 0,
+            next_check: 0,
             hwreg: [0; 8],
             bc: [[0; 64]; 18],
         }

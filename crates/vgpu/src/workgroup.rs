@@ -2,10 +2,58 @@
 //! cooperative scheduler that runs the waves on one host thread and releases
 //! `s_barrier` when every wave still running has reached it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
 use crate::fault::{Exception, FaultKind};
 use crate::memory::Memory;
 use crate::program::{KernelInfo, Program};
 use crate::wave::{Env, Flow, Wave};
+
+/// Instructions a wave runs between two looks at its [`Watch`] (and the
+/// watchdog): rare enough to cost nothing per instruction, often enough
+/// (well under a millisecond) that a stop takes effect at once.
+pub const CHECK_EVERY: u64 = 1 << 16;
+
+/// What may end a running dispatch from outside: a flag another thread
+/// raises (its queue is torn down) and a time limit. Waves look at it every
+/// [`CHECK_EVERY`] instructions, workgroups before they start.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Watch<'a> {
+    pub stop: Option<&'a AtomicBool>,
+    pub time_limit: Option<Duration>,
+}
+
+/// A [`Watch`] armed at the start of one dispatch.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Armed<'a> {
+    stop: Option<&'a AtomicBool>,
+    deadline: Option<(Instant, Duration)>,
+}
+
+impl<'a> Watch<'a> {
+    /// Starts the clock of the time limit.
+    pub fn arm(self) -> Armed<'a> {
+        let now = Instant::now();
+        Armed {
+            stop: self.stop,
+            deadline: self.time_limit.and_then(|l| Some((now.checked_add(l)?, l))),
+        }
+    }
+}
+
+impl Armed<'_> {
+    /// Why the dispatch must end now, if it must.
+    pub fn expired(&self) -> Option<FaultKind> {
+        if self.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            return Some(FaultKind::Stopped);
+        }
+        match self.deadline {
+            Some((at, limit)) if Instant::now() >= at => Some(FaultKind::TimeLimit { limit }),
+            _ => None,
+        }
+    }
+}
 
 /// What every wave of a dispatch starts from.
 pub struct Launch<'a> {
@@ -24,6 +72,8 @@ pub struct Launch<'a> {
     pub budget: u64,
     /// Where the waves' interrupts go.
     pub interrupt: Option<&'a crate::device::Interrupt>,
+    /// What may end the dispatch from outside.
+    pub watch: Armed<'a>,
 }
 
 /// Appends initial SGPR values in order (values past the end are dropped).
@@ -150,6 +200,7 @@ impl Launch<'_> {
         }
         wave.set_exec(exec);
         wave.pc = self.kernel.entry;
+        wave.next_check = CHECK_EVERY.min(self.budget.saturating_add(1));
         // MODE from the descriptor: rounding, denormals, DX10 clamp, IEEE.
         let r1 = &self.kernel.decoded.rsrc1;
         wave.hwreg[1] = r1.float_round_mode_32
@@ -169,6 +220,14 @@ impl Launch<'_> {
         waves: &mut Vec<Wave>,
         per_pc: &mut [[u64; 2]],
     ) -> Result<(), WaveFault> {
+        if let Some(kind) = self.watch.expired() {
+            // Ended before it started: the report points at the entry.
+            return Err(WaveFault {
+                wave: 0,
+                inst: self.kernel.entry,
+                exc: Exception::new(kind),
+            });
+        }
         let size = self.actual_size(wg);
         let n_items = size[0] * size[1] * size[2];
         let n_waves = n_items.div_ceil(64) as usize;
@@ -231,6 +290,26 @@ impl Launch<'_> {
         self.run_wave_impl(wave, env, per_pc, false)
     }
 
+    /// Every [`CHECK_EVERY`] instructions of a wave: the watchdog, and
+    /// whether the dispatch must end (stopped, out of time).
+    #[cold]
+    #[inline(never)]
+    fn checkpoint(&self, wave: &mut Wave) -> Result<(), Exception> {
+        if wave.executed > self.budget {
+            return Err(Exception::new(FaultKind::Watchdog {
+                budget: self.budget,
+            }));
+        }
+        if let Some(kind) = self.watch.expired() {
+            return Err(Exception::new(kind));
+        }
+        wave.next_check = wave
+            .executed
+            .saturating_add(CHECK_EVERY)
+            .min(self.budget.saturating_add(1));
+        Ok(())
+    }
+
     /// The wave loop with the VALU inlined and compiled for AVX2 and FMA.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma,bmi1,bmi2,lzcnt,popcnt")]
@@ -259,10 +338,8 @@ impl Launch<'_> {
                 return Err(Exception::at(FaultKind::BadJump { target }, target));
             };
             wave.executed += 1;
-            if wave.executed > self.budget {
-                return Err(Exception::new(FaultKind::Watchdog {
-                    budget: self.budget,
-                }));
+            if wave.executed >= wave.next_check {
+                self.checkpoint(wave)?;
             }
             // Wave executions, and lanes enabled when it issues (thread
             // instructions, what per-thread counting tools count).

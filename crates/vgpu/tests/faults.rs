@@ -7,7 +7,9 @@ mod common;
 use common::*;
 use inlay_codeobj::CodeObject;
 use inlay_vgpu::kernarg::Args;
-use inlay_vgpu::{Device, Fault, FaultKind, Program};
+use inlay_vgpu::{Device, Fault, FaultKind, MemKind, Memory, Program, Watch};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
 
 /// A vector_add dispatch that must succeed (after a fault).
 fn vector_add_ok(dev: &Device, p: &Program) {
@@ -79,6 +81,17 @@ fn out_of_bounds_store_then_next_dispatch_runs() {
     let item = (addr - dc) / 4;
     assert_eq!(f.workgroup, [(item / 256) as u32, 0, 0]);
     assert_eq!(f.wave, (item % 256 / 64) as u32);
+    assert_eq!(f.lane, Some((item % 64) as u32));
+    // The nearest allocation is at most as far from the address as `c`'s end.
+    let near = f.nearest.expect("nearest allocation");
+    let distance = |a: &inlay_vgpu::Allocation| {
+        if addr < a.base {
+            a.base - addr
+        } else {
+            addr.saturating_sub(a.end() - 1)
+        }
+    };
+    assert!(distance(&near) <= addr - (dc + 1999), "{f}");
     assert!(matches!(
         f.kind,
         FaultKind::Memory(Fault::Unmapped { len: 4, .. } | Fault::OutOfBounds { len: 4, .. })
@@ -152,6 +165,81 @@ fn endless_loop_hits_the_watchdog() {
     vector_add_ok(&dev, &good);
 }
 
+/// The endless loop, dispatched with `watch`: how it ended and how long it took.
+fn endless(watch: Watch<'_>) -> (Box<inlay_vgpu::FaultReport>, Duration) {
+    let mut dev = Device::new();
+    dev.set_watchdog(u64::MAX);
+    let p = dev
+        .load(&patched_vector_add(&[0xbf80_0000, 0xbf82_fffe]))
+        .expect("load");
+    let start = Instant::now();
+    let f = dev
+        .dispatch_watched(
+            &p,
+            "vector_add",
+            [64 * 64, 1, 1],
+            [256, 1, 1],
+            &[0; 32],
+            watch,
+        )
+        .expect_err("must end early");
+    (f, start.elapsed())
+}
+
+#[test]
+fn a_time_limit_ends_an_endless_loop_with_a_report() {
+    let limit = Duration::from_millis(300);
+    let (f, took) = endless(Watch {
+        stop: None,
+        time_limit: Some(limit),
+    });
+    assert_eq!(f.kind, FaultKind::TimeLimit { limit });
+    assert!(
+        f.instruction == "s_nop 0" || f.instruction.starts_with("s_branch"),
+        "{f}"
+    );
+    assert!(took >= limit, "ended after {took:?}");
+    assert!(took < Duration::from_secs(30), "ended after {took:?}");
+}
+
+#[test]
+fn a_raised_stop_flag_ends_a_running_dispatch() {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(200));
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        let (f, took) = endless(Watch {
+            stop: Some(&stop),
+            time_limit: None,
+        });
+        assert_eq!(f.kind, FaultKind::Stopped);
+        assert!(took < Duration::from_secs(30), "ended after {took:?}");
+    });
+}
+
+#[test]
+fn nearest_allocation_is_the_one_holding_or_closest_to_an_address() {
+    let m = Memory::new();
+    assert_eq!(m.nearest(0x1000), None);
+    let a = m.alloc(0x1000, 0x1000, MemKind::Device, 0).expect("alloc");
+    let b = m.alloc(0x1000, 0x1000, MemKind::Device, 0).expect("alloc");
+    let (lo, hi) = (a.min(b), a.max(b));
+    let base = |x: Option<inlay_vgpu::Allocation>| x.map(|a| a.base);
+    assert_eq!(base(m.nearest(lo + 5)), Some(lo));
+    assert_eq!(base(m.nearest(lo - 1)), Some(lo));
+    assert_eq!(base(m.nearest(hi + 0x1000 + 7)), Some(hi));
+    // Between the two: whichever edge is closer.
+    let gap = hi - (lo + 0x1000);
+    if gap >= 4 {
+        assert_eq!(base(m.nearest(lo + 0x1000)), Some(lo));
+        assert_eq!(base(m.nearest(hi - 1)), Some(hi));
+    }
+    m.free(lo).expect("free");
+    assert_eq!(base(m.nearest(lo)), Some(hi));
+}
+
 #[test]
 fn s_trap_ends_the_dispatch() {
     let dev = Device::new();
@@ -175,7 +263,9 @@ fn undecodable_word_faults_only_when_run() {
     let f = dev
         .dispatch(&p, "vector_add", [64, 1, 1], [64, 1, 1], &[0; 32])
         .expect_err("must fault");
-    assert_eq!(f.kind, FaultKind::Unimplemented);
+    // llvm-mc-19 -disassemble calls 0xffffffff an invalid gfx90a encoding.
+    assert_eq!(f.kind, FaultKind::IllegalInstruction);
+    assert_eq!(f.instruction, ".long 0xffffffff");
     assert_eq!(f.pc_offset, 0x1900);
 }
 

@@ -165,9 +165,11 @@ static hsa_status_t on_event(const hsa_amd_event_t *ev, void *data) {
     return HSA_STATUS_SUCCESS;
 }
 
-/* vector_add storing through a pointer no allocation holds: the queue's
- * error callback and the memory-fault event report it, the completion
- * signal is left alone, and a new queue runs the next dispatch. */
+/* vector_add storing through a pointer no allocation holds: the
+ * memory-fault event reports it (and, handled, keeps the process alive);
+ * as in ROCr the queue's error callback does not hear of a memory fault
+ * (AqlQueue::ExceptionHandler suppresses it). The completion signal is left
+ * alone, and a new queue runs the next dispatch. */
 static void fault_then_recover(void) {
     hsa_queue_t *q;
     OK(hsa_queue_create(E->gpu, 64, HSA_QUEUE_TYPE_MULTI, on_queue_error, NULL, UINT32_MAX, UINT32_MAX, &q));
@@ -196,10 +198,10 @@ static void fault_then_recover(void) {
     p->completion_signal = done;
     __atomic_store_n((uint32_t *)p, (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE) | (1u << 16), __ATOMIC_RELEASE);
     hsa_signal_store_relaxed(q->doorbell_signal, (hsa_signal_value_t)id);
-    for (int i = 0; i < 10000 && (queue_errors == 0 || fault_events == 0); i++) usleep(1000);
-    CHECK(queue_errors == 1);
-    CHECK((int)queue_status == (int)HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION);
+    for (int i = 0; i < 10000 && fault_events == 0; i++) usleep(1000);
+    usleep(100000);
     CHECK(fault_events == 1);
+    CHECK(queue_errors == 0);
     /* The first lane's store faults: c + 0. */
     CHECK(fault_address == (uint64_t)(uintptr_t)bogus);
     CHECK(hsa_signal_load_scacquire(done) == 1);

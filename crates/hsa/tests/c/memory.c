@@ -43,8 +43,9 @@ int main(void) {
     CHECK(args[0] == 0xabcd1234u && args[3] == 0xabcd1234u);
     OK(hsa_memory_copy(args, dev, 256));
     CHECK(args[63] == 63 * 3u);
-    /* Past the end of an allocation is refused. */
-    CHECK_STATUS(hsa_amd_memory_fill(dev2, 0, 1025), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+    /* Past the end of an allocation: ROCr's Runtime::FillMemory finds no
+     * allocation holding the whole range. */
+    CHECK_STATUS(hsa_amd_memory_fill(dev2, 0, 1025), HSA_STATUS_ERROR_INVALID_ALLOCATION);
 
     OK(hsa_amd_agents_allow_access(1, &e.cpu, NULL, dev));
     hsa_amd_pointer_info_t info; memset(&info, 0, sizeof info);
@@ -62,8 +63,10 @@ int main(void) {
     CHECK(info.type == HSA_EXT_POINTER_TYPE_UNKNOWN);
 
     OK(hsa_amd_memory_pool_free(dev));
-    CHECK_STATUS(hsa_amd_memory_pool_free(dev), HSA_STATUS_ERROR_INVALID_ARGUMENT);
-    /* A freed block is not a valid copy target any more. */
+    /* ROCr's Runtime::FreeMemory: no longer in the allocation map. */
+    CHECK_STATUS(hsa_amd_memory_pool_free(dev), HSA_STATUS_ERROR_INVALID_ALLOCATION);
+    /* A freed block is not a valid copy target any more (ROCr would
+     * memcpy into it; Inlay refuses). */
     CHECK_STATUS(hsa_memory_copy(dev, args, 16), HSA_STATUS_ERROR_INVALID_ARGUMENT);
     OK(hsa_amd_memory_pool_free(dev2));
     OK(hsa_amd_memory_pool_free(args));

@@ -267,7 +267,8 @@ static volatile int cb_state;
 static volatile hsa_status_t cb_destroy_status = HSA_STATUS_ERROR;
 static void destroy_from_error_callback(hsa_status_t st, hsa_queue_t *q, void *d) {
     (void)d;
-    CHECK(st == HSA_STATUS_ERROR_INVALID_PACKET_FORMAT);
+    /* No dimensions: EC_QUEUE_PACKET_DISPATCH_DIM_INVALID, as ROCr maps it. */
+    CHECK(st == HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
     cb_destroy_status = hsa_queue_destroy(q);
     cb_state = 1;
 }

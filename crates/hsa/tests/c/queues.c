@@ -124,7 +124,8 @@ int main(void) {
     __atomic_store_n(&kp->header, (uint16_t)(HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE), __ATOMIC_RELEASE);
     hsa_signal_store_screlease(qe->doorbell_signal, (hsa_signal_value_t)id);
     for (int i = 0; i < 2000 && queue_error == 0; i++) sleep_ms(1);
-    CHECK(queue_error == HSA_STATUS_ERROR_INVALID_PACKET_FORMAT);
+    /* ROCr's AqlQueue::ExceptionHandler: "invalid (or NULL) code". */
+    CHECK(queue_error == HSA_STATUS_ERROR_INVALID_CODE_OBJECT);
 
     OK(hsa_queue_destroy(qe));
     OK(hsa_queue_destroy(qa));

@@ -81,10 +81,31 @@ pub fn hsa_headers_present() -> bool {
         && Path::new("/usr/include/hsa/hsa_ext_amd.h").is_file()
 }
 
-/// Compiles tests/c/NAME.c against Debian's HSA headers and our library,
-/// runs it with `args` and asserts it exits 0 printing PASS; returns its
-/// standard output, or `None` when the compiler or headers are missing (and allowed to be).
-pub fn run_c_program(name: &str, args: &[String]) -> Option<String> {
+/// A C program of tests/c compiled against Debian's HSA headers and our
+/// library, in a directory of its own that also holds the library.
+pub struct CProgram {
+    pub exe: PathBuf,
+    pub dir: PathBuf,
+}
+
+impl CProgram {
+    /// The program, ready to run with our library.
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.exe);
+        cmd.env("LD_LIBRARY_PATH", &self.dir);
+        cmd
+    }
+}
+
+impl Drop for CProgram {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Compiles tests/c/NAME.c; `None` when the compiler or headers are missing
+/// (and allowed to be).
+pub fn compile_c(name: &str) -> Option<CProgram> {
     let Some(cc) = c_compiler() else {
         oracle_available("a C compiler (gcc)", false);
         return None;
@@ -95,7 +116,7 @@ pub fn run_c_program(name: &str, args: &[String]) -> Option<String> {
     ) {
         return None;
     }
-    // Tests of one binary run in parallel: each run gets its own directory.
+    // Tests of one binary run in parallel: each program gets its own directory.
     static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = lib_dir(&format!("{name}-{run}"));
@@ -116,9 +137,17 @@ pub fn run_c_program(name: &str, args: &[String]) -> Option<String> {
         "compiling {name}.c failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let run = Command::new(&exe)
+    Some(CProgram { exe, dir })
+}
+
+/// Compiles tests/c/NAME.c against Debian's HSA headers and our library,
+/// runs it with `args` and asserts it exits 0 printing PASS; returns its
+/// standard output, or `None` when the compiler or headers are missing (and allowed to be).
+pub fn run_c_program(name: &str, args: &[String]) -> Option<String> {
+    let program = compile_c(name)?;
+    let run = program
+        .command()
         .args(args)
-        .env("LD_LIBRARY_PATH", &dir)
         .env("INLAY_LOG", "1")
         .output()
         .expect("run the C program");
@@ -129,6 +158,86 @@ pub fn run_c_program(name: &str, args: &[String]) -> Option<String> {
         run.status,
         String::from_utf8_lossy(&run.stderr)
     );
-    let _ = std::fs::remove_dir_all(&dir);
     Some(stdout)
+}
+
+/// How a child process ended, what it printed, and how long it took.
+pub struct Ended {
+    pub status: std::process::ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub took: std::time::Duration,
+}
+
+/// Runs `cmd` to its end, killing it (and failing the test) if it is still
+/// running after `bound`: a hang is a failure, never a stalled CI.
+pub fn run_bounded(mut cmd: Command, bound: std::time::Duration) -> Ended {
+    use std::io::Read;
+    use std::process::Stdio;
+    let start = std::time::Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the program");
+    // Drain both pipes on threads so a chatty child never blocks on them.
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out_t = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = out.read_to_end(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+        s
+    });
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for the program") {
+            break st;
+        }
+        if start.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            let so = String::from_utf8_lossy(&out_t.join().unwrap_or_default()).into_owned();
+            let se = String::from_utf8_lossy(&err_t.join().unwrap_or_default()).into_owned();
+            panic!("{cmd:?} still running after {bound:?}: killed\nstdout:\n{so}\nstderr:\n{se}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let took = start.elapsed();
+    Ended {
+        status,
+        stdout: String::from_utf8_lossy(&out_t.join().unwrap_or_default()).into_owned(),
+        stderr: String::from_utf8_lossy(&err_t.join().unwrap_or_default()).into_owned(),
+        took,
+    }
+}
+
+/// The exports among `names` that return a value or nothing rather than a
+/// status: the signal and queue operations. Given a bad handle they cannot
+/// report it; ROCr aborts (tests/hostile.rs checks that we do too).
+pub fn value_functions(names: &[String]) -> Vec<String> {
+    const STATUS_RETURNING: [&str; 9] = [
+        "hsa_signal_create",
+        "hsa_signal_destroy",
+        "hsa_signal_group_create",
+        "hsa_signal_group_destroy",
+        "hsa_signal_group_wait_any_relaxed",
+        "hsa_signal_group_wait_any_scacquire",
+        "hsa_queue_create",
+        "hsa_queue_destroy",
+        "hsa_queue_inactivate",
+    ];
+    let mut v: Vec<String> = names
+        .iter()
+        .filter(|n| n.starts_with("hsa_signal_") || n.starts_with("hsa_queue_"))
+        .filter(|n| !STATUS_RETURNING.contains(&n.as_str()))
+        .cloned()
+        .collect();
+    v.sort();
+    v.dedup();
+    v
 }

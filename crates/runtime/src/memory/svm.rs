@@ -114,11 +114,7 @@ impl Ranges {
         self.split(hi);
         // Fill the gaps with default ranges.
         let mut at = lo;
-        let covered: Vec<(u64, u64)> = self
-            .map
-            .range(lo..hi)
-            .map(|(&s, &(e, _))| (s, e))
-            .collect();
+        let covered: Vec<(u64, u64)> = self.map.range(lo..hi).map(|(&s, &(e, _))| (s, e)).collect();
         for (s, e) in covered {
             if at < s {
                 self.map.insert(at, (s, DEFAULT));
@@ -154,11 +150,7 @@ impl Ranges {
 
     /// Merges neighbours with equal attributes around `[lo, hi)`.
     fn coalesce(&mut self, lo: u64, hi: u64) {
-        let from = self
-            .map
-            .range(..lo)
-            .next_back()
-            .map_or(lo, |(&s, _)| s);
+        let from = self.map.range(..lo).next_back().map_or(lo, |(&s, _)| s);
         let keys: Vec<u64> = self.map.range(from..=hi).map(|(&s, _)| s).collect();
         let mut prev: Option<u64> = None;
         for k in keys {
