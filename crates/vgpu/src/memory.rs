@@ -312,7 +312,13 @@ impl Memory {
             tag,
             host,
         };
-        t.live.insert(host, Block { alloc, layout: None });
+        t.live.insert(
+            host,
+            Block {
+                alloc,
+                layout: None,
+            },
+        );
         Ok(())
     }
 
@@ -346,7 +352,13 @@ impl Memory {
             tag,
             host: first,
         };
-        t.live.insert(base, Block { alloc, layout: None });
+        t.live.insert(
+            base,
+            Block {
+                alloc,
+                layout: None,
+            },
+        );
         Ok(base + (host - first))
     }
 
@@ -546,7 +558,9 @@ impl Drop for Memory {
         let live = std::mem::take(&mut t.live);
         let freed = std::mem::take(&mut t.freed);
         // Each block is in one map only, so each is released exactly once.
-        live.into_values().chain(freed.into_values()).for_each(Block::release);
+        live.into_values()
+            .chain(freed.into_values())
+            .for_each(Block::release);
     }
 }
 

@@ -21,7 +21,7 @@ use crate::wave::{lanes, private_index, Env, Wave, PRIVATE_APERTURE_HI, SHARED_A
 /// immediate and VGPR offsets are the lane's own. Wave offsets that are not
 /// whole rows of 64 dwords give an offset no lane has (the access faults).
 fn private_lane_offset(wave: u64, lane: u64) -> u64 {
-    if wave % 256 != 0 {
+    if !wave.is_multiple_of(256) {
         return 0xffff_fff0;
     }
     (wave / 64).wrapping_add(lane) & 0xffff_ffff
