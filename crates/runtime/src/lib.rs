@@ -69,7 +69,7 @@ pub(crate) struct Shared {
     events: Mutex<Vec<EventHandler>>,
     interceptors: RwLock<Vec<intercept::SharedInterceptor>>,
     stopping: AtomicBool,
-    /// Time zero of the system and GPU clocks (one clock, 1 GHz).
+    /// The fallback time zero of the system and GPU clocks, should CLOCK_MONOTONIC be unreadable.
     epoch: Instant,
     /// Whether async copies record their start and end on their completion
     /// signal (`hsa_amd_profiling_async_copy_enable`).
@@ -120,11 +120,13 @@ impl Shared {
         }
     }
 
-    /// Nanoseconds since the runtime started: the system timestamp and the
-    /// GPU's, which stamps dispatches and copies (emulated time: how long
-    /// the virtual GPU took).
+    /// The system timestamp and the GPU's, which stamps dispatches and
+    /// copies (emulated time: how long the virtual GPU took): nanoseconds of
+    /// CLOCK_MONOTONIC, the clock ROCclr's host side reads (Os::timeNanos),
+    /// so hipEventElapsedTime between a host-stamped and a GPU-stamped
+    /// event means something.
     pub(crate) fn now(&self) -> u64 {
-        self.epoch.elapsed().as_nanos() as u64
+        monotonic_ns().unwrap_or_else(|| self.epoch.elapsed().as_nanos() as u64)
     }
 
     /// Before a dispatch: host ranges the host unmapped leave the table.
@@ -148,6 +150,25 @@ pub fn parse_timeout(text: &str) -> std::result::Result<Option<Duration>, String
         .filter(|d| !d.is_zero())
         .map(Some)
         .ok_or_else(|| format!("`{text}` is not a positive number of seconds"))
+}
+
+/// CLOCK_MONOTONIC in nanoseconds (None if the clock cannot be read).
+fn monotonic_ns() -> Option<u64> {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
+    }
+    const CLOCK_MONOTONIC: i32 = 1;
+    let mut t = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: `t` is a writable struct timespec (two 64-bit fields on
+    // x86-64 Linux); clock_gettime writes only it.
+    let ok = unsafe { clock_gettime(CLOCK_MONOTONIC, &mut t) } == 0;
+    let ns = u64::try_from(t.sec).ok()?.checked_mul(1_000_000_000)?;
+    ok.then(|| ns + t.nsec as u64)
 }
 
 /// The thunk's huge-page size (see [`Runtime::allocate`]).
@@ -269,7 +290,7 @@ impl Runtime {
         self.pools.iter().filter(move |p| p.owner == agent)
     }
 
-    /// Nanoseconds since the runtime started (HSA_SYSTEM_INFO_TIMESTAMP at 1 GHz).
+    /// HSA_SYSTEM_INFO_TIMESTAMP: CLOCK_MONOTONIC in nanoseconds (1 GHz).
     pub fn timestamp(&self) -> u64 {
         self.shared.now()
     }
