@@ -38,6 +38,7 @@ fuzz_target!(|data: &[u8]| {
             bytes: data,
             address: 0x1000,
             symbols: &[],
+            file: None,
         };
         let mut first = String::new();
         write_section(target, &sec, &mut first);

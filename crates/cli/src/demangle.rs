@@ -1,12 +1,38 @@
 //! Itanium C++ demangling for display: names are shown demangled next to the mangled ones.
 
+#[cfg(test)]
 use serde_json::Value;
+
+/// Names demangled so far on this thread: a code object names each kernel
+/// several times (both symbol tables, the descriptor, the metadata), and a
+/// library's code objects for each target name the same kernels again.
+/// Emptied when full, so it stays small.
+const MEMO_CAPACITY: usize = 1 << 16;
+
+thread_local! {
+    static MEMO: std::cell::RefCell<std::collections::HashMap<String, Option<String>>> =
+        Default::default();
+}
 
 /// The demangled form of `name`, if it is a mangled C++ name.
 pub fn demangle(name: &str) -> Option<String> {
     if !name.starts_with("_Z") {
         return None;
     }
+    MEMO.with_borrow_mut(|memo| {
+        if let Some(known) = memo.get(name) {
+            return known.clone();
+        }
+        if memo.len() >= MEMO_CAPACITY {
+            memo.clear();
+        }
+        let demangled = demangle_uncached(name);
+        memo.insert(name.to_string(), demangled.clone());
+        demangled
+    })
+}
+
+fn demangle_uncached(name: &str) -> Option<String> {
     let base = name.strip_suffix(".kd").unwrap_or(name);
     let symbol = cpp_demangle::Symbol::new(base).ok()?;
     let text = symbol
@@ -28,10 +54,13 @@ pub fn with_demangled(name: &str) -> String {
 }
 
 /// Keys whose string values are symbol names.
+#[cfg(test)]
 const NAME_KEYS: &[&str] = &["name", "symbol", "kernel", "entry_symbol"];
 
 /// Adds `"<key>_demangled": "..."` beside every name-like string field that is a mangled
-/// C++ name, anywhere in the document.
+/// C++ name, anywhere in the document: the documents' rule, applied to a
+/// `Value`, which the tests of `crate::json` compare its output with.
+#[cfg(test)]
 pub fn annotate_json(value: &mut Value) {
     match value {
         Value::Object(map) => {

@@ -13,6 +13,37 @@ const KERNEL: &str = "vector_add";
 const N: usize = 1000;
 const WG: u32 = 256;
 
+/// The demo's listing with each run of `s_nop 0` padding (the code object
+/// fills `.text` to its end with it, ~270 lines here) cut to its first line
+/// and a count; `inlay disasm` itself prints every line, as objdump does.
+pub fn shorten_listing(listing: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(listing.len());
+    let mut run = 0usize;
+    let end_run = |out: &mut Vec<u8>, run: usize| {
+        if run > 1 {
+            let note = format!(
+                "\t... {} more s_nop 0: padding to the end of .text (inlay disasm lists every one)\n",
+                run - 1
+            );
+            out.extend_from_slice(note.as_bytes());
+        }
+    };
+    for line in listing.split_inclusive(|&b| b == b'\n') {
+        if line.starts_with(b"\ts_nop 0 ") {
+            run += 1;
+            if run > 1 {
+                continue;
+            }
+        } else {
+            end_run(&mut out, run);
+            run = 0;
+        }
+        out.extend_from_slice(line);
+    }
+    end_run(&mut out, run);
+    out
+}
+
 /// The run and instrumentation part of the demo, as text.
 pub fn run(code: &[u8]) -> Result<String, String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
@@ -82,6 +113,7 @@ pub fn run(code: &[u8]) -> Result<String, String> {
         hooks,
         dead_registers_only: false,
         all_branches_long: false,
+        ..Plan::default()
     };
     let kd = co.kernel(KERNEL).ok_or("no kernel")?.descriptor;
     let base = original.image.ok_or("no image")?;

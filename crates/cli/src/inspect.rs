@@ -4,15 +4,17 @@
 //! The JSON document is described in `docs/inspect-json.md`; other tools read it,
 //! so its shape only grows.
 
-use std::fmt::Write as _;
+use std::io::{self, Write};
 
-use inlay_codeobj::container::handles::{kernel_handles, HandleMap, HostSymbol};
+use inlay_codeobj::container::handles::{HandleMap, HandleMapBuilder, HostSymbol};
 use inlay_codeobj::container::{identify, walk, Entry, EntryKind, Format};
 use inlay_codeobj::symbols::SymbolKind;
 use inlay_codeobj::CodeObject;
-use serde_json::{json, Value};
+use serde::Serialize;
 
-use crate::demangle::{annotate_json, demangle, with_demangled};
+use crate::demangle::{demangle, with_demangled};
+use crate::json::JsonObject;
+use crate::report::{Input, Problems};
 
 /// Version of the JSON document's shape (`"schema"`).
 pub const JSON_SCHEMA: &str = "inlay-inspect/1";
@@ -25,68 +27,128 @@ pub struct Options<'a> {
     pub list: bool,
 }
 
-/// Inspects `data` (the contents of the file called `name`) and returns the report.
-/// Errors inside containers are reported in the output; only an input with no
-/// recognisable content at all is an error.
-pub fn inspect(data: &[u8], name: &str, opts: &Options) -> Result<String, String> {
+/// Inspects `input`, writing the report to `out` as it goes (one entry at a
+/// time, so a whole library is never held in memory). Problems — input that is
+/// not a container at all, containers or code objects that cannot be read, a
+/// `--kernel` that names no kernel — are reported to `problems`; the rest of
+/// the file is still reported.
+pub fn inspect(
+    input: &Input,
+    opts: &Options,
+    out: &mut dyn Write,
+    problems: &mut Problems,
+) -> io::Result<()> {
+    let (data, name) = (input.bytes, input.name.as_str());
     if identify(data) == Format::Unknown {
-        return Err(format!(
+        problems.report(format!(
             "{name}: not a code object, offload bundle, compressed bundle or ELF file"
         ));
+        return Ok(());
     }
-    let mut out = String::new();
-    let mut doc_entries = Vec::new();
+    // Container problems, which the JSON document lists too.
     let mut errors = Vec::new();
+    // The handle map is built from the same walk; `--list` does not print it.
+    let mut handles = None;
+    if identify(data) == Format::HostElf && !opts.list {
+        match HandleMapBuilder::new(data, name) {
+            Ok(builder) => handles = Some(builder),
+            Err(e) => {
+                problems.report(&e);
+                errors.push(e.to_string());
+            }
+        }
+    }
+    let mut json = match opts.json {
+        true => {
+            let mut doc = JsonObject::start(out, 0)?;
+            let entries = doc.array(out, "entries")?;
+            Some((doc, entries))
+        }
+        false => None,
+    };
+    let mut kernel_found = false;
     for entry in walk(data, name) {
+        if let Some(builder) = handles.as_mut() {
+            builder.add(entry.as_ref());
+        }
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
+                problems.report(&e);
                 errors.push(e.to_string());
                 continue;
             }
         };
-        let parsed = match entry.kind {
+        let mut parsed = match entry.kind {
             EntryKind::CodeObject => {
                 Some(CodeObject::parse(&entry.bytes).map_err(|e| e.within(entry.location.clone())))
             }
             _ => None,
         };
+        if let Some(Err(e)) = &parsed {
+            problems.report(e);
+        }
         if let Some(kernel) = opts.kernel {
             match &parsed {
-                Some(Ok(co)) if co.kernels.iter().any(|k| kernel_matches(k.name, kernel)) => {}
-                _ => continue,
+                Some(Ok(co)) if co.kernels.iter().any(|k| kernel_matches(k.name, kernel)) => {
+                    kernel_found = true;
+                }
+                _ => {
+                    input.release(&entry);
+                    continue;
+                }
             }
         }
-        if opts.json {
-            doc_entries.push(entry_json(&entry, parsed.as_ref(), opts.kernel));
+        if let Some((_, entries)) = json.as_mut() {
+            if let (Some(Ok(co)), Some(wanted)) = (parsed.as_mut(), opts.kernel) {
+                keep_only(co, wanted);
+            }
+            entries.item(out, &entry_json(&entry, &parsed))?;
         } else if opts.list {
-            list_entry(&mut out, &entry, parsed.as_ref());
+            list_entry(out, &entry, parsed.as_ref())?;
         } else {
-            text_entry(&mut out, &entry, parsed.as_ref(), opts.kernel);
+            text_entry(out, &entry, parsed.as_ref(), opts.kernel)?;
+        }
+        drop(parsed);
+        input.release(&entry);
+    }
+    let handles = handles.map(HandleMapBuilder::finish);
+    let shown_handles = |h: &HandleMap| -> Vec<usize> {
+        (0..h.kernels.len())
+            .filter(|&i| {
+                opts.kernel
+                    .is_none_or(|k| kernel_matches(&h.kernels[i].kernel, k))
+            })
+            .collect()
+    };
+    let shown = handles.as_ref().map(shown_handles);
+    kernel_found |= shown.as_ref().is_some_and(|s| !s.is_empty());
+    if let Some((mut doc, entries)) = json {
+        entries.end(out)?;
+        doc.member(out, "errors", &errors)?;
+        doc.member(out, "file", name)?;
+        match (&handles, &shown) {
+            (Some(h), Some(shown)) => {
+                let mut map = doc.object(out, "host_kernel_handles")?;
+                handles_json(out, &mut map, h, shown)?;
+                map.end(out)?;
+            }
+            _ => doc.member(out, "host_kernel_handles", &())?,
+        }
+        doc.member(out, "schema", JSON_SCHEMA)?;
+        doc.end(out)?;
+        out.write_all(b"\n")?;
+    } else if let (Some(h), Some(shown)) = (&handles, &shown) {
+        if opts.kernel.is_none() || !shown.is_empty() {
+            text_handles(out, h, shown)?;
         }
     }
-    // The handle map walks the fat binary again; `--list` does not print it.
-    let handles = (identify(data) == Format::HostElf && !opts.list)
-        .then(|| kernel_handles(data, name))
-        .and_then(|r| r.map_err(|e| errors.push(e.to_string())).ok());
-    if opts.json {
-        let mut doc = json!({
-            "schema": JSON_SCHEMA,
-            "file": name,
-            "entries": doc_entries,
-            "host_kernel_handles": handles.as_ref().map(handles_json),
-            "errors": errors,
-        });
-        annotate_json(&mut doc);
-        return serde_json::to_string_pretty(&doc).map_err(|e| e.to_string());
+    if let Some(kernel) = opts.kernel.filter(|_| !kernel_found) {
+        problems.report(format!(
+            "{name}: no kernel {kernel} (looked for mangled names, demangled names, and demangled names without parameters)"
+        ));
     }
-    if let Some(h) = &handles {
-        text_handles(&mut out, h, opts.kernel);
-    }
-    for e in &errors {
-        let _ = writeln!(out, "error: {e}");
-    }
-    Ok(out)
+    Ok(())
 }
 
 /// Does the kernel called `name` match what the user asked for?
@@ -108,127 +170,178 @@ fn entry_kind(kind: EntryKind) -> &'static str {
     }
 }
 
-fn entry_json(
+/// One entry of the JSON document (keys are put in order when written).
+#[derive(Serialize)]
+struct EntryJson<'a> {
+    location: &'a str,
+    offset: Option<u64>,
+    size: usize,
+    bundle_id: Option<&'a str>,
+    target_id: &'a str,
+    kind: &'static str,
+    code_object: Option<CodeObjectJson<'a>>,
+    error: Option<String>,
+}
+
+/// A code object with its target ID as LLVM prints it.
+#[derive(Serialize)]
+struct CodeObjectJson<'a> {
+    #[serde(flatten)]
+    co: &'a CodeObject<'a>,
+    target_id: String,
+}
+
+fn entry_json<'a>(
+    entry: &'a Entry,
+    parsed: &'a Option<inlay_codeobj::Result<CodeObject<'a>>>,
+) -> EntryJson<'a> {
+    let (code_object, error) = match parsed {
+        Some(Ok(co)) => (
+            Some(CodeObjectJson {
+                co,
+                target_id: co.target.to_string(),
+            }),
+            None,
+        ),
+        Some(Err(e)) => (None, Some(e.to_string())),
+        None => (None, None),
+    };
+    EntryJson {
+        location: &entry.location,
+        offset: entry.offset,
+        size: entry.bytes.len(),
+        bundle_id: entry.bundle_id.as_deref(),
+        target_id: &entry.target_id,
+        kind: entry_kind(entry.kind),
+        code_object,
+        error,
+    }
+}
+
+/// With `--kernel`: only the chosen kernel in the code object's per-kernel lists.
+fn keep_only(co: &mut CodeObject, wanted: &str) {
+    co.kernels.retain(|k| kernel_matches(k.name, wanted));
+    if let Some(md) = co.metadata.as_mut() {
+        md.kernels.retain(|k| kernel_matches(&k.name, wanted));
+    }
+}
+
+/// A host symbol of the handle map.
+#[derive(Serialize)]
+struct HostSymbolJson<'a> {
+    name: &'a str,
+    address: u64,
+    size: u64,
+    section: Option<&'a str>,
+}
+
+fn host_symbol_json(s: &Option<HostSymbol>) -> Option<HostSymbolJson<'_>> {
+    s.as_ref().map(|s| HostSymbolJson {
+        name: &s.name,
+        address: s.address,
+        size: s.size,
+        section: s.section.as_deref(),
+    })
+}
+
+/// The handle map's members, kernels streamed (only those in `shown`).
+fn handles_json(
+    out: &mut dyn Write,
+    map: &mut JsonObject,
+    h: &HandleMap,
+    shown: &[usize],
+) -> io::Result<()> {
+    #[derive(Serialize)]
+    struct CodeObjectJson<'a> {
+        location: &'a str,
+        target_id: &'a str,
+        offset: Option<u64>,
+    }
+    #[derive(Serialize)]
+    struct KernelJson<'a> {
+        kernel: &'a str,
+        handle: Option<HostSymbolJson<'a>>,
+        stub: Option<HostSymbolJson<'a>>,
+        in_code_object: &'a [bool],
+    }
+    let code_objects: Vec<CodeObjectJson> = h
+        .code_objects
+        .iter()
+        .map(|c| CodeObjectJson {
+            location: &c.location,
+            target_id: &c.target_id,
+            offset: c.offset,
+        })
+        .collect();
+    map.member(out, "code_objects", &code_objects)?;
+    let errors: Vec<String> = h.errors.iter().map(|e| e.to_string()).collect();
+    map.member(out, "errors", &errors)?;
+    let mut kernels = map.array(out, "kernels")?;
+    for &i in shown {
+        let k = &h.kernels[i];
+        kernels.item(
+            out,
+            &KernelJson {
+                kernel: &k.kernel,
+                handle: host_symbol_json(&k.handle),
+                stub: host_symbol_json(&k.stub),
+                in_code_object: &k.in_code_object,
+            },
+        )?;
+    }
+    kernels.end(out)
+}
+
+fn list_entry(
+    out: &mut dyn Write,
     entry: &Entry,
     parsed: Option<&inlay_codeobj::Result<CodeObject>>,
-    kernel: Option<&str>,
-) -> Value {
-    let (code_object, error) = match parsed {
-        Some(Ok(co)) => (code_object_json(co, kernel), Value::Null),
-        Some(Err(e)) => (Value::Null, Value::String(e.to_string())),
-        None => (Value::Null, Value::Null),
-    };
-    json!({
-        "location": entry.location,
-        "offset": entry.offset,
-        "size": entry.bytes.len(),
-        "bundle_id": entry.bundle_id,
-        "target_id": entry.target_id,
-        "kind": entry_kind(entry.kind),
-        "code_object": code_object,
-        "error": error,
-    })
-}
-
-fn code_object_json(co: &CodeObject, kernel: Option<&str>) -> Value {
-    let mut v = serde_json::to_value(co).unwrap_or(Value::Null);
-    if let Value::Object(map) = &mut v {
-        map.insert("target_id".into(), Value::String(co.target.to_string()));
-        if let Some(wanted) = kernel {
-            // Keep only the chosen kernel in the per-kernel lists.
-            if let Some(Value::Array(ks)) = map.get_mut("kernels") {
-                ks.retain(|k| {
-                    k["name"]
-                        .as_str()
-                        .is_some_and(|n| kernel_matches(n, wanted))
-                });
-            }
-            if let Some(Value::Array(ks)) =
-                map.get_mut("metadata").and_then(|m| m.get_mut("kernels"))
-            {
-                ks.retain(|k| {
-                    k["name"]
-                        .as_str()
-                        .is_some_and(|n| kernel_matches(n, wanted))
-                });
-            }
-        }
-    }
-    v
-}
-
-fn host_symbol_json(s: &Option<HostSymbol>) -> Value {
-    match s {
-        Some(s) => {
-            json!({"name": s.name, "address": s.address, "size": s.size, "section": s.section})
-        }
-        None => Value::Null,
-    }
-}
-
-fn handles_json(h: &HandleMap) -> Value {
-    json!({
-        "code_objects": h.code_objects.iter().map(|c| json!({
-            "location": c.location, "target_id": c.target_id, "offset": c.offset,
-        })).collect::<Vec<_>>(),
-        "kernels": h.kernels.iter().map(|k| json!({
-            "kernel": k.kernel,
-            "handle": host_symbol_json(&k.handle),
-            "stub": host_symbol_json(&k.stub),
-            "in_code_object": k.in_code_object,
-        })).collect::<Vec<_>>(),
-        "errors": h.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
-    })
-}
-
-fn list_entry(out: &mut String, entry: &Entry, parsed: Option<&inlay_codeobj::Result<CodeObject>>) {
+) -> io::Result<()> {
     match parsed {
         Some(Ok(co)) => {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "code object {} {}: {} kernels",
                 entry.location,
                 co.target,
                 co.kernels.len()
-            );
+            )?;
             for k in &co.kernels {
-                let _ = writeln!(out, "  {}", k.name);
+                writeln!(out, "  {}", k.name)?;
             }
         }
-        Some(Err(e)) => {
-            let _ = writeln!(out, "error: {e}");
-        }
+        // Reported on standard error.
+        Some(Err(_)) => {}
         None => {
-            let _ = writeln!(out, "{} entry {}", entry_kind(entry.kind), entry.location);
+            writeln!(out, "{} entry {}", entry_kind(entry.kind), entry.location)?;
         }
     }
+    Ok(())
 }
 
 fn text_entry(
-    out: &mut String,
+    out: &mut dyn Write,
     entry: &Entry,
     parsed: Option<&inlay_codeobj::Result<CodeObject>>,
     kernel: Option<&str>,
-) {
+) -> io::Result<()> {
     let co = match parsed {
         Some(Ok(co)) => co,
-        Some(Err(e)) => {
-            let _ = writeln!(out, "error: {e}\n");
-            return;
-        }
+        // Reported on standard error.
+        Some(Err(_)) => return Ok(()),
         None => {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{} entry: {}\n",
                 entry_kind(entry.kind),
                 entry.location
-            );
-            return;
+            )?;
+            return Ok(());
         }
     };
     let w = out;
-    let _ = writeln!(w, "code object: {}", entry.location);
-    let _ = writeln!(
+    writeln!(w, "code object: {}", entry.location)?;
+    writeln!(
         w,
         "  target {}, code object v{}, {}, {} bytes",
         co.target,
@@ -239,14 +352,14 @@ fn text_entry(
             "shared object"
         },
         entry.bytes.len()
-    );
+    )?;
     if let Some(md) = &co.metadata {
         if let Some(v) = &md.version {
             let v: Vec<String> = v.iter().map(u64::to_string).collect();
-            let _ = writeln!(w, "  metadata version {}", v.join("."));
+            writeln!(w, "  metadata version {}", v.join("."))?;
         }
         if let Some(p) = md.printf.as_ref().filter(|p| !p.is_empty()) {
-            let _ = writeln!(w, "  printf formats: {}", p.len());
+            writeln!(w, "  printf formats: {}", p.len())?;
         }
     }
     let kernels: Vec<_> = co
@@ -254,24 +367,24 @@ fn text_entry(
         .iter()
         .filter(|k| kernel.is_none_or(|want| kernel_matches(k.name, want)))
         .collect();
-    let _ = writeln!(w, "  kernels: {}", kernels.len());
+    writeln!(w, "  kernels: {}", kernels.len())?;
     for k in kernels {
         let d = &k.descriptor;
         let dd = &k.decoded;
-        let _ = writeln!(w, "    {}", with_demangled(k.name));
-        let _ = writeln!(
+        writeln!(w, "    {}", with_demangled(k.name))?;
+        writeln!(
             w,
             "      descriptor at {:#x}, entry {}",
             k.descriptor_address,
             k.entry_address
                 .map_or("unknown".to_string(), |a| format!("{a:#x}"))
-        );
-        let _ = writeln!(
+        )?;
+        writeln!(
             w,
             "      segments: kernarg {} bytes, group (LDS) {} bytes, private {} bytes",
             d.kernarg_size, d.group_segment_fixed_size, d.private_segment_fixed_size
-        );
-        let _ = writeln!(
+        )?;
+        writeln!(
             w,
             "      registers: {} VGPRs (granule {}), {} SGPRs (granule {}){}",
             dd.vgpr_count,
@@ -280,12 +393,15 @@ fn text_entry(
             dd.rsrc1.granulated_wavefront_sgpr_count,
             dd.accum_offset
                 .map_or(String::new(), |a| format!(", AGPRs from v{a}"))
-        );
-        let _ = writeln!(
+        )?;
+        writeln!(
             w,
             "      rsrc1 {:#010x} rsrc2 {:#010x} rsrc3 {:#010x} properties {:#06x} kernarg preload {:#06x}",
             d.compute_pgm_rsrc1, d.compute_pgm_rsrc2, d.compute_pgm_rsrc3, d.kernel_code_properties, d.kernarg_preload
-        );
+        )?;
+        for problem in &k.descriptor_problems {
+            writeln!(w, "      warning: {problem} (a loader refuses this kernel)")?;
+        }
         let p = &dd.properties;
         let enabled: Vec<&str> = [
             (
@@ -310,7 +426,7 @@ fn text_entry(
         .into_iter()
         .filter_map(|(on, n)| on.then_some(n))
         .collect();
-        let _ = writeln!(
+        writeln!(
             w,
             "      initial SGPRs: {} ({} user); work-item id VGPRs: {}; {}",
             enabled.join(", "),
@@ -321,14 +437,14 @@ fn text_entry(
             } else {
                 "wave64"
             }
-        );
+        )?;
         let md = co.metadata.as_ref().and_then(|m| {
             m.kernels
                 .iter()
                 .find(|km| km.symbol == format!("{}.kd", k.name) || km.name == k.name)
         });
         if let Some(km) = md {
-            let _ = writeln!(
+            writeln!(
                 w,
                 "      metadata: sgpr {} vgpr {} agpr {} spills s{}/v{} wave {} max workgroup {} language {}",
                 opt(km.sgpr_count),
@@ -339,9 +455,9 @@ fn text_entry(
                 opt(km.wavefront_size),
                 opt(km.max_flat_workgroup_size),
                 km.language.as_deref().unwrap_or("-")
-            );
+            )?;
             for (i, a) in km.args.iter().enumerate() {
-                let _ = writeln!(
+                writeln!(
                     w,
                     "      arg {i}: {:<12} {:<24} offset {:>3} size {:>2} {}{}{}",
                     a.name.as_deref().unwrap_or("-"),
@@ -356,13 +472,12 @@ fn text_entry(
                         .as_deref()
                         .or(a.actual_access.as_deref())
                         .map_or(String::new(), |s| format!(" {s}"))
-                );
+                )?;
             }
         }
     }
     if kernel.is_some() {
-        let _ = writeln!(w);
-        return;
+        return writeln!(w);
     }
     for (kind, title) in [
         (SymbolKind::DeviceFunction, "device functions"),
@@ -373,9 +488,9 @@ fn text_entry(
         if syms.is_empty() {
             continue;
         }
-        let _ = writeln!(w, "  {title}: {}", syms.len());
+        writeln!(w, "  {title}: {}", syms.len())?;
         for s in syms {
-            let _ = writeln!(
+            writeln!(
                 w,
                 "    {:#010x} size {:<6} {:?} {:?} {} {}",
                 s.value,
@@ -384,13 +499,13 @@ fn text_entry(
                 s.visibility,
                 s.section.unwrap_or("-"),
                 with_demangled(s.name)
-            );
+            )?;
         }
     }
     if !co.relocations.is_empty() {
-        let _ = writeln!(w, "  relocations: {}", co.relocations.len());
+        writeln!(w, "  relocations: {}", co.relocations.len())?;
         for r in &co.relocations {
-            let _ = writeln!(
+            writeln!(
                 w,
                 "    {:#010x} {:<24} {} {:+#x}",
                 r.offset,
@@ -399,34 +514,31 @@ fn text_entry(
                     .map_or(format!("type {}", r.r_type.0), str::to_string),
                 r.symbol.unwrap_or("-"),
                 r.addend
-            );
+            )?;
         }
     }
-    let _ = writeln!(w);
+    writeln!(w)
 }
 
 fn opt(v: Option<u64>) -> String {
     v.map_or("-".to_string(), |v| v.to_string())
 }
 
-fn text_handles(out: &mut String, h: &HandleMap, kernel: Option<&str>) {
-    let _ = writeln!(out, "host kernel handles: {}", h.kernels.len());
-    for k in h
-        .kernels
-        .iter()
-        .filter(|k| kernel.is_none_or(|want| kernel_matches(&k.kernel, want)))
-    {
-        let _ = writeln!(out, "  {}", with_demangled(&k.kernel));
+/// The host kernel-handle table: the kernels at the indexes `shown`.
+fn text_handles(out: &mut dyn Write, h: &HandleMap, shown: &[usize]) -> io::Result<()> {
+    writeln!(out, "host kernel handles: {}", shown.len())?;
+    for k in shown.iter().map(|&i| &h.kernels[i]) {
+        writeln!(out, "  {}", with_demangled(&k.kernel))?;
         if let Some(s) = &k.handle {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "    handle {:#x} in {}",
                 s.address,
                 s.section.as_deref().unwrap_or("-")
-            );
+            )?;
         }
         if let Some(s) = &k.stub {
-            let _ = writeln!(out, "    stub   {:#x} {}", s.address, s.name);
+            writeln!(out, "    stub   {:#x} {}", s.address, s.name)?;
         }
         let present: Vec<&str> = h
             .code_objects
@@ -434,6 +546,7 @@ fn text_handles(out: &mut String, h: &HandleMap, kernel: Option<&str>) {
             .zip(&k.in_code_object)
             .filter_map(|(c, &yes)| yes.then_some(c.target_id.as_str()))
             .collect();
-        let _ = writeln!(out, "    device code in: {}", present.join(", "));
+        writeln!(out, "    device code in: {}", present.join(", "))?;
     }
+    Ok(())
 }

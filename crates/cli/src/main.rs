@@ -6,15 +6,19 @@ mod disasm;
 mod extract;
 mod hip_compat;
 mod inspect;
+mod json;
+mod report;
 mod run;
+mod tools;
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use inlay_codeobj::file::MappedFile;
-use rayon::prelude::*;
+
+use report::{Input, Problems};
 
 #[derive(Parser)]
 #[command(
@@ -75,13 +79,22 @@ enum Command {
     /// Run a program against Inlay's HSA runtime (drop-in libhsa-runtime64.so.1) and its
     /// virtual GPU. Build the runtime first: `cargo build --release` builds it with inlay.
     Run {
-        /// Attach a tool (instr-count, opcode-hist, mem-trace, kernel-args); repeatable.
-        #[arg(long = "tool", value_name = "NAME")]
+        /// Attach a tool: instr-count, opcode-hist, mem-trace, kernel-args, or a tool
+        /// library (./NAME.so, include/inlay/tool.h); repeatable, all tools' hooks go into
+        /// one instrumented copy of each kernel.
+        #[arg(long = "tool", value_name = "NAME|PATH")]
         tools: Vec<String>,
-        /// A tool option KEY=VALUE (instr-count/opcode-hist: mode=block|instruction,
-        /// count=wave|thread; any tool: output=PATH for text, json=PATH for JSON Lines).
+        /// A tool option KEY=VALUE for every tool, or TOOL:KEY=VALUE for one
+        /// (instr-count/opcode-hist: mode=block|instruction, count=wave|thread; mem-trace:
+        /// capacity=MIB, dump=1; any tool: output=PATH for text, json=PATH for JSON Lines).
+        /// Unknown keys and bad values are refused before the program starts.
         #[arg(long = "tool-opt", value_name = "KEY=VALUE")]
         tool_opts: Vec<String>,
+        /// End any kernel dispatch still running after SECS seconds (a decimal
+        /// number, e.g. 2.5), with a report as for a fault; sets
+        /// INLAY_DISPATCH_TIMEOUT=SECS for the program.
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<String>,
         /// The program and its arguments.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<std::ffi::OsString>,
@@ -92,22 +105,23 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    let mut problems = Problems::default();
+    let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+    let written = match cli.command {
         Command::Inspect {
             file,
             json,
             kernel,
             list,
-        } => {
+        } => open(&file, &mut problems).map_or(Ok(()), |f| {
             let opts = inspect::Options {
                 json,
                 kernel: kernel.as_deref(),
                 list,
             };
-            MappedFile::open(&file)
-                .map_err(|e| e.to_string())
-                .and_then(|f| inspect::inspect(f.bytes(), &file.display().to_string(), &opts))
-        }
+            let input = Input::file(&f, file.display().to_string());
+            inspect::inspect(&input, &opts, &mut out, &mut problems)
+        }),
         Command::Disasm {
             files,
             kernel,
@@ -116,106 +130,99 @@ fn main() -> ExitCode {
             let opts = disasm::Options {
                 kernel: kernel.as_deref(),
             };
-            if !json {
-                return disasm::list_files(&files, &opts);
-            }
-            let listing = |file: &PathBuf| -> Result<String, String> {
-                let name = file.display().to_string();
-                let f = MappedFile::open(file).map_err(|e| e.to_string())?;
-                if json {
-                    let doc = disasm::disasm_json(f.bytes(), &name, &opts)?;
-                    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-                    Ok(text + "\n")
-                } else {
-                    disasm::disasm(f.bytes(), &name, &opts)
-                }
-            };
-            // Files are listed in parallel, a few per core at a time, and printed in order.
-            let mut stdout = std::io::stdout().lock();
-            let batch = 2 * rayon::current_num_threads();
-            for chunk in files.chunks(batch) {
-                let listings: Vec<Result<String, String>> = chunk.par_iter().map(listing).collect();
-                for listing in listings {
-                    match listing {
-                        // A closed pipe (e.g. `| head`) ends the listing quietly.
-                        Ok(text) => {
-                            if stdout.write_all(text.as_bytes()).is_err() {
-                                return ExitCode::SUCCESS;
-                            }
-                        }
-                        Err(e) => {
-                            eprintln!("inlay: {e}");
-                            return ExitCode::FAILURE;
-                        }
+            // Every file is opened first (a map reads nothing); one that cannot
+            // be is reported in its turn and the others are still listed.
+            let maps: Vec<Result<MappedFile, String>> = files
+                .iter()
+                .map(|f| MappedFile::open(f).map_err(|e| e.to_string()))
+                .collect();
+            let inputs: Vec<Result<Input, String>> = maps
+                .iter()
+                .zip(&files)
+                .map(|(m, f)| {
+                    m.as_ref()
+                        .map(|m| Input::file(m, f.display().to_string()))
+                        .map_err(Clone::clone)
+                })
+                .collect();
+            if json {
+                inputs.iter().try_for_each(|input| match input {
+                    Ok(input) => disasm::disasm_json(input, &opts, &mut out, &mut problems),
+                    Err(e) => {
+                        problems.report(e);
+                        Ok(())
                     }
-                }
+                })
+            } else {
+                disasm::list_files(&inputs, &opts, &mut out, &mut problems)
             }
-            let _ = stdout.flush();
-            return ExitCode::SUCCESS;
         }
         Command::Extract {
             file,
             target,
             output,
-        } => MappedFile::open(&file)
-            .map_err(|e| e.to_string())
-            .and_then(|f| {
-                extract::extract(
-                    f.bytes(),
-                    &file.display().to_string(),
-                    target.as_deref(),
-                    &output,
-                )
-            }),
-        Command::Demo => demo(),
+        } => open(&file, &mut problems).map_or(Ok(()), |f| {
+            let input = Input::file(&f, file.display().to_string());
+            extract::extract(&input, target.as_deref(), &output, &mut out, &mut problems)
+        }),
+        Command::Demo => demo(&mut out, &mut problems),
         Command::Run {
             tools,
             tool_opts,
+            timeout,
             command,
         } => {
-            return match run::run(&command, &tools, &tool_opts) {
-                Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
-                Err(e) => {
-                    eprintln!("inlay: {e}");
-                    ExitCode::FAILURE
-                }
-            };
+            drop(out);
+            return run::run(&command, &tools, &tool_opts, timeout.as_deref());
         }
-        Command::Env => run::env_lines(),
+        Command::Env => {
+            drop(out);
+            return run::env();
+        }
     };
-    match result {
-        Ok(text) => {
-            let mut stdout = std::io::stdout().lock();
-            // A closed pipe (e.g. `| head`) is not an error worth reporting.
-            let _ = stdout
-                .write_all(text.as_bytes())
-                .and_then(|_| stdout.flush());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("inlay: {e}");
-            ExitCode::FAILURE
-        }
+    match written.and_then(|()| out.flush()) {
+        // A closed pipe (`| head`) ends the output quietly.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => problems.report(format!("cannot write the output: {e}")),
+        Ok(()) => {}
     }
+    if problems.any() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Maps an input file, or reports why it cannot be.
+fn open(path: &Path, problems: &mut Problems) -> Option<MappedFile> {
+    MappedFile::open(path).map_err(|e| problems.report(e)).ok()
 }
 
 /// The built-in example: a project fixture compiled into the binary.
 const DEMO_NAME: &str = "fixtures/gfx90a/v5/vector_add.hsaco";
 const DEMO_CODE_OBJECT: &[u8] = include_bytes!("../../../fixtures/gfx90a/v5/vector_add.hsaco");
 
-fn demo() -> Result<String, String> {
+fn demo(out: &mut dyn Write, problems: &mut Problems) -> std::io::Result<()> {
+    let input = Input::bytes(DEMO_CODE_OBJECT, DEMO_NAME);
     let opts = inspect::Options {
         json: false,
         kernel: None,
         list: false,
     };
-    let mut text = inspect::inspect(DEMO_CODE_OBJECT, DEMO_NAME, &opts)?;
-    let listing = disasm::disasm(
-        DEMO_CODE_OBJECT,
-        DEMO_NAME,
+    inspect::inspect(&input, &opts, out, problems)?;
+    let mut listing = Vec::new();
+    disasm::disasm(
+        &input,
         &disasm::Options { kernel: None },
-    )?;
-    text.push_str(&listing);
-    text.push_str(&demo::run(DEMO_CODE_OBJECT)?);
-    Ok(text)
+        &mut listing,
+        problems,
+    );
+    out.write_all(&demo::shorten_listing(&listing))?;
+    match demo::run(DEMO_CODE_OBJECT) {
+        Ok(text) => out.write_all(text.as_bytes()),
+        Err(e) => {
+            problems.report(e);
+            Ok(())
+        }
+    }
 }

@@ -1,130 +1,79 @@
-//! `inlay run -- COMMAND [ARGS...]` and `inlay env`: run HSA programs against
+//! `inlay run -- COMMAND [ARGS...]` and `inlay env`: run programs against
 //! Inlay's drop-in `libhsa-runtime64.so.1` instead of ROCr.
 //!
-//! Cargo names the built library `libhsa_runtime64.so` and puts it beside the
-//! `inlay` binary. The dynamic loader looks for the SONAME
-//! `libhsa-runtime64.so.1`, so we keep a per-user directory under the temp
-//! dir holding a symlink of that name and put it first on LD_LIBRARY_PATH.
-//! Nothing is installed and no root is needed.
-//!
-//! ROCm tools such as rocminfo check for the kernel driver before they call the
-//! runtime (`lsmod | grep amdgpu`, opening `/dev/kfd` read-write). Inlay's runtime
-//! needs neither, so `inlay run` provides stand-ins: an `lsmod` on PATH that lists
-//! amdgpu and, when the machine has no usable `/dev/kfd`, a private user and mount
-//! namespace (`unshare -Urm`, no root needed) whose `/dev/kfd` is `/dev/null`.
-//! Inside it the program runs as the namespace's root user.
+//! The program gets this build's runtime and driver stand-ins (see
+//! `runtime`), a `/dev/kfd` when the machine has none (see `kfd`), tools and
+//! a dispatch time limit through environment variables the runtime reads.
+//! `inlay run` passes SIGINT, SIGTERM, SIGHUP and SIGQUIT on to the program
+//! and ends as it ended (see `signals`). Nothing is installed and no root is
+//! needed.
 
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod kfd;
+mod runtime;
+mod signals;
 
-const BUILT_NAME: &str = "libhsa_runtime64.so";
-const SONAME: &str = "libhsa-runtime64.so.1";
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+use std::process::{Command, ExitCode};
 
-/// The built drop-in library: next to the `inlay` binary (or one level up,
-/// for binaries run from target/<profile>/deps).
-fn built_library() -> Result<PathBuf, String> {
-    let exe =
-        std::env::current_exe().map_err(|e| format!("cannot locate the inlay binary: {e}"))?;
-    let dir = exe.parent().ok_or("the inlay binary has no directory")?;
-    let candidates = [dir.join(BUILT_NAME), dir.join("..").join(BUILT_NAME)];
-    candidates.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
-        format!(
-            "{BUILT_NAME} not found next to {}; build it with `cargo build -p inlay-hsa` (same profile as inlay)",
-            exe.display()
-        )
-    })
-}
+use runtime::{Runtime, SONAME};
 
-/// A directory whose `libhsa-runtime64.so.1` is a symlink to the built library.
-pub fn library_dir() -> Result<PathBuf, String> {
-    let lib = built_library()?;
-    let lib = lib
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", lib.display()))?;
-    let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
-    let dir = std::env::temp_dir()
-        .join(format!("inlay-{user}"))
-        .join("lib");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let link = dir.join(SONAME);
-    if std::fs::read_link(&link).ok().as_deref() != Some(lib.as_path()) {
-        // Make the new link beside it and rename over, so a concurrent run never sees none.
-        let tmp = dir.join(format!(".{SONAME}.{}", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(&lib, &tmp)
-            .map_err(|e| format!("cannot link {}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &link)
-            .map_err(|e| format!("cannot place {}: {e}", link.display()))?;
+/// The variable the runtime reads for a dispatch time limit, in seconds.
+const TIMEOUT_VAR: &str = "INLAY_DISPATCH_TIMEOUT";
+
+/// `PATH`-like `value` with `dir` first, keeping what was there.
+fn prepend(dir: &Path, value: Option<OsString>) -> OsString {
+    let mut out = OsString::from(dir);
+    if let Some(old) = value.filter(|v| !v.is_empty()) {
+        out.push(":");
+        out.push(old);
     }
-    Ok(dir)
+    out
 }
 
-/// LD_LIBRARY_PATH with `dir` first, keeping what the user had.
-fn library_path(dir: &Path) -> OsString {
-    let mut value = OsString::from(dir);
-    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH").filter(|v| !v.is_empty()) {
-        value.push(":");
-        value.push(old);
-    }
-    value
+/// A time limit as `--timeout` takes it: a decimal number of seconds above 0
+/// (`2`, `2.5`, `.5`).
+fn valid_timeout(secs: &str) -> bool {
+    let (whole, fraction) = secs.split_once('.').unwrap_or((secs, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    digits(whole)
+        && digits(fraction)
+        && !(whole.is_empty() && fraction.is_empty())
+        && !(secs.contains('.') && fraction.is_empty())
+        && secs.bytes().any(|b| (b'1'..=b'9').contains(&b))
 }
 
-/// Mounts a private /dev whose kfd is /dev/null, then runs "$@".
-const KFD_NAMESPACE_SCRIPT: &str = r#"set -e
-old="$INLAY_OLD_DEV"; mkdir -p "$old"
-mount --rbind /dev "$old"
-mount -t tmpfs none /dev
-for n in null zero full random urandom tty; do
-    if [ -e "$old/$n" ]; then touch /dev/$n; mount --bind "$old/$n" /dev/$n; fi
-done
-for d in shm pts; do
-    if [ -d "$old/$d" ]; then mkdir -p /dev/$d; mount --rbind "$old/$d" /dev/$d; fi
-done
-touch /dev/kfd; mount --bind "$old/null" /dev/kfd
-exec "$@"
-"#;
-
-/// A directory holding an `lsmod` that lists amdgpu, put first on the program's PATH.
-fn driver_stub_dir(lib_dir: &Path) -> Result<PathBuf, String> {
-    let bin = lib_dir.with_file_name("bin");
-    std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))?;
-    let lsmod = bin.join("lsmod");
-    let script = "#!/bin/sh\n# Inlay: the virtual GPU needs no kernel driver, but ROCm tools look for one.\necho 'Module                  Size  Used by'\necho 'amdgpu                     1  0'\n";
-    if std::fs::read_to_string(&lsmod).ok().as_deref() != Some(script) {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::write(&lsmod, script)
-            .map_err(|e| format!("cannot write {}: {e}", lsmod.display()))?;
-        std::fs::set_permissions(&lsmod, std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| format!("cannot make {} executable: {e}", lsmod.display()))?;
-    }
-    Ok(bin)
-}
-
-fn kfd_usable() -> bool {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/kfd")
-        .is_ok()
-}
-
-/// Runs `command` against the drop-in runtime and returns its exit code
-/// (128 + signal number if a signal ended it, as shells report).
-/// Runs `command` against Inlay's runtime, with `tools` attached (passed
-/// to the runtime in `INLAY_TOOL` and `INLAY_TOOL_OPTS`).
-pub fn run(command: &[OsString], tools: &[String], tool_opts: &[String]) -> Result<i32, String> {
-    let (program, args) = command
-        .split_first()
-        .ok_or("usage: inlay run [--tool NAME [--tool-opt KEY=VALUE]...] -- COMMAND [ARGS...]")?;
-    if let Some(bad) = tool_opts
-        .iter()
-        .find(|o| !o.contains('=') || o.contains(';'))
-    {
-        return Err(format!(
-            "--tool-opt {bad}: expected KEY=VALUE (without ';')"
+/// Runs `command` against Inlay's runtime, with `tools` attached (checked
+/// first, then passed to the runtime in `INLAY_TOOL` and `INLAY_TOOL_OPTS`) and `timeout` as the
+/// dispatch time limit. Ends the process as the program ended; returns only
+/// if the program could not be run.
+pub fn run(
+    command: &[OsString],
+    tools: &[String],
+    tool_opts: &[String],
+    timeout: Option<&str>,
+) -> ExitCode {
+    let fail = |what: String| {
+        eprintln!("inlay: {what}");
+        ExitCode::FAILURE
+    };
+    let Some((program, args)) = command.split_first() else {
+        return fail("usage: inlay run [--tool NAME [--tool-opt KEY=VALUE]...] [--timeout SECS] -- COMMAND [ARGS...]".into());
+    };
+    if let Some(secs) = timeout.filter(|s| !valid_timeout(s)) {
+        return fail(format!(
+            "--timeout {secs}: expected a number of seconds above 0, such as 10 or 2.5"
         ));
     }
+    let runtime = match Runtime::find() {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    // Tools and their options are refused now, not inside the program.
+    let tool_env = match crate::tools::tool_env(tools, tool_opts, &runtime.library) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
     // A HIP program whose GPU code its HIP runtime cannot load fails
     // obscurely; say why first (and run it anyway: the user may know better).
     if let Some(exe) = crate::hip_compat::resolve(Path::new(program)) {
@@ -132,45 +81,104 @@ pub fn run(command: &[OsString], tools: &[String], tool_opts: &[String]) -> Resu
             eprintln!("inlay: warning: {problem}");
         }
     }
-    let dir = library_dir()?;
-    let mut path = OsString::from(driver_stub_dir(&dir)?);
-    if let Some(old) = std::env::var_os("PATH") {
-        path.push(":");
-        path.push(old);
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env(
+            "LD_LIBRARY_PATH",
+            prepend(&runtime.lib_dir(), std::env::var_os("LD_LIBRARY_PATH")),
+        )
+        .env(
+            "PATH",
+            prepend(&runtime.bin_dir(), std::env::var_os("PATH")),
+        );
+    if let Some(t) = &tool_env {
+        cmd.env("INLAY_TOOL", &t.tools);
+        cmd.env("INLAY_TOOL_OPTS", &t.options);
     }
-    let mut cmd = if kfd_usable() {
-        Command::new(program)
-    } else {
-        let mut c = Command::new("unshare");
-        c.args(["-Urm", "sh", "-c", KFD_NAMESPACE_SCRIPT, "sh"])
-            .arg(program);
-        c.env("INLAY_OLD_DEV", dir.with_file_name("olddev"));
-        c
+    if let Some(secs) = timeout {
+        cmd.env(TIMEOUT_VAR, secs);
+    }
+    let mut namespace = None;
+    if !kfd::usable() {
+        match kfd::Namespace::plan(&runtime.old_dev()) {
+            Ok(planned) => namespace = Some(planned),
+            Err(e) => note_no_kfd(program, &format!("cannot prepare it: {e}")),
+        }
+    }
+    let (namespace, report) = namespace.unzip();
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec the closure only makes system calls on
+    // data prepared before fork (no allocation, no locks), as pre_exec requires.
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(namespace) = &namespace {
+                namespace.enter();
+            }
+            signals::unblock_in_child();
+            Ok(())
+        })
     };
-    if !tools.is_empty() {
-        cmd.env("INLAY_TOOL", tools.join(","));
-        cmd.env("INLAY_TOOL_OPTS", tool_opts.join(";"));
+    signals::hold();
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            signals::release();
+            eprintln!("inlay: cannot run {}: {e}", program.to_string_lossy());
+            // As shells and env(1) report it: 127 not found, 126 not runnable.
+            return ExitCode::from(if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            });
+        }
+    };
+    signals::started(child.id());
+    if let Some(why) = report.and_then(kfd::Report::failure) {
+        note_no_kfd(program, &why);
     }
-    let status = cmd
-        .args(args)
-        .env("LD_LIBRARY_PATH", library_path(&dir))
-        .env("PATH", path)
-        .status()
-        .map_err(|e| format!("cannot run {}: {e}", program.to_string_lossy()))?;
-    if let Some(code) = status.code() {
-        return Ok(code);
+    match child.wait() {
+        Ok(status) => signals::exit_like(status),
+        Err(e) => fail(format!("waiting for {}: {e}", program.to_string_lossy())),
     }
-    use std::os::unix::process::ExitStatusExt;
-    Ok(128 + status.signal().unwrap_or(0))
 }
 
-/// Shell lines that do what `inlay run` does, for the current shell.
-pub fn env_lines() -> Result<String, String> {
-    let dir = library_dir()?;
-    let quoted = dir.to_string_lossy().replace('\'', r"'\''");
-    Ok(format!(
-        "# Inlay's HSA runtime ({SONAME}) for programs started from this shell\nexport LD_LIBRARY_PATH='{quoted}'${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\n"
-    ))
+fn note_no_kfd(program: &OsStr, why: &str) {
+    eprintln!(
+        "inlay: note: {} runs without a /dev/kfd stand-in ({why}); HSA and HIP programs do not need one, but ROCm tools that open /dev/kfd themselves (rocminfo) will refuse to start",
+        program.to_string_lossy()
+    );
+}
+
+/// `inlay env`: shell lines that give programs started from this shell what
+/// `inlay run` gives them, and a note on standard error about what they
+/// cannot give (a /dev/kfd needs a namespace, which only a new process gets).
+pub fn env() -> ExitCode {
+    let runtime = match Runtime::find() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("inlay: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let quote = |p: &Path| format!("'{}'", p.to_string_lossy().replace('\'', r"'\''"));
+    println!(
+        "# Inlay's HSA runtime ({SONAME} -> {}) for programs started from this shell",
+        runtime.library.display()
+    );
+    println!(
+        "export LD_LIBRARY_PATH={}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",
+        quote(&runtime.lib_dir())
+    );
+    println!("# an lsmod that lists amdgpu, for ROCm tools that look for the driver");
+    println!("export PATH={}:\"$PATH\"", quote(&runtime.bin_dir()));
+    println!("# a time limit for every kernel dispatch (seconds), as `inlay run --timeout`:");
+    println!("# export {TIMEOUT_VAR}=10");
+    if !kfd::usable() {
+        eprintln!(
+            "inlay: note: this machine has no usable /dev/kfd and a shell cannot be given one; HSA and HIP programs do not need it, but ROCm tools that open it (rocminfo) do: run them with `inlay run -- rocminfo`, or start a shell that has one with `inlay run -- $SHELL`"
+        );
+    }
+    ExitCode::SUCCESS
 }
 
 #[cfg(test)]
@@ -178,13 +186,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn library_path_puts_our_directory_first() {
-        let v = library_path(Path::new("/x/lib"));
-        assert!(v.to_string_lossy().starts_with("/x/lib"));
+    fn prepend_puts_our_directory_first() {
+        let v = prepend(Path::new("/x/lib"), Some("/usr/lib".into()));
+        assert_eq!(v, "/x/lib:/usr/lib");
+        assert_eq!(prepend(Path::new("/x"), Some("".into())), "/x");
+        assert_eq!(prepend(Path::new("/x"), None), "/x");
     }
 
     #[test]
-    fn run_without_a_command_is_an_error() {
-        assert!(run(&[], &[], &[]).is_err());
+    fn timeouts_are_decimal_seconds_above_zero() {
+        for ok in ["1", "2.5", ".5", "0.25", "10", "007"] {
+            assert!(valid_timeout(ok), "{ok}");
+        }
+        for bad in [
+            "", "0", "0.0", ".", "1.", "-1", "1e3", "inf", "nan", "2,5", " 1", "1s",
+        ] {
+            assert!(!valid_timeout(bad), "{bad}");
+        }
     }
 }

@@ -35,11 +35,6 @@ struct Program {
     libs: &'static [&'static str],
 }
 
-/// Not in the list yet: hostcall.hip (printf and device malloc; its
-/// kernels use `buffer_invl2`/`buffer_wbl2`) and cooperative.hip
-/// (`grid.sync()`, which needs GWS): the virtual GPU refuses those
-/// instructions until the instruction-semantics work (branch vgpu-sem)
-/// lands; add them back then.
 const PROGRAMS: &[Program] = &[
     Program {
         name: "runtime_api",
@@ -70,6 +65,16 @@ const PROGRAMS: &[Program] = &[
         name: "rocrand_sobol",
         source: "rocrand_sobol.cpp",
         libs: &["-lrocrand"],
+    },
+    Program {
+        name: "hostcall",
+        source: "hostcall.hip",
+        libs: &[],
+    },
+    Program {
+        name: "cooperative",
+        source: "cooperative.hip",
+        libs: &[],
     },
 ];
 
@@ -148,7 +153,6 @@ fn built() -> Option<&'static BTreeMap<String, PathBuf>> {
             if tool_missing("hipcc") || tool_missing("clang++-19") {
                 return None;
             }
-            build_runtime();
             let dir = build_dir();
             std::fs::create_dir_all(&dir).expect("build dir");
             let mut jobs = Vec::new();
@@ -181,14 +185,19 @@ fn built() -> Option<&'static BTreeMap<String, PathBuf>> {
 
 /// Runs a built program under `inlay run` with `tool_args`, with a time limit.
 fn run(exe: &Path, name: &str, tool_args: &[&str]) -> Output {
-    let mut c = inlay();
-    c.arg("run").args(tool_args).arg("--").arg(exe);
+    let mut c = inlay_run();
+    c.args(tool_args).arg("--").arg(exe);
     if name.starts_with("module_api") {
         c.arg(root().join("fixtures/gfx90a/v4"));
     }
     // A hung program must fail the test, not the CI job.
     let mut timed = Command::new("timeout");
     timed.arg("300").arg(c.get_program()).args(c.get_args());
+    for (key, value) in c.get_envs() {
+        if let Some(value) = value {
+            timed.env(key, value);
+        }
+    }
     timed.output().expect("inlay run")
 }
 

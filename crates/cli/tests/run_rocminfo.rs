@@ -16,10 +16,8 @@ fn rocminfo_runs_under_inlay_run() {
     if missing("rocminfo (Debian package rocminfo)", present) {
         return;
     }
-    build_runtime();
-
-    let out = inlay()
-        .args(["run", "--", "rocminfo"])
+    let out = inlay_run()
+        .args(["--", "rocminfo"])
         .output()
         .expect("inlay run");
     let text = String::from_utf8_lossy(&out.stdout);

@@ -31,14 +31,11 @@ fn build_kernels_program() -> Option<PathBuf> {
     ) {
         return None;
     }
-    build_runtime();
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_inlay"));
-    let lib_dir = bin.parent().expect("profile dir").to_path_buf();
     let dir = std::env::temp_dir().join(format!("inlay-run-tools-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let link = dir.join("libhsa-runtime64.so");
     let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(lib_dir.join("libhsa_runtime64.so"), &link).expect("symlink");
+    std::os::unix::fs::symlink(runtime_library(), &link).expect("symlink");
     let exe = dir.join("kernels");
     let src = root().join("crates/hsa/tests/c/kernels.c");
     let out = Command::new("gcc")
@@ -60,8 +57,7 @@ fn build_kernels_program() -> Option<PathBuf> {
 /// Runs the program under `inlay run` with `args`; returns (stdout, stderr).
 fn run(exe: &PathBuf, tool_args: &[&str]) -> (String, String) {
     let fixtures = root().join("fixtures/gfx90a/v5");
-    let out = inlay()
-        .arg("run")
+    let out = inlay_run()
         .args(tool_args)
         .arg("--")
         .arg(exe)
@@ -305,5 +301,128 @@ fn mem_trace_records_every_access() {
             exec.count_ones() as usize,
             "{r}"
         );
+    }
+}
+
+/// `inlay run` with `args` around a program that would leave a marker file:
+/// (exit code, stderr, whether the program ran).
+fn refused(args: &[&str]) -> (i32, String, bool) {
+    let marker = std::env::temp_dir().join(format!(
+        "inlay-refused-{}-{}",
+        std::process::id(),
+        args.join("_").replace(['/', ' ', ':', '='], "-")
+    ));
+    let _ = std::fs::remove_file(&marker);
+    let out = inlay_run()
+        .args(args)
+        .args(["--", "touch"])
+        .arg(&marker)
+        .output()
+        .expect("inlay run");
+    let ran = marker.exists();
+    let _ = std::fs::remove_file(&marker);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        ran,
+    )
+}
+
+#[test]
+fn bad_tool_options_are_refused_before_the_program_starts() {
+    let not_a_tool = "/usr/lib/x86_64-linux-gnu/libm.so.6";
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--tool", "instr-count", "--tool-opt", "mod=instruction"],
+            "unknown tool option mod=instruction",
+        ),
+        (
+            &["--tool-opt", "mode=block"],
+            "--tool-opt mode=block given without --tool",
+        ),
+        (&["--tool", "nosuch"], "no tool named nosuch"),
+        (
+            &["--tool", "instr-count", "--tool-opt", "mode=sideways"],
+            "mode=sideways: expected block or instruction",
+        ),
+        (
+            &["--tool", "mem-trace", "--tool-opt", "capacity=0"],
+            "capacity=0: expected MiB",
+        ),
+        (
+            &["--tool", "instr-count", "--tool-opt", "mem-trace:dump=1"],
+            "tool option for mem-trace, which is not attached",
+        ),
+        (
+            &["--tool", "kernel-args", "--tool-opt", "mode=block"],
+            "unknown tool option mode=block",
+        ),
+        (
+            &["--tool", "instr-count", "--tool", "instr-count"],
+            "named twice",
+        ),
+        (&["--tool", "./no/such/tool.so"], "No such file"),
+        (&["--tool", not_a_tool], "exports no inlay_tool_init"),
+        (
+            &["--tool", "instr-count", "--tool-opt", "novalue"],
+            "expected KEY=VALUE",
+        ),
+    ];
+    for (args, want) in cases {
+        if args.contains(&not_a_tool) && !std::path::Path::new(not_a_tool).exists() {
+            continue;
+        }
+        let (code, stderr, ran) = refused(args);
+        assert_eq!(code, 1, "{args:?}: {stderr}");
+        assert!(!ran, "{args:?}: the program ran");
+        assert!(
+            stderr.contains(want),
+            "{args:?}: want {want:?} in:\n{stderr}"
+        );
+        assert!(!stderr.contains("INVALID_ARGUMENT"), "{args:?}: {stderr}");
+    }
+    // Options several tools read reach them all; a scoped one reaches one.
+    let (code, stderr, ran) = refused(&[
+        "--tool",
+        "instr-count",
+        "--tool",
+        "opcode-hist",
+        "--tool-opt",
+        "mode=instruction",
+        "--tool-opt",
+        "opcode-hist:count=thread",
+    ]);
+    assert!(code == 0 && ran, "{stderr}");
+}
+
+#[test]
+fn two_tools_at_once_both_get_their_hooks() {
+    let Some(exe) = kernels_program() else {
+        return;
+    };
+    // instr-count's counts and mem-trace's lanes are each checked against
+    // the virtual GPU's counts at the instructions of the copy that ran:
+    // both can be right only if one copy carries both tools' hooks.
+    let (_, stderr) = run(
+        &exe,
+        &[
+            "--tool",
+            "instr-count",
+            "--tool",
+            "mem-trace",
+            "--tool-opt",
+            "instr-count:mode=instruction",
+        ],
+    );
+    for tool in ["instr-count: kernel", "mem-trace: kernel"] {
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with(tool)).collect();
+        assert_eq!(lines.len(), LAUNCHES, "{stderr}");
+        for l in lines.iter().filter(|l| !l.contains(FAULTING)) {
+            assert!(
+                l.ends_with("(the virtual GPU counted the same)")
+                    || l.ends_with("(the virtual GPU counted the same lanes)"),
+                "{l}"
+            );
+        }
     }
 }

@@ -2,7 +2,9 @@
 
 use serde::Serialize;
 
-use crate::descriptor::{DecodedDescriptor, KernelDescriptor, KERNEL_DESCRIPTOR_SIZE};
+use crate::descriptor::{
+    DecodedDescriptor, DescriptorProblem, KernelDescriptor, KERNEL_DESCRIPTOR_SIZE,
+};
 use crate::elf::{self, FileHeader, Section, Segment};
 use crate::metadata::{self, Metadata, Note};
 use crate::reloc::{self, Relocation};
@@ -45,6 +47,10 @@ pub struct Kernel<'data> {
     pub entry_address: Option<u64>,
     /// The function symbol at the entry address, if any.
     pub entry_symbol: Option<&'data str>,
+    /// Values the target makes impossible: empty for a descriptor a loader
+    /// can take (see [`KernelDescriptor::problems`] and the entry point rules
+    /// of `CodeObject::entry_problems`).
+    pub descriptor_problems: Vec<DescriptorProblem>,
 }
 
 impl<'data> CodeObject<'data> {
@@ -167,6 +173,47 @@ impl<'data> CodeObject<'data> {
         table.map_or(0, |t| t.offset + (s.index * elf::SYM_SIZE) as u64)
     }
 
+    /// What makes a descriptor impossible to run on this code object's
+    /// target: the fields [`KernelDescriptor::problems`] finds, and an entry
+    /// point (`entry`, from `descriptor`) that is not 256-byte aligned or (in
+    /// a shared object) not inside a section of code.
+    fn descriptor_problems(
+        &self,
+        descriptor: &KernelDescriptor,
+        entry: Option<u64>,
+    ) -> Vec<DescriptorProblem> {
+        let processor = self.target.processor.name();
+        let mut problems = descriptor.problems(processor, self.target.processor.family());
+        let field = "KERNEL_CODE_ENTRY_BYTE_OFFSET";
+        let offset = descriptor.kernel_code_entry_byte_offset as u64;
+        let mut problem = |what: String| {
+            problems.push(DescriptorProblem {
+                field,
+                value: offset,
+                problem: what,
+            })
+        };
+        let Some(entry) = entry else {
+            problem("the entry point's address overflows".into());
+            return problems;
+        };
+        if entry % 256 != 0 {
+            problem(format!("entry point {entry:#x} is not 256-byte aligned"));
+        }
+        if !self.is_relocatable() {
+            let code = self
+                .section_at(entry)
+                .filter(|s| s.flags & elf::SHF_EXECINSTR != 0 && s.sh_type != elf::SHT_NOBITS);
+            if code.is_none() {
+                let text = self.section(".text").map_or(String::new(), |t| {
+                    format!(" (.text is {:#x}..{:#x})", t.addr, t.addr + t.size)
+                });
+                problem(format!("entry point {entry:#x} is outside the code{text}"));
+            }
+        }
+        problems
+    }
+
     /// The kernel called `name`.
     pub fn kernel(&self, name: &str) -> Option<&Kernel<'data>> {
         self.kernels.iter().find(|k| k.name == name)
@@ -230,6 +277,7 @@ impl<'data> CodeObject<'data> {
                 descriptor_address: kd.value,
                 descriptor_file_offset: offset,
                 decoded: descriptor.decode(self.target.processor.family(), wave32),
+                descriptor_problems: self.descriptor_problems(&descriptor, entry_address),
                 descriptor,
                 entry_address,
                 entry_symbol,

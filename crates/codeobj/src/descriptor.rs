@@ -149,6 +149,274 @@ pub struct InitialSgprs {
     pub private_segment_wave_offset: Option<u16>,
 }
 
+/// A descriptor field holding a value its target makes impossible.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DescriptorProblem {
+    /// The field, named as in AMDGPUUsage's kernel descriptor tables, e.g.
+    /// `COMPUTE_PGM_RSRC2.USER_SGPR_COUNT`.
+    pub field: &'static str,
+    pub value: u64,
+    /// Why the value cannot be.
+    pub problem: String,
+}
+
+impl std::fmt::Display for DescriptorProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} = {:#x}: {}", self.field, self.value, self.problem)
+    }
+}
+
+/// User SGPRs the hardware has (COMPUTE_USER_DATA_0..15).
+pub const MAX_USER_SGPRS: u32 = 16;
+
+impl KernelDescriptor {
+    /// The fields whose values a `processor` of `family` makes impossible, by
+    /// AMDGPUUsage's "Code Object V3 Kernel Descriptor" and
+    /// `compute_pgm_rsrc1/2/3` tables: bits that must be 0 (reserved, or
+    /// filled in by CP), features the family lacks (wave32 before GFX10,
+    /// kernarg preloading before GFX90A, the private segment buffer and flat
+    /// scratch init where scratch is architected), more user SGPRs than
+    /// exist or than are requested, more SGPRs than a GFX9 wave has, AGPRs
+    /// starting past the VGPRs allocated, more LDS than a work-group can have.
+    /// Where the entry point may be depends on the code object: a
+    /// [`crate::Kernel`]'s `descriptor_problems` has both. Families other than GFX9
+    /// (gfx9xx) get only the rules common to all.
+    pub fn problems(&self, processor: &str, family: Family) -> Vec<DescriptorProblem> {
+        let mut out = Vec::new();
+        let mut check = |field: &'static str, value: u64, ok: bool, problem: &str| {
+            if !ok {
+                out.push(DescriptorProblem {
+                    field,
+                    value,
+                    problem: problem.to_string(),
+                });
+            }
+        };
+        let le = |b: &[u8]| b.iter().rev().fold(0u64, |v, &x| v << 8 | u64::from(x));
+        let reserved = "reserved, must be 0";
+        check(
+            "reserved bytes 12-15",
+            le(&self.reserved0),
+            self.reserved0 == [0; 4],
+            reserved,
+        );
+        let nonzero = self.reserved1.iter().position(|&b| b != 0);
+        check(
+            "reserved bytes 24-43",
+            nonzero.map_or(0, |i| u64::from(self.reserved1[i])),
+            nonzero.is_none(),
+            &format!(
+                "reserved, must be 0 (byte {} is not)",
+                24 + nonzero.unwrap_or(0)
+            ),
+        );
+        check(
+            "reserved bytes 60-63",
+            le(&self.reserved3),
+            self.reserved3 == [0; 4],
+            reserved,
+        );
+        let props = u32::from(self.kernel_code_properties);
+        check(
+            "KERNEL_CODE_PROPERTIES bits 7-9",
+            u64::from(bits(props, 7, 3)),
+            bits(props, 7, 3) == 0,
+            reserved,
+        );
+        check(
+            "KERNEL_CODE_PROPERTIES bits 12-15",
+            u64::from(bits(props, 12, 4)),
+            bits(props, 12, 4) == 0,
+            reserved,
+        );
+        let p = KernelCodeProperties::decode(self.kernel_code_properties);
+        let enabled_user_sgprs = 4 * u32::from(p.enable_sgpr_private_segment_buffer)
+            + 2 * u32::from(p.enable_sgpr_dispatch_ptr)
+            + 2 * u32::from(p.enable_sgpr_queue_ptr)
+            + 2 * u32::from(p.enable_sgpr_kernarg_segment_ptr)
+            + 2 * u32::from(p.enable_sgpr_dispatch_id)
+            + 2 * u32::from(p.enable_sgpr_flat_scratch_init)
+            + u32::from(p.enable_sgpr_private_segment_size);
+        let gfx9 = matches!(family, Family::Gfx9 | Family::Gfx90a | Family::Gfx94x);
+        if !gfx9 {
+            return out;
+        }
+        let preload = if family == Family::Gfx9 {
+            check(
+                "KERNARG_PRELOAD",
+                u64::from(self.kernarg_preload),
+                self.kernarg_preload == 0,
+                "kernarg preloading needs GFX90A or GFX940; reserved, must be 0 before",
+            );
+            0
+        } else {
+            u32::from(self.kernarg_preload & 0x7f)
+        };
+        let user_sgprs = bits(self.compute_pgm_rsrc2, 1, 5);
+        check(
+            "COMPUTE_PGM_RSRC2.USER_SGPR_COUNT",
+            u64::from(user_sgprs),
+            user_sgprs <= MAX_USER_SGPRS,
+            &format!("more user SGPRs than the {MAX_USER_SGPRS} the hardware has"),
+        );
+        check(
+            "COMPUTE_PGM_RSRC2.USER_SGPR_COUNT",
+            u64::from(user_sgprs),
+            user_sgprs >= enabled_user_sgprs + preload,
+            &format!(
+                "fewer than the {} user SGPRs enabled ({enabled_user_sgprs} by KERNEL_CODE_PROPERTIES, {preload} preloaded kernarg dwords)",
+                enabled_user_sgprs + preload
+            ),
+        );
+        check(
+            "KERNEL_CODE_PROPERTIES.ENABLE_WAVEFRONT_SIZE32",
+            1,
+            !p.enable_wavefront_size32,
+            &format!("{processor} runs wave64 only (wave32 needs GFX10); reserved, must be 0"),
+        );
+        if family == Family::Gfx94x {
+            let architected = "scratch is architected on this processor: not supported, must be 0";
+            check(
+                "KERNEL_CODE_PROPERTIES.ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER",
+                1,
+                !p.enable_sgpr_private_segment_buffer,
+                architected,
+            );
+            check(
+                "KERNEL_CODE_PROPERTIES.ENABLE_SGPR_FLAT_SCRATCH_INIT",
+                1,
+                !p.enable_sgpr_flat_scratch_init,
+                architected,
+            );
+        }
+        let r1 = self.compute_pgm_rsrc1;
+        let must_be_zero = "must be 0 (CP fills it in)";
+        for (field, lo, width, why) in [
+            ("COMPUTE_PGM_RSRC1.PRIORITY", 10, 2, must_be_zero),
+            ("COMPUTE_PGM_RSRC1.PRIV", 20, 1, must_be_zero),
+            ("COMPUTE_PGM_RSRC1.DEBUG_MODE", 22, 1, must_be_zero),
+            ("COMPUTE_PGM_RSRC1.BULKY", 24, 1, must_be_zero),
+            ("COMPUTE_PGM_RSRC1.CDBG_USER", 25, 1, must_be_zero),
+            ("COMPUTE_PGM_RSRC1 bits 27-28", 27, 2, reserved),
+            (
+                "COMPUTE_PGM_RSRC1.WGP_MODE",
+                29,
+                1,
+                "GFX10 and later only; reserved, must be 0",
+            ),
+            (
+                "COMPUTE_PGM_RSRC1.MEM_ORDERED",
+                30,
+                1,
+                "GFX10 and later only; reserved, must be 0",
+            ),
+            (
+                "COMPUTE_PGM_RSRC1.FWD_PROGRESS",
+                31,
+                1,
+                "GFX10 and later only; reserved, must be 0",
+            ),
+        ] {
+            check(
+                field,
+                u64::from(bits(r1, lo, width)),
+                bits(r1, lo, width) == 0,
+                why,
+            );
+        }
+        let sgpr_blocks = bits(r1, 6, 4);
+        check(
+            "COMPUTE_PGM_RSRC1.GRANULATED_WAVEFRONT_SGPR_COUNT",
+            u64::from(sgpr_blocks),
+            (sgpr_blocks + 1) * 8 <= 112,
+            &format!(
+                "{} SGPRs; a GFX9 wave has at most 112",
+                (sgpr_blocks + 1) * 8
+            ),
+        );
+        let r2 = self.compute_pgm_rsrc2;
+        for (field, lo, width, why) in [
+            (
+                "COMPUTE_PGM_RSRC2.ENABLE_TRAP_HANDLER",
+                6,
+                1,
+                "must be 0 (CP sets it when a trap handler is installed)",
+            ),
+            (
+                "COMPUTE_PGM_RSRC2.ENABLE_EXCEPTION_ADDRESS_WATCH",
+                13,
+                1,
+                must_be_zero,
+            ),
+            (
+                "COMPUTE_PGM_RSRC2.ENABLE_EXCEPTION_MEMORY",
+                14,
+                1,
+                must_be_zero,
+            ),
+            (
+                "COMPUTE_PGM_RSRC2.GRANULATED_LDS_SIZE",
+                15,
+                9,
+                "must be 0 (CP uses the dispatch packet's size)",
+            ),
+            ("COMPUTE_PGM_RSRC2 bit 31", 31, 1, reserved),
+        ] {
+            check(
+                field,
+                u64::from(bits(r2, lo, width)),
+                bits(r2, lo, width) == 0,
+                why,
+            );
+        }
+        let r3 = self.compute_pgm_rsrc3;
+        if family == Family::Gfx9 {
+            check(
+                "COMPUTE_PGM_RSRC3",
+                u64::from(r3),
+                r3 == 0,
+                &format!("reserved on {processor}, must be 0"),
+            );
+        } else {
+            check(
+                "COMPUTE_PGM_RSRC3 bits 6-15",
+                u64::from(bits(r3, 6, 10)),
+                bits(r3, 6, 10) == 0,
+                reserved,
+            );
+            check(
+                "COMPUTE_PGM_RSRC3 bits 17-31",
+                u64::from(bits(r3, 17, 15)),
+                bits(r3, 17, 15) == 0,
+                reserved,
+            );
+            let accum_offset = (bits(r3, 0, 6) + 1) * 4;
+            let vgprs = vgpr_count(r1, family, false);
+            check(
+                "COMPUTE_PGM_RSRC3.ACCUM_OFFSET",
+                u64::from(bits(r3, 0, 6)),
+                accum_offset <= vgprs,
+                &format!("AGPRs from v{accum_offset}, past the {vgprs} registers COMPUTE_PGM_RSRC1 allocates"),
+            );
+        }
+        let lds = if processor == "gfx950" {
+            160 * 1024
+        } else {
+            64 * 1024
+        };
+        check(
+            "GROUP_SEGMENT_FIXED_SIZE",
+            u64::from(self.group_segment_fixed_size),
+            self.group_segment_fixed_size <= lds,
+            &format!(
+                "more LDS than the {} KiB a {processor} work-group can have",
+                lds / 1024
+            ),
+        );
+        out
+    }
+}
+
 fn bits(v: u32, lo: u32, width: u32) -> u32 {
     (v >> lo) & ((1u32 << width) - 1)
 }

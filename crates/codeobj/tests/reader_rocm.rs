@@ -1,6 +1,6 @@
 //! Real-world code objects: Debian's librocsparse (ROCm 6, seven targets, built by
 //! AMD's compiler, not by us). Every one must parse, agree with its own metadata,
-//! and write back byte for byte.
+//! have kernel descriptors a loader accepts, and write back byte for byte.
 
 #[path = "reader_support.rs"]
 mod support;
@@ -37,6 +37,9 @@ fn check(location: &str, bytes: &[u8]) -> usize {
     assert_eq!(md.kernels.len(), co.kernels.len(), "{location}");
     for k in &co.kernels {
         assert_eq!(k.entry_symbol, Some(k.name), "{location}: {}", k.name);
+        // AMD's compiler wrote these descriptors: none is impossible.
+        let problems = k.descriptor_problems.clone();
+        assert!(problems.is_empty(), "{location}: {}: {problems:?}", k.name);
     }
     assert!(
         write::write(&co).unwrap() == bytes,

@@ -50,35 +50,55 @@ fn set_dispatch_timeout(rt: &Runtime) -> Result<(), Status> {
     Ok(())
 }
 
-/// Attaches the tools `INLAY_TOOL` names (comma-separated), configured by
-/// `INLAY_TOOL_OPTS` (`KEY=VALUE;...`; `output=PATH` sends their text to a
-/// file instead of standard error, `json=PATH` writes JSON Lines). This is
-/// how `inlay run --tool NAME` reaches a program's runtime.
+/// Attaches the tools `INLAY_TOOL` names (comma-separated: built-in tools
+/// by name, tool libraries by path), configured by `INLAY_TOOL_OPTS`
+/// (`KEY=VALUE;...`, see [`inlay_tools::attach`]). This is how `inlay run
+/// --tool` reaches a program's runtime; `inlay run` has checked the same
+/// values already (`inlay_tools_check`), so a refusal here comes from a
+/// program run by hand with bad values.
 fn attach_tools(rt: &Arc<Runtime>) -> Result<(), Status> {
     let Some(names) = std::env::var("INLAY_TOOL").ok().filter(|s| !s.is_empty()) else {
         return Ok(());
     };
-    let refuse = |why: String| {
+    let options = std::env::var("INLAY_TOOL_OPTS").unwrap_or_default();
+    let (tools, out) = inlay_tools::attach(&names, &options).map_err(|why| {
         eprintln!("inlay: {why}");
         Status::InvalidArgument
+    })?;
+    let host = Arc::new(inlay_tools::Host::new(
+        rt.memory().clone(),
+        rt.device(),
+        tools,
+        out,
+    ));
+    // Tools hear of the end at shutdown (the host is dropped) or, for
+    // programs that never shut the runtime down, when the process exits.
+    let first = {
+        let mut hosts = lock_hosts();
+        hosts.push(Arc::downgrade(&host));
+        hosts.len() == 1
     };
-    let options = inlay_tools::parse_options(&std::env::var("INLAY_TOOL_OPTS").unwrap_or_default())
-        .map_err(refuse)?;
-    let get = |k: &str| {
-        options
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.as_str())
-    };
-    let out = inlay_tools::Output::new(get("output"), get("json")).map_err(refuse)?;
-    let tools = names
-        .split(',')
-        .map(|n| inlay_tools::by_name(n.trim(), &options))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(refuse)?;
-    let host = inlay_tools::Host::new(rt.memory().clone(), rt.device(), tools, out);
-    rt.add_interceptor(Arc::new(host));
+    if first {
+        // SAFETY: registers a plain extern "C" function with no arguments.
+        unsafe { libc::atexit(finish_tools) };
+    }
+    rt.add_interceptor(host);
     Ok(())
+}
+
+/// Tool hosts attached so far (weak: shutdown drops them).
+static HOSTS: Mutex<Vec<std::sync::Weak<inlay_tools::Host>>> = Mutex::new(Vec::new());
+
+fn lock_hosts() -> MutexGuard<'static, Vec<std::sync::Weak<inlay_tools::Host>>> {
+    HOSTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+extern "C" fn finish_tools() {
+    let hosts: Vec<_> = lock_hosts().iter().filter_map(|h| h.upgrade()).collect();
+    for h in hosts {
+        // A tool's callback must not unwind into the C runtime's exit path.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.finish()));
+    }
 }
 
 pub fn shut_down() -> Result<(), Status> {

@@ -63,6 +63,7 @@ fn count(version: u32, file: &str, kernel: &str, per_block: Option<bool>) -> Res
                 )
             })
             .collect(),
+        ..Plan::default()
     };
     let kd = co.kernel(kernel).ok_or("no kernel")?.descriptor;
     let rw = rewrite(&an, original.image.unwrap_or(0), &kd, &plan).map_err(|e| e.to_string())?;

@@ -22,6 +22,12 @@ pub fn instrumented_name(kernel: &str) -> String {
     format!("{kernel}.inlay")
 }
 
+/// Name of the implicit-argument block an instrumented copy of `kernel`
+/// carries when its hooks need one ([`crate::rewrite::Rewritten::implicit_args`]).
+pub fn implicit_args_name(kernel: &str) -> String {
+    format!("{kernel}.inlay.implicitargs")
+}
+
 const PAGE: usize = 0x1000;
 
 /// A code object holding `kernel` of `co`, rewritten, as the kernel
@@ -34,8 +40,11 @@ pub fn code_object(
     let err = |what: String| inlay_codeobj::Error::new(what);
     let name = instrumented_name(kernel);
     let kd_name = format!("{name}.kd");
+    let block_name = implicit_args_name(kernel);
+    let block_size = rw.implicit_args.map_or(0, |b| b.size as usize);
 
-    // The metadata: the original document with this kernel only, renamed.
+    // The metadata: the original document with this kernel only, renamed,
+    // with the resources the rewritten kernel has.
     let mut md = co
         .metadata
         .clone()
@@ -48,62 +57,108 @@ pub fn code_object(
         .ok_or_else(|| err(format!("no metadata for kernel {kernel}")))?;
     km.name = name.clone();
     km.symbol = kd_name.clone();
-    if let Some(n) = inlay_codeobj::descriptor::sgpr_count(
-        rw.descriptor.compute_pgm_rsrc1,
-        co.target.processor.family(),
-    ) {
+    let family = co.target.processor.family();
+    if let Some(n) = inlay_codeobj::descriptor::sgpr_count(rw.descriptor.compute_pgm_rsrc1, family)
+    {
         km.sgpr_count = Some(u64::from(n.saturating_sub(6)));
     }
+    let decoded = rw.descriptor.decode(family, false);
+    if km.vgpr_count.is_some() {
+        km.vgpr_count = Some(u64::from(
+            decoded.accum_offset.unwrap_or(decoded.vgpr_count),
+        ));
+    }
+    km.private_segment_fixed_size = Some(u64::from(rw.descriptor.private_segment_fixed_size));
     md.kernels = vec![km];
     let note = note(&md.to_msgpack());
 
+    // Dynamic symbols: the descriptor, the kernel, the implicit-argument
+    // block (if any), then the hooks the code calls (undefined: the loader
+    // finds them in the hook modules at freeze).
+    let mut undefined: Vec<&str> = rw
+        .relocations
+        .iter()
+        .map(|r| r.symbol.as_str())
+        .filter(|n| *n != block_name)
+        .collect();
+    undefined.sort_unstable();
+    undefined.dedup();
+    let mut names: Vec<&[u8]> = vec![kd_name.as_bytes(), name.as_bytes()];
+    if block_size > 0 {
+        names.push(block_name.as_bytes());
+    }
+    let first_undefined = names.len() + 1;
+    names.extend(undefined.iter().map(|n| n.as_bytes()));
+    let dynsyms = names.len() as u32 + 1;
+
     let mut out = Vec::new();
     let mut w = Writer::new(Endianness::Little, true, &mut out);
-    let dyn_kd = w.add_dynamic_string(kd_name.as_bytes());
-    let dyn_fn = w.add_dynamic_string(name.as_bytes());
-    let str_kd = w.add_string(kd_name.as_bytes());
-    let str_fn = w.add_string(name.as_bytes());
+    let dyn_names: Vec<_> = names.iter().map(|n| w.add_dynamic_string(n)).collect();
+    let str_names: Vec<_> = names.iter().map(|n| w.add_string(n)).collect();
 
     w.reserve_null_section_index();
     let note_name = w.add_section_name(b".note");
     let note_sec = w.reserve_section_index();
     w.reserve_dynsym_section_index();
+    let dynsym_sec = object::write::elf::SectionIndex(2);
     w.reserve_hash_section_index();
     w.reserve_dynstr_section_index();
+    let rela_name = w.add_section_name(b".rela.dyn");
+    let rela_sec = (!rw.relocations.is_empty()).then(|| w.reserve_section_index());
     let rodata_name = w.add_section_name(b".rodata");
     let rodata_sec = w.reserve_section_index();
     let text_name = w.add_section_name(b".text");
     let text_sec = w.reserve_section_index();
     w.reserve_dynamic_section_index();
+    let data_name = w.add_section_name(b".data");
+    let data_sec = (block_size > 0).then(|| w.reserve_section_index());
     w.reserve_symtab_section_index();
     w.reserve_strtab_section_index();
     w.reserve_shstrtab_section_index();
-    let _ = note_sec;
+    let _ = (note_sec, rela_sec);
 
     w.reserve_null_dynamic_symbol_index();
-    w.reserve_dynamic_symbol_index();
-    w.reserve_dynamic_symbol_index();
+    for _ in &names {
+        w.reserve_dynamic_symbol_index();
+    }
     w.reserve_null_symbol_index();
     w.reserve_symbol_index(Some(rodata_sec));
     w.reserve_symbol_index(Some(text_sec));
+    if let Some(d) = data_sec {
+        w.reserve_symbol_index(Some(d));
+    }
+    for _ in &undefined {
+        w.reserve_symbol_index(None);
+    }
 
     // Layout: addresses equal file offsets. A read-only segment (headers,
-    // note, dynamic symbols, descriptor), the code from the next page, the
-    // dynamic section from the page after.
-    const DYNAMIC: usize = 6;
+    // note, dynamic symbols, relocations, descriptor), the code from the
+    // next page, the dynamic section and the block from the page after.
+    let dynamic = 6 + if rw.relocations.is_empty() { 0 } else { 3 };
     w.reserve_file_header();
     w.reserve_program_headers(5);
     let note_off = w.reserve(note.len(), 4);
     let dynsym_off = w.reserve_dynsym();
-    let hash_off = w.reserve_hash(1, 3);
+    let hash_off = w.reserve_hash(1, dynsyms);
     let dynstr_off = w.reserve_dynstr();
+    let rela_off = if rw.relocations.is_empty() {
+        w.reserved_len()
+    } else {
+        w.reserve_relocations(rw.relocations.len(), true)
+    };
+    let rela_len = w.reserved_len() - rela_off;
     let rodata_off = w.reserve(64, 64);
     let ro_end = w.reserved_len();
     let text_off = w.reserve(rw.code.len(), PAGE);
     let text_end = w.reserved_len();
     w.reserve_until(text_end.next_multiple_of(PAGE));
-    let dynamic_off = w.reserve_dynamic(DYNAMIC);
-    let dynamic_len = w.reserved_len() - dynamic_off;
+    let dynamic_off = w.reserve_dynamic(dynamic);
+    let data_off = if block_size > 0 {
+        w.reserve(block_size, 64)
+    } else {
+        w.reserved_len()
+    };
+    let rw_len = w.reserved_len() - dynamic_off;
     w.reserve_symtab();
     w.reserve_strtab();
     w.reserve_shstrtab();
@@ -144,14 +199,14 @@ pub fn code_object(
         elf::PT_LOAD,
         elf::PF_R | elf::PF_W,
         dynamic_off,
-        dynamic_len,
+        rw_len,
         PAGE,
     ));
     w.write_program_header(&segment(
         elf::PT_DYNAMIC,
         elf::PF_R | elf::PF_W,
         dynamic_off,
-        dynamic_len,
+        data_off - dynamic_off,
         8,
     ));
     w.write_program_header(&segment(elf::PT_NOTE, elf::PF_R, note_off, note.len(), 4));
@@ -159,35 +214,83 @@ pub fn code_object(
     w.write_align(4);
     w.write(&note);
     let global = |kind: u8| (elf::STB_GLOBAL << 4) | kind;
-    let kd_sym = |name| Sym {
+    let defined = |name, section, kind, value: usize, size: usize| Sym {
         name: Some(name),
-        section: Some(rodata_sec),
-        st_info: global(elf::STT_OBJECT),
+        section: Some(section),
+        st_info: global(kind),
         st_other: elf::STV_PROTECTED,
         st_shndx: 0,
-        st_value: rodata_off as u64,
-        st_size: 64,
+        st_value: value as u64,
+        st_size: size as u64,
     };
-    let fn_sym = |name| Sym {
+    let undefined_sym = |name| Sym {
         name: Some(name),
-        section: Some(text_sec),
-        st_info: global(elf::STT_FUNC),
-        st_other: elf::STV_PROTECTED,
-        st_shndx: 0,
-        st_value: text_off as u64,
-        st_size: rw.code.len() as u64,
+        section: None,
+        st_info: global(elf::STT_NOTYPE),
+        st_other: elf::STV_DEFAULT,
+        st_shndx: elf::SHN_UNDEF,
+        st_value: 0,
+        st_size: 0,
     };
     w.write_null_dynamic_symbol();
-    w.write_dynamic_symbol(&kd_sym(dyn_kd));
-    w.write_dynamic_symbol(&fn_sym(dyn_fn));
-    let names = [kd_name.as_bytes(), name.as_bytes()];
-    w.write_hash(1, 3, |i| {
+    w.write_dynamic_symbol(&defined(
+        dyn_names[0],
+        rodata_sec,
+        elf::STT_OBJECT,
+        rodata_off,
+        64,
+    ));
+    w.write_dynamic_symbol(&defined(
+        dyn_names[1],
+        text_sec,
+        elf::STT_FUNC,
+        text_off,
+        rw.code.len(),
+    ));
+    if let Some(d) = data_sec {
+        w.write_dynamic_symbol(&defined(
+            dyn_names[2],
+            d,
+            elf::STT_OBJECT,
+            data_off,
+            block_size,
+        ));
+    }
+    for &n in &dyn_names[first_undefined - 1..] {
+        w.write_dynamic_symbol(&undefined_sym(n));
+    }
+    w.write_hash(1, dynsyms, |i| {
         (i as usize)
             .checked_sub(1)
             .and_then(|k| names.get(k))
             .map(|n| elf::hash(n))
     });
     w.write_dynstr();
+    if !rw.relocations.is_empty() {
+        w.write_align_relocation();
+        for r in &rw.relocations {
+            let sym = if r.symbol == block_name {
+                3
+            } else {
+                first_undefined as u32
+                    + undefined.iter().position(|n| *n == r.symbol).unwrap_or(0) as u32
+            };
+            let r_type = if r.high {
+                inlay_codeobj::reloc::RelocType::REL32_HI
+            } else {
+                inlay_codeobj::reloc::RelocType::REL32_LO
+            };
+            w.write_relocation(
+                true,
+                &object::write::elf::Rel {
+                    r_offset: text_off as u64 + r.offset,
+                    r_sym: sym,
+                    r_type: r_type.0,
+                    r_addend: r.addend,
+                },
+            );
+        }
+    }
     w.write_align(64);
     w.write(&kd.to_bytes());
     w.pad_until(text_off);
@@ -197,12 +300,48 @@ pub fn code_object(
     w.write_dynamic(elf::DT_HASH, hash_off as u64);
     w.write_dynamic(elf::DT_STRTAB, dynstr_off as u64);
     w.write_dynamic(elf::DT_SYMTAB, dynsym_off as u64);
-    w.write_dynamic(elf::DT_STRSZ, (rodata_off - dynstr_off) as u64);
+    w.write_dynamic(
+        elf::DT_STRSZ,
+        (rela_off.min(rodata_off) - dynstr_off) as u64,
+    );
     w.write_dynamic(elf::DT_SYMENT, 24);
+    if !rw.relocations.is_empty() {
+        w.write_dynamic(elf::DT_RELA, rela_off as u64);
+        w.write_dynamic(elf::DT_RELASZ, rela_len as u64);
+        w.write_dynamic(elf::DT_RELAENT, 24);
+    }
     w.write_dynamic(elf::DT_NULL, 0);
+    if block_size > 0 {
+        w.write_align(64);
+        w.write(&vec![0u8; block_size]);
+    }
     w.write_null_symbol();
-    w.write_symbol(&kd_sym(str_kd));
-    w.write_symbol(&fn_sym(str_fn));
+    w.write_symbol(&defined(
+        str_names[0],
+        rodata_sec,
+        elf::STT_OBJECT,
+        rodata_off,
+        64,
+    ));
+    w.write_symbol(&defined(
+        str_names[1],
+        text_sec,
+        elf::STT_FUNC,
+        text_off,
+        rw.code.len(),
+    ));
+    if let Some(d) = data_sec {
+        w.write_symbol(&defined(
+            str_names[2],
+            d,
+            elf::STT_OBJECT,
+            data_off,
+            block_size,
+        ));
+    }
+    for &n in &str_names[first_undefined - 1..] {
+        w.write_symbol(&undefined_sym(n));
+    }
     w.write_strtab();
     w.write_shstrtab();
 
@@ -222,6 +361,20 @@ pub fn code_object(
     w.write_dynsym_section_header(dynsym_off as u64, 1);
     w.write_hash_section_header(hash_off as u64);
     w.write_dynstr_section_header(dynstr_off as u64);
+    if rela_sec.is_some() {
+        w.write_section_header(&SectionHeader {
+            name: Some(rela_name),
+            sh_type: elf::SHT_RELA,
+            sh_flags: u64::from(elf::SHF_ALLOC),
+            sh_addr: rela_off as u64,
+            sh_offset: rela_off as u64,
+            sh_size: rela_len as u64,
+            sh_link: dynsym_sec.0,
+            sh_info: 0,
+            sh_addralign: 8,
+            sh_entsize: 24,
+        });
+    }
     w.write_section_header(&SectionHeader {
         name: Some(rodata_name),
         sh_type: elf::SHT_PROGBITS,
@@ -247,6 +400,20 @@ pub fn code_object(
         sh_entsize: 0,
     });
     w.write_dynamic_section_header(dynamic_off as u64);
+    if data_sec.is_some() {
+        w.write_section_header(&SectionHeader {
+            name: Some(data_name),
+            sh_type: elf::SHT_PROGBITS,
+            sh_flags: u64::from(elf::SHF_ALLOC | elf::SHF_WRITE),
+            sh_addr: data_off as u64,
+            sh_offset: data_off as u64,
+            sh_size: block_size as u64,
+            sh_link: 0,
+            sh_info: 0,
+            sh_addralign: 64,
+            sh_entsize: 0,
+        });
+    }
     w.write_symtab_section_header(1);
     w.write_strtab_section_header();
     w.write_shstrtab_section_header();

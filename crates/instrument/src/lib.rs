@@ -11,11 +11,16 @@
 //! holding the rewritten kernel, loadable beside the original). The
 //! `inlay-tools` crate drives it from the HSA runtime.
 //!
-//! Hooks ([`rewrite::Hook`]) count (once per wave, or the lanes EXEC
-//! enables), add a value to a counter, or append a record to a trace
-//! buffer through an atomic cursor: a value per wave (constants, SGPRs,
-//! EXEC, VCC, kernel arguments, dispatch-packet fields, workgroup ids) or
-//! per lane (VGPRs, the address a FLAT/GLOBAL instruction accesses).
+//! Hooks are of two kinds, placed by the same steps (the point, registers
+//! free there, the code, the layout). Built-in ones ([`rewrite::Hook`])
+//! count (once per wave, or the lanes EXEC enables), add a value to a
+//! counter, or append a record to a trace buffer through an atomic cursor:
+//! a value per wave (constants, SGPRs, EXEC, VCC, kernel arguments,
+//! dispatch-packet fields, workgroup ids) or per lane (VGPRs, the address a
+//! FLAT/GLOBAL instruction accesses). Compiled ones ([`hooks`]) are device
+//! functions of a code object a tool builds with clang; the kernel calls
+//! them under AMDGPU's calling convention at any point, with arguments,
+//! saving only what is live there and changed by the hook.
 //!
 //! # Model
 //! [`lift()`] starts at a kernel's entry and decodes by recursive descent
@@ -138,14 +143,15 @@
 
 pub mod counting;
 pub mod emit;
+pub mod hooks;
 pub mod lift;
 pub mod liveness;
 pub mod regs;
 pub mod rewrite;
 
 pub use lift::{
-    lift, Block, BlockId, CallSite, Callee, Exit, FuncId, FuncKind, Function, Inst, InstId,
-    LiftError, Program,
+    lift, lift_function, Block, BlockId, CallSite, Callee, Exit, FuncId, FuncKind, Function, Inst,
+    InstId, LiftError, Program,
 };
 pub use liveness::{ExecEffect, Live, Liveness, Summary};
 pub use regs::RegSet;
@@ -200,6 +206,22 @@ pub struct Analysis {
     pub program: Program,
     pub liveness: Liveness,
     pub resources: Resources,
+    pub launch: LaunchFacts,
+}
+
+/// What the code object's metadata says of the kernel's launch, for hooks
+/// that read launch state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LaunchFacts {
+    pub code_object_version: u8,
+    /// Offset in the kernel-argument segment of its implicit arguments in
+    /// code object version 5's layout (`hidden_block_count_x` first), if
+    /// its metadata lists them.
+    pub implicit_args_v5: Option<u32>,
+    /// Bytes of private memory per lane the kernel uses, and whether its
+    /// stack size is only known at run time.
+    pub private_segment_size: u32,
+    pub dynamic_stack: bool,
 }
 
 /// Lifts `kernel` and computes liveness at every instruction.
@@ -211,7 +233,31 @@ pub fn analyse(co: &CodeObject<'_>, kernel: &str) -> Result<Analysis, LiftError>
         program,
         liveness,
         resources,
+        launch: launch_facts(co, kernel),
     })
+}
+
+fn launch_facts(co: &CodeObject<'_>, kernel: &str) -> LaunchFacts {
+    let k = co.kernel(kernel);
+    let md = co
+        .metadata
+        .as_ref()
+        .and_then(|m| m.kernels.iter().find(|km| km.name == kernel));
+    let implicit_args_v5 = md
+        .filter(|_| co.code_object_version >= 5)
+        .and_then(|m| {
+            m.args
+                .iter()
+                .find(|a| a.value_kind == "hidden_block_count_x")
+        })
+        .and_then(|a| u32::try_from(a.offset).ok());
+    LaunchFacts {
+        code_object_version: co.code_object_version,
+        implicit_args_v5,
+        private_segment_size: k.map_or(0, |k| k.descriptor.private_segment_fixed_size),
+        dynamic_stack: md.and_then(|m| m.uses_dynamic_stack).unwrap_or(false)
+            || k.is_some_and(|k| k.decoded.properties.uses_dynamic_stack),
+    }
 }
 
 fn resources(co: &CodeObject<'_>, kernel: &str, prog: &Program) -> Resources {

@@ -31,6 +31,8 @@ use inlay_isa::{info, Decoder, Encoding, Instruction, Operand, RegFile, Target};
 pub enum LiftError {
     /// No kernel of that name in the code object.
     NoKernel(String),
+    /// No device function of that name in a linked code object.
+    NoFunction(String),
     /// The kernel descriptor gives no entry address.
     NoEntry(String),
     /// The code object's processor is not one the ISA crate decodes.
@@ -47,6 +49,7 @@ impl std::fmt::Display for LiftError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LiftError::NoKernel(n) => write!(f, "no kernel named {n}"),
+            LiftError::NoFunction(n) => write!(f, "no device function named {n}"),
             LiftError::NoEntry(n) => write!(f, "kernel {n} has no entry address"),
             LiftError::UnsupportedTarget(t) => write!(f, "unsupported target {t}"),
             LiftError::OutsideCode { address } => {
@@ -241,17 +244,25 @@ impl Program {
 
 /// Control flow of one instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flow {
+pub enum Flow {
+    /// Falls through to the next instruction.
     Next,
+    /// `s_branch` to the address.
     Branch(u64),
+    /// `s_cbranch_*` to the address, or the next instruction.
     CondBranch(u64),
+    /// `s_endpgm*`.
     End,
+    /// `s_swappc_b64`.
     Call,
+    /// `s_setpc_b64`.
     SetPc,
+    /// A jump whose target cannot be known.
     Unresolved,
 }
 
-pub(crate) fn flow(i: &Instruction, addr: u64) -> Flow {
+/// How control leaves `i` (at `addr`).
+pub fn flow(i: &Instruction, addr: u64) -> Flow {
     let Some(op) = i.opcode() else {
         return Flow::Next;
     };
@@ -560,24 +571,54 @@ pub fn lift(co: &CodeObject<'_>, kernel: &str) -> Result<Program, LiftError> {
         k.entry_address
             .ok_or_else(|| LiftError::NoEntry(kernel.to_string()))?
     };
+    lift_from(&img, target, kernel, entry, FuncKind::Kernel)
+}
+
+/// Lifts the device function `name` of a linked code object (a hook, say)
+/// and every function it can reach: function 0 of the result is that
+/// function, of kind [`FuncKind::Device`], and `Program::kernel` holds its name.
+pub fn lift_function(co: &CodeObject<'_>, name: &str) -> Result<Program, LiftError> {
+    let target = Target::from_name(co.target.processor.name())
+        .ok_or_else(|| LiftError::UnsupportedTarget(co.target.processor.name().to_string()))?;
+    let img = Image::new(co);
+    if img.relocatable {
+        return Err(LiftError::NoFunction(name.to_string()));
+    }
+    let entry = co
+        .symbols
+        .all()
+        .iter()
+        .find(|s| s.name == name && s.kind == SymbolKind::DeviceFunction && s.is_defined())
+        .map(|s| s.value)
+        .ok_or_else(|| LiftError::NoFunction(name.to_string()))?;
+    lift_from(&img, target, name, entry, FuncKind::Device)
+}
+
+fn lift_from(
+    img: &Image<'_, '_>,
+    target: Target,
+    root: &str,
+    entry: u64,
+    kind: FuncKind,
+) -> Result<Program, LiftError> {
     let dec = Decoder::new(target);
     let mut prog = Program {
         target,
-        kernel: kernel.to_string(),
+        kernel: root.to_string(),
         insts: Vec::new(),
         blocks: Vec::new(),
         functions: Vec::new(),
         calls: Vec::new(),
     };
     let mut by_entry: HashMap<u64, FuncId> = HashMap::new();
-    let mut queue = vec![(entry, FuncKind::Kernel)];
+    let mut queue = vec![(entry, kind)];
     by_entry.insert(entry, 0);
     let mut next = 0;
     while next < queue.len() {
         let (entry, kind) = queue[next];
         let f = next;
         next += 1;
-        lift_function(&img, &dec, &mut prog, f, entry, kind)?;
+        lift_function_at(img, &dec, &mut prog, f, entry, kind)?;
         // Resolve its calls; new callees join the queue.
         let sites: Vec<usize> = prog.functions[f].calls.clone();
         for s in sites {
@@ -628,7 +669,7 @@ fn func_id(
 /// Decodes one function by recursive descent and appends its blocks.
 /// Call sites are recorded with target *addresses* in `Callee::Direct` /
 /// `Callee::Table` (turned into function ids by the caller).
-fn lift_function(
+fn lift_function_at(
     img: &Image<'_, '_>,
     dec: &Decoder,
     prog: &mut Program,

@@ -474,7 +474,12 @@ impl Solver<'_> {
 /// Instructions of the kernel reached only along paths from its entry with
 /// no EXEC write and no call before them (forward must-analysis).
 fn prologue(prog: &Program, fx: &Effects) -> Vec<InstId> {
-    let Some(kernel) = prog.functions.first() else {
+    // A device function's entry may have lanes off whose values its caller needs.
+    let Some(kernel) = prog
+        .functions
+        .first()
+        .filter(|f| f.kind == FuncKind::Kernel)
+    else {
         return Vec::new();
     };
     let blocks = kernel.blocks.clone();

@@ -167,6 +167,7 @@ fn address_plan(counters: u64, trace: Trace, sites: &[usize], dead_only: bool) -
             .collect(),
         dead_registers_only: dead_only,
         all_branches_long: false,
+        ..Plan::default()
     }
 }
 
@@ -347,6 +348,7 @@ fn check_launch_values(version: u32, file: &str, name: &str) {
         hooks,
         dead_registers_only: false,
         all_branches_long: false,
+        ..Plan::default()
     };
     if !packet {
         let mut p = plan.clone();
@@ -501,6 +503,7 @@ fn check_launch_values_anywhere(version: u32, file: &str, name: &str, dead_only:
         hooks,
         dead_registers_only: dead_only,
         all_branches_long: false,
+        ..Plan::default()
     };
     let program = match k.rewrite(&an, &plan) {
         Ok(p) => p,
@@ -615,6 +618,7 @@ fn an_address_of_a_non_memory_instruction_is_refused() {
         )],
         dead_registers_only: false,
         all_branches_long: false,
+        ..Plan::default()
     };
     assert!(matches!(
         k.rewrite(&an, &plan),

@@ -109,6 +109,7 @@ fn instrument(bytes: &[u8], kernel: &str, per_block: bool, dead_only: bool) -> b
             .collect(),
         dead_registers_only: dead_only,
         all_branches_long: per_block && dead_only,
+        ..Plan::default()
     };
     let Ok(rw) = rewrite(&an, 0x7e00_0000_0000, &kd, &plan) else {
         return false;

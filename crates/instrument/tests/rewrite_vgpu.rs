@@ -138,6 +138,7 @@ fn check_kernel(version: u32, file: &str, kernel: &str, mode: Mode) {
             .collect(),
         dead_registers_only: mode == Mode::DeadRegistersOnly,
         all_branches_long: mode == Mode::LongBranches,
+        ..Plan::default()
     };
     let what = format!("{file} v{version} {kernel} ({mode:?})");
     let Instrumented {
@@ -295,6 +296,7 @@ fn check_lanes(version: u32, file: &str, kernel: &str) {
             .collect(),
         dead_registers_only: false,
         all_branches_long: false,
+        ..Plan::default()
     };
     let base = original.image.expect("image");
     let got = run_instrumented(&dev, &co, &an, &original, &md, &plan, "lanes").out;
@@ -382,6 +384,7 @@ fn check_arguments(file: &str, kernel: &str, dead_only: bool) {
         hooks,
         dead_registers_only: dead_only,
         all_branches_long: false,
+        ..Plan::default()
     };
     let got = run_instrumented(&dev, &co, &an, &original, &md, &plan, "arguments").out;
     let what = format!("{file} {kernel} (arguments, dead only: {dead_only})");

@@ -14,7 +14,9 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from learn import learn, learn_constants, learn_modifiers, learn_rejects, split_text, table_encodings  # noqa: E402
+from learn import (learn, learn_classes, learn_constants, learn_mimg_sizes, learn_modifiers, learn_rejects,  # noqa: E402
+                   split_text,
+                   table_encodings, KIND_VALUES, ACCEPT)
 from probe import run_batch  # noqa: E402
 from layouts import build  # noqa: E402
 
@@ -25,7 +27,7 @@ FIELDS = ["vdst", "sdst", "src0", "src1", "src2", "vsrc1", "ssrc0", "ssrc1", "si
           "offset", "soffset", "addr", "data", "data0", "data1", "saddr", "vdata", "vaddr", "srsrc", "ssamp",
           "literal"]
 # Must match format.rs F_* constants.
-FLAG_BITS = {"NEG": 1, "ABS": 2, "CLAMP": 4, "OMOD": 8, "OPSEL": 16, "OPSEL_HI_ONES": 32}
+FLAG_BITS = {"NEG": 1, "ABS": 2, "CLAMP": 4, "OMOD": 8, "OPSEL": 16, "OPSEL_HI_ONES": 32, "GDS": 64}
 SRC_FIELDS = ("src0", "src1", "src2", "ssrc0", "ssrc1")
 
 
@@ -41,6 +43,8 @@ def const_kind(consts):
         return "I16"
     if consts[3] is not None and len(consts[3]) == 6:  # 16-bit literal 0x5678
         return "F16"
+    if consts[7] == "1.0":  # a 32-bit literal that is f16 1.0 (packed f16)
+        return "V2F16"
     return "B32"
 
 
@@ -62,7 +66,15 @@ def imm_kind(mn, text):
     raise ValueError((mn, text))
 
 
-def slot_code(layout, mn, slot, fixed_texts):
+def class_index(classes, name, verdicts):
+    """Index of an operand class (register class name, verdict per value kind)."""
+    key = (name or "", tuple(verdicts or [ACCEPT] * len(KIND_VALUES)))
+    if key not in classes:
+        classes.append(key)
+    return classes.index(key)
+
+
+def slot_code(layout, mn, slot, fixed_texts, classes):
     f = slot.get("field")
     if f is None:
         t = slot["fixed"]
@@ -83,7 +95,12 @@ def slot_code(layout, mn, slot, fixed_texts):
         return "Slot::field_imm(Field::%s)" % camel(f)
     file = {"v": "V", "s": "S", "a": "A"}[slot["file"]]
     ck = const_kind(slot["consts"]) if "consts" in slot else "B32"
-    return "Slot::reg(Field::%s, %d, File::%s, ConstKind::%s)" % (camel(f), slot["regs"], file, ck)
+    cls = class_index(classes, slot.get("class"), slot.get("verdicts"))
+    cls_acc = cls
+    if "verdicts_acc" in slot:
+        cls_acc = class_index(classes, slot.get("class_acc"), slot.get("verdicts_acc"))
+    return "Slot::reg(Field::%s, %d, File::%s, ConstKind::%s, %d, %d)" % (
+        camel(f), slot["regs"], file, ck, cls, cls_acc)
 
 
 def mark_optional_imm(target, learned):
@@ -128,6 +145,26 @@ def sweep_names(target, learned):
     return out
 
 
+def sweep_tuple_ends(target, learned):
+    """Where scalar register tuples of 4, 8 and 16 registers must end: one
+    past the last SGPR and TTMP a tuple may use (s_load_dwordx{4,8,16} sdata)."""
+    ends = set()
+    for n in (4, 8, 16):
+        op = next(int(o) for o, d in learned["SMEM"].items() if d["mn"] == "s_load_dwordx%d" % n)
+        vals = dict(learned["SMEM"][op]["vals"] if op in learned["SMEM"] else learned["SMEM"][str(op)]["vals"])
+        firsts = list(range(0, 128, 4))
+        probes = []
+        for v in firsts:
+            vals["sdata"] = v
+            probes.append(build("SMEM", op, vals))
+        ok = [v for v, r in zip(firsts, run_batch(target, probes)) if r is not None and "nvalid" not in r[0]]
+        sgpr = max(v for v in ok if v < 102) + n
+        ttmp = max(v for v in ok if 108 <= v < 124) - 108 + n
+        ends.add((sgpr, ttmp))
+    assert len(ends) == 1, "tuple ends differ by width: %s" % ends
+    return ends.pop()
+
+
 def sweep_hwreg(target, learned):
     """Symbolic names of hardware registers 0..63 (s_getreg_b32 with full width)."""
     op = next(int(o) for o, d in learned["SOPK"].items() if d["mn"] == "s_getreg_b32")
@@ -161,6 +198,8 @@ def main():
         learn_constants(t, r)
         learn_modifiers(t, r)
         learn_rejects(t, r)
+        learn_classes(t, r)
+        learn_mimg_sizes(t, r)
         learned[t] = r
     for t in TARGETS:
         mark_optional_imm(t, learned[t])
@@ -172,19 +211,23 @@ def main():
     slots = []  # slot code strings, shared
     slot_ix = {}
     fixed_texts = []
+    classes = [("", tuple([ACCEPT] * len(KIND_VALUES)))]  # 0: every value printed as is
     dense = {}  # (target, table) -> list of desc ids (0 = invalid)
     for t in TARGETS:
         for table, layout, seg in table_encodings():
             ops = learned[t][table]
             n = max([int(o) for o in ops] + [0]) + 1
             arr = [0] * n
-            base = learned[t].get(table[:-4]) if table.endswith("_GLC") else None
-            for op, d in ops.items():
-                if base is not None and base.get(op, {}).get("text") is not None:
-                    if [x.get("field") for x in base[op]["slots"]] == [x.get("field") for x in d["slots"]]:
-                        continue  # same as without glc: the decoder falls back to the base table
+            form = table.endswith(("_GLC", "_LDS", "_GDS"))
+            base = learned[t].get(table[:-4]) if form else None
+            if table.endswith("_GDS"):
+                for op, d in ops.items():
+                    if op not in base:  # exists only with gds (GWS): prints it everywhere
+                        d.setdefault("flags", []).append("GDS")
+
+            def desc_key(d):
                 mn = d["mn"]
-                codes = tuple(slot_code(layout, mn, s, fixed_texts) for s in d["slots"])
+                codes = tuple(slot_code(layout, mn, s, fixed_texts, classes) for s in d["slots"])
                 if codes not in slot_ix:
                     slot_ix[codes] = len(slots)
                     slots.extend(codes)
@@ -192,9 +235,14 @@ def main():
                 if b not in opcodes:
                     opcodes.append(b)
                 flags = sum(FLAG_BITS[f] for f in d.get("flags", []))
-                zero = sum(1 << FIELDS.index(f) for f in d.get("zero", []))
+                zero = sum(1 << FIELDS.index(f) for f in d.get("zero", []) if f in FIELDS)
                 rej = tuple(d.get("reject", [0, 0]))
-                key = (mn, opcodes.index(b), slot_ix[codes], len(codes), flags, zero, rej)
+                return (mn, opcodes.index(b), slot_ix[codes], len(codes), flags, zero, rej)
+
+            for op, d in ops.items():
+                key = desc_key(d)
+                if base is not None and op in base and desc_key(base[op]) == key:
+                    continue  # the same as without the bit: the decoder falls back to the base table
                 if key not in desc_ix:
                     desc_ix[key] = len(descs) + 1
                     descs.append(key)
@@ -205,13 +253,20 @@ def main():
     w.append("// @generated by crates/isa/gen/gen.py from llvm-mc-19 probes. Do not edit.\n")
     w.append("// Regenerate: python3 crates/isa/gen/gen.py\n")
     w.append("#![allow(clippy::all)]\n")
-    w.append("use crate::tables::{ConstKind, Desc, Field, File, ImmKind, Slot, TargetTables};\n\n")
+    w.append("use crate::tables::{ConstKind, Desc, Field, File, ImmKind, OperandClass, Slot, TargetTables};\n\n")
     w.append(rust_str_array("OPCODE_NAMES", opcodes))
     w.append(rust_str_array("FIXED_TEXT", fixed_texts))
     w.append("pub static SLOTS: [Slot; %d] = [\n" % len(slots))
     for s in slots:
         w.append("    %s,\n" % s)
     w.append("];\n")
+    w.append("pub static OPERAND_CLASSES: [OperandClass; %d] = [\n" % len(classes))
+    for name, verdicts in classes:
+        packed = sum(v << (2 * k) for k, v in enumerate(verdicts))
+        w.append('    OperandClass::new("%s", 0x%x),\n' % (name, packed))
+    w.append("];\n")
+    sgpr_end, ttmp_end = sweep_tuple_ends("gfx90a", learned["gfx90a"])
+    w.append("pub const SGPR_TUPLE_END: u32 = %d;\npub const TTMP_TUPLE_END: u32 = %d;\n" % (sgpr_end, ttmp_end))
     w.append("pub static DESCS: [Desc; %d] = [\n    Desc::INVALID,\n" % (len(descs) + 1))
     for mn, op, s0, sn, fl, zero, rej in descs:
         w.append('    Desc::new("%s", %d, %d, %d, %d, %d, [0x%x, 0x%x]),\n' % (mn, op, s0, sn, fl, zero, rej[0], rej[1]))
@@ -223,9 +278,15 @@ def main():
             for i, x in enumerate(arr):
                 w.append(("\n    " if i % 24 == 0 else " ") + "%d," % x)
             w.append("\n];\n")
+        mimg = learned[t]["MIMG"]
+        sizes = [0] * (max([int(o) for o in mimg] + [0]) + 1)
+        for op, d in mimg.items():
+            sizes[int(op)] = d.get("vdata_sizes", 0)
+        w.append("static %s_MIMG_VDATA_SIZES: [u8; %d] = %s;\n" % (t.upper(), len(sizes), sizes))
         w.append("pub static %s: TargetTables = TargetTables {\n" % t.upper())
         for table, _, _ in table_encodings():
             w.append("    %s: &%s_%s,\n" % (table.lower(), t.upper(), table))
+        w.append("    mimg_vdata_sizes: &%s_MIMG_VDATA_SIZES,\n" % t.upper())
         w.append("};\n")
     labels = ["SRC_NAMES_B32", "SRC_NAMES_B64", "SRC_NAMES_F16", "SRC_NAMES_I16"]
     for lab, arr in zip(labels, names):

@@ -1,7 +1,10 @@
 //! Decoding: bytes -> [`Instruction`], into a caller-owned value, no allocation.
 
 use crate::model::{Encoding as E, Instruction, Target};
-use crate::tables::{src_name, vop_src_name, ConstKind, Field, File, Slot, TargetTables};
+use crate::tables::{
+    operand_class, scalar_regs, src_name, ConstKind, Field, File, OperandClass, Slot, TargetTables,
+    Verdict, SGPR_TUPLE_END, TTMP_TUPLE_END,
+};
 
 /// Why bytes could not be decoded at all. (Unknown encodings are not errors:
 /// they decode to an instruction with `Encoding::Invalid` and their word.)
@@ -46,18 +49,7 @@ impl Decoder {
         out.encoding = enc;
         out.len = 4;
         out.desc = 0;
-        let glc = match enc {
-            E::Flat | E::Scratch | E::Global => w0 >> 16 & 1 != 0,
-            E::Mubuf => w0 >> 14 & 1 != 0,
-            _ => false,
-        };
-        let desc = match glc {
-            true => match self.tables.lookup_glc(enc, op) {
-                0 => self.tables.lookup(enc, op),
-                d => d,
-            },
-            false => self.tables.lookup(enc, op),
-        };
+        let desc = self.lookup(enc, op, w0);
         if desc == 0 {
             out.encoding = E::Invalid;
             return Ok(4);
@@ -76,7 +68,7 @@ impl Decoder {
         let reject = out.desc().reject_bits;
         let rejected = out.words[0] & reject[0] != 0 || (len == 8 && out.words[1] & reject[1] != 0);
         if rejected
-            || !scalar_operands_valid(out, len)
+            || !operands_valid(out)
             || !zero_fields_clear(out)
             || !saddr_valid(out)
             || !named_rules_hold(out)
@@ -91,6 +83,26 @@ impl Decoder {
         Ok(len)
     }
 
+    /// The table entry for opcode `op`: memory instructions with glc (sc0)
+    /// or lds (DS: gds) set have forms of their own where those differ.
+    fn lookup(&self, enc: E, op: u32, w0: u32) -> u16 {
+        let (glc, lds) = match enc {
+            E::Flat | E::Scratch | E::Global => (w0 >> 16 & 1 != 0, w0 >> 13 & 1 != 0),
+            E::Mubuf => (w0 >> 14 & 1 != 0, w0 >> 16 & 1 != 0),
+            E::Ds => (false, w0 >> 16 & 1 != 0),
+            _ => (false, false),
+        };
+        let form = match (glc, lds) {
+            (true, _) if self.tables.lookup_glc(enc, op) != 0 => self.tables.lookup_glc(enc, op),
+            (_, true) => self.tables.lookup_lds(enc, op),
+            _ => 0,
+        };
+        match form {
+            0 => self.tables.lookup(enc, op),
+            d => d,
+        }
+    }
+
     /// Size of the instruction starting with `w0` if it is valid (4 or 8
     /// bytes): cheaper than decoding, reads only the opcode tables.
     pub(crate) fn valid_len(&self, w0: u32) -> usize {
@@ -98,7 +110,7 @@ impl Decoder {
         if base == 8 {
             return 8;
         }
-        let desc = self.tables.lookup(enc, op);
+        let desc = self.lookup(enc, op, w0);
         // No source field holds 255 (the literal code): only a literal slot
         // (v_madmk/madak, s_setreg_imm32) makes it 8 bytes.
         if w0 & 0xFF != 0xFF && (w0 >> 8) & 0xFF != 0xFF {
@@ -182,7 +194,8 @@ fn classify(w0: u32) -> (E, u32, usize) {
         }
         0x38 => (E::Mubuf, (w0 >> 18) & 0x7F, 8),
         0x3A => (E::Mtbuf, (w0 >> 15) & 0xF, 8),
-        0x3C => (E::Mimg, (w0 >> 18) & 0x7F, 8),
+        // bit 0 is the opcode's eighth bit (no gfx9 image opcode has it)
+        0x3C => (E::Mimg, (w0 >> 18) & 0x7F | (w0 & 1) << 7, 8),
         0x31 => (E::Exp, 0, 8),
         0x35 => (E::Vintrp, (w0 >> 16) & 3, 4),
         _ => (E::Invalid, 0, 4),
@@ -202,67 +215,72 @@ fn needs_literal(i: &Instruction) -> bool {
     })
 }
 
-/// Every scalar operand names something (an SGPR, special register,
-/// constant, or a literal where the encoding can carry one).
-fn scalar_operands_valid(i: &Instruction, len: usize) -> bool {
+/// Every register operand holds a value its operand class takes (learned
+/// per operand: LLVM refuses the instruction otherwise), and register
+/// tuples end inside their register file.
+fn operands_valid(i: &Instruction) -> bool {
     i.slots().iter().all(|s| match *s {
         Slot::Reg {
             field,
             regs,
             file,
-            ck,
+            class,
+            class_acc,
+            ..
         } => {
-            let v = i.field(field);
-            let src = matches!(
-                field,
-                Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1
-            );
-            let scalar =
-                file == File::S || matches!(field, Field::Ssrc0 | Field::Ssrc1) || (src && v < 256);
-            if !scalar {
-                // a vector register tuple ends at v255/a255 (LLVM rejects `v[255:256]`)
-                let first = if src { v.wrapping_sub(256) } else { v };
-                // with a scalar base, a GLOBAL address is one VGPR
-                let one =
-                    field == Field::Addr && i.encoding == E::Global && i.bits(1, 16, 7) != 0x7F;
-                return regs <= 1 || one || first + u32::from(regs) <= 256;
-            }
-            // fields that name registers only (no constants)
-            let dest = matches!(
-                field,
-                Field::Vdst
-                    | Field::Sdst
-                    | Field::Sdata
-                    | Field::Sbase
-                    | Field::Srsrc
-                    | Field::Ssamp
-                    | Field::Saddr
-            );
-            match v {
-                // destinations and bases name registers, never constants
-                128.. if dest => false,
-                255 => {
-                    len == 8
-                        && matches!(
-                            i.encoding,
-                            E::Sop2 | E::Sop1 | E::Sopc | E::Sopk | E::Vop1 | E::Vop2 | E::Vopc
-                        )
-                }
-                0..=101 | 108..=123 if regs > 2 => true,
-                249.. if src && matches!(i.encoding, E::Vop1 | E::Vop2 | E::Vopc) => {
-                    v < 256 && !vop_src_name(ck, regs.min(2), v as u8).is_empty()
-                }
-                _ => v < 256 && !src_name(ck, regs.min(2), v as u8).is_empty(),
-            }
+            let code = operand_code(field, file, i.field(field));
+            slot_class(i, class, class_acc).verdict(code) != Verdict::Reject
+                && tuple_fits(i, field, code, regs)
         }
         _ => true,
     })
+}
+
+/// The 9-bit source code of a field's value (VGPR n = 256 + n): source
+/// fields hold one already, scalar fields a register number or constant,
+/// vector fields a VGPR number.
+pub(crate) fn operand_code(field: Field, file: File, v: u32) -> u32 {
+    match field {
+        Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1 => v,
+        _ if file == File::S => v,
+        _ => 256 + v,
+    }
+}
+
+/// A slot's operand class; MAI instructions have another one for vdst and
+/// src2 when acc_cd (bit 15) makes them AGPR operands.
+pub(crate) fn slot_class(i: &Instruction, class: u8, class_acc: u8) -> &'static OperandClass {
+    let acc = i.encoding == E::Vop3p && i.bits(0, 15, 1) != 0;
+    operand_class(if acc { class_acc } else { class })
+}
+
+/// Register tuples end at v255, and scalar tuples of 3+ registers (which
+/// start on a multiple of 4) inside the SGPRs or TTMPs LLVM has tuples of.
+fn tuple_fits(i: &Instruction, field: Field, code: u32, regs: u8) -> bool {
+    let regs = match (field, code) {
+        (Field::Vdata, _) => crate::format::vdata_regs(i, regs),
+        (_, 0..=101 | 108..=123) => scalar_regs(regs),
+        _ => regs,
+    };
+    let regs = u32::from(regs);
+    match code {
+        0..=101 if regs > 2 => (code & !3) + regs <= SGPR_TUPLE_END,
+        108..=123 if regs > 2 => ((code - 108) & !3) + regs <= TTMP_TUPLE_END,
+        256.. => {
+            // with a scalar base, a GLOBAL address is one VGPR
+            let one = field == Field::Addr && i.encoding == E::Global && i.bits(1, 16, 7) != 0x7F;
+            regs <= 1 || one || code - 256 + regs <= 256
+        }
+        _ => true,
+    }
 }
 
 /// Rules llvm-mc-19 applies to single operations: ds_nop takes no offset;
 /// gfx942's fp8/bf8 conversions write whole dwords under SDWA.
 fn named_rules_hold(i: &Instruction) -> bool {
     match i.encoding {
+        // offen and idxen together take a VGPR pair, which ends at v255
+        E::Mubuf | E::Mtbuf => i.field(Field::Vaddr) + i.bits(0, 12, 1) + i.bits(0, 13, 1) <= 256,
         E::Ds if i.mnemonic() == "ds_nop" => i.bits(0, 0, 16) == 0,
         E::Vop1Sdwa if crate::format::sdwa_without_dst(i.mnemonic()) => i.bits(1, 8, 3) == 6,
         _ => true,

@@ -2,11 +2,12 @@
 
 use core::fmt::Write;
 
+use crate::decode::{operand_code, slot_class};
 use crate::fields::is_mai;
 use crate::generated::tables as gen;
 use crate::model::{Encoding as E, Instruction};
 use crate::num;
-use crate::tables::{src_name, vop_src_name, ConstKind, Field, File, ImmKind, Slot};
+use crate::tables::{scalar_regs, src_name, ConstKind, Field, File, ImmKind, Slot, Verdict};
 use crate::target::info;
 
 /// Appends the instruction's text to `out` (no allocation if `out` has room).
@@ -83,12 +84,7 @@ fn operand(i: &Instruction, n: usize, slot: Slot, out: &mut String) {
                 num::hex(out, v as u64);
             }
         },
-        Slot::Reg {
-            field,
-            regs,
-            file,
-            ck,
-        } => reg_operand(i, field, regs, file, ck, out),
+        Slot::Reg { .. } => reg_operand(i, slot, out),
     }
 }
 
@@ -113,18 +109,12 @@ fn fixed_operand(i: &Instruction, n: usize, text: &str, out: &mut String) {
         }
         return;
     }
-    if i.encoding == E::VopcSdwa && n == 0 && i.bits(1, 15, 1) != 0 {
-        return scalar(i.bits(1, 8, 7) as u8, 2, ConstKind::B32, 0, out);
+    if let Some((v, regs)) = fixed_scalar(i, n, text) {
+        return scalar(v as u8, regs, ConstKind::B32, 0, out);
     }
     if text == "off" {
         let last = n + 1 == i.slots().len();
-        let saddr = i.field(Field::Saddr);
         match i.encoding {
-            // the saddr position: an SGPR base unless 0x7f
-            E::Global | E::Scratch if last && saddr != 0x7F => {
-                let regs = if i.encoding == E::Global { 2 } else { 1 };
-                return scalar(saddr as u8, regs, ConstKind::B32, 0, out);
-            }
             // gfx940 scratch: a VGPR address only when SVE (bit 13) is set
             E::Scratch if !last && info(i.target).scratch_sve && i.bits(0, 13, 1) != 0 => {
                 return vgprs(i.field(Field::Addr), 1, File::V, out);
@@ -141,36 +131,127 @@ fn fixed_operand(i: &Instruction, n: usize, text: &str, out: &mut String) {
     out.push_str(text);
 }
 
-fn reg_operand(
-    i: &Instruction,
-    field: Field,
-    regs: u8,
-    file: File,
-    ck: ConstKind,
-    out: &mut String,
-) {
+/// A scalar operand behind a fixed slot, as (8-bit code, registers): the
+/// SGPR destination of a VOPC SDWA compare (bit 15 set), the scalar base of
+/// GLOBAL/SCRATCH addresses (any saddr but 0x7f, "off").
+fn fixed_scalar(i: &Instruction, n: usize, text: &str) -> Option<(u32, u8)> {
+    match i.encoding {
+        E::VopcSdwa if n == 0 && i.bits(1, 15, 1) != 0 => Some((i.bits(1, 8, 7), 2)),
+        E::Global | E::Scratch if text == "off" && n + 1 == i.slots().len() => {
+            let saddr = i.field(Field::Saddr);
+            let regs = if i.encoding == E::Global { 2 } else { 1 };
+            (saddr != 0x7F).then_some((saddr, regs))
+        }
+        _ => None,
+    }
+}
+
+/// What llvm-objdump prints after the encoding as a `; ` comment (nothing
+/// for most instructions): LLVM's disassembler warns about each scalar
+/// register tuple that does not start on its alignment (pairs on even
+/// registers, wider tuples on multiples of four), in operand order and run
+/// together: `Warning: SGPR_64: scalar reg isn't aligned 5` (the encoded
+/// number; the operand prints as the aligned tuple, `s[4:5]`).
+pub fn comment(i: &Instruction, out: &mut String) {
+    if !i.is_valid() {
+        return;
+    }
+    for (n, slot) in i.slots().iter().enumerate() {
+        let (v, regs) = match *slot {
+            Slot::Reg {
+                field, regs, file, ..
+            } => {
+                let v = i.field(field);
+                let source = matches!(
+                    field,
+                    Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1
+                );
+                let scalar = file == File::S
+                    || matches!(field, Field::Ssrc0 | Field::Ssrc1)
+                    || (source && v < 256);
+                if !scalar {
+                    continue;
+                }
+                (v, regs)
+            }
+            Slot::Fixed(t) => match fixed_scalar(i, n, Slot::fixed_text(t)) {
+                Some(x) => x,
+                None => continue,
+            },
+            _ => continue,
+        };
+        let (class, index) = match v {
+            0..=101 => ("SGPR", v),
+            108..=123 => ("TTMP", v - 108),
+            _ => continue,
+        };
+        let regs = scalar_regs(regs);
+        let align = if regs >= 3 { 4 } else { u32::from(regs) };
+        // Returning SMEM atomics decode sdata twice: as the result and the data.
+        let times = if field_of(slot) == Some(Field::Sdata) && smem_returns(i) {
+            2
+        } else {
+            1
+        };
+        for _ in 0..times {
+            if regs >= 2 && index % align != 0 {
+                let _ = write!(
+                    out,
+                    "Warning: {class}_{}: scalar reg isn't aligned {index}",
+                    32 * u32::from(regs)
+                );
+            }
+        }
+    }
+}
+
+fn reg_operand(i: &Instruction, slot: Slot, out: &mut String) {
+    let Slot::Reg {
+        field,
+        regs,
+        file,
+        ck,
+        class,
+        class_acc,
+    } = slot
+    else {
+        return;
+    };
     let v = i.field(field);
+    let verdict = slot_class(i, class, class_acc).verdict(operand_code(field, file, v));
     let file = i.effective_file(field, file);
     let mut regs = regs;
     if field == Field::Vdata {
         regs = vdata_regs(i, regs);
     }
     // With an SGPR base, global addresses are a 32-bit VGPR offset; scratch has no VGPR.
+    // (gfx940+ scratch takes a VGPR only when SVE, bit 13, is set.)
     if field == Field::Addr && i.bits(1, 16, 7) != 0x7F {
+        let sve = info(i.target).scratch_sve && i.bits(0, 13, 1) != 0;
         match i.encoding {
             E::Global => regs = 1,
-            E::Scratch => return out.push_str("off"),
+            E::Scratch if !sve => return out.push_str("off"),
             _ => {}
         }
     }
+    // LLVM prints an immediate where only registers belong as a 32-bit one.
+    let ck = if verdict == Verdict::BadImmediate {
+        ConstKind::B32
+    } else {
+        ck
+    };
     match field {
         Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1 => {
             let (neg, abs) = src_mods(i, field);
             let sext = src_sext(i, field);
+            // A negated constant is `neg(...)`: `-1` would be another constant.
+            let neg_call = neg && !abs && is_immediate(v);
             if sext {
                 out.push_str("sext(");
             }
-            if neg {
+            if neg_call {
+                out.push_str("neg(");
+            } else if neg {
                 out.push('-');
             }
             if abs {
@@ -184,20 +265,44 @@ fn reg_operand(
             };
             if v >= 256 {
                 vgprs(v - 256, regs, file, out);
-            } else if v >= 249 && v != 255 && matches!(i.encoding, E::Vop1 | E::Vop2 | E::Vopc) {
-                out.push_str(vop_src_name(ck, regs, v as u8));
             } else {
                 scalar(v as u8, regs, ck, i.w1(), out);
             }
+            annotation(verdict, class, class_acc, i, out);
             if abs {
                 out.push('|');
             }
-            if sext {
+            if neg_call || sext {
                 out.push(')');
             }
         }
-        _ if file == File::S => scalar(v as u8, regs, ck, i.w1(), out),
-        _ => vgprs(v, regs, file, out),
+        _ if file == File::S => {
+            scalar(v as u8, regs, ck, i.w1(), out);
+            annotation(verdict, class, class_acc, i, out);
+        }
+        _ => {
+            vgprs(v, regs, file, out);
+            annotation(verdict, class, class_acc, i, out);
+        }
+    }
+}
+
+/// Inline constants and the literal are immediates; everything else below
+/// 256 names a register.
+fn is_immediate(code: u32) -> bool {
+    matches!(code, 128..=208 | 240..=248 | 255)
+}
+
+/// LLVM's note after an operand its class does not take.
+fn annotation(verdict: Verdict, class: u8, class_acc: u8, i: &Instruction, out: &mut String) {
+    match verdict {
+        Verdict::BadRegister => {
+            out.push_str("/*Invalid register, operand has '");
+            out.push_str(slot_class(i, class, class_acc).name);
+            out.push_str("' register class*/");
+        }
+        Verdict::BadImmediate => out.push_str("/*Invalid immediate*/"),
+        Verdict::Accept | Verdict::Reject => {}
     }
 }
 
@@ -216,6 +321,10 @@ fn vgprs(n: u32, regs: u8, file: File, out: &mut String) {
 
 /// Scalar source code `v` (SGPR, TTMP, special register, constant, literal).
 fn scalar(v: u8, regs: u8, ck: ConstKind, lit: u32, out: &mut String) {
+    let regs = match v {
+        0..=101 | 108..=123 => scalar_regs(regs),
+        _ => regs,
+    };
     if v == 255 {
         return literal(lit, ck, out);
     }
@@ -260,6 +369,14 @@ fn literal(lit: u32, ck: ConstKind, out: &mut String) {
                 v,
             )
         }
+        ConstKind::V2F16 => (
+            inline_int(lit as i32).or_else(|| {
+                u16::try_from(lit)
+                    .ok()
+                    .and_then(|v| inline_float(u32::from(v), &F16_BITS))
+            }),
+            lit,
+        ),
         ConstKind::F64 => (
             (lit == 0)
                 .then_some(128)
@@ -319,9 +436,12 @@ fn imm(i: &Instruction, k: ImmKind, out: &mut String) {
         ImmKind::Dec | ImmKind::DecNonzero | ImmKind::Branch => num::dec(out, v as u64),
         ImmKind::Waitcnt => waitcnt(v, out),
         ImmKind::Hwreg => hwreg(i, v, out),
-        ImmKind::Sendmsg => match gen::SENDMSG.get(v as usize) {
-            Some(t) if !t.is_empty() => out.push_str(t),
-            Some(_) => {
+        // Bits 10-15 do not count for the name; a value with them set and no
+        // name prints as a number.
+        ImmKind::Sendmsg => match gen::SENDMSG.get(v as usize & 0x3FF) {
+            Some(t) if t.starts_with("sendmsg(") => out.push_str(t),
+            Some(t) if !t.is_empty() && v < 0x400 => out.push_str(t),
+            Some(_) if v < 0x400 => {
                 out.push_str("sendmsg(");
                 num::dec(out, (v & 0xF) as u64);
                 out.push_str(", ");
@@ -330,7 +450,7 @@ fn imm(i: &Instruction, k: ImmKind, out: &mut String) {
                 num::dec(out, ((v >> 8) & 3) as u64);
                 out.push(')');
             }
-            None => num::dec(out, v as u64),
+            _ => num::dec(out, v as u64),
         },
         ImmKind::GprIdx if v <= 15 => {
             out.push_str("gpr_idx(");
@@ -537,6 +657,8 @@ pub(crate) const F_CLAMP: u8 = 4;
 pub(crate) const F_OMOD: u8 = 8;
 pub(crate) const F_OPSEL: u8 = 16;
 pub(crate) const F_OPSEL_HI_ONES: u8 = 32;
+/// A DS operation that exists only with gds (GWS): prints it on every target.
+pub(crate) const F_GDS: u8 = 64;
 
 fn nsrc(i: &Instruction) -> usize {
     i.slots()
@@ -596,7 +718,7 @@ fn modifiers(i: &Instruction, out: &mut String) {
                     num::dec(out, (o1 << 8 | o0) as u64);
                 }
             }
-            if t.ds_gds && i.bits(0, 16, 1) != 0 {
+            if (t.ds_gds || flags & F_GDS != 0) && i.bits(0, 16, 1) != 0 {
                 out.push_str(" gds");
             }
         }
@@ -631,8 +753,9 @@ fn modifiers(i: &Instruction, out: &mut String) {
                 out.push_str(" offen");
             }
             let off = i.bits(0, 0, 12);
-            // cache maintenance (no operands) prints no offset
-            if off != 0 && !i.slots().is_empty() {
+            // cache maintenance (no register operand) prints no offset
+            let maintenance = !i.slots().iter().any(|s| matches!(s, Slot::Reg { .. }));
+            if off != 0 && !maintenance {
                 out.push_str(" offset:");
                 push_signed(out, off as i64);
             }
@@ -646,16 +769,21 @@ fn modifiers(i: &Instruction, out: &mut String) {
             } else {
                 i.bits(1, 22, 1)
             };
-            // Cache maintenance (no register operand): sc0/sc1 on gfx940+,
-            // where a set sc0 is learned as a printed operand; nothing before.
-            let maintenance = !i.slots().iter().any(|s| matches!(s, Slot::Reg { .. }));
+            let lds = i.encoding == E::Mubuf && i.bits(0, 16, 1) != 0;
+            // buffer_store_lds_dword, an instruction only with lds, names it first
+            let lds_first = lds && i.mnemonic().contains("_lds_");
+            if lds_first {
+                out.push_str(" lds");
+            }
+            // Cache maintenance: sc0/sc1 on gfx940+, where a set sc0 is
+            // learned as a printed operand; nothing before.
             if !maintenance {
                 cpol(i, t.cpol, [i.bits(0, 14, 1), slc, scc], out);
             } else if t.maintenance_scope && scc != 0 {
                 out.push(' ');
                 out.push_str(t.cpol[2]);
             }
-            if i.encoding == E::Mubuf && i.bits(0, 16, 1) != 0 {
+            if lds && !lds_first {
                 out.push_str(" lds");
             }
             if !t.acc_memory && i.bits(1, 23, 1) != 0 {
@@ -675,6 +803,13 @@ fn modifiers(i: &Instruction, out: &mut String) {
             }
         }
         E::Vop3 => {
+            // 16-bit interpolation: bit 8 of the attribute source picks the high half
+            if i.mnemonic().starts_with("v_interp_")
+                && i.mnemonic().ends_with("_f16")
+                && i.bits(1, 8, 1) != 0
+            {
+                out.push_str(" high");
+            }
             if flags & F_OPSEL != 0 && i.bits(0, 11, 4) != 0 {
                 let n = nsrc(i);
                 let mut b = [0; 4];
@@ -734,7 +869,7 @@ fn modifiers(i: &Instruction, out: &mut String) {
                 out.push_str(" clamp");
             }
         }
-        E::Mimg => mimg(i, t.acc_memory, out),
+        E::Mimg => mimg(i, t, out),
         // v_nop, v_clrexcp: LLVM prints the SDWA form bare
         E::Vop1Sdwa if i.slots().is_empty() => {}
         E::Vop1Sdwa | E::Vop2Sdwa | E::VopcSdwa => sdwa(i, out),
@@ -930,13 +1065,18 @@ fn dpp(i: &Instruction, out: &mut String) {
         0x141 => out.push_str(" row_half_mirror"),
         0x142 => out.push_str(" row_bcast:15"),
         0x143 => out.push_str(" row_bcast:31"),
-        0x150..=0x15F => {
+        0x150..=0x15F if info(i.target).row_newbcast => {
             out.push_str(" row_newbcast:");
             num::dec(out, (c & 0xF) as u64);
         }
-        _ => {
-            let _ = write!(out, " /* invalid dpp_ctrl 0x{c:x} */");
+        // LLVM's words for controls the target lacks
+        0x150..=0x15F => out.push_str(
+            "  /* row_newbcast/row_share is not supported on ASICs earlier than GFX90A/GFX10 */",
+        ),
+        0x160..=0x16F => {
+            out.push_str(" /* row_xmask is not supported on ASICs earlier than GFX10 */")
         }
+        _ => out.push_str(" /* Invalid dpp_ctrl value */"),
     }
     out.push_str(" row_mask:0x");
     num::hex(out, i.bits(1, 28, 4) as u64);
@@ -947,25 +1087,29 @@ fn dpp(i: &Instruction, out: &mut String) {
     }
 }
 
-/// MIMG modifiers; on targets with acc memory bit 16 selects AGPRs instead of tfe.
-fn mimg(i: &Instruction, acc_memory: bool, out: &mut String) {
+/// MIMG modifiers; on targets with acc memory bit 16 selects AGPRs instead
+/// of tfe, and bit 7 is the third cache-policy bit (scc).
+fn mimg(i: &Instruction, t: &crate::target::TargetInfo, out: &mut String) {
+    let acc_memory = t.acc_memory;
     let dmask = i.bits(0, 8, 4);
     if dmask != 0 {
         out.push_str(" dmask:0x");
         num::hex(out, dmask as u64);
     }
     let flags = [
-        (i.bits(0, 12, 1), " unorm"),
-        (i.bits(0, 13, 1), " glc"),
-        (i.bits(0, 25, 1), " slc"),
-        (i.bits(0, 15, 1), " a16"),
-        (i.bits(0, 16, 1) & !acc_memory as u32, " tfe"),
-        (i.bits(0, 17, 1), " lwe"),
-        (i.bits(0, 14, 1), " da"),
-        (i.bits(1, 31, 1), " d16"),
+        (i.bits(0, 12, 1), "unorm"),
+        (i.bits(0, 13, 1), "glc"),
+        (i.bits(0, 25, 1), "slc"),
+        (i.bits(0, 7, 1), t.cpol[2]),
+        (i.bits(0, 15, 1), "a16"),
+        (i.bits(0, 16, 1) & !acc_memory as u32, "tfe"),
+        (i.bits(0, 17, 1), "lwe"),
+        (i.bits(0, 14, 1), "da"),
+        (i.bits(1, 31, 1), "d16"),
     ];
     for (b, name) in flags {
-        if b != 0 {
+        if b != 0 && !name.is_empty() {
+            out.push(' ');
             out.push_str(name);
         }
     }
@@ -977,40 +1121,19 @@ fn mimg(i: &Instruction, acc_memory: bool, out: &mut String) {
 pub(crate) fn vdata_regs(i: &Instruction, regs: u8) -> u8 {
     let acc_memory = info(i.target).acc_memory;
     match i.encoding {
-        E::Mimg => mimg_vdata_regs(i, acc_memory),
+        E::Mimg => mimg_vdata_regs(i, regs, acc_memory),
         E::Mubuf | E::Mtbuf if !acc_memory && i.bits(1, 23, 1) != 0 => regs + 1,
         _ => regs,
     }
 }
 
-/// Registers an MIMG vdata operand spans: one per dmask bit, halved by
-/// d16, plus one for tfe.
-pub(crate) fn mimg_vdata_regs(i: &Instruction, acc_memory: bool) -> u8 {
-    let m = i.mnemonic();
-    // gather4 returns four channels whatever dmask selects; atomics their data size
-    let mut n = if m.contains("gather4") {
+/// Registers an MIMG vdata operand spans, as LLVM sizes it: one per dmask
+/// bit (gather4: always four), halved by d16 (rounded up), one more for
+/// tfe; if LLVM has no instruction of that size (learned per opcode), or
+/// the registers would run past v255, the decoded size `regs` stays.
+pub(crate) fn mimg_vdata_regs(i: &Instruction, regs: u8, acc_memory: bool) -> u8 {
+    let mut n = if i.mnemonic().contains("gather4") {
         4
-    } else if m.starts_with("image_atomic") {
-        let base = i
-            .slots()
-            .iter()
-            .find_map(|s| match *s {
-                Slot::Reg {
-                    field: Field::Vdata,
-                    regs,
-                    ..
-                } => Some(u32::from(regs)),
-                _ => None,
-            })
-            .unwrap_or(1);
-        // dmask 0x3 (cmpswap: 0xf) selects 64-bit data: twice the registers.
-        // Other dmasks are not valid for atomics; they keep the base size.
-        let wide = if base == 2 { 0xF } else { 0x3 };
-        if i.bits(0, 8, 4) == wide {
-            base * 2
-        } else {
-            base
-        }
     } else {
         i.bits(0, 8, 4).count_ones().max(1)
     };
@@ -1020,7 +1143,33 @@ pub(crate) fn mimg_vdata_regs(i: &Instruction, acc_memory: bool) -> u8 {
     if !acc_memory && i.bits(0, 16, 1) != 0 {
         n += 1;
     }
-    n as u8
+    let op = ((i.w0() >> 18) & 0x7F) as usize;
+    let sizes = crate::tables::TargetTables::of(i.target)
+        .mimg_vdata_sizes
+        .get(op)
+        .copied()
+        .unwrap_or(0);
+    let fits = i.field(Field::Vdata) + n <= 256;
+    if n == u32::from(regs) || (sizes >> n & 1 != 0 && fits) {
+        n as u8
+    } else {
+        regs
+    }
+}
+
+fn field_of(slot: &Slot) -> Option<Field> {
+    match *slot {
+        Slot::Reg { field, .. } => Some(field),
+        _ => None,
+    }
+}
+
+/// SMEM atomics with glc set return the old value in sdata.
+fn smem_returns(i: &Instruction) -> bool {
+    let m = i.mnemonic();
+    i.encoding == E::Smem
+        && i.bits(0, 16, 1) != 0
+        && (m.starts_with("s_atomic") || m.starts_with("s_buffer_atomic"))
 }
 
 /// SMEM operations with a `glc` bit: loads, stores, atomics.

@@ -3,7 +3,7 @@
 use core::fmt::Write;
 
 use crate::decode::{base_len, Decoder};
-use crate::format::format;
+use crate::format::{comment, format};
 use crate::model::{Encoding, Instruction, Target};
 use crate::tables::{ImmKind, Slot};
 
@@ -14,6 +14,7 @@ pub enum SymbolKind {
     Object,
     NoType,
     Section,
+    File,
     Other,
 }
 
@@ -27,7 +28,7 @@ pub struct Symbol<'a> {
 }
 
 /// One code section to list.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Section<'a> {
     /// File name as printed in the header line.
     pub file_name: &'a str,
@@ -35,6 +36,37 @@ pub struct Section<'a> {
     pub bytes: &'a [u8],
     /// Address of the first byte.
     pub address: u64,
+    pub symbols: &'a [Symbol<'a>],
+    /// The rest of the file, for branches that leave the section (without
+    /// it, they are named from this section's symbols, as in a relocatable
+    /// file).
+    pub file: Option<&'a FileSymbols<'a>>,
+}
+
+/// What llvm-objdump looks at to name a branch target outside the listed
+/// section.
+///
+/// In a linked file the target belongs to the section(s) starting at the
+/// highest address at or below it (every section counts, unallocated ones at
+/// address 0), and is named after the last symbol of that section at or
+/// below it, however far away; failing that, after the last absolute or
+/// undefined symbol at or below it. A relocatable file names every target
+/// from the listed section's own symbols, then the absolute ones. Targets
+/// are 64-bit: a branch back past address 0 lands near the top of memory.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FileSymbols<'a> {
+    pub relocatable: bool,
+    /// Every section of the file with its symbols, in section-table order.
+    pub sections: &'a [SectionSymbols<'a>],
+    /// Symbols of no section (undefined or absolute).
+    pub absolute: &'a [Symbol<'a>],
+}
+
+/// One section's extent and symbols (see [`FileSymbols`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SectionSymbols<'a> {
+    pub address: u64,
+    pub size: u64,
     pub symbols: &'a [Symbol<'a>],
 }
 
@@ -83,6 +115,7 @@ fn write_section_with(target: Target, sec: &Section, cache: &mut LineCache, out:
     let dec = Decoder::new(target);
     let mut inst = Instruction::default();
     let mut text = String::new();
+    let mut note = String::new();
     let bytes = sec.bytes;
     let mut off = 0usize;
     let mut next_label = 0usize;
@@ -98,18 +131,21 @@ fn write_section_with(target: Target, sec: &Section, cache: &mut LineCache, out:
             out.extend_from_slice(b">:\n");
             next_label += 1;
         }
-        let Some(w0) = read_u32(bytes, off) else {
-            break; // trailing bytes shorter than an instruction
+        // Like objdump, list each symbol's bytes from its start: an
+        // instruction whose words run on into the next symbol is shown
+        // whole, and the next symbol is listed from its own address again.
+        let region_end = labels
+            .get(next_label)
+            .map_or(bytes.len(), |l| (l.0 - sec.address) as usize)
+            .min(bytes.len());
+        let rest = bytes.get(off..).unwrap_or(&[]);
+        let Some(w0) = read_u32(rest, 0) else {
+            emit_bytes(out, rest, addr);
+            break;
         };
         // Like objdump, skip runs of 8+ zero bytes (in whole words) up to the next label.
         if w0 == 0 {
-            let region_end = labels
-                .get(next_label)
-                .map_or(bytes.len(), |l| (l.0 - sec.address) as usize)
-                .min(bytes.len());
-            let zeros = bytes
-                .get(off..region_end)
-                .unwrap_or(&[])
+            let zeros = rest[..region_end - off]
                 .iter()
                 .take_while(|b| **b == 0)
                 .count();
@@ -119,7 +155,7 @@ fn write_section_with(target: Target, sec: &Section, cache: &mut LineCache, out:
                 continue;
             }
         }
-        let w1 = read_u32(bytes, off + 4);
+        let w1 = read_u32(rest, 4);
         let base8 = base_len(w0) == 8;
         if let Some(e) = cache.short.get(w0, w1, base8) {
             // The common case: a short text, whose line has a fixed layout.
@@ -130,7 +166,7 @@ fn write_section_with(target: Target, sec: &Section, cache: &mut LineCache, out:
                 annotate_branch(out, sec, &labels, branch_target_of(w0, addr));
             }
             out.push(b'\n');
-            off += n;
+            off = (off + n).min(region_end);
             continue;
         }
         let hit = cache
@@ -149,15 +185,28 @@ fn write_section_with(target: Target, sec: &Section, cache: &mut LineCache, out:
                 (n, branch)
             }
             None => {
-                let n = match dec.decode_into(&bytes[off..], &mut inst) {
-                    Ok(n) => n,
-                    Err(_) => break,
-                };
+                // Cut short by the section's end, an instruction is a data word.
+                let n = dec
+                    .decode_into(rest, &mut inst)
+                    .unwrap_or_else(|_| inst.make_data_word(w0));
                 text.clear();
                 format(&inst, &mut text);
                 emit_line_slow(out, text.as_bytes(), addr, inst.words());
-                let branch = branch_target(&inst, addr).is_some();
-                cache.keep(&inst, n, branch, text.as_bytes());
+                let branch = names_target(&inst);
+                note.clear();
+                comment(&inst, &mut note);
+                if note.is_empty() {
+                    cache.keep(&inst, n, branch, text.as_bytes());
+                } else {
+                    if branch {
+                        annotate_branch(out, sec, &labels, branch_target_of(w0, addr));
+                    }
+                    out.extend_from_slice(b" ; ");
+                    out.extend_from_slice(note.as_bytes());
+                    out.push(b'\n');
+                    off = (off + n).min(region_end);
+                    continue;
+                }
                 (n, branch)
             }
         };
@@ -165,7 +214,7 @@ fn write_section_with(target: Target, sec: &Section, cache: &mut LineCache, out:
             annotate_branch(out, sec, &labels, branch_target_of(w0, addr));
         }
         out.push(b'\n');
-        off += n;
+        off = (off + n).min(region_end);
     }
 }
 
@@ -361,24 +410,87 @@ fn emit_line(out: &mut Vec<u8>, text: &[u8], text_len: usize, addr: u64, w0: u32
     out.truncate(start + len);
 }
 
-/// ` <label+0xOFF>` after a branch to `t`, if `t` is in the section.
+/// ` <symbol+0xOFF>` after a branch to `t`, if objdump can name it.
 fn annotate_branch(out: &mut Vec<u8>, sec: &Section, labels: &[(u64, &str)], t: u64) {
-    let end = sec.address + sec.bytes.len() as u64;
-    if !(sec.address..end).contains(&t) {
+    let Some((at, name)) = target_symbol(sec, labels, t) else {
         return;
+    };
+    out.extend_from_slice(b" <");
+    out.extend_from_slice(name.as_bytes());
+    if t != at {
+        out.extend_from_slice(b"+0x");
+        let d = t.wrapping_sub(at);
+        let digits = (64 - d.leading_zeros()).div_ceil(4).max(1) as usize;
+        hex_padded(out, d, digits, HEX_LOWER);
     }
+    out.push(b'>');
+}
+
+/// The symbol a branch target is named after (see [`FileSymbols`]).
+fn target_symbol<'a>(
+    sec: &Section<'a>,
+    labels: &[(u64, &'a str)],
+    t: u64,
+) -> Option<(u64, &'a str)> {
+    let in_section = t
+        .checked_sub(sec.address)
+        .is_some_and(|d| d < sec.bytes.len() as u64);
+    let file = match sec.file {
+        Some(file) if !in_section => file,
+        _ => return last_label(labels, t),
+    };
+    if file.relocatable {
+        return last_label(labels, t).or_else(|| last_symbol(file.absolute, t));
+    }
+    let Some(start) = file
+        .sections
+        .iter()
+        .map(|s| s.address)
+        .filter(|a| *a <= t)
+        .max()
+    else {
+        return last_symbol(file.absolute, t);
+    };
+    // Of the sections starting there, objdump tries the larger ones first,
+    // and of those of one size the later one.
+    let mut here: Vec<&SectionSymbols> = file
+        .sections
+        .iter()
+        .rev()
+        .filter(|s| s.address == start)
+        .collect();
+    here.sort_by_key(|s| core::cmp::Reverse(s.size));
+    here.iter()
+        .find_map(|s| {
+            if s.address == sec.address && s.size == sec.bytes.len() as u64 {
+                last_label(labels, t)
+            } else {
+                last_symbol(s.symbols, t)
+            }
+        })
+        .or_else(|| last_symbol(file.absolute, t))
+}
+
+/// The last label at or below `t`.
+fn last_label<'a>(labels: &[(u64, &'a str)], t: u64) -> Option<(u64, &'a str)> {
     let k = labels.partition_point(|(a, _)| *a <= t);
-    if let Some((la, name)) = k.checked_sub(1).and_then(|k| labels.get(k)) {
-        out.extend_from_slice(b" <");
-        out.extend_from_slice(name.as_bytes());
-        if t != *la {
-            out.extend_from_slice(b"+0x");
-            let d = t - la;
-            let digits = (64 - d.leading_zeros()).div_ceil(4).max(1) as usize;
-            hex_padded(out, d, digits, HEX_LOWER);
-        }
-        out.push(b'>');
-    }
+    k.checked_sub(1).and_then(|k| labels.get(k)).copied()
+}
+
+/// The last symbol at or below `t` of an unsorted list (objdump's order:
+/// by address, then name).
+fn last_symbol<'a>(symbols: &[Symbol<'a>], t: u64) -> Option<(u64, &'a str)> {
+    symbols
+        .iter()
+        .filter(|s| names_code(s) && s.address <= t)
+        .map(|s| (s.address, s.name))
+        .max()
+}
+
+/// Symbols objdump labels code with and names targets after: not section
+/// or file symbols, not unnamed ones.
+fn names_code(s: &Symbol) -> bool {
+    !matches!(s.kind, SymbolKind::Section | SymbolKind::File) && !s.name.is_empty()
 }
 
 /// The line of a short text: `\t`, the text padded to the comment column,
@@ -411,6 +523,21 @@ fn emit_short(out: &mut Vec<u8>, text: &[u8; SHORT], addr: u64, w0: u32, w1: Opt
     out.truncate(start + len);
 }
 
+/// Appends objdump's line for fewer than 4 bytes left before a symbol or
+/// the section's end: `.byte 0x01, 0x02`, then the bytes.
+fn emit_bytes(out: &mut Vec<u8>, bytes: &[u8], addr: u64) {
+    let mut text = String::from(".byte");
+    for (k, b) in bytes.iter().enumerate() {
+        let _ = write!(text, "{} 0x{b:02x}", if k == 0 { "" } else { "," });
+    }
+    emit_line_slow(out, text.as_bytes(), addr, &[]);
+    for b in bytes {
+        out.push(b' ');
+        out.extend_from_slice(&HEX_PAIRS[usize::from(*b)]);
+    }
+    out.push(b'\n');
+}
+
 /// Appends a line whose text is not memoised (any length).
 fn emit_line_slow(out: &mut Vec<u8>, text: &[u8], addr: u64, words: &[u32]) {
     out.push(b'\t');
@@ -441,6 +568,13 @@ pub fn branch_target(i: &Instruction, addr: u64) -> Option<u64> {
     Some(branch_target_of(i.w0(), addr))
 }
 
+/// Whether objdump names the target after the instruction: branches whose
+/// first operand is the offset (`s_branch`, `s_cbranch_*`; not `s_call_b64`
+/// or `s_cbranch_i_fork`, whose offset follows a register).
+fn names_target(i: &Instruction) -> bool {
+    i.slots().first() == Some(&Slot::Imm(ImmKind::Branch))
+}
+
 /// Target of a branch whose first word is `w0` at `addr`.
 fn branch_target_of(w0: u32, addr: u64) -> u64 {
     let simm = (w0 & 0xFFFF) as u16 as i16 as i64;
@@ -454,7 +588,7 @@ fn labels<'a>(sec: &'a Section<'a>) -> Vec<(u64, &'a str)> {
     let mut v: Vec<(u64, &str)> = sec
         .symbols
         .iter()
-        .filter(|s| s.kind != SymbolKind::Section && s.address >= sec.address && s.address < end)
+        .filter(|s| names_code(s) && s.address >= sec.address && s.address < end)
         .map(|s| (s.address, s.name))
         .collect();
     v.sort_by_key(|s| s.0);

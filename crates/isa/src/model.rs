@@ -195,6 +195,15 @@ impl Instruction {
         self.desc().slots()
     }
 
+    /// Makes this the undecodable word `w0` (printed as `.long`); returns its size.
+    pub(crate) fn make_data_word(&mut self, w0: u32) -> usize {
+        self.words = [w0, 0];
+        self.len = 4;
+        self.encoding = Encoding::Invalid;
+        self.desc = 0;
+        4
+    }
+
     pub(crate) fn w0(&self) -> u32 {
         self.words[0]
     }

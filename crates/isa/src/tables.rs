@@ -58,6 +58,9 @@ pub enum ConstKind {
     F16,
     /// 16-bit integer: inline floats print as their 16-bit hex pattern.
     I16,
+    /// Packed 16-bit floats: inline constants as B32, but a literal names
+    /// an f16 constant only when it fits in 16 bits, else prints as 32 bits.
+    V2F16,
 }
 
 /// How a 16-bit immediate prints.
@@ -81,12 +84,17 @@ pub enum ImmKind {
 /// One printed operand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Slot {
-    /// A register/source field: `regs` registers wide.
+    /// A register/source field: `regs` registers wide; `class` says which
+    /// values the operand takes ([`OperandClass`], index into the learned
+    /// classes), `class_acc` the same once an acc bit makes it an AGPR
+    /// operand (MAI vdst/src2).
     Reg {
         field: Field,
         regs: u8,
         file: File,
         ck: ConstKind,
+        class: u8,
+        class_acc: u8,
     },
     /// The 16-bit immediate of SOPP/SOPK, or the SMEM offset.
     Imm(ImmKind),
@@ -99,12 +107,21 @@ pub enum Slot {
 }
 
 impl Slot {
-    pub(crate) const fn reg(field: Field, regs: u8, file: File, ck: ConstKind) -> Slot {
+    pub(crate) const fn reg(
+        field: Field,
+        regs: u8,
+        file: File,
+        ck: ConstKind,
+        class: u8,
+        class_acc: u8,
+    ) -> Slot {
         Slot::Reg {
             field,
             regs,
             file,
             ck,
+            class,
+            class_acc,
         }
     }
     pub(crate) const fn imm(k: ImmKind) -> Slot {
@@ -124,6 +141,87 @@ impl Slot {
         gen::FIXED_TEXT.get(i as usize).copied().unwrap_or("")
     }
 }
+
+/// What LLVM's disassembler does with a value in an operand field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The whole instruction is invalid (`.long`).
+    Reject,
+    Accept,
+    /// Printed, then `/*Invalid register, operand has 'CLASS' register class*/`.
+    BadRegister,
+    /// Printed as a 32-bit immediate, then `/*Invalid immediate*/`.
+    BadImmediate,
+}
+
+/// The values one operand takes, learned by probing it with one value of
+/// each kind (see [`value_kind`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OperandClass {
+    /// LLVM's name of the operand's register class, as its annotation says.
+    pub name: &'static str,
+    /// Two bits per value kind: a [`Verdict`].
+    verdicts: u64,
+}
+
+impl OperandClass {
+    pub(crate) const fn new(name: &'static str, verdicts: u64) -> OperandClass {
+        OperandClass { name, verdicts }
+    }
+
+    /// What LLVM does with `code` (9-bit source encoding, VGPR n = 256 + n).
+    pub fn verdict(&self, code: u32) -> Verdict {
+        match self.verdicts >> (2 * value_kind(code)) & 3 {
+            0 => Verdict::Reject,
+            1 => Verdict::Accept,
+            2 => Verdict::BadRegister,
+            _ => Verdict::BadImmediate,
+        }
+    }
+}
+
+/// The operand class with index `i` (0: every value accepted).
+pub fn operand_class(i: u8) -> &'static OperandClass {
+    gen::OPERAND_CLASSES
+        .get(usize::from(i))
+        .unwrap_or(&gen::OPERAND_CLASSES[0])
+}
+
+/// Which kind of value a 9-bit source code is, as LLVM's decoder tells them
+/// apart (order of `KIND_VALUES` in gen/learn.py): SGPR, the specials
+/// 102-107 one by one, TTMP, 124-127 one by one, inline integer, unused
+/// (209-234), 235-239 one by one, inline float, 249-255 one by one, even
+/// and odd VGPR.
+pub(crate) fn value_kind(code: u32) -> usize {
+    (match code {
+        0..=101 => 0,
+        102..=107 => code - 101,
+        108..=123 => 7,
+        124..=127 => code - 116,
+        128..=208 => 12,
+        209..=234 => 13,
+        235..=239 => code - 221,
+        240..=248 => 19,
+        249..=255 => code - 229,
+        _ => 27 + code % 2,
+    }) as usize
+}
+
+/// Registers an SGPR or TTMP operand of `regs` registers names: LLVM has
+/// no 32-register scalar tuples, so a 1024-bit operand given an SGPR or
+/// TTMP names that one register (a special register keeps its 64-bit name).
+pub(crate) fn scalar_regs(regs: u8) -> u8 {
+    if regs > 16 {
+        1
+    } else {
+        regs
+    }
+}
+
+/// One past the last SGPR / TTMP a scalar register tuple of 3+ registers
+/// may reach (learned: `s[88:103]` and `ttmp[8:15]` are the last 16-wide ones).
+pub(crate) const SGPR_TUPLE_END: u32 = gen::SGPR_TUPLE_END;
+pub(crate) const TTMP_TUPLE_END: u32 = gen::TTMP_TUPLE_END;
 
 /// What one opcode number of one encoding is on one target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,8 +318,17 @@ pub struct TargetTables {
     pub(crate) scratch_glc: &'static [u16],
     pub(crate) global_glc: &'static [u16],
     pub(crate) mubuf_glc: &'static [u16],
+    /// Forms with the lds bit set, where they differ (loads into LDS).
+    pub(crate) scratch_lds: &'static [u16],
+    pub(crate) global_lds: &'static [u16],
+    pub(crate) mubuf_lds: &'static [u16],
+    /// DS operations that exist only with gds set (GWS).
+    pub(crate) ds_gds: &'static [u16],
     pub(crate) exp: &'static [u16],
     pub(crate) vintrp: &'static [u16],
+    /// Per image opcode, the data sizes in dwords LLVM has an instruction
+    /// for (bit n = n dwords; learned).
+    pub(crate) mimg_vdata_sizes: &'static [u8],
 }
 
 impl TargetTables {
@@ -271,6 +378,18 @@ impl TargetTables {
         self.table_glc(enc).get(op as usize).copied().unwrap_or(0)
     }
 
+    /// Desc id of the lds form of `op` (gds for DS), where it differs (else 0).
+    pub fn lookup_lds(&self, enc: Encoding, op: u32) -> u16 {
+        let table: &[u16] = match enc {
+            Encoding::Scratch => self.scratch_lds,
+            Encoding::Global => self.global_lds,
+            Encoding::Mubuf => self.mubuf_lds,
+            Encoding::Ds => self.ds_gds,
+            _ => &[],
+        };
+        table.get(op as usize).copied().unwrap_or(0)
+    }
+
     pub(crate) fn table_glc(&self, enc: Encoding) -> &'static [u16] {
         match enc {
             Encoding::Flat => self.flat_glc,
@@ -288,7 +407,7 @@ impl TargetTables {
 }
 
 /// Names of 8-bit scalar source values for one- and two-register operands
-/// and each constant kind, as llvm-mc prints them ("" = not a valid source).
+/// and each constant kind, as llvm-mc prints them ("" = no name).
 pub(crate) fn src_name(ck: ConstKind, regs: u8, v: u8) -> &'static str {
     let t: &[&str; 256] = if v < 128 || (235..=239).contains(&v) || v >= 249 {
         if regs >= 2 {
@@ -298,19 +417,14 @@ pub(crate) fn src_name(ck: ConstKind, regs: u8, v: u8) -> &'static str {
         }
     } else {
         match ck {
-            ConstKind::B32 => &gen::SRC_NAMES_B32,
+            ConstKind::B32 | ConstKind::V2F16 => &gen::SRC_NAMES_B32,
             ConstKind::F64 => &gen::SRC_NAMES_B64,
             ConstKind::F16 => &gen::SRC_NAMES_F16,
             ConstKind::I16 => &gen::SRC_NAMES_I16,
         }
     };
-    t[v as usize]
-}
-
-/// Like [`src_name`] for the src0 of VOP1/VOP2/VOPC, which may also be
-/// `src_lds_direct` (the names swept from a VOP2 opcode have it).
-pub(crate) fn vop_src_name(ck: ConstKind, regs: u8, v: u8) -> &'static str {
-    match src_name(ck, regs, v) {
+    match t[v as usize] {
+        // src_lds_direct: named only by the VOP2 sweep (s_mov_b32 refuses it)
         "" if regs == 1 => gen::SRC_NAMES_F16[v as usize],
         n => n,
     }

@@ -20,6 +20,8 @@ pub struct TargetInfo {
     pub maintenance_scope: bool,
     /// The blgp field of the f64 MFMAs negates their sources (`neg:[...]`).
     pub mfma_f64_neg: bool,
+    /// DPP controls 0x150-0x15F broadcast a lane of each row (`row_newbcast`).
+    pub row_newbcast: bool,
 }
 
 static GFX908: TargetInfo = TargetInfo {
@@ -30,6 +32,7 @@ static GFX908: TargetInfo = TargetInfo {
     ds_gds: true,
     maintenance_scope: false,
     mfma_f64_neg: false,
+    row_newbcast: false,
 };
 static GFX90A: TargetInfo = TargetInfo {
     acc_memory: true,
@@ -39,6 +42,7 @@ static GFX90A: TargetInfo = TargetInfo {
     ds_gds: false,
     maintenance_scope: false,
     mfma_f64_neg: false,
+    row_newbcast: true,
 };
 static GFX942: TargetInfo = TargetInfo {
     acc_memory: true,
@@ -48,6 +52,7 @@ static GFX942: TargetInfo = TargetInfo {
     ds_gds: false,
     maintenance_scope: true,
     mfma_f64_neg: true,
+    row_newbcast: true,
 };
 
 pub fn info(t: Target) -> &'static TargetInfo {

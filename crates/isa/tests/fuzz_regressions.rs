@@ -29,6 +29,7 @@ fn check(data: &[u8]) {
             bytes: data,
             address: 0x1000,
             symbols: &[],
+            file: None,
         };
         let mut listing = String::new();
         write_section(target, &sec, &mut listing);

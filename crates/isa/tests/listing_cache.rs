@@ -19,6 +19,7 @@ fn listed(target: Target, bytes: &[u8]) -> Vec<String> {
         bytes,
         address: 0x100,
         symbols: &[],
+        file: None,
     };
     let mut out = String::new();
     write_section(target, &sec, &mut out);

@@ -83,23 +83,9 @@ fn llvm(target: &str, bytes: &[u8]) -> Option<Vec<String>> {
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with(".text"))
-            .map(without_diagnostics)
+            .map(str::to_string)
             .collect(),
     )
-}
-
-/// LLVM appends `/*Invalid register, operand has 'X' register class*/` to operands
-/// whose register class the encoding allows but the operation does not; inlay prints
-/// the operand without that diagnostic (compilers never emit such words).
-fn without_diagnostics(line: &str) -> String {
-    let mut text = line.to_string();
-    while let Some(start) = text.find("/*Invalid") {
-        let end = text[start..]
-            .find("*/")
-            .map_or(text.len(), |e| start + e + 2);
-        text.replace_range(start..end, "");
-    }
-    text
 }
 
 #[test]

@@ -102,6 +102,7 @@ fn listing_survives_garbage_and_odd_symbols() {
         bytes: &bytes,
         address: 0x1000,
         symbols: &syms,
+        file: None,
     };
     let mut out = String::new();
     write_section(Target::Gfx90a, &sec, &mut out);

@@ -220,7 +220,9 @@ impl Executable {
                 ),
             ));
         }
-        for d in image.defined.iter().filter(|d| !d.local) {
+        // A weak definition never conflicts (HIP code objects built with
+        // -fgpu-rdc all define __cxa_pure_virtual weak).
+        for d in image.defined.iter().filter(|d| !d.local && !d.weak) {
             if self.exported(Some(agent.key), &d.name).is_some() {
                 return Err(LoadError::new(
                     ErrorKind::AlreadyDefined,
@@ -296,9 +298,18 @@ impl Executable {
                 }),
             });
         }
+        // A weak definition of a name already exported stays private to
+        // its code object: the first definition wins, as in ELF loaders.
+        let shadowed: HashSet<&str> = image
+            .defined
+            .iter()
+            .filter(|d| d.weak && self.exported(Some(agent), &d.name).is_some())
+            .map(|d| d.name.as_str())
+            .collect();
         for d in &image.defined {
             let address = delta.wrapping_add(d.value);
-            if !d.local {
+            let local = d.local || shadowed.contains(d.name.as_str());
+            if !local {
                 self.exports
                     .entry(Some(agent))
                     .or_default()
@@ -306,7 +317,7 @@ impl Executable {
             }
             let kind = match d.kind {
                 // ROCr lists global variables only; local data stays private.
-                ElfKind::Variable if !d.local => SymbolKind::Variable(VariableInfo {
+                ElfKind::Variable if !local => SymbolKind::Variable(VariableInfo {
                     address,
                     size: d.size,
                     align: d.align,
@@ -323,7 +334,7 @@ impl Executable {
                 name: d.name.clone(),
                 agent: Some(agent),
                 code_object: Some(co),
-                local: d.local,
+                local,
                 kind,
             });
         }

@@ -28,6 +28,8 @@ pub struct Defined {
     pub value: u64,
     pub size: u64,
     pub local: bool,
+    /// ELF weak binding: another code object's definition of the name wins.
+    pub weak: bool,
     /// Alignment of the defining section.
     pub align: u64,
 }
@@ -109,10 +111,26 @@ impl Image {
                         value: s.value,
                         size: s.size,
                         local,
+                        weak: s.binding == Binding::Weak,
                         align: section_align(s.section),
                     });
                 }
                 SymbolKind::Other => {}
+            }
+        }
+        // A descriptor the target cannot run is refused now, naming the
+        // field, rather than handed out as a kernel object whose dispatch fails.
+        for k in &co.kernels {
+            let problems = &k.descriptor_problems;
+            if let Some(first) = problems.first() {
+                let more = match problems.len() - 1 {
+                    0 => String::new(),
+                    n => format!(" (and {n} more problems)"),
+                };
+                return Err(format!(
+                    "kernel {}: descriptor at {:#x}: {first}{more}",
+                    k.name, k.descriptor_address
+                ));
             }
         }
         // Metadata by descriptor symbol, indexed once (a scan per kernel was

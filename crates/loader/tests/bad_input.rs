@@ -163,3 +163,64 @@ fn every_relocation_type_writes_what_the_abi_says() {
     let e = exe.load(&agent("gfx90a"), &b, None).unwrap_err();
     assert!(e.to_string().contains("R_AMDGPU_GOTPCREL"), "{e}");
 }
+
+/// A kernel descriptor the target cannot run is refused at load, as an
+/// invalid code object (ROCr's status for a code object its loader
+/// rejects), with an error naming the kernel and the field; the code
+/// object is not loaded, so no kernel object is handed out.
+#[test]
+fn impossible_kernel_descriptors_are_refused_at_load_naming_the_field() {
+    let original = fixture("gfx90a/v5/vector_add.hsaco");
+    let co = inlay_codeobj::CodeObject::parse(&original).unwrap();
+    let at = co.kernel("vector_add").unwrap().descriptor_file_offset as usize;
+    let with = |descriptor: [u8; 64]| {
+        let mut b = original.clone();
+        b[at..at + 64].copy_from_slice(&descriptor);
+        b
+    };
+    let good: [u8; 64] = original[at..at + 64].try_into().unwrap();
+    let mut random = [0u8; 64];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for b in &mut random {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    let mut outside = good;
+    outside[16..24].copy_from_slice(&0x4000_0000i64.to_le_bytes());
+    let mut wave32 = good;
+    wave32[57] |= 1 << 2;
+    let mut user_sgprs = good;
+    user_sgprs[52] |= 0x1f << 1;
+    for (what, descriptor, field) in [
+        ("all ones", [0xff; 64], "reserved bytes 12-15"),
+        ("all zeros", [0; 64], "KERNEL_CODE_ENTRY_BYTE_OFFSET"),
+        ("random bytes", random, ""),
+        (
+            "an entry outside the code",
+            outside,
+            "KERNEL_CODE_ENTRY_BYTE_OFFSET",
+        ),
+        ("wave32 on gfx90a", wave32, "ENABLE_WAVEFRONT_SIZE32"),
+        ("31 user SGPRs", user_sgprs, "USER_SGPR_COUNT"),
+    ] {
+        let (_m, mut exe) = executable();
+        let e = exe
+            .load(&agent("gfx90a"), &with(descriptor), Some("va.hsaco"))
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidCodeObject, "{what}: {e}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("va.hsaco: kernel vector_add: descriptor at 0x")
+                && text.contains(field),
+            "{what}: {text}"
+        );
+        assert!(
+            exe.code_objects().is_empty() && exe.kernels().is_empty(),
+            "{what}"
+        );
+    }
+    let (_m, mut exe) = executable();
+    exe.load(&agent("gfx90a"), &with(good), None).unwrap();
+}

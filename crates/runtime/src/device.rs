@@ -167,7 +167,8 @@ fn queue_error_status(kind: &FaultKind) -> Status {
         FaultKind::Trap(_)
         | FaultKind::Watchdog { .. }
         | FaultKind::TimeLimit { .. }
-        | FaultKind::Stopped => Status::Exception,
+        | FaultKind::Stopped
+        | FaultKind::Deadlock(_) => Status::Exception,
         FaultKind::UnknownKernel { .. } => Status::InvalidCodeObject,
         FaultKind::Launch(_) => Status::InvalidPacketFormat,
     }

@@ -6,33 +6,29 @@
 
 use serde_json::json;
 
-use crate::{display_name, Counting, Instrument, Launch, Outcome, Output, Tool};
+use crate::counting::{self, Counting};
+use crate::{display_name, Insertions, Kernel, Launch, Outcome, Output, Tool, ToolOptions};
 
 pub struct InstrCount {
     how: Counting,
 }
 
 /// `mode=` and `count=` options shared by the counting tools.
-pub(crate) fn counting(options: &[(String, String)], tool: &str) -> Result<Counting, String> {
-    let mut how = Counting {
-        per_block: true,
-        lanes: false,
-    };
-    for (k, v) in options {
-        match (k.as_str(), v.as_str()) {
-            ("mode", "block") => how.per_block = true,
-            ("mode", "instruction") => how.per_block = false,
-            ("count", "wave") => how.lanes = false,
-            ("count", "thread") => how.lanes = true,
-            ("mode" | "count", _) => {
-                return Err(format!(
-                    "{tool}: {k}={v}: expected mode=block|instruction, count=wave|thread"
-                ))
-            }
-            _ => {}
-        }
-    }
-    Ok(how)
+pub(crate) fn counting(options: ToolOptions<'_>) -> Result<Counting, String> {
+    let per_block = options.parse("mode", "block or instruction", |v| match v {
+        "block" => Some(true),
+        "instruction" => Some(false),
+        _ => None,
+    })?;
+    let lanes = options.parse("count", "wave or thread", |v| match v {
+        "wave" => Some(false),
+        "thread" => Some(true),
+        _ => None,
+    })?;
+    Ok(Counting {
+        per_block: per_block.unwrap_or(true),
+        lanes: lanes.unwrap_or(false),
+    })
 }
 
 pub(crate) fn mode_name(how: Counting) -> &'static str {
@@ -44,30 +40,35 @@ pub(crate) fn mode_name(how: Counting) -> &'static str {
 }
 
 impl InstrCount {
-    pub fn new(options: &[(String, String)]) -> Result<InstrCount, String> {
+    pub fn new(options: ToolOptions<'_>) -> Result<InstrCount, String> {
         Ok(InstrCount {
-            how: counting(options, "instr-count")?,
+            how: counting(options)?,
         })
     }
 }
 
 impl Tool for InstrCount {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "instr-count"
     }
 
-    fn before_launch(&self, _launch: &Launch, _out: &Output) -> Option<Instrument> {
-        Some(Instrument::Count(self.how))
+    fn instrument(
+        &self,
+        kernel: &Kernel<'_>,
+        at: &mut Insertions,
+        _out: &Output,
+    ) -> Result<(), String> {
+        counting::instrument(kernel, at, self.how)
     }
 
-    fn after_launch(&self, launch: &Launch, o: &Outcome, out: &Output) {
+    fn after_launch(&self, launch: &Launch, o: &Outcome<'_>, out: &Output) {
         let unit = if self.how.lanes {
             "thread instructions"
         } else {
             "wave instructions"
         };
         let name = display_name(&launch.kernel);
-        let Some(e) = &o.executed else {
+        let Some((e, native)) = counting::executed(launch, o).filter(|_| o.error.is_none()) else {
             let why = o.error.as_deref().unwrap_or("not instrumented");
             out.line(&format!(
                 "instr-count: kernel {} {name}: no count ({why})",
@@ -84,7 +85,7 @@ impl Tool for InstrCount {
         let total = e.total();
         // The virtual GPU counts wave and thread instructions itself: say
         // whether the hooks agree (they must).
-        let native = o.native_executed.as_ref().map(|n| n.total());
+        let native = native.as_ref().map(|n| n.total());
         let check = match native {
             Some(n) if n == total => " (the virtual GPU counted the same)".to_string(),
             Some(n) => format!(" (MISMATCH: the virtual GPU counted {n})"),
@@ -104,7 +105,7 @@ impl Tool for InstrCount {
             "instructions": total,
             "native_instructions": native,
             "dispatch_wave_instructions": o.native.as_ref().map(|s| s.instructions),
-            "added_instructions": e.added_instructions,
+            "added_instructions": o.added_instructions(),
             "error": o.error,
         }));
     }

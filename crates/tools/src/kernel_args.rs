@@ -18,15 +18,34 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::{display_name, Instrument, Launch, Outcome, Output, Tool};
+use inlay_instrument::rewrite::{Value, SCALAR_RECORD};
+
+use crate::{
+    display_name, Insertions, Kernel, Launch, Outcome, Output, Records, Tool, ToolOptions, TraceId,
+};
 
 pub struct KernelArgs;
 
 impl KernelArgs {
     /// It has no options of its own (`output=` and `json=` are the host's).
-    pub fn new(_options: &[(String, String)]) -> Result<KernelArgs, String> {
+    pub fn new(_options: ToolOptions<'_>) -> Result<KernelArgs, String> {
         Ok(KernelArgs)
     }
+}
+
+/// Dword indices of the kernel-argument segment that explicit arguments
+/// occupy (within its size).
+fn argument_dwords(args: &[inlay_codeobj::metadata::KernelArg], size: usize) -> Vec<u32> {
+    let mut d: Vec<u32> = args
+        .iter()
+        .filter(|a| !a.value_kind.starts_with("hidden_"))
+        .flat_map(|a| a.offset / 4..(a.offset + a.size).div_ceil(4))
+        .filter(|&d| (4 * d as usize) < size)
+        .map(|d| d as u32)
+        .collect();
+    d.sort_unstable();
+    d.dedup();
+    d
 }
 
 /// An argument's value as text: pointers in hex, numbers by their type.
@@ -54,15 +73,35 @@ fn value(bytes: &[u8], kind: &str, ty: &str) -> String {
 }
 
 impl Tool for KernelArgs {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "kernel-args"
     }
 
-    fn before_launch(&self, _l: &Launch, _out: &Output) -> Option<Instrument> {
-        Some(Instrument::Arguments)
+    /// Every wave records every dword of the explicit arguments at the
+    /// kernel's entry, with the dword's index as the record's id.
+    fn instrument(
+        &self,
+        kernel: &Kernel<'_>,
+        at: &mut Insertions,
+        _out: &Output,
+    ) -> Result<(), String> {
+        let entry = kernel
+            .functions()
+            .next()
+            .and_then(|f| kernel.analysis().program.inst_at(f.index, f.entry()))
+            .ok_or("the kernel has no entry instruction")?;
+        let dwords = argument_dwords(kernel.args(), kernel.kernarg_size());
+        // Room for 256 waves' worth, so the first waves' records all fit.
+        let capacity = (dwords.len() as u32 * SCALAR_RECORD * 256).max(4096);
+        let trace = at.trace(capacity);
+        for &d in &dwords {
+            at.record(entry, trace, d, Value::KernArg(4 * d))?;
+        }
+        at.keep(trace);
+        Ok(())
     }
 
-    fn after_launch(&self, l: &Launch, o: &Outcome, out: &Output) {
+    fn after_launch(&self, l: &Launch, o: &Outcome<'_>, out: &Output) {
         let g = l.groups();
         out.line(&format!(
             "Kernel {} - {}: Total Grid Size Dims ({}, {}, {}) Workgroup Dims ({}, {}, {}) : GridDim ({}, {}, {})",
@@ -73,13 +112,17 @@ impl Tool for KernelArgs {
             g[0], g[1], g[2]
         ));
         // The dwords the kernel read, by index; each wave read them all.
+        let records = o
+            .kept::<TraceId>()
+            .and_then(|&t| o.trace(t))
+            .map(|t| Records::values(&t));
         let mut read: BTreeMap<usize, u32> = BTreeMap::new();
         let mut disagree = false;
-        for &(d, v) in o.records.iter().flat_map(|r| &r.values) {
+        for &(d, v) in records.iter().flat_map(|r| &r.values) {
             let prev = *read.entry(d as usize).or_insert(v as u32);
             disagree |= prev != v as u32;
         }
-        let source = match (&o.records, disagree) {
+        let source = match (&records, disagree) {
             (None, _) => format!(
                 "read on the host: {}",
                 o.error.as_deref().unwrap_or("not instrumented")
@@ -87,7 +130,7 @@ impl Tool for KernelArgs {
             (Some(_), true) => "MISMATCH: waves read different values".to_string(),
             (Some(_), false) => "read by the kernel".to_string(),
         };
-        if o.records.is_none() || disagree {
+        if records.is_none() || disagree {
             out.line(&format!("  ({source})"));
         }
         let mut args = Vec::new();
@@ -103,7 +146,7 @@ impl Tool for KernelArgs {
                 continue;
             };
             // The argument's bytes from the dwords the kernel read.
-            let device: Option<Vec<u8>> = o.records.as_ref().and_then(|_| {
+            let device: Option<Vec<u8>> = records.as_ref().and_then(|_| {
                 at.clone()
                     .map(|b| read.get(&(b / 4)).map(|w| (w >> (8 * (b % 4))) as u8))
                     .collect()
@@ -124,7 +167,7 @@ impl Tool for KernelArgs {
                     " (MISMATCH: the caller's segment holds {})",
                     value(host, &a.value_kind, ty)
                 ),
-                None if o.records.is_some() => " (not recorded: read on the host)".to_string(),
+                None if records.is_some() => " (not recorded: read on the host)".to_string(),
                 _ => String::new(),
             };
             out.line(&format!("  arg {i} {what}: {v}{note}"));

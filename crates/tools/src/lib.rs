@@ -1,29 +1,55 @@
-//! Tools that instrument kernels as a program runs, and the host that runs
-//! them inside the HSA runtime.
+//! The tool API — how instrumentation tools see a program's kernels, ask
+//! for hooks and read what the hooks left — and the host that runs tools
+//! inside the HSA runtime, with the built-in tools written on it.
 //!
-//! A [`Tool`] sees each kernel launch ([`Launch`]) and says whether and how
-//! to instrument it ([`Instrument`]); the [`Host`] (the runtime's
-//! interceptor) lifts the kernel, rewrites it with hooks, writes the
-//! rewritten kernel into a copy of its code object, loads that beside the
-//! original, and runs it instead for that dispatch. When the dispatch
-//! completes the tool gets what the hooks counted ([`Executed`]) or recorded
-//! ([`Records`]), and the virtual GPU's own counts of the same dispatch
-//! ([`inlay_vgpu::Stats`]) to compare with.
+//! A [`Tool`] gets callbacks:
+//! - [`Tool::code_object_loaded`] when an executable is frozen;
+//! - [`Tool::before_launch`] before each kernel launch: whether this launch
+//!   runs with the tool's hooks;
+//! - [`Tool::instrument`] the first time a launch of a kernel runs with the
+//!   tool's hooks: the tool walks the kernel ([`Kernel`]: functions, blocks,
+//!   instructions with their facts) and says where its hooks go
+//!   ([`Insertions`]: calls to compiled hooks with arguments, counters,
+//!   trace records). The instrumented copy is cached, so a tool pays for
+//!   it once per kernel; the requests of every tool attached go into one
+//!   copy;
+//! - [`Tool::hooks_loaded`] when a copy loads its own instance of the tool's
+//!   hook module (initialise globals there);
+//! - [`Tool::after_launch`] when the launch completed (or failed), with an
+//!   [`Outcome`]: the tool's counters and traces, its hook module's globals,
+//!   the virtual GPU's own counts to compare with.
 //!
-//! Tools: [`instr_count`] (instructions per wave or per thread, hooks per
-//! instruction or per basic block), [`opcode_hist`], [`mem_trace`] (the
-//! address every lane accesses), [`kernel_args`] (argument values as the
-//! kernel reads them).
+//! Tools written in C or C++ are shared libraries using `include/inlay/tool.h`
+//! ([`shared_lib`], [`capi`]); tools written in Rust implement [`Tool`].
+//! Built-in tools: [`instr_count`], [`opcode_hist`], [`mem_trace`],
+//! [`kernel_args`]. [`attach`] builds the tools `inlay run --tool` names.
 
+mod buffers;
+pub mod capi;
+mod copy;
+mod counting;
 mod host;
+mod insert;
 pub mod instr_count;
+mod kernel;
 pub mod kernel_args;
 pub mod mem_trace;
 pub mod opcode_hist;
+mod options;
+mod outcome;
 mod output;
+pub mod shared_lib;
 
-pub use host::Host;
+pub use counting::{Counting, Executed, LaneRecord, Records};
+pub use host::{Host, MAX_TOOLS};
+pub use inlay_instrument::hooks::{Arg, HookModule, LaunchValue, Point};
+pub use insert::{Counter, Insertions, TraceId};
+pub use kernel::{classify, AddressOperand, BlockView, Class, FunctionView, Instr, Kernel, Space};
+pub use options::{Options, ToolOptions, HOST_KEYS};
+pub use outcome::{Globals, Outcome, TraceData};
 pub use output::Output;
+
+pub use inlay_runtime::intercept::LoadedCode;
 
 use inlay_codeobj::metadata::KernelArg;
 
@@ -34,11 +60,17 @@ pub struct Launch {
     pub index: u64,
     /// Kernel name (as in the code object; C++ names mangled).
     pub kernel: String,
-    /// Work-items per dimension and work-items per workgroup.
+    /// The kernel object dispatched (identifies the kernel in this process).
+    pub kernel_object: u64,
+    /// Dimensions of the launch (1 to 3).
+    pub dimensions: u8,
+    /// Work-items per dimension and work-items per workgroup (1 in unused
+    /// dimensions).
     pub grid: [u32; 3],
     pub workgroup: [u32; 3],
-    /// The kernel-argument segment as the caller filled it.
+    /// The kernel-argument segment as the caller filled it, and its address.
     pub kernarg: Vec<u8>,
+    pub kernarg_address: u64,
     /// The kernel's arguments from its metadata (explicit and hidden).
     pub args: Vec<KernelArg>,
 }
@@ -50,138 +82,145 @@ impl Launch {
     }
 }
 
-/// How a tool wants a launch instrumented.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Instrument {
-    /// Count executions.
-    Count(Counting),
-    /// Record the address each enabled lane accesses at every FLAT and
-    /// GLOBAL instruction (of the kernel and the functions it calls), in a
-    /// trace of `capacity` bytes ([`Records::lanes`]).
-    MemoryTrace { capacity: u32 },
-    /// Record, once per wave at the kernel's entry, every dword of its
-    /// explicit arguments as the kernel reads them ([`Records::values`],
-    /// by dword index).
-    Arguments,
-}
-
-/// How to count executions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Counting {
-    /// A hook before every instruction, or before every basic block.
-    pub per_block: bool,
-    /// Count lanes enabled by EXEC (per thread) instead of waves.
-    pub lanes: bool,
-}
-
-/// What the hooks of an instrumented launch counted: executions of every
-/// instruction of the kernel and the device functions it calls (per wave, or
-/// lanes, as [`Counting::lanes`] says).
-#[derive(Debug, Clone, Default)]
-pub struct Executed {
-    /// (address in its code object, opcode name, executions).
-    pub per_instruction: Vec<(u64, &'static str, u64)>,
-    /// Instructions the rewriter added (static).
-    pub added_instructions: usize,
-}
-
-impl Executed {
-    pub fn total(&self) -> u64 {
-        self.per_instruction.iter().map(|e| e.2).sum()
-    }
-}
-
-/// What recording hooks wrote in one launch.
-#[derive(Debug, Clone, Default)]
-pub struct Records {
-    /// Records of one value per lane, in the order they were claimed.
-    pub lanes: Vec<LaneRecord>,
-    /// Records of one value per wave: (id, value).
-    pub values: Vec<(u32, u64)>,
-    /// Bytes the hooks claimed, and the trace's capacity: records past it
-    /// were lost.
-    pub claimed: u64,
-    pub capacity: u64,
-}
-
-/// One wave's values at one instruction.
-#[derive(Debug, Clone)]
-pub struct LaneRecord {
-    /// The instruction's address in its code object, and its opcode.
-    pub addr: u64,
-    pub opcode: &'static str,
-    /// Lanes enabled; the values of the others are not meaningful.
-    pub exec: u64,
-    pub values: [u64; 64],
-}
-
-impl LaneRecord {
-    /// Values of the enabled lanes.
-    pub fn enabled(&self) -> impl Iterator<Item = u64> + '_ {
-        (0..64)
-            .filter(|l| self.exec >> l & 1 != 0)
-            .map(|l| self.values[l])
-    }
-}
-
-/// How a launch ended.
-#[derive(Debug, Clone, Default)]
-pub struct Outcome {
-    /// The hooks' counts, if the launch was instrumented to count.
-    pub executed: Option<Executed>,
-    /// What the hooks recorded, if the launch was instrumented to record.
-    pub records: Option<Records>,
-    /// The virtual GPU's own counts of the same original instructions in
-    /// that dispatch (executions of their copies in the instrumented code,
-    /// per wave or per lane as the hooks count; per lane for memory
-    /// traces): the oracle the hooks' counts must equal.
-    pub native_executed: Option<Executed>,
-    /// The virtual GPU's own counts of the dispatch that ran (the
-    /// instrumented kernel when instrumented: hooks included).
-    pub native: Option<inlay_vgpu::Stats>,
-    /// Why the dispatch or its instrumentation failed.
-    pub error: Option<String>,
-}
-
-/// A tool: callbacks at code object load, before a launch, after it.
+/// A tool. Callbacks may run on several threads at once (one per queue).
 pub trait Tool: Send + Sync {
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
+
+    /// The code object holding the tool's hooks, if it calls any.
+    fn hook_module(&self) -> Option<&HookModule> {
+        None
+    }
 
     /// A code object was loaded (its executable frozen).
-    fn code_object_loaded(&self, code: &inlay_runtime::intercept::LoadedCode, out: &Output) {
+    fn code_object_loaded(&self, code: &LoadedCode, out: &Output) {
         let _ = (code, out);
     }
 
-    /// A kernel is about to run: instrument it (and how) or not.
-    fn before_launch(&self, launch: &Launch, out: &Output) -> Option<Instrument>;
+    /// Whether this launch runs with the tool's hooks.
+    fn before_launch(&self, launch: &Launch, out: &Output) -> bool {
+        let _ = (launch, out);
+        true
+    }
+
+    /// Where the tool's hooks go in `kernel`; asked once per kernel. An
+    /// error leaves the kernel uninstrumented (and is reported).
+    fn instrument(
+        &self,
+        kernel: &Kernel<'_>,
+        at: &mut Insertions,
+        out: &Output,
+    ) -> Result<(), String>;
+
+    /// An instance of the tool's hook module was loaded with a new copy of
+    /// some kernel: set up its globals.
+    fn hooks_loaded(&self, globals: &Globals<'_>, out: &Output) {
+        let _ = (globals, out);
+    }
 
     /// The launch completed (or failed).
-    fn after_launch(&self, launch: &Launch, outcome: &Outcome, out: &Output);
+    fn after_launch(&self, launch: &Launch, outcome: &Outcome<'_>, out: &Output);
+
+    /// The runtime is shutting down (or the process exiting).
+    fn finish(&self, out: &Output) {
+        let _ = out;
+    }
 }
 
-/// A built-in tool by name, configured by `KEY=VALUE` options.
-pub fn by_name(name: &str, options: &[(String, String)]) -> Result<Box<dyn Tool>, String> {
+/// Names of the built-in tools.
+pub const BUILT_IN: [&str; 4] = ["instr-count", "opcode-hist", "mem-trace", "kernel-args"];
+
+/// A built-in tool by name, or a tool in a shared library (a path: it
+/// contains `/` or ends in `.so`), reading its options from `options`.
+pub fn by_name(name: &str, options: ToolOptions<'_>) -> Result<Box<dyn Tool>, String> {
     match name {
         "instr-count" => Ok(Box::new(instr_count::InstrCount::new(options)?)),
         "opcode-hist" => Ok(Box::new(opcode_hist::OpcodeHist::new(options)?)),
         "kernel-args" => Ok(Box::new(kernel_args::KernelArgs::new(options)?)),
         "mem-trace" => Ok(Box::new(mem_trace::MemTrace::new(options)?)),
+        path if shared_lib::is_path(path) => {
+            Ok(Box::new(shared_lib::SharedLibTool::load(path, options)?))
+        }
         _ => Err(format!(
-            "no tool named {name} (tools: instr-count, opcode-hist, mem-trace, kernel-args)"
+            "no tool named {name} (tools: {}, or a tool library ./NAME.so)",
+            BUILT_IN.join(", ")
         )),
     }
 }
 
-/// Parses `INLAY_TOOL_OPTS`-style options: `KEY=VALUE` separated by `;`.
-pub fn parse_options(s: &str) -> Result<Vec<(String, String)>, String> {
-    s.split(';')
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| {
-            p.split_once('=')
-                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-                .ok_or_else(|| format!("tool option '{p}' is not KEY=VALUE"))
-        })
-        .collect()
+/// The name a tool is known by in options (`NAME:KEY=VALUE`): a built-in
+/// tool's name, or a library's file name without `lib` and `.so`.
+pub fn option_scope(spec: &str) -> String {
+    if !shared_lib::is_path(spec) {
+        return spec.to_string();
+    }
+    let file = std::path::Path::new(spec)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let file = file.split(".so").next().unwrap_or_default();
+    file.strip_prefix("lib").unwrap_or(file).to_string()
+}
+
+/// The tools `INLAY_TOOL`'s comma-separated list names, configured by
+/// `INLAY_TOOL_OPTS` (`KEY=VALUE;...`, `TOOL:KEY=VALUE` for one tool;
+/// `output=PATH` sends their text to a file instead of standard error,
+/// `json=PATH` writes JSON Lines), and where they write. Every option must
+/// be read by some tool: unknown ones are an error.
+pub fn attach(tools: &str, options: &str) -> Result<(Vec<Box<dyn Tool>>, Output), String> {
+    let (built, options) = configure(tools, options, false)?;
+    let out = Output::new(options.host("output"), options.host("json"))?;
+    Ok((built, out))
+}
+
+/// What [`attach`] does short of opening outputs: every tool named exists
+/// and accepts its options, and no option is unknown. `inlay run` calls it
+/// (through the runtime library, `inlay_tools_check`) before starting the
+/// program.
+pub fn check(tools: &str, options: &str) -> Result<(), String> {
+    configure(tools, options, true).map(|_| ())
+}
+
+fn configure(
+    tools: &str,
+    options: &str,
+    checking: bool,
+) -> Result<(Vec<Box<dyn Tool>>, Options), String> {
+    let mut options = Options::parse(options)?;
+    options.checking = checking;
+    let specs: Vec<&str> = tools
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if specs.is_empty() {
+        return Err("no tool named".into());
+    }
+    if specs.len() > MAX_TOOLS {
+        return Err(format!("at most {MAX_TOOLS} tools at once"));
+    }
+    let scopes: Vec<String> = specs.iter().map(|s| option_scope(s)).collect();
+    if let Some((i, s)) = scopes
+        .iter()
+        .enumerate()
+        .find(|(i, s)| scopes[..*i].contains(s))
+    {
+        return Err(format!(
+            "tool {} is named twice ({} and {})",
+            s,
+            specs[scopes.iter().position(|x| x == s).unwrap_or(0)],
+            specs[i]
+        ));
+    }
+    let built = specs
+        .iter()
+        .zip(&scopes)
+        .map(|(spec, scope)| by_name(spec, options.for_tool(scope)))
+        .collect::<Result<Vec<_>, _>>()?;
+    for key in HOST_KEYS {
+        options.host(key);
+    }
+    options.unused(&scopes)?;
+    Ok((built, options))
 }
 
 /// Kernel name for people: demangled C++ names, others as they are; the

@@ -15,7 +15,11 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::json;
 
-use crate::{display_name, Instrument, Launch, Outcome, Output, Tool};
+use inlay_instrument::rewrite::{has_address, LaneValue, LANE_RECORD};
+
+use crate::{
+    display_name, Insertions, Kernel, Launch, Outcome, Output, Records, Tool, ToolOptions, TraceId,
+};
 
 pub struct MemTrace {
     capacity: u32,
@@ -23,29 +27,22 @@ pub struct MemTrace {
 }
 
 impl MemTrace {
-    pub fn new(options: &[(String, String)]) -> Result<MemTrace, String> {
-        let mut t = MemTrace {
-            capacity: 64 << 20,
-            dump: false,
-        };
-        for (k, v) in options {
-            match k.as_str() {
-                "capacity" => {
-                    t.capacity = v
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|&m| (1..4096).contains(&m))
-                        .map(|m| m << 20)
-                        .ok_or_else(|| {
-                            format!("mem-trace: capacity={v}: expected MiB, 1 to 4095")
-                        })?
-                }
-                "dump" => t.dump = matches!(v.as_str(), "1" | "true" | "yes"),
-                _ => {}
-            }
-        }
-        Ok(t)
+    pub fn new(options: ToolOptions<'_>) -> Result<MemTrace, String> {
+        let capacity = options.parse("capacity", "MiB, 1 to 4095", |v| {
+            v.parse::<u32>().ok().filter(|&m| (1..4096).contains(&m))
+        })?;
+        Ok(MemTrace {
+            capacity: capacity.unwrap_or(64) << 20,
+            dump: options.flag("dump")?.unwrap_or(false),
+        })
     }
+}
+
+/// What the tool keeps with a kernel: its trace, and the instructions
+/// traced (index, address, opcode): record id `n` comes from `sites[n - 1]`.
+struct Traced {
+    trace: TraceId,
+    sites: Vec<(usize, u64, &'static str)>,
 }
 
 /// What one instruction accessed.
@@ -59,19 +56,37 @@ struct Site {
 }
 
 impl Tool for MemTrace {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "mem-trace"
     }
 
-    fn before_launch(&self, _launch: &Launch, _out: &Output) -> Option<Instrument> {
-        Some(Instrument::MemoryTrace {
-            capacity: self.capacity,
-        })
+    fn instrument(
+        &self,
+        kernel: &Kernel<'_>,
+        at: &mut Insertions,
+        _out: &Output,
+    ) -> Result<(), String> {
+        let trace = at.trace(self.capacity);
+        let mut sites = Vec::new();
+        for ins in kernel.instructions() {
+            if has_address(ins.instruction()) {
+                sites.push((ins.index, ins.addr(), ins.opcode()));
+                at.record_lanes(ins.index, trace, sites.len() as u32, LaneValue::Address)?;
+            }
+        }
+        at.keep(Traced { trace, sites });
+        Ok(())
     }
 
-    fn after_launch(&self, launch: &Launch, o: &Outcome, out: &Output) {
+    fn after_launch(&self, launch: &Launch, o: &Outcome<'_>, out: &Output) {
         let name = display_name(&launch.kernel);
-        let Some(r) = &o.records else {
+        // Records made before a failure (the faulting access's own among
+        // them) are still worth having.
+        let traced = o.kept::<Traced>();
+        let records = traced
+            .and_then(|t| o.trace(t.trace))
+            .map(|t| Records::lanes(&t));
+        let (Some(r), Some(traced)) = (&records, traced) else {
             let why = o.error.as_deref().unwrap_or("not instrumented");
             out.line(&format!(
                 "mem-trace: kernel {} {name}: no trace ({why})",
@@ -82,8 +97,14 @@ impl Tool for MemTrace {
         };
         let mut sites: BTreeMap<u64, Site> = BTreeMap::new();
         for rec in &r.lanes {
-            let s = sites.entry(rec.addr).or_insert_with(|| Site {
-                opcode: rec.opcode,
+            let Some(&(_, addr, opcode)) = (rec.id as usize)
+                .checked_sub(1)
+                .and_then(|n| traced.sites.get(n))
+            else {
+                continue;
+            };
+            let s = sites.entry(addr).or_insert_with(|| Site {
+                opcode,
                 low: u64::MAX,
                 ..Site::default()
             });
@@ -98,8 +119,8 @@ impl Tool for MemTrace {
                 out.json(&json!({
                     "tool": "mem-trace",
                     "launch": launch.index,
-                    "pc": rec.addr,
-                    "opcode": rec.opcode,
+                    "pc": addr,
+                    "opcode": opcode,
                     "exec": rec.exec,
                     "addresses": addresses,
                 }));
@@ -114,7 +135,14 @@ impl Tool for MemTrace {
             .len();
         // The virtual GPU counts the lanes of every instruction: a complete
         // trace must have the same per instruction.
-        let check = match (&o.native_executed, lost) {
+        let native: Option<Vec<(u64, u64)>> = o.native.map(|_| {
+            traced
+                .sites
+                .iter()
+                .map(|&(i, addr, _)| (addr, o.native_at(i).map_or(0, |n| n.1)))
+                .collect()
+        });
+        let check = match (&native, lost) {
             _ if o.error.is_some() => format!(
                 " (the dispatch failed; these are the accesses before: {})",
                 o.error.as_deref().unwrap_or_default()
@@ -122,13 +150,12 @@ impl Tool for MemTrace {
             (_, true) => format!(
                 " (trace full: {} of {} records kept; raise capacity=)",
                 r.lanes.len(),
-                r.claimed / u64::from(inlay_instrument::rewrite::LANE_RECORD)
+                r.claimed / u64::from(LANE_RECORD)
             ),
             (Some(n), false) => {
                 let differ = n
-                    .per_instruction
                     .iter()
-                    .filter(|&&(addr, _, c)| sites.get(&addr).map_or(0, |s| s.lanes) != c)
+                    .filter(|&&(addr, c)| sites.get(&addr).map_or(0, |s| s.lanes) != c)
                     .count();
                 match differ {
                     0 => " (the virtual GPU counted the same lanes)".to_string(),
@@ -166,7 +193,7 @@ impl Tool for MemTrace {
             "launch": launch.index,
             "kernel": launch.kernel,
             "records": r.lanes.len(),
-            "claimed_records": r.claimed / u64::from(inlay_instrument::rewrite::LANE_RECORD),
+            "claimed_records": r.claimed / u64::from(LANE_RECORD),
             "lane_accesses": lanes,
             "lines": lines,
             "instructions": per,

@@ -7,17 +7,18 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::instr_count::{counting, mode_name};
-use crate::{display_name, Counting, Executed, Instrument, Launch, Outcome, Output, Tool};
+use crate::counting::{self, Counting, Executed};
+use crate::instr_count::{counting as options_counting, mode_name};
+use crate::{display_name, Insertions, Kernel, Launch, Outcome, Output, Tool, ToolOptions};
 
 pub struct OpcodeHist {
     how: Counting,
 }
 
 impl OpcodeHist {
-    pub fn new(options: &[(String, String)]) -> Result<OpcodeHist, String> {
+    pub fn new(options: ToolOptions<'_>) -> Result<OpcodeHist, String> {
         Ok(OpcodeHist {
-            how: counting(options, "opcode-hist")?,
+            how: options_counting(options)?,
         })
     }
 }
@@ -33,17 +34,22 @@ fn histogram(e: &Executed) -> BTreeMap<&'static str, u64> {
 }
 
 impl Tool for OpcodeHist {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "opcode-hist"
     }
 
-    fn before_launch(&self, _launch: &Launch, _out: &Output) -> Option<Instrument> {
-        Some(Instrument::Count(self.how))
+    fn instrument(
+        &self,
+        kernel: &Kernel<'_>,
+        at: &mut Insertions,
+        _out: &Output,
+    ) -> Result<(), String> {
+        counting::instrument(kernel, at, self.how)
     }
 
-    fn after_launch(&self, launch: &Launch, o: &Outcome, out: &Output) {
+    fn after_launch(&self, launch: &Launch, o: &Outcome<'_>, out: &Output) {
         let name = display_name(&launch.kernel);
-        let Some(e) = &o.executed else {
+        let Some((e, native)) = counting::executed(launch, o).filter(|_| o.error.is_none()) else {
             let why = o.error.as_deref().unwrap_or("not instrumented");
             out.line(&format!(
                 "opcode-hist: kernel {} {name}: no histogram ({why})",
@@ -57,8 +63,8 @@ impl Tool for OpcodeHist {
             }));
             return;
         };
-        let hist = histogram(e);
-        let agrees = o.native_executed.as_ref().map(|n| histogram(n) == hist);
+        let hist = histogram(&e);
+        let agrees = native.as_ref().map(|n| histogram(n) == hist);
         let note = match agrees {
             Some(true) => " (the virtual GPU counted the same)",
             Some(false) => " (MISMATCH with the virtual GPU's counts)",

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::fault::{Exception, FaultKind};
 use crate::inst::Atomic;
 use crate::memory::{Allocation, Memory};
+use crate::valu::{f16_to_f32, f32_to_f16};
 
 /// Reads `out.len()` bytes at `addr`.
 pub fn load(mem: &Memory, addr: u64, out: &mut [u8]) -> Result<(), Exception> {
@@ -77,8 +78,31 @@ pub fn rmw32(op: Atomic, old: u32, v: u32, cmp: u32) -> u32 {
             }
         }
         Atomic::AddF32 => (f32::from_bits(old) + f32::from_bits(v)).to_bits(),
-        // Only 64-bit atomics decode to AddF64 (inst.rs: `ds_add_f64`).
-        Atomic::AddF64 => old,
+        Atomic::MinF32 => {
+            let (o, n) = (f32::from_bits(old), f32::from_bits(v));
+            if n < o {
+                v
+            } else {
+                old
+            }
+        }
+        Atomic::MaxF32 => {
+            let (o, n) = (f32::from_bits(old), f32::from_bits(v));
+            if n > o {
+                v
+            } else {
+                old
+            }
+        }
+        Atomic::PkAddF16 => {
+            // Each half added in f32, then rounded to f16: rounding to f32
+            // first cannot change the result (24 >= 2 * 11 + 2 bits).
+            let half =
+                |x: u32, y: u32| f32_to_f16(f16_to_f32(x as u16) + f16_to_f32(y as u16)) as u32;
+            half(old, v) | half(old >> 16, v >> 16) << 16
+        }
+        // Only 64-bit atomics decode to these (inst.rs: `*_f64`).
+        Atomic::AddF64 | Atomic::MinF64 | Atomic::MaxF64 => old,
     }
 }
 
@@ -116,10 +140,26 @@ pub fn rmw64(op: Atomic, old: u64, v: u64, cmp: u64) -> u64 {
                 old - 1
             }
         }
-        // No 64-bit atomic decodes to AddF32 (inst.rs maps only `*_add_f32`, which has
-        // no _x2 form); global_atomic_add_f64 is unimplemented and faults before this.
-        Atomic::AddF32 => old,
         Atomic::AddF64 => (f64::from_bits(old) + f64::from_bits(v)).to_bits(),
+        Atomic::MinF64 => {
+            let (o, n) = (f64::from_bits(old), f64::from_bits(v));
+            if n < o {
+                v
+            } else {
+                old
+            }
+        }
+        Atomic::MaxF64 => {
+            let (o, n) = (f64::from_bits(old), f64::from_bits(v));
+            if n > o {
+                v
+            } else {
+                old
+            }
+        }
+        // No 64-bit atomic decodes to these (inst.rs: they have no `_x2`
+        // or f64 form).
+        Atomic::AddF32 | Atomic::MinF32 | Atomic::MaxF32 | Atomic::PkAddF16 => old,
     }
 }
 

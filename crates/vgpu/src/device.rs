@@ -13,7 +13,7 @@ use crate::fault::{FaultKind, FaultReport};
 use crate::kernarg::{fill_hidden, Hidden};
 use crate::memory::{Fault, MemKind, Memory};
 use crate::program::{CodeRegion, KernelInfo, LoadError, Program};
-use crate::workgroup::{Launch, Watch, WaveFault};
+use crate::workgroup::{Launch, Probe, Probes, Watch, WaveFault};
 
 /// LDS per workgroup on gfx90a.
 pub const MAX_LDS: u32 = 64 * 1024;
@@ -25,6 +25,16 @@ pub const MAX_KERNARG: u64 = 64 * 1024;
 pub const MAX_SCRATCH: u32 = 128 * 1024;
 /// Default watchdog: instructions one wave may execute in a dispatch.
 pub const DEFAULT_BUDGET: u64 = 1 << 30;
+/// The compute units and waves per compute unit the runtime reports for
+/// the virtual GPU (those of an MI210), which HIP's cooperative launch
+/// sizes its grids by.
+pub const COMPUTE_UNITS: u32 = 104;
+pub const WAVES_PER_CU: u32 = 32;
+/// Most waves a dispatch whose workgroups wait for each other (GWS) may
+/// have: all of them must be resident at once, as on the hardware.
+pub const MAX_RESIDENT_WAVES: u64 = COMPUTE_UNITS as u64 * WAVES_PER_CU as u64;
+/// Instructions a wave of such a dispatch runs before the next one's turn.
+const TIME_SLICE: u64 = 1 << 12;
 
 /// Native counts of one dispatch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -74,6 +84,7 @@ pub struct Device {
     pool: rayon::ThreadPool,
     budget: u64,
     next_dispatch_id: AtomicU64,
+    gws: crate::gws::Gws,
 }
 
 impl Default for Device {
@@ -112,6 +123,7 @@ impl Device {
             pool,
             budget: DEFAULT_BUDGET,
             next_dispatch_id: AtomicU64::new(1),
+            gws: Default::default(),
         }
     }
 
@@ -242,7 +254,7 @@ impl Device {
         wg: [u32; 3],
         args: &[u8],
     ) -> Result<Stats, Box<FaultReport>> {
-        self.dispatch_watched(program, kernel, grid, wg, args, Watch::default())
+        self.dispatch_with(program, kernel, grid, wg, args, None, Watch::default())
     }
 
     /// [`Device::dispatch`], ended early by `watch` (a fault of kind
@@ -256,6 +268,35 @@ impl Device {
         args: &[u8],
         watch: Watch<'_>,
     ) -> Result<Stats, Box<FaultReport>> {
+        self.dispatch_with(program, kernel, grid, wg, args, None, watch)
+    }
+
+    /// [`Device::dispatch`], showing waves to `probe` before and after the
+    /// instructions it names (the oracle of instrumentation tests).
+    pub fn dispatch_probed(
+        &self,
+        program: &Program,
+        kernel: &str,
+        grid: [u32; 3],
+        wg: [u32; 3],
+        args: &[u8],
+        probe: Option<&Probe<'_>>,
+    ) -> Result<Stats, Box<FaultReport>> {
+        self.dispatch_with(program, kernel, grid, wg, args, probe, Watch::default())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch_with(
+        &self,
+        program: &Program,
+        kernel: &str,
+        grid: [u32; 3],
+        wg: [u32; 3],
+        args: &[u8],
+        probe: Option<&Probe<'_>>,
+        watch: Watch<'_>,
+    ) -> Result<Stats, Box<FaultReport>> {
+        let probes = probe.map(|p| Probes::new(program, p));
         let k = program
             .kernel(kernel)
             .ok_or_else(|| refuse(kernel, format!("no kernel named {kernel}")))?;
@@ -278,7 +319,10 @@ impl Device {
             priv_size: k.descriptor.private_segment_fixed_size,
             budget: self.budget,
             interrupt: interrupt.as_deref(),
+            probe: probes.as_ref(),
             watch: watch.arm(),
+            gws: &self.gws,
+            slice: u64::MAX,
         };
         let result = self.run(&launch);
         for a in [setup.packet, setup.queue, setup.kernarg] {
@@ -315,6 +359,37 @@ impl Device {
             .as_ref()
             .map_err(|why| refuse(&name, format!("cannot predecode its code: {why}")))?;
         let k = program.kernel(&name).ok_or_else(unknown)?;
+        self.run_packet(program, k, p, None, watch)
+    }
+
+    /// Runs `kernel` of `program` from a packet the caller placed in
+    /// device memory (its address is the dispatch pointer; its kernel
+    /// arguments, hidden ones included, are the caller's), showing waves to
+    /// `probe`. Two dispatches of one packet see the same launch pointers,
+    /// which instrumentation tests compare runs by.
+    pub fn dispatch_program(
+        &self,
+        program: &Program,
+        kernel: &str,
+        p: &Packet,
+        probe: Option<&Probe<'_>>,
+    ) -> Result<Stats, Box<FaultReport>> {
+        let k = program
+            .kernel(kernel)
+            .ok_or_else(|| refuse(kernel, format!("no kernel named {kernel}")))?;
+        self.run_packet(program, k, p, probe, Watch::default())
+    }
+
+    fn run_packet(
+        &self,
+        program: &Program,
+        k: &KernelInfo,
+        p: &Packet,
+        probe: Option<&Probe<'_>>,
+        watch: Watch<'_>,
+    ) -> Result<Stats, Box<FaultReport>> {
+        let name = &k.name;
+        let probes = probe.map(|pr| Probes::new(program, pr));
         let lds_size = k
             .descriptor
             .group_segment_fixed_size
@@ -330,7 +405,7 @@ impl Device {
             let a = self
                 .mem
                 .alloc(64, 64, MemKind::Runtime, 0)
-                .map_err(|f| refuse(&name, format!("device memory: {f}")))?;
+                .map_err(|f| refuse(name, format!("device memory: {f}")))?;
             let _ = self.mem.write_bytes(a, &p.raw);
             Some(a)
         } else {
@@ -351,7 +426,10 @@ impl Device {
             priv_size,
             budget: self.budget,
             interrupt: interrupt.as_deref(),
+            probe: probes.as_ref(),
             watch: watch.arm(),
+            gws: &self.gws,
+            slice: u64::MAX,
         };
         let result = self.run(&launch);
         if let Some(a) = copy {
@@ -408,6 +486,9 @@ impl Device {
     }
 
     fn run(&self, launch: &Launch<'_>) -> Result<Stats, Box<FaultReport>> {
+        if launch.program.gws_waits {
+            return self.run_resident(launch);
+        }
         let start = Instant::now();
         let counts = [
             launch.grid[0].div_ceil(launch.wg_size[0]),
@@ -479,6 +560,57 @@ impl Device {
         if let Some((_, wg, f)) = fault {
             return Err(Box::new(self.report(launch, wg, f)));
         }
+        Ok(Self::stats(launch, counts, &per_pc, start))
+    }
+
+    /// A dispatch whose workgroups wait for each other (its program has GWS
+    /// barriers or semaphores: cooperative launches, `grid.sync()`): all its
+    /// workgroups run at once, interleaved on this thread, as the hardware
+    /// keeps a cooperative grid resident; one larger than the device can
+    /// keep resident is refused, as HIP refuses to launch it.
+    fn run_resident(&self, launch: &Launch<'_>) -> Result<Stats, Box<FaultReport>> {
+        let start = Instant::now();
+        let counts = [
+            launch.grid[0].div_ceil(launch.wg_size[0]),
+            launch.grid[1].div_ceil(launch.wg_size[1]),
+            launch.grid[2].div_ceil(launch.wg_size[2]),
+        ];
+        let total = counts[0] as u64 * counts[1] as u64 * counts[2] as u64;
+        let waves_per_group =
+            (launch.wg_size.iter().map(|&w| w as u64).product::<u64>()).div_ceil(64);
+        if total.saturating_mul(waves_per_group) > MAX_RESIDENT_WAVES {
+            return Err(refuse(
+                &launch.kernel.name,
+                format!(
+                    "{total} workgroups of {waves_per_group} waves wait for each other (GWS), \
+                     but at most {MAX_RESIDENT_WAVES} waves are resident \
+                     ({COMPUTE_UNITS} compute units of {WAVES_PER_CU} waves)"
+                ),
+            ));
+        }
+        let groups: Vec<[u32; 3]> = (0..total)
+            .map(|n| {
+                [
+                    (n % counts[0] as u64) as u32,
+                    (n / counts[0] as u64 % counts[1] as u64) as u32,
+                    (n / (counts[0] as u64 * counts[1] as u64)) as u32,
+                ]
+            })
+            .collect();
+        let resident = Launch {
+            slice: TIME_SLICE,
+            ..*launch
+        };
+        let mut per_pc = vec![[0u64; 2]; launch.program.insts.len()];
+        resident
+            .run_resident(&groups, &mut per_pc)
+            .map_err(|(wg, f)| Box::new(self.report(launch, wg, f)))?;
+        Ok(Self::stats(launch, counts, &per_pc, start))
+    }
+
+    /// The native counts of a finished dispatch.
+    fn stats(launch: &Launch<'_>, counts: [u32; 3], per_pc: &[[u64; 2]], start: Instant) -> Stats {
+        let total = counts[0] as u64 * counts[1] as u64 * counts[2] as u64;
         let mut stats = Stats {
             workgroups: total,
             wall: start.elapsed(),
@@ -509,7 +641,7 @@ impl Device {
                 .entry(Opcode(inst.opcode).name())
                 .or_insert(0) += c;
         }
-        Ok(stats)
+        stats
     }
 
     fn report(&self, launch: &Launch<'_>, wg: [u32; 3], f: WaveFault) -> FaultReport {

@@ -38,6 +38,9 @@ pub enum FaultKind {
     UnknownKernel { kernel_object: u64 },
     /// The dispatch could not start: bad sizes, resources.
     Launch(String),
+    /// Every wave left waits on a GWS barrier or semaphore, or a workgroup
+    /// barrier, that nothing can release any more.
+    Deadlock(String),
 }
 
 impl fmt::Display for FaultKind {
@@ -73,6 +76,7 @@ impl fmt::Display for FaultKind {
                 "dispatch refused: no loaded kernel has its descriptor at {kernel_object:#x}"
             ),
             FaultKind::Launch(why) => write!(f, "dispatch refused: {why}"),
+            FaultKind::Deadlock(why) => write!(f, "deadlock: {why}"),
         }
     }
 }

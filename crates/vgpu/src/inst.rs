@@ -5,7 +5,7 @@
 //! loop only matches on [`Op`] and reads plain fields. Anything the emulator
 //! does not implement becomes [`Op::Unimplemented`] and faults only if run.
 
-use inlay_isa::tables::Field;
+use inlay_isa::tables::{Field, Slot};
 use inlay_isa::{Encoding, Instruction};
 
 /// A source operand, resolved from the 9-bit source encoding.
@@ -157,6 +157,14 @@ pub enum Atomic {
     Dec,
     AddF32,
     AddF64,
+    /// Float min / max as the ISA's pseudo-code has them: the new value
+    /// replaces the old only when it compares less (greater).
+    MinF32,
+    MaxF32,
+    MinF64,
+    MaxF64,
+    /// Two f16 additions, one per half.
+    PkAddF16,
 }
 
 macro_rules! ops {
@@ -276,6 +284,14 @@ ops! {
     SBitcmp0B32 = "s_bitcmp0_b32", SBitcmp1B32 = "s_bitcmp1_b32",
     SBitcmp0B64 = "s_bitcmp0_b64", SBitcmp1B64 = "s_bitcmp1_b64",
     BufferWbinvl1 = "buffer_wbinvl1", BufferWbinvl1Vol = "buffer_wbinvl1_vol",
+    // Cache maintenance of the memory model (system-scope release and
+    // acquire): memory here is coherent, so they order nothing further.
+    BufferWbl2 = "buffer_wbl2", BufferInvl2 = "buffer_invl2",
+    // GWS (global wave sync): barriers and semaphores shared by the waves
+    // of a dispatch (see `gws`).
+    DsGwsInit = "ds_gws_init", DsGwsBarrier = "ds_gws_barrier",
+    DsGwsSemaV = "ds_gws_sema_v", DsGwsSemaP = "ds_gws_sema_p",
+    DsGwsSemaBr = "ds_gws_sema_br", DsGwsSemaReleaseAll = "ds_gws_sema_release_all",
     VAddU16 = "v_add_u16", VSubU16 = "v_sub_u16", VSubrevU16 = "v_subrev_u16",
     VMulLoU16 = "v_mul_lo_u16", VLshlrevB16 = "v_lshlrev_b16", VLshrrevB16 = "v_lshrrev_b16",
     VAshrrevI16 = "v_ashrrev_i16", VMinU16 = "v_min_u16", VMaxU16 = "v_max_u16",
@@ -303,6 +319,14 @@ fn mem_width(suffix: &str) -> Option<Width> {
 }
 
 fn atomic_of(name: &str) -> Option<(Atomic, bool)> {
+    // The float forms of gfx90a name their type.
+    match name {
+        "add_f64" => return Some((Atomic::AddF64, true)),
+        "min_f64" => return Some((Atomic::MinF64, true)),
+        "max_f64" => return Some((Atomic::MaxF64, true)),
+        "pk_add_f16" => return Some((Atomic::PkAddF16, false)),
+        _ => {}
+    }
     // `_x2` suffixes select 64-bit forms.
     let (base, wide) = match name.strip_suffix("_x2") {
         Some(b) => (b, true),
@@ -346,6 +370,10 @@ fn ds_atomic_of(name: &str) -> Option<(Atomic, bool, bool)> {
         ("add", false) => Atomic::Add,
         ("add", true) if wide => Atomic::AddF64,
         ("add", true) => Atomic::AddF32,
+        ("min", true) if wide => Atomic::MinF64,
+        ("min", true) => Atomic::MinF32,
+        ("max", true) if wide => Atomic::MaxF64,
+        ("max", true) => Atomic::MaxF32,
         ("sub", false) => Atomic::Sub,
         ("min", false) if signed => Atomic::SMin,
         ("min", false) => Atomic::UMin,
@@ -454,6 +482,10 @@ pub struct Inst {
     /// A vector ALU instruction (VOP1/2/C/3/3P, DPP, SDWA): the executor
     /// runs it without going through the scalar and memory dispatch.
     pub valu: bool,
+    /// Registers each source operand spans (0: no such operand), from the
+    /// instruction tables: a constant in a 1-register slot is 32-bit even
+    /// where the other operands are 64-bit (the shift of v_lshlrev_b64).
+    pub src_regs: [u8; 3],
 }
 
 impl Default for Inst {
@@ -490,6 +522,7 @@ impl Default for Inst {
             idxen: false,
             acc: false,
             valu: false,
+            src_regs: [0; 3],
         }
     }
 }
@@ -517,6 +550,17 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
     let w1 = w.get(1).copied().unwrap_or(0);
     let f = |fl: Field| i.field(fl);
     p.op = by_name(name);
+    for slot in i.slots() {
+        if let Slot::Reg { field, regs, .. } = *slot {
+            let k = match field {
+                Field::Src0 | Field::Ssrc0 => 0,
+                Field::Src1 | Field::Vsrc1 | Field::Ssrc1 => 1,
+                Field::Src2 => 2,
+                _ => continue,
+            };
+            p.src_regs[k] = regs;
+        }
+    }
     p.valu = matches!(
         i.encoding(),
         Encoding::Vop1
@@ -584,7 +628,16 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
                 p.dst = f(Field::Sdata) as u16;
             }
             if let Some((a, wide)) = name.strip_prefix("s_atomic_").and_then(atomic_of) {
-                p.op = if a == Atomic::AddF32 {
+                p.op = if matches!(
+                    a,
+                    Atomic::AddF32
+                        | Atomic::AddF64
+                        | Atomic::MinF32
+                        | Atomic::MaxF32
+                        | Atomic::MinF64
+                        | Atomic::MaxF64
+                        | Atomic::PkAddF16
+                ) {
                     Op::Unimplemented
                 } else {
                     Op::SAtomic
@@ -692,7 +745,18 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
                 src_of(w1 >> 9 & 0x1ff, 0),
                 src_of(w1 >> 18 & 0x1ff, 0),
             ];
-            p.abs = (w0 >> 8 & 7) as u8;
+            // VOP3b (carry-outs, v_div_scale, v_mad_u64_u32) has its SGPR
+            // destination where VOP3a has abs: no abs bits there.
+            let vop3b = i.slots().iter().any(|s| {
+                matches!(
+                    s,
+                    Slot::Reg {
+                        field: Field::Sdst,
+                        ..
+                    }
+                )
+            });
+            p.abs = if vop3b { 0 } else { (w0 >> 8 & 7) as u8 };
             p.neg = (w1 >> 29 & 7) as u8;
             p.clamp = w0 >> 15 & 1 != 0;
             p.omod = (w1 >> 27 & 3) as u8;
@@ -826,92 +890,48 @@ pub fn predecode(i: &Instruction, addr: u64) -> Inst {
     if matches!(i.encoding(), Encoding::Vop1) && w0 & 0x1ff == 255 {
         p.src[0] = Src::Lit(w1);
     }
-    // DPP and SDWA forms the executor does not model fault instead of
-    // running without their lane or sub-dword selection.
-    let dpp_ok = i.encoding() != Encoding::VopcDpp && !no_dpp(p.op);
-    // SDWA compares: integer and f32 compares (their operand selects).
-    let sdwa_cmp = matches!(p.op, Op::VCmp | Op::VCmpx)
-        && matches!(p.ty, Ty::U32 | Ty::I32 | Ty::U16 | Ty::I16 | Ty::F32);
-    let sdwa_ok =
-        (i.encoding() != Encoding::VopcSdwa || sdwa_cmp) && !no_dpp(p.op) && !no_sdwa(p.op);
-    if (i.encoding().is_dpp() && !dpp_ok) || (i.encoding().is_sdwa() && !sdwa_ok) {
-        p.op = Op::Unimplemented;
-    }
-    // Likewise for modifiers with effects not modelled yet: integer clamp
-    // (saturation), loads into LDS, GDS.
-    let int_clamp = i.encoding() == Encoding::Vop3
-        && p.clamp
-        && matches!(
-            p.op,
-            Op::VAddCoU32
-                | Op::VSubCoU32
-                | Op::VSubrevCoU32
-                | Op::VAddcCoU32
-                | Op::VSubbCoU32
-                | Op::VSubbrevCoU32
-                | Op::VAdd3U32
-                | Op::VMadU64U32
-                | Op::VMadI64I32
-                | Op::VMadU32U24
-        );
+    // Loads into LDS and GDS are not modelled: they fault if run (GWS
+    // instructions always carry the gds bit).
     let to_lds = match i.encoding() {
         Encoding::Mubuf => w0 >> 16 & 1 != 0,
         Encoding::Flat | Encoding::Global | Encoding::Scratch => w0 >> 13 & 1 != 0,
-        Encoding::Ds => w0 >> 16 & 1 != 0, // gds
+        Encoding::Ds => w0 >> 16 & 1 != 0 && !is_gws(p.op),
         _ => false,
     };
-    if int_clamp || to_lds {
+    if to_lds {
         p.op = Op::Unimplemented;
     }
     p
 }
 
+/// The GWS instructions (global wave sync).
+pub fn is_gws(op: Op) -> bool {
+    matches!(
+        op,
+        Op::DsGwsInit
+            | Op::DsGwsBarrier
+            | Op::DsGwsSemaV
+            | Op::DsGwsSemaP
+            | Op::DsGwsSemaBr
+            | Op::DsGwsSemaReleaseAll
+    )
+}
+
 /// Marks `Inst::sdwa` as present (the SDWA dword itself may be 0).
 pub const SDWA_PRESENT: u32 = 1 << 22;
-
-/// VOP1/VOP2 ops whose executor does not read src0 through DPP.
-fn no_dpp(op: Op) -> bool {
-    use Op::*;
-    matches!(
-        op,
-        VReadfirstlaneB32
-            | VCvtF64F32
-            | VCvtF64I32
-            | VCvtF64U32
-            | VCvtF32F64
-            | VCvtI32F64
-            | VCvtU32F64
-            | VRcpF64
-            | VRsqF64
-            | VSqrtF64
-            | VCvtU32F32
-            | VCvtI32F32
-            | VLdexpF32
-            | VFmacF64
-            | VMbcntLoU32B32
-            | VMbcntHiU32B32
-    )
-}
-
-/// Ops with DPP support but no SDWA support (carries, cndmask).
-fn no_sdwa(op: Op) -> bool {
-    use Op::*;
-    matches!(
-        op,
-        VAddCoU32
-            | VSubCoU32
-            | VSubrevCoU32
-            | VAddcCoU32
-            | VSubbCoU32
-            | VSubbrevCoU32
-            | VCndmaskB32
-    )
-}
 
 fn ds_kind(name: &str, p: &mut Inst) {
     if matches!(
         p.op,
-        Op::DsBpermuteB32 | Op::DsPermuteB32 | Op::DsSwizzleB32
+        Op::DsBpermuteB32
+            | Op::DsPermuteB32
+            | Op::DsSwizzleB32
+            | Op::DsGwsInit
+            | Op::DsGwsBarrier
+            | Op::DsGwsSemaV
+            | Op::DsGwsSemaP
+            | Op::DsGwsSemaBr
+            | Op::DsGwsSemaReleaseAll
     ) {
         return;
     }

@@ -79,14 +79,17 @@ pub fn fill_hidden(args: &[KernelArg], h: &Hidden, kernarg: &mut [u8]) {
             _ => 0,
         };
         let v: u64 = match a.value_kind.as_str() {
+            // Whole workgroups only, as ROCclr writes it (rocvirtual.cpp:
+            // global size / local size); the partial one is in the remainder,
+            // and HIP's gridDim adds one when that is not zero.
             "hidden_block_count_x" | "hidden_block_count_y" | "hidden_block_count_z" => {
-                h.grid[d].div_ceil(h.wg_size[d]) as u64
+                (h.grid[d] / h.wg_size[d].max(1)) as u64
             }
             "hidden_group_size_x" | "hidden_group_size_y" | "hidden_group_size_z" => {
                 h.wg_size[d] as u64
             }
             "hidden_remainder_x" | "hidden_remainder_y" | "hidden_remainder_z" => {
-                (h.grid[d] % h.wg_size[d]) as u64
+                (h.grid[d] % h.wg_size[d].max(1)) as u64
             }
             "hidden_grid_dims" => dims,
             "hidden_queue_ptr" => h.queue_ptr,

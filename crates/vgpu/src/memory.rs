@@ -659,7 +659,7 @@ mod tests {
         let mut host = vec![0u32; 2048];
         let h = host.as_mut_ptr() as u64 + 12;
         let agent = m.map_host(h, 64, MemKind::Locked, 0).unwrap();
-        assert!(agent >= ALIAS_BASE && agent < ALIAS_END);
+        assert!((ALIAS_BASE..ALIAS_END).contains(&agent));
         assert_ne!(agent, h);
         assert_eq!(agent % PAGE, h % PAGE, "same offset in the page");
         m.write_bytes(agent, &7u32.to_le_bytes()).unwrap();

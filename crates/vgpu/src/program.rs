@@ -95,6 +95,10 @@ pub struct Program {
     /// What it was built from.
     sources: Vec<CodeRegion>,
     pub kernels: HashMap<String, KernelInfo>,
+    /// Its code holds GWS instructions that wait for other waves of the
+    /// dispatch (`ds_gws_barrier`, `ds_gws_sema_p`): dispatches of it run
+    /// all their workgroups at once (see `Device`).
+    pub gws_waits: bool,
 }
 
 impl Program {
@@ -259,6 +263,7 @@ impl Program {
             regions: Vec::new(),
             sources: regions.to_vec(),
             kernels: HashMap::new(),
+            gws_waits: false,
         };
         for r in &order {
             let start = r.load_base.wrapping_add(r.text_vaddr);
@@ -283,6 +288,10 @@ impl Program {
             });
         }
         program.resolve_branches();
+        program.gws_waits = program
+            .insts
+            .iter()
+            .any(|i| matches!(i.op, Op::DsGwsBarrier | Op::DsGwsSemaP));
         for r in &order {
             for (name, kd) in &r.kernels {
                 if let Some(k) = program.kernel_info(mem, name, *kd, r.code_object_version) {

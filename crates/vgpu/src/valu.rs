@@ -7,11 +7,9 @@
 use std::cell::Cell;
 
 use crate::fault::{Exception, FaultKind};
+use crate::fpmode::{max32, max64, min32, min64, Fp, SIGN32, SIGN64};
 use crate::inst::{Inst, Op, Src, Ty};
-use crate::wave::{bfe32, cond_mask, lanes, Opnd, Wave, EXEC};
-
-const SIGN32: u32 = 0x8000_0000;
-const SIGN64: u64 = 1 << 63;
+use crate::wave::{bfe32, cond_mask, lanes, Opnd, Wave};
 
 fn f32b(x: u32) -> f32 {
     f32::from_bits(x)
@@ -34,60 +32,19 @@ pub fn ldexp(mut x: f64, e: i32) -> f64 {
     x * f64::from_bits(((e + 1023) as u64) << 52)
 }
 
-/// SDWA operand select: byte 0..3 (sel 0..3), word 0..1 (4, 5) or the
-/// whole dword (6), zero- or (`sext`) sign-extended.
-fn sdwa_sel(v: u32, sel: u32, sext: u32) -> u32 {
-    let (shift, bits) = match sel {
-        0..=3 => (8 * sel, 8),
-        4 | 5 => (16 * (sel - 4), 16),
-        _ => return v,
-    };
-    let field = (v >> shift) & ((1 << bits) - 1);
-    if sext != 0 {
-        (((field << (32 - bits)) as i32) >> (32 - bits)) as u32
-    } else {
-        field
-    }
-}
-
-/// SDWA destination: the result's low bits go to the selected byte/word;
-/// the other bits are zero (dst_unused 0), the field's sign (1) or the old
-/// value (2).
-fn sdwa_dst(old: u32, r: u32, sdwa: u32) -> u32 {
-    let (sel, unused) = (sdwa >> 8 & 7, sdwa >> 11 & 3);
-    let (shift, bits) = match sel {
-        0..=3 => (8 * sel, 8),
-        4 | 5 => (16 * (sel - 4), 16),
-        _ => return r,
-    };
-    let mask = ((1u32 << bits) - 1) << shift;
-    let placed = (r << shift) & mask;
-    match unused {
-        1 => {
-            // Sign-extend the field into the bits above it.
-            let sign = placed >> (shift + bits - 1) & 1;
-            let above = if sign != 0 && shift + bits < 32 {
-                u32::MAX << (shift + bits)
-            } else {
-                0
-            };
-            placed | above
-        }
-        2 => (old & !mask) | placed,
-        _ => placed,
-    }
-}
-
-/// `v_div_fixup` (quotient, denominator, numerator): the IEEE result for
-/// NaN (quieted), zero and infinite operands, zero when the quotient underflows far
-/// below the subnormals, infinity when the scaled steps overflowed (a NaN
-/// quotient); otherwise the quotient with the sign of numerator ×
-/// denominator. `narrow`: f32 operands (widened), whose exponents count.
-fn div_fixup(q: f64, d: f64, n: f64, narrow: bool) -> f64 {
+/// `v_div_fixup` for quotient estimate `q`, denominator `d` and numerator
+/// `n` (f32 operands arrive widened, `narrow`), as the ISA's pseudo-code
+/// has it: the IEEE result for NaN (quieted), zero and infinite operands,
+/// zero where the quotient underflows far below the subnormals, infinity
+/// where the estimate is infinite or NaN (the scaled Newton steps
+/// overflowed: the document's `exponent(S1) == 2047` test, which can never
+/// hold there, is of S0); None where the result is `q` with the sign of
+/// `n / d`.
+fn div_fixup_special(q: f64, d: f64, n: f64, narrow: bool) -> Option<f64> {
     let neg = d.is_sign_negative() != n.is_sign_negative();
     let signed = |v: f64| if neg { -v } else { v };
     let quiet = |v: f64| f64::from_bits(v.to_bits() | 1 << 51);
-    if n.is_nan() {
+    Some(if n.is_nan() {
         quiet(n)
     } else if d.is_nan() {
         quiet(d)
@@ -103,12 +60,11 @@ fn div_fixup(q: f64, d: f64, n: f64, narrow: bool) -> f64 {
     {
         // x/inf, 0/y, and quotients far below the subnormals.
         signed(0.0)
-    } else if q.is_nan() {
-        // The scaled steps overflowed (inf - inf): the quotient is too large.
+    } else if !q.is_finite() {
         signed(f64::INFINITY)
     } else {
-        signed(q.abs())
-    }
+        return None;
+    })
 }
 
 /// (sign, m, e) with x = ±m · 2^e, for finite x.
@@ -171,7 +127,10 @@ fn fma_scaled(a: f64, b: f64, c: f64, k: i32, prec: i32, emin: i32, emax: i32) -
     // Keep the bits from `lsb` up: prec of them, fewer below the normal range.
     let lsb = (msb - (prec - 1)).max(emin - e);
     let (mut m, mut exp) = (mag, e);
-    if lsb > 0 {
+    if lsb >= 128 {
+        // Far below the smallest subnormal: rounds to zero.
+        m = 0;
+    } else if lsb > 0 {
         let (sh, rest) = (lsb as u32, mag & ((1u128 << lsb) - 1));
         m = mag >> sh;
         let half = 1u128 << (sh - 1);
@@ -195,8 +154,9 @@ fn fma_scaled(a: f64, b: f64, c: f64, k: i32, prec: i32, emin: i32, emax: i32) -
 }
 
 /// `v_div_scale_f64` of (S0, denominator S1, numerator S2): the scaled S0
-/// and whether the quotient must be scaled back (VCC).
-fn div_scale_f64(s0: f64, den: f64, num: f64) -> (f64, bool) {
+/// (None: S0 unchanged, bit for bit) and whether the quotient must be
+/// scaled back (VCC).
+fn div_scale_f64(s0: f64, den: f64, num: f64) -> (Option<f64>, bool) {
     let exp = |x: f64| (x.to_bits() >> 52 & 0x7ff) as i32;
     div_scale_with(
         s0,
@@ -210,7 +170,7 @@ fn div_scale_f64(s0: f64, den: f64, num: f64) -> (f64, bool) {
 }
 
 /// `v_div_scale_f32`, as [`div_scale_f64`] with the f32 thresholds.
-fn div_scale_f32(s0: f32, den: f32, num: f32) -> (f32, bool) {
+fn div_scale_f32(s0: f32, den: f32, num: f32) -> (Option<f32>, bool) {
     let exp = |x: f32| (x.to_bits() >> 23 & 0xff) as i32;
     let (r, v) = div_scale_with(
         s0 as f64,
@@ -222,7 +182,7 @@ fn div_scale_f32(s0: f32, den: f32, num: f32) -> (f32, bool) {
         // Denormal as an f32, and 1/den, num/den computed in f32.
         |x| (x as f32).is_subnormal(),
     );
-    (r as f32, v)
+    (r.map(|r| r as f32), v)
 }
 
 /// The cases of `v_div_scale` in the ISA's order. `denorm` tells whether a
@@ -237,9 +197,9 @@ fn div_scale_with(
     numerator_tiny: bool,
     k: i32,
     denorm: impl Fn(f64) -> bool,
-) -> (f64, bool) {
+) -> (Option<f64>, bool) {
     if num == 0.0 || den == 0.0 {
-        return (f64::NAN, false);
+        return (Some(f64::NAN), false);
     }
     let narrow = k == 64;
     let div = |a: f64, b: f64| {
@@ -251,27 +211,26 @@ fn div_scale_with(
     };
     let rcp_denorm = denorm(div(1.0, den));
     let quotient_denorm = denorm(div(num, den));
+    let scaled = |cond: bool, e: i32| cond.then(|| ldexp(s0, e));
     if quotient_near_max {
         // Only the denominator is scaled; v_div_fmas scales the quotient up.
-        (if s0 == den { ldexp(s0, k) } else { s0 }, true)
+        (scaled(s0 == den, k), true)
     } else if denorm(den) {
-        (ldexp(s0, k), false)
+        (scaled(true, k), false)
     } else if rcp_denorm && quotient_denorm {
         // A huge denominator and a subnormal quotient: only the denominator
         // is scaled, and v_div_fmas scales the quotient back down. (The ISA
         // document writes 2^+128 here, which would overflow a denominator
         // of 2^1022 or more and cannot give the quotient; scaling it down is
         // what makes the quotient normal.)
-        (if s0 == den { ldexp(s0, -k) } else { s0 }, true)
+        (scaled(s0 == den, -k), true)
     } else if rcp_denorm {
-        (ldexp(s0, -k), false)
+        (scaled(true, -k), false)
     } else if quotient_denorm {
         // Only the numerator is scaled; v_div_fmas scales the quotient down.
-        (if s0 == num { ldexp(s0, k) } else { s0 }, true)
-    } else if numerator_tiny {
-        (ldexp(s0, k), false)
+        (scaled(s0 == num, k), true)
     } else {
-        (s0, false)
+        (scaled(numerator_tiny, k), false)
     }
 }
 
@@ -294,13 +253,17 @@ fn exponent(x: f64, narrow: bool) -> i32 {
     }
 }
 
-/// A denormal f32 becomes a zero of the same sign.
-fn flush32(v: u32) -> u32 {
-    if v & 0x7f80_0000 == 0 {
-        v & SIGN32
-    } else {
-        v
-    }
+/// A 24-bit signed operand (`S.i24`).
+fn i24(x: u32) -> i64 {
+    ((x << 8) as i32 >> 8) as i64
+}
+
+/// Saturated to the u32 / i32 range (integer clamp).
+fn sat_u32(v: i64) -> u32 {
+    v.clamp(0, u32::MAX as i64) as u32
+}
+fn sat_i32(v: i64) -> u32 {
+    v.clamp(i32::MIN as i64, i32::MAX as i64) as i32 as u32
 }
 
 /// IEEE half to single (exact).
@@ -580,6 +543,16 @@ pub(crate) const ZERO_COL: usize = 11;
 /// Pairs of broadcast columns for 64-bit sources (two per source).
 pub(crate) const BC64: usize = 12;
 
+/// How a scalar or constant source of a 64-bit operation reads: an f64
+/// operand (f64 inline constants, a literal as the high half), a 64-bit
+/// integer one, or a 32-bit operand of the operation (zero-extended).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum W {
+    F64,
+    B64,
+    B32,
+}
+
 /// An absent source: zeros.
 static ZERO: [u32; 64] = [0; 64];
 
@@ -648,63 +621,6 @@ fn int_cmp<T: Copy, K: Ord + Copy>(
 }
 
 impl Wave {
-    /// Src0 seen through DPP: per-lane values and the lanes that may be written.
-    fn dpp_src0(&self, i: &Inst) -> ([u32; 64], u64) {
-        let Src::V(n) = i.src[0] else {
-            return ([0; 64], 0);
-        };
-        let src = self.v[n as usize];
-        let ctrl = i.dpp & 0x1ff;
-        let bound_zero = i.dpp >> 9 & 1 != 0;
-        let bank_mask = i.dpp >> 12 & 0xf;
-        let row_mask = i.dpp >> 16 & 0xf;
-        let exec = self.exec();
-        let mut vals = [0u32; 64];
-        let mut write = 0u64;
-        for (l, val) in vals.iter_mut().enumerate() {
-            let (row, col) = (l / 16, l % 16);
-            if row_mask >> row & 1 == 0 || bank_mask >> (col / 4) & 1 == 0 {
-                continue;
-            }
-            let from: Option<usize> = match ctrl {
-                0x000..=0x0ff => Some(l & !3 | (ctrl as usize >> ((l & 3) * 2) & 3)),
-                0x101..=0x10f => {
-                    let k = (ctrl & 0xf) as usize;
-                    (col + k < 16).then_some(l + k)
-                }
-                0x111..=0x11f => {
-                    let k = (ctrl & 0xf) as usize;
-                    (col >= k).then(|| l - k)
-                }
-                0x121..=0x12f => {
-                    let k = (ctrl & 0xf) as usize;
-                    Some(row * 16 + (col + 16 - k) % 16)
-                }
-                0x130 => (l < 63).then_some(l + 1),
-                0x134 => Some((l + 1) % 64),
-                0x138 => (l > 0).then(|| l - 1),
-                0x13c => Some((l + 63) % 64),
-                0x140 => Some(row * 16 + 15 - col),
-                0x141 => Some(row * 16 + (col & 8) + 7 - (col & 7)),
-                0x142 => (row > 0).then(|| row * 16 - 1),
-                0x143 => (l >= 32).then_some(31),
-                _ => None,
-            };
-            match from {
-                Some(f) if exec >> f & 1 != 0 => {
-                    *val = src[f];
-                    write |= 1 << l;
-                }
-                _ if bound_zero => {
-                    *val = 0;
-                    write |= 1 << l;
-                }
-                _ => {}
-            }
-        }
-        (vals, write)
-    }
-
     fn fin32(&self, x: u32, i: &Inst, k: u32) -> u32 {
         let mut x = x;
         if i.abs >> k & 1 != 0 {
@@ -725,41 +641,11 @@ impl Wave {
         }
         x
     }
-    fn fout32(r: f32, i: &Inst) -> u32 {
-        let r = match i.omod {
-            1 => r * 2.0,
-            2 => r * 4.0,
-            3 => r * 0.5,
-            _ => r,
-        };
-        let r = if i.clamp {
-            if r.is_nan() {
-                0.0
-            } else {
-                r.clamp(0.0, 1.0)
-            }
-        } else {
-            r
-        };
-        r.to_bits()
-    }
-    fn fout64(r: f64, i: &Inst) -> u64 {
-        let r = match i.omod {
-            1 => r * 2.0,
-            2 => r * 4.0,
-            3 => r * 0.5,
-            _ => r,
-        };
-        let r = if i.clamp {
-            if r.is_nan() {
-                0.0
-            } else {
-                r.clamp(0.0, 1.0)
-            }
-        } else {
-            r
-        };
-        r.to_bits()
+    /// The float controls of `i` for inputs and a result of the given
+    /// precisions (see [`crate::fpmode`]).
+    #[inline(always)]
+    fn fp(&self, i: &Inst, inp: u32, out: u32) -> Fp {
+        Fp::new(self.hwreg[1], i.omod, i.clamp, inp, out)
     }
 
     /// Broadcasts the scalar and constant sources into the wave's spare
@@ -826,56 +712,18 @@ impl Wave {
         f(srcs, col_at(v, dst as usize))
     }
 
-    /// 32-bit in, 32-bit out, lane by lane (DPP- and SDWA-aware).
+    /// 32-bit in, 32-bit out, lane by lane: every lane computed from
+    /// columns read in place (a loop the compiler vectorizes), then written
+    /// under EXEC. (DPP and SDWA were applied around it: `lanesel`.)
     #[inline(always)]
     fn map32(&mut self, i: &Inst, f: impl Fn(u32, u32, u32) -> u32) {
-        if i.dpp == 0 && i.sdwa == 0 {
-            // The common case: every lane computed from columns read in
-            // place (a loop the compiler vectorizes), then written under EXEC.
-            let exec = self.exec();
-            self.with_cols(
-                i.src,
-                i.dst,
-                #[inline(always)]
-                |[x, y, z], d| run3(x, y, z, d, exec, f),
-            );
-            return;
-        }
-        let (x, y, z, write) = self.sources32(i);
-        let exec = (self.s[EXEC] as u64 | (self.s[EXEC + 1] as u64) << 32) & write;
-        let d = &mut self.v[i.dst as usize];
-        for l in lanes(exec) {
-            let r = f(x[l], y[l], z[l]);
-            d[l] = if i.sdwa != 0 {
-                sdwa_dst(d[l], r, i.sdwa)
-            } else {
-                r
-            };
-        }
-    }
-
-    /// The three 32-bit source columns, src0 through DPP and src0/src1
-    /// through SDWA selects, and the lanes DPP lets the result be written to.
-    fn sources32(&self, i: &Inst) -> ([u32; 64], [u32; 64], [u32; 64], u64) {
-        let (mut x, write) = self.src0_col(i);
-        let mut y = self.col(i.src[1]);
-        if i.sdwa != 0 {
-            x.iter_mut()
-                .for_each(|v| *v = sdwa_sel(*v, i.sdwa >> 16 & 7, i.sdwa >> 19 & 1));
-            y.iter_mut()
-                .for_each(|v| *v = sdwa_sel(*v, i.sdwa >> 24 & 7, i.sdwa >> 27 & 1));
-        }
-        (x, y, self.col(i.src[2]), write)
-    }
-
-    /// Src0 in every lane (through DPP if the instruction has it) and the
-    /// lanes that may be written.
-    fn src0_col(&self, i: &Inst) -> ([u32; 64], u64) {
-        if i.dpp != 0 {
-            self.dpp_src0(i)
-        } else {
-            (self.col(i.src[0]), u64::MAX)
-        }
+        let exec = self.exec();
+        self.with_cols(
+            i.src,
+            i.dst,
+            #[inline(always)]
+            |[x, y, z], d| run3(x, y, z, d, exec, f),
+        );
     }
 
     /// Applies VOP3/DPP abs and neg of source `k` to a whole column of f32s.
@@ -886,83 +734,45 @@ impl Wave {
         c
     }
 
-    /// f32 operation with input/output modifiers and MODE's denormal control
-    /// (FP_DENORM bit 0: keep input denormals, bit 1: keep output denormals).
+    /// f32 operation with the input modifiers (abs, neg), MODE's denormal
+    /// flushing and the output modifiers (see [`crate::fpmode`]).
     #[inline(always)]
     fn mapf32(&mut self, i: &Inst, f: impl Fn(f32, f32, f32) -> f32) {
-        self.mapf32_with(
-            i,
-            &f,
-            #[inline(always)]
-            |x, y, z, d, exec| {
-                run3(
-                    x,
-                    y,
-                    z,
-                    d,
-                    exec,
-                    #[inline(always)]
-                    |a, b, c| f(f32b(a), f32b(b), f32b(c)).to_bits(),
-                )
-            },
-        )
+        let fp = self.fp(i, 32, 32);
+        self.mapf32_fp(i, fp, f)
     }
 
-    /// [`Wave::mapf32`] with the unmodified case (no abs, neg, clamp, omod,
-    /// denormals kept) run by `plain`, for operations with a faster kernel.
+    /// [`Wave::mapf32`] under the float controls `fp`.
     #[inline(always)]
-    fn mapf32_with(
-        &mut self,
-        i: &Inst,
-        f: &impl Fn(f32, f32, f32) -> f32,
-        plain: impl Fn(&Col, &Col, &Col, &Col, u64),
-    ) {
-        let denorm = self.hwreg[1] >> 4 & 3;
-        if i.dpp == 0 && i.sdwa == 0 {
-            let exec = self.exec();
-            if (i.abs | i.neg) == 0 && denorm == 3 && !i.clamp && i.omod == 0 {
-                self.with_cols(
-                    i.src,
-                    i.dst,
-                    #[inline(always)]
-                    |[x, y, z], d| plain(x, y, z, d, exec),
-                );
-                return;
-            }
-            let absm: [u32; 3] =
-                std::array::from_fn(|k| if i.abs >> k & 1 != 0 { !SIGN32 } else { !0 });
-            let negm: [u32; 3] =
-                std::array::from_fn(|k| if i.neg >> k & 1 != 0 { SIGN32 } else { 0 });
-            if denorm == 3 && !i.clamp && i.omod == 0 {
-                // Only abs and neg: bit operations on the inputs, vectorizable.
-                let g = |a: u32, b: u32, c: u32| {
-                    let m = |v: u32, k: usize| f32b(v & absm[k] ^ negm[k]);
-                    f(m(a, 0), m(b, 1), m(c, 2)).to_bits()
-                };
-                self.with_cols(
-                    i.src,
-                    i.dst,
-                    #[inline(always)]
-                    |[x, y, z], d| run3(x, y, z, d, exec, g),
-                );
-                return;
-            }
-            let fin = |v: u32, k: usize| {
-                let v = v & absm[k] ^ negm[k];
-                if denorm & 1 == 0 {
-                    flush32(v)
-                } else {
-                    v
-                }
-            };
+    fn mapf32_fp(&mut self, i: &Inst, fp: Fp, f: impl Fn(f32, f32, f32) -> f32) {
+        let exec = self.exec();
+        if (i.abs | i.neg) == 0 && fp.plain() {
+            self.with_cols(
+                i.src,
+                i.dst,
+                #[inline(always)]
+                |[x, y, z], d| {
+                    run3(
+                        x,
+                        y,
+                        z,
+                        d,
+                        exec,
+                        #[inline(always)]
+                        |a, b, c| f(f32b(a), f32b(b), f32b(c)).to_bits(),
+                    )
+                },
+            );
+            return;
+        }
+        let absm: [u32; 3] =
+            std::array::from_fn(|k| if i.abs >> k & 1 != 0 { !SIGN32 } else { !0 });
+        let negm: [u32; 3] = std::array::from_fn(|k| if i.neg >> k & 1 != 0 { SIGN32 } else { 0 });
+        if fp.plain() {
+            // Only abs and neg: bit operations on the inputs, vectorizable.
             let g = |a: u32, b: u32, c: u32| {
-                let r = f(f32b(fin(a, 0)), f32b(fin(b, 1)), f32b(fin(c, 2)));
-                let r = Self::fout32(r, i);
-                if denorm & 2 == 0 {
-                    flush32(r)
-                } else {
-                    r
-                }
+                let m = |v: u32, k: usize| f32b(v & absm[k] ^ negm[k]);
+                f(m(a, 0), m(b, 1), m(c, 2)).to_bits()
             };
             self.with_cols(
                 i.src,
@@ -972,38 +782,29 @@ impl Wave {
             );
             return;
         }
-        let (x, y, z, write) = self.sources32(i);
-        let x = self.fcol32(x, i, 0);
-        let y = self.fcol32(y, i, 1);
-        let z = self.fcol32(z, i, 2);
-        let exec = self.exec() & write;
-        let plain = !i.clamp && i.omod == 0 && denorm == 3 && i.sdwa == 0;
-        let d = &mut self.v[i.dst as usize];
-        for l in lanes(exec) {
-            if plain {
-                d[l] = f(f32b(x[l]), f32b(y[l]), f32b(z[l])).to_bits();
-                continue;
-            }
-            let fin = |v: u32| if denorm & 1 == 0 { flush32(v) } else { v };
-            let r = f(f32b(fin(x[l])), f32b(fin(y[l])), f32b(fin(z[l])));
-            let r = Self::fout32(r, i);
-            let r = if denorm & 2 == 0 { flush32(r) } else { r };
-            d[l] = if i.sdwa != 0 {
-                sdwa_dst(d[l], r, i.sdwa)
-            } else {
-                r
-            };
-        }
+        let g = |a: u32, b: u32, c: u32| {
+            let m = |v: u32, k: usize| f32b(fp.in32(v & absm[k] ^ negm[k]));
+            fp.out32(f(m(a, 0), m(b, 1), m(c, 2)))
+        };
+        self.with_cols(
+            i.src,
+            i.dst,
+            #[inline(always)]
+            |[x, y, z], d| run3(x, y, z, d, exec, g),
+        );
     }
 
-    /// f64 operation with modifiers.
+    /// f64 operation with the input modifiers, MODE's denormal flushing
+    /// and the output modifiers (see [`crate::fpmode`]).
     #[inline(always)]
     fn mapf64(&mut self, i: &Inst, f: impl Fn(f64, f64, f64) -> f64) {
         let exec = self.exec();
-        if (i.abs | i.neg) == 0 && !i.clamp && i.omod == 0 {
+        let fp = self.fp(i, 64, 64);
+        let kinds = std::array::from_fn(|k| if i.src_regs[k] == 1 { W::B32 } else { W::F64 });
+        if (i.abs | i.neg) == 0 && fp.plain() {
             self.with_cols64(
                 i.src,
-                [true; 3],
+                kinds,
                 i.dst,
                 #[inline(always)]
                 |[x, y, z], d| {
@@ -1023,10 +824,10 @@ impl Wave {
         let absm: [u64; 3] =
             std::array::from_fn(|k| if i.abs >> k & 1 != 0 { !SIGN64 } else { !0 });
         let negm: [u64; 3] = std::array::from_fn(|k| if i.neg >> k & 1 != 0 { SIGN64 } else { 0 });
-        let m = |v: u64, k: usize| f64b(v & absm[k] ^ negm[k]);
+        let m = |v: u64, k: usize| f64b(fp.in64(v & absm[k] ^ negm[k]));
         self.with_cols64(
             i.src,
-            [true; 3],
+            kinds,
             i.dst,
             #[inline(always)]
             |[x, y, z], d| {
@@ -1037,7 +838,7 @@ impl Wave {
                     d,
                     exec,
                     #[inline(always)]
-                    |a, b, c| Self::fout64(f(m(a, 0), m(b, 1), m(c, 2)), i),
+                    |a, b, c| fp.out64(f(m(a, 0), m(b, 1), m(c, 2))),
                 )
             },
         );
@@ -1045,13 +846,13 @@ impl Wave {
 
     /// [`Wave::with_cols`] for 64-bit operands: each source and the
     /// destination as the two columns of a register pair; scalar and
-    /// constant sources (`float`: f64 inline constants and a literal in the
-    /// high half) broadcast into each source's own pair of spare columns.
+    /// constant sources, read as `kinds` says, broadcast into each source's
+    /// own pair of spare columns.
     #[inline(always)]
     fn with_cols64<R>(
         &mut self,
         s: [Src; 3],
-        float: [bool; 3],
+        kinds: [W; 3],
         dst: u16,
         f: impl FnOnce([(&Col, &Col); 3], (&Col, &Col)) -> R,
     ) -> R {
@@ -1059,7 +860,11 @@ impl Wave {
             if matches!(src, Src::V(_) | Src::A(_) | Src::None) {
                 continue;
             }
-            let v = self.rd64(src, 0, float[k]);
+            let v = match kinds[k] {
+                W::F64 => self.rd64(src, 0, true),
+                W::B64 => self.rd64(src, 0, false),
+                W::B32 => self.rd(src, 0) as u64,
+            };
             for (c, half) in [
                 (BC64 + 2 * k, v as u32),
                 (BC64 + 2 * k + 1, (v >> 32) as u32),
@@ -1134,57 +939,55 @@ impl Wave {
     }
 
     /// Add/sub with carry: `f(x, y, carry_in) -> (result, carry_out)`.
+    /// With clamp a carry or borrow saturates the result to `sat` (all ones
+    /// for additions, 0 for subtractions).
     #[inline(always)]
-    fn carry_op(&mut self, i: &Inst, cin: bool, f: impl Fn(u32, u32, u32) -> (u32, bool)) {
+    fn carry_op(
+        &mut self,
+        i: &Inst,
+        cin: bool,
+        sat: u32,
+        f: impl Fn(u32, u32, u32) -> (u32, bool),
+    ) {
         let mask = if cin {
             self.rd64(i.src[2], 0, false)
         } else {
             0
         };
-        if i.dpp == 0 {
-            let exec = self.exec();
-            let cout = self.with_cols(
-                [i.src[0], i.src[1], Src::None],
-                i.dst,
-                #[inline(always)]
-                |[x, y, _], d| {
-                    // Eight lanes at a time, read before written (d may be a source).
-                    let mut cout = 0u64;
-                    for c in 0..8 {
-                        let b = c * 8;
-                        let e = (exec >> b) as u32 & 0xff;
-                        if e == 0 {
-                            continue;
-                        }
-                        let mut r = [0u32; 8];
-                        let mut co = [false; 8];
-                        for j in 0..8 {
-                            let cin = (mask >> (b + j) & 1) as u32;
-                            (r[j], co[j]) = f(x[b + j].get(), y[b + j].get(), cin);
-                        }
-                        for j in 0..8 {
-                            if e >> j & 1 != 0 {
-                                d[b + j].set(r[j]);
-                                cout |= (co[j] as u64) << (b + j);
-                            }
+        let clamp = i.clamp;
+        let exec = self.exec();
+        let cout = self.with_cols(
+            [i.src[0], i.src[1], Src::None],
+            i.dst,
+            #[inline(always)]
+            |[x, y, _], d| {
+                // Eight lanes at a time, read before written (d may be a source).
+                let mut cout = 0u64;
+                for c in 0..8 {
+                    let b = c * 8;
+                    let e = (exec >> b) as u32 & 0xff;
+                    if e == 0 {
+                        continue;
+                    }
+                    let mut r = [0u32; 8];
+                    let mut co = [false; 8];
+                    for j in 0..8 {
+                        let cin = (mask >> (b + j) & 1) as u32;
+                        (r[j], co[j]) = f(x[b + j].get(), y[b + j].get(), cin);
+                        if clamp && co[j] {
+                            r[j] = sat;
                         }
                     }
-                    cout
-                },
-            );
-            self.sw64(i.sdst as u16, cout);
-            return;
-        }
-        let (x, write) = self.src0_col(i);
-        let y = self.col(i.src[1]);
-        let exec = self.exec() & write;
-        let mut cout = 0u64;
-        let d = &mut self.v[i.dst as usize];
-        for l in lanes(exec) {
-            let (r, c) = f(x[l], y[l], (mask >> l & 1) as u32);
-            d[l] = r;
-            cout |= (c as u64) << l;
-        }
+                    for j in 0..8 {
+                        if e >> j & 1 != 0 {
+                            d[b + j].set(r[j]);
+                            cout |= (co[j] as u64) << (b + j);
+                        }
+                    }
+                }
+                cout
+            },
+        );
         self.sw64(i.sdst as u16, cout);
     }
 
@@ -1195,13 +998,13 @@ impl Wave {
         let (lt, eq, gt, un) = (want & 1 != 0, want & 2 != 0, want & 4 != 0, want & 8 != 0);
         let mut c = [false; 64];
         match i.ty {
-            Ty::U64 | Ty::I64 if (i.abs | i.neg) == 0 => {
+            Ty::U64 | Ty::I64 => {
                 // Both pairs read in place, compared lane by lane.
                 let signed = i.ty == Ty::I64;
                 let k = [lt, eq, gt];
                 self.with_cols64(
                     [i.src[0], i.src[1], Src::None],
-                    [false; 3],
+                    [W::B64; 3],
                     // Destination unused: compares write a lane mask.
                     0,
                     #[inline(always)]
@@ -1223,21 +1026,23 @@ impl Wave {
                 );
             }
             Ty::F64 => {
-                // Both pairs read in place; abs and neg as bit masks.
+                // Both pairs read in place; abs and neg as bit masks, then
+                // MODE's input flush.
+                let fp = self.fp(i, 64, 64);
                 let absm: [u64; 2] =
                     std::array::from_fn(|k| if i.abs >> k & 1 != 0 { !SIGN64 } else { !0 });
                 let negm: [u64; 2] =
                     std::array::from_fn(|k| if i.neg >> k & 1 != 0 { SIGN64 } else { 0 });
                 self.with_cols64(
                     [i.src[0], i.src[1], Src::None],
-                    [true; 3],
+                    [W::F64; 3],
                     0,
                     #[inline(always)]
                     |[x, y, _], _| {
                         for l in 0..64 {
                             let get = |p: (&Col, &Col), k: usize| {
                                 let v = p.0[l].get() as u64 | (p.1[l].get() as u64) << 32;
-                                f64b(v & absm[k] ^ negm[k])
+                                f64b(fp.in64(v & absm[k] ^ negm[k]))
                             };
                             let (a, b) = (get(x, 0), get(y, 1));
                             c[l] = (lt & (a < b))
@@ -1248,26 +1053,12 @@ impl Wave {
                     },
                 );
             }
-            Ty::U64 | Ty::I64 => {
-                // 64-bit integer compares with abs or neg bits (no effect
-                // on integers, but they take the general path as before).
-                let (x, y) = (self.col64(i.src[0], false), self.col64(i.src[1], false));
-                match i.ty {
-                    Ty::U64 => int_cmp(&x, &y, |v| v, [lt, eq, gt], &mut c),
-                    _ => int_cmp(&x, &y, |v| v as i64, [lt, eq, gt], &mut c),
-                }
-            }
             Ty::F32 => {
-                let (x, y) = if i.sdwa != 0 {
-                    let (x, y, _, _) = self.sources32(i);
-                    (x, y)
-                } else {
-                    (self.col(i.src[0]), self.col(i.src[1]))
-                };
-                let x = self.fcol32(x, i, 0);
-                let y = self.fcol32(y, i, 1);
+                let fp = self.fp(i, 32, 32);
+                let x = self.fcol32(self.col(i.src[0]), i, 0);
+                let y = self.fcol32(self.col(i.src[1]), i, 1);
                 for l in 0..64 {
-                    let (a, b) = (f32b(x[l]), f32b(y[l]));
+                    let (a, b) = (f32b(fp.in32(x[l])), f32b(fp.in32(y[l])));
                     c[l] = (lt & (a < b))
                         | (eq & (a == b))
                         | (gt & (a > b))
@@ -1277,19 +1068,12 @@ impl Wave {
             ty => {
                 let k = [lt, eq, gt];
                 // Each integer type compared in its own order.
-                let run = |x: &[u32; 64], y: &[u32; 64], c: &mut [bool; 64]| match ty {
-                    Ty::I32 => int_cmp(x, y, |v| v as i32, k, c),
-                    Ty::U16 => int_cmp(x, y, |v| v as u16, k, c),
-                    Ty::I16 => int_cmp(x, y, |v| v as i16, k, c),
-                    _ => int_cmp(x, y, |v| v, k, c),
-                };
-                if i.sdwa != 0 {
-                    // Through the SDWA operand selects.
-                    let (x, y, _, _) = self.sources32(i);
-                    run(&x, &y, &mut c);
-                } else {
-                    let [x, y, _] = self.src3([i.src[0], i.src[1], Src::None]);
-                    run(x, y, &mut c);
+                let [x, y, _] = self.src3([i.src[0], i.src[1], Src::None]);
+                match ty {
+                    Ty::I32 => int_cmp(x, y, |v| v as i32, k, &mut c),
+                    Ty::U16 => int_cmp(x, y, |v| v as u16, k, &mut c),
+                    Ty::I16 => int_cmp(x, y, |v| v as i16, k, &mut c),
+                    _ => int_cmp(x, y, |v| v, k, &mut c),
                 }
             }
         }
@@ -1300,6 +1084,7 @@ impl Wave {
         }
     }
 
+    /// `v_cmp_class`: no input flush (denormals are a class of their own).
     fn compare_class(&mut self, i: &Inst) {
         let exec = self.exec();
         let mask = self.col(i.src[1]);
@@ -1312,7 +1097,7 @@ impl Wave {
             );
             self.with_cols64(
                 [i.src[0], Src::None, Src::None],
-                [true; 3],
+                [W::F64; 3],
                 0,
                 #[inline(always)]
                 |[x, _, _], _| {
@@ -1385,6 +1170,7 @@ impl Wave {
             }
         };
         let exec = self.exec();
+        let fp = self.fp(i, 32, 32);
         let mut out = [0u64; 64];
         for l in lanes(exec) {
             let (lo, hi) = if i.op == Op::VPkMovB32 {
@@ -1395,7 +1181,7 @@ impl Wave {
             } else {
                 let pick = |k: usize, sel: u8, neg: u8| -> f32 {
                     let v = half(self, i.src[k], l, sel >> k & 1 != 0);
-                    f32b(if neg >> k & 1 != 0 { v ^ SIGN32 } else { v })
+                    f32b(fp.in32(if neg >> k & 1 != 0 { v ^ SIGN32 } else { v }))
                 };
                 let op = |a: f32, b: f32, c: f32| -> u32 {
                     let r = match i.op {
@@ -1403,7 +1189,7 @@ impl Wave {
                         Op::VPkMulF32 => a * b,
                         _ => a.mul_add(b, c),
                     };
-                    Self::fout32(r, i)
+                    fp.out32(r)
                 };
                 (
                     op(
@@ -1433,17 +1219,23 @@ impl Wave {
     fn div_scale(&mut self, i: &Inst) -> Result<(), Exception> {
         let wide = i.op == Op::VDivScaleF64;
         let exec = self.exec();
+        let fp = if wide {
+            self.fp(i, 64, 64)
+        } else {
+            self.fp(i, 32, 32)
+        };
         let mut out = [0u64; 64];
         let mut vcc = 0u64;
         for l in lanes(exec) {
             let (r, v) = if wide {
-                let g = |k: usize| f64b(self.fin64(self.rd64(i.src[k], l, true), i, k as u32));
+                let g =
+                    |k: usize| f64b(fp.in64(self.fin64(self.rd64(i.src[k], l, true), i, k as u32)));
                 let (r, v) = div_scale_f64(g(0), g(1), g(2));
-                (r.to_bits(), v)
+                (fp.out64(r.unwrap_or(g(0))), v)
             } else {
-                let g = |k: usize| f32b(self.fin32(self.rd(i.src[k], l), i, k as u32));
+                let g = |k: usize| f32b(fp.in32(self.fin32(self.rd(i.src[k], l), i, k as u32)));
                 let (r, v) = div_scale_f32(g(0), g(1), g(2));
-                (r.to_bits() as u64, v)
+                (fp.out32(r.unwrap_or(g(0))) as u64, v)
             };
             out[l] = r;
             vcc |= (v as u64) << l;
@@ -1468,8 +1260,9 @@ impl Wave {
             if vcc & exec == 0 {
                 return self.mapf32(i, |x, y, z| x.mul_add(y, z));
             }
+            let fp = self.fp(i, 32, 32);
             self.lanewise(i, false, |w, l| {
-                let g = |k: usize| f32b(w.fin32(w.rd(i.src[k], l), i, k as u32)) as f64;
+                let g = |k: usize| f32b(fp.in32(w.fin32(w.rd(i.src[k], l), i, k as u32))) as f64;
                 let (x, y, z) = (g(0), g(1), g(2));
                 let r = if vcc >> l & 1 != 0 {
                     let k = div_fmas_scale((z as f32).to_bits() >> 23 & 0xff, 127, 64);
@@ -1477,14 +1270,15 @@ impl Wave {
                 } else {
                     (x as f32).mul_add(y as f32, z as f32)
                 };
-                Self::fout32(r, i) as u64
+                fp.out32(r) as u64
             });
         } else {
             if vcc & exec == 0 {
                 return self.mapf64(i, |x, y, z| x.mul_add(y, z));
             }
+            let fp = self.fp(i, 64, 64);
             self.lanewise(i, true, |w, l| {
-                let g = |k: usize| f64b(w.fin64(w.rd64(i.src[k], l, true), i, k as u32));
+                let g = |k: usize| f64b(fp.in64(w.fin64(w.rd64(i.src[k], l, true), i, k as u32)));
                 let (x, y, z) = (g(0), g(1), g(2));
                 let r = if vcc >> l & 1 != 0 {
                     let k = div_fmas_scale((z.to_bits() >> 52 & 0x7ff) as u32, 1023, 128);
@@ -1492,7 +1286,7 @@ impl Wave {
                 } else {
                     x.mul_add(y, z)
                 };
-                r.to_bits()
+                fp.out64(r)
             });
         }
     }
@@ -1538,9 +1332,12 @@ impl Wave {
     #[inline(always)]
     fn valu_impl(&mut self, i: &Inst) -> Result<(), Exception> {
         use Op::*;
+        if i.dpp != 0 || i.sdwa != 0 {
+            return self.valu_remapped(i);
+        }
         match i.op {
             VMovB32 => self.map32(i, |x, _, _| x),
-            VCndmaskB32 if i.dpp == 0 && i.sdwa == 0 => {
+            VCndmaskB32 => {
                 let m = self.rd64(i.src[2], 0, false);
                 let exec = self.exec();
                 let [x, y, _] = self.src3([i.src[0], i.src[1], Src::None]);
@@ -1551,27 +1348,35 @@ impl Wave {
                 }
                 put32(&mut self.v[i.dst as usize], &out, exec);
             }
-            VCndmaskB32 => {
-                let m = self.rd64(i.src[2], 0, false);
-                let (x, write) = self.src0_col(i);
-                let y = self.col(i.src[1]);
-                let exec = self.exec() & write;
-                let d = &mut self.v[i.dst as usize];
-                for l in lanes(exec) {
-                    d[l] = if m >> l & 1 != 0 { y[l] } else { x[l] };
-                }
-            }
             VAddF32 => self.mapf32(i, |x, y, _| x + y),
             VSubF32 => self.mapf32(i, |x, y, _| x - y),
             VSubrevF32 => self.mapf32(i, |x, y, _| y - x),
             VMulF32 => self.mapf32(i, |x, y, _| x * y),
-            VMinF32 => self.mapf32(i, |x, y, _| x.min(y)),
-            VMaxF32 => self.mapf32(i, |x, y, _| x.max(y)),
-            VMin3F32 => self.mapf32(i, |x, y, z| x.min(y).min(z)),
-            VMax3F32 => self.mapf32(i, |x, y, z| x.max(y).max(z)),
+            // min/max order -0 below +0 and, in IEEE mode, quiet a
+            // signalling NaN operand (fpmode::max32).
+            VMinF32 => {
+                let ieee = self.fp(i, 32, 32).ieee;
+                self.mapf32(i, move |x, y, _| min32(x, y, ieee))
+            }
+            VMaxF32 => {
+                let ieee = self.fp(i, 32, 32).ieee;
+                self.mapf32(i, move |x, y, _| max32(x, y, ieee))
+            }
+            VMin3F32 => {
+                let ieee = self.fp(i, 32, 32).ieee;
+                self.mapf32(i, move |x, y, z| min32(min32(x, y, ieee), z, ieee))
+            }
+            VMax3F32 => {
+                let ieee = self.fp(i, 32, 32).ieee;
+                self.mapf32(i, move |x, y, z| max32(max32(x, y, ieee), z, ieee))
+            }
             // In the AVX2 build `mul_add` is one FMA instruction per 8 lanes.
             VFmaF32 | VFmacF32 => self.mapf32(i, |x, y, z| x.mul_add(y, z)),
-            VMacF32 | VMadF32 | VMadmkF32 | VMadakF32 => self.mapf32(i, |x, y, z| x * y + z),
+            // The unfused multiply-adds, which always flush denormals.
+            VMacF32 | VMadF32 | VMadmkF32 | VMadakF32 => {
+                let fp = Fp::flushing(self.hwreg[1], i.omod, i.clamp);
+                self.mapf32_fp(i, fp, |x, y, z| x * y + z)
+            }
             VPermB32 => self.map32(i, |x, y, sel| {
                 // Each result byte picks a byte of {S0, S1} (S1 low) by selector
                 // 0..=7, 12 gives 0x00, 13.. give 0xff; 8..=11 replicate the sign
@@ -1594,12 +1399,36 @@ impl Wave {
                 r
             }),
             VLdexpF32 => {
+                let fp = self.fp(i, 32, 32);
                 let d = i.dst as usize;
                 for l in lanes(self.exec()) {
-                    let x = f32b(self.fin32(self.rd(i.src[0], l), i, 0));
+                    let x = f32b(fp.in32(self.fin32(self.rd(i.src[0], l), i, 0)));
                     let e = self.rd(i.src[1], l) as i32;
-                    self.v[d][l] = (ldexp(x as f64, e) as f32).to_bits();
+                    self.v[d][l] = fp.out32(ldexp(x as f64, e) as f32);
                 }
+            }
+            // Integer clamp saturates the exact result.
+            VMulI32I24 if i.clamp => self.map32(i, |x, y, _| sat_i32(i24(x) * i24(y))),
+            VMulU32U24 if i.clamp => self.map32(i, |x, y, _| {
+                sat_u32((x & 0xff_ffff) as i64 * (y & 0xff_ffff) as i64)
+            }),
+            VMadI32I24 if i.clamp => {
+                self.map32(i, |x, y, z| sat_i32(i24(x) * i24(y) + z as i32 as i64))
+            }
+            VMadU32U24 if i.clamp => self.map32(i, |x, y, z| {
+                sat_u32((x & 0xff_ffff) as i64 * (y & 0xff_ffff) as i64 + z as i64)
+            }),
+            VAddU16 if i.clamp => {
+                self.map32(i, |x, y, _| (x as u16).saturating_add(y as u16) as u32)
+            }
+            VSubU16 if i.clamp => {
+                self.map32(i, |x, y, _| (x as u16).saturating_sub(y as u16) as u32)
+            }
+            VSubrevU16 if i.clamp => {
+                self.map32(i, |x, y, _| (y as u16).saturating_sub(x as u16) as u32)
+            }
+            VMulLoU16 if i.clamp => {
+                self.map32(i, |x, y, _| (x as u16).saturating_mul(y as u16) as u32)
             }
             VMulI32I24 => self.map32(i, |x, y, _| {
                 ((x << 8) as i32 >> 8).wrapping_mul((y << 8) as i32 >> 8) as u32
@@ -1621,10 +1450,17 @@ impl Wave {
             VMaxU16 => self.map32(i, |x, y, _| (x as u16).max(y as u16) as u32),
             VMinI16 => self.map32(i, |x, y, _| (x as i16).min(y as i16) as u16 as u32),
             VMaxI16 => self.map32(i, |x, y, _| (x as i16).max(y as i16) as u16 as u32),
-            VCvtF32Ubyte0 => self.map32(i, |x, _, _| (x as u8 as f32).to_bits()),
-            VCvtF32Ubyte1 => self.map32(i, |x, _, _| ((x >> 8) as u8 as f32).to_bits()),
-            VCvtF32Ubyte2 => self.map32(i, |x, _, _| ((x >> 16) as u8 as f32).to_bits()),
-            VCvtF32Ubyte3 => self.map32(i, |x, _, _| ((x >> 24) as u8 as f32).to_bits()),
+            // Conversions to float take the output modifiers.
+            VCvtF32Ubyte0 | VCvtF32Ubyte1 | VCvtF32Ubyte2 | VCvtF32Ubyte3 => {
+                let fp = self.fp(i, 32, 32);
+                let shift = match i.op {
+                    VCvtF32Ubyte0 => 0,
+                    VCvtF32Ubyte1 => 8,
+                    VCvtF32Ubyte2 => 16,
+                    _ => 24,
+                };
+                self.map32(i, move |x, _, _| fp.out32((x >> shift) as u8 as f32))
+            }
             VMadI32I24 => self.map32(i, |x, y, z| {
                 (((x << 8) as i32 >> 8).wrapping_mul((y << 8) as i32 >> 8) as u32).wrapping_add(z)
             }),
@@ -1677,20 +1513,20 @@ impl Wave {
             VAddU32 => self.map32(i, |x, y, _| x.wrapping_add(y)),
             VSubU32 => self.map32(i, |x, y, _| x.wrapping_sub(y)),
             VSubrevU32 => self.map32(i, |x, y, _| y.wrapping_sub(x)),
-            VAddCoU32 => self.carry_op(i, false, |x, y, _| x.overflowing_add(y)),
-            VSubCoU32 => self.carry_op(i, false, |x, y, _| x.overflowing_sub(y)),
-            VSubrevCoU32 => self.carry_op(i, false, |x, y, _| y.overflowing_sub(x)),
-            VAddcCoU32 => self.carry_op(i, true, |x, y, c| {
+            VAddCoU32 => self.carry_op(i, false, u32::MAX, |x, y, _| x.overflowing_add(y)),
+            VSubCoU32 => self.carry_op(i, false, 0, |x, y, _| x.overflowing_sub(y)),
+            VSubrevCoU32 => self.carry_op(i, false, 0, |x, y, _| y.overflowing_sub(x)),
+            VAddcCoU32 => self.carry_op(i, true, u32::MAX, |x, y, c| {
                 let r = x as u64 + y as u64 + c as u64;
                 (r as u32, r >> 32 != 0)
             }),
-            VSubbCoU32 => self.carry_op(i, true, |x, y, c| {
+            VSubbCoU32 => self.carry_op(i, true, 0, |x, y, c| {
                 (
                     x.wrapping_sub(y).wrapping_sub(c),
                     (y as u64 + c as u64) > x as u64,
                 )
             }),
-            VSubbrevCoU32 => self.carry_op(i, true, |x, y, c| {
+            VSubbrevCoU32 => self.carry_op(i, true, 0, |x, y, c| {
                 (
                     y.wrapping_sub(x).wrapping_sub(c),
                     (x as u64 + c as u64) > y as u64,
@@ -1701,6 +1537,7 @@ impl Wave {
             VMulHiI32 => self.map32(i, |x, y, _| {
                 ((x as i32 as i64 * y as i32 as i64) >> 32) as u32
             }),
+            VAdd3U32 if i.clamp => self.map32(i, |x, y, z| sat_u32(x as i64 + y as i64 + z as i64)),
             VAdd3U32 => self.map32(i, |x, y, z| x.wrapping_add(y).wrapping_add(z)),
             VLshlAddU32 => self.map32(i, |x, y, z| (x << (y & 31)).wrapping_add(z)),
             VAddLshlU32 => self.map32(i, |x, y, z| x.wrapping_add(y) << (z & 31)),
@@ -1730,20 +1567,27 @@ impl Wave {
                     self.v[d][l] = m.count_ones().wrapping_add(self.rd(i.src[1], l));
                 }
             }
-            VCvtF32I32 => self.map32(i, |x, _, _| (x as i32 as f32).to_bits()),
-            VCvtF32U32 => self.map32(i, |x, _, _| (x as f32).to_bits()),
-            VCvtU32F32 => {
-                let d = i.dst as usize;
-                for l in lanes(self.exec()) {
-                    let x = f32b(self.fin32(self.rd(i.src[0], l), i, 0));
-                    self.v[d][l] = x as u32;
-                }
+            VCvtF32I32 => {
+                let fp = self.fp(i, 32, 32);
+                self.map32(i, move |x, _, _| fp.out32(x as i32 as f32))
             }
-            VCvtI32F32 => {
-                let d = i.dst as usize;
-                for l in lanes(self.exec()) {
-                    let x = f32b(self.fin32(self.rd(i.src[0], l), i, 0));
-                    self.v[d][l] = x as i32 as u32;
+            VCvtF32U32 => {
+                let fp = self.fp(i, 32, 32);
+                self.map32(i, move |x, _, _| fp.out32(x as f32))
+            }
+            // Float to integer: toward zero, saturating, NaN to 0 (Rust's
+            // `as` is the ISA's rule).
+            VCvtU32F32 | VCvtI32F32 => {
+                let fp = self.fp(i, 32, 32);
+                let (absm, negm) = (
+                    if i.abs & 1 != 0 { !SIGN32 } else { !0 },
+                    if i.neg & 1 != 0 { SIGN32 } else { 0 },
+                );
+                let x = move |a: u32| f32b(fp.in32(a & absm ^ negm));
+                if i.op == VCvtU32F32 {
+                    self.map32(i, move |a, _, _| x(a) as u32)
+                } else {
+                    self.map32(i, move |a, _, _| x(a) as i32 as u32)
                 }
             }
             VRcpF32 | VRcpIflagF32 => self.mapf32(i, |x, _, _| 1.0 / x),
@@ -1764,28 +1608,50 @@ impl Wave {
             VLogF32 => self.mapf32(i, |x, _, _| x.log2()),
             VCvtF16F32 => self.map32(i, |x, _, _| f32_to_f16(f32b(x)) as u32),
             VCvtF32F16 => self.map32(i, |x, _, _| f16_to_f32(x as u16).to_bits()),
-            VCvtF64I32 => self.widen32(i, |a| (a as i32 as f64).to_bits()),
-            VCvtF64U32 => self.widen32(i, |a| (a as f64).to_bits()),
+            VCvtF64I32 => {
+                let fp = self.fp(i, 32, 64);
+                self.widen32(i, move |a| fp.out64(a as i32 as f64))
+            }
+            VCvtF64U32 => {
+                let fp = self.fp(i, 32, 64);
+                self.widen32(i, move |a| fp.out64(a as f64))
+            }
             VCvtF64F32 => {
+                let fp = self.fp(i, 32, 64);
                 let (absm, negm) = (
                     if i.abs & 1 != 0 { !SIGN32 } else { !0 },
                     if i.neg & 1 != 0 { SIGN32 } else { 0 },
                 );
-                self.widen32(i, |a| (f32b(a & absm ^ negm) as f64).to_bits())
+                self.widen32(i, move |a| fp.out64(f32b(fp.in32(a & absm ^ negm)) as f64))
             }
-            VCvtF32F64 => self.lanewise(i, false, |w, l| {
-                (f64b(w.fin64(w.rd64(i.src[0], l, true), i, 0)) as f32).to_bits() as u64
-            }),
-            VCvtI32F64 => self.lanewise(i, false, |w, l| {
-                f64b(w.fin64(w.rd64(i.src[0], l, true), i, 0)) as i32 as u32 as u64
-            }),
-            VCvtU32F64 => self.lanewise(i, false, |w, l| {
-                f64b(w.fin64(w.rd64(i.src[0], l, true), i, 0)) as u32 as u64
-            }),
+            VCvtF32F64 => {
+                let fp = self.fp(i, 64, 32);
+                self.lanewise(i, false, |w, l| {
+                    let x = f64b(fp.in64(w.fin64(w.rd64(i.src[0], l, true), i, 0)));
+                    fp.out32(x as f32) as u64
+                })
+            }
+            VCvtI32F64 | VCvtU32F64 => {
+                let fp = self.fp(i, 64, 32);
+                self.lanewise(i, false, |w, l| {
+                    let x = f64b(fp.in64(w.fin64(w.rd64(i.src[0], l, true), i, 0)));
+                    if i.op == VCvtI32F64 {
+                        x as i32 as u32 as u64
+                    } else {
+                        x as u32 as u64
+                    }
+                })
+            }
             VAddF64 => self.mapf64(i, |x, y, _| x + y),
             VMulF64 => self.mapf64(i, |x, y, _| x * y),
-            VMinF64 => self.mapf64(i, |x, y, _| x.min(y)),
-            VMaxF64 => self.mapf64(i, |x, y, _| x.max(y)),
+            VMinF64 => {
+                let ieee = self.fp(i, 64, 64).ieee;
+                self.mapf64(i, move |x, y, _| min64(x, y, ieee))
+            }
+            VMaxF64 => {
+                let ieee = self.fp(i, 64, 64).ieee;
+                self.mapf64(i, move |x, y, _| max64(x, y, ieee))
+            }
             VFmaF64 | VFmacF64 => self.mapf64(i, |x, y, z| x.mul_add(y, z)),
             VRcpF64 => self.mapf64(i, |x, _, _| 1.0 / x),
             VRsqF64 => self.mapf64(i, |x, _, _| 1.0 / x.sqrt()),
@@ -1796,6 +1662,14 @@ impl Wave {
                     if i.abs & 1 != 0 { !SIGN64 } else { !0 },
                     if i.neg & 1 != 0 { SIGN64 } else { 0 },
                 );
+                let fp = self.fp(i, 64, 64);
+                if !fp.plain() {
+                    self.lanewise(i, true, |w, l| {
+                        let x = f64b(fp.in64(w.rd64(i.src[0], l, true) & absm ^ negm));
+                        fp.out64(ldexp(x, w.rd(i.src[1], l) as i32))
+                    });
+                    return Ok(());
+                }
                 let e = self.rd(i.src[1], 0) as i32;
                 if !matches!(i.src[1], Src::V(_) | Src::A(_)) && (-1000..=1000).contains(&e) {
                     // One exponent for every lane (a scalar or constant):
@@ -1803,7 +1677,7 @@ impl Wave {
                     let scale = f64::from_bits(((e + 1023) as u64) << 52);
                     self.with_cols64(
                         [i.src[0], Src::None, Src::None],
-                        [true; 3],
+                        [W::F64; 3],
                         i.dst,
                         #[inline(always)]
                         |[x, _, _], d| {
@@ -1822,7 +1696,7 @@ impl Wave {
                 }
                 self.with_cols64(
                     [i.src[0], i.src[1], Src::None],
-                    [true, false, false],
+                    [W::F64, W::B32, W::B32],
                     i.dst,
                     #[inline(always)]
                     |[x, y, z], d| {
@@ -1862,7 +1736,7 @@ impl Wave {
                 let op = i.op;
                 self.with_cols64(
                     [i.src[1], i.src[0], Src::None],
-                    [false; 3],
+                    [W::B64, W::B32, W::B32],
                     i.dst,
                     #[inline(always)]
                     |[v, n, z], d| {
@@ -1881,18 +1755,28 @@ impl Wave {
                 let exec = self.exec();
                 let z = self.col64(i.src[2], false);
                 let [x, y, _] = self.src3([i.src[0], i.src[1], Src::None]);
+                let (x, y) = (*x, *y);
                 let mut out = [0u64; 64];
                 let mut carry = [false; 64];
+                // D1 is bit 64 of the exact 65-bit result (the carry, or for
+                // the signed form its sign); clamp saturates what does not
+                // fit 64 bits.
                 if i.op == VMadU64U32 {
                     for l in 0..64 {
                         let p = x[l] as u128 * y[l] as u128 + z[l] as u128;
                         (out[l], carry[l]) = (p as u64, p >> 64 != 0);
+                        if i.clamp && carry[l] {
+                            out[l] = u64::MAX;
+                        }
                     }
                 } else {
                     for l in 0..64 {
                         let p = x[l] as i32 as i128 * y[l] as i32 as i128 + z[l] as i64 as i128;
                         out[l] = p as u64;
-                        carry[l] = p < i64::MIN as i128 || p > i64::MAX as i128;
+                        carry[l] = p < 0;
+                        if i.clamp {
+                            out[l] = p.clamp(i64::MIN as i128, i64::MAX as i128) as u64;
+                        }
                     }
                 }
                 self.write64(i.dst, exec, &out);
@@ -1937,9 +1821,17 @@ impl Wave {
             VDivScaleF32 | VDivScaleF64 => self.div_scale(i)?,
             VDivFmasF32 | VDivFmasF64 => self.div_fmas(i),
             VDivFixupF32 => self.mapf32(i, |q, d, n| {
-                div_fixup(q as f64, d as f64, n as f64, true) as f32
+                let neg = d.is_sign_negative() != n.is_sign_negative();
+                div_fixup_special(q as f64, d as f64, n as f64, true).map_or(
+                    f32::from_bits(q.to_bits() & !SIGN32 | (neg as u32) << 31),
+                    |v| v as f32,
+                )
             }),
-            VDivFixupF64 => self.mapf64(i, |q, d, n| div_fixup(q, d, n, false)),
+            VDivFixupF64 => self.mapf64(i, |q, d, n| {
+                let neg = d.is_sign_negative() != n.is_sign_negative();
+                div_fixup_special(q, d, n, false)
+                    .unwrap_or(f64::from_bits(q.to_bits() & !SIGN64 | (neg as u64) << 63))
+            }),
             VPkMovB32
                 if i.src[..2]
                     .iter()
@@ -1951,7 +1843,7 @@ impl Wave {
                 let (h0, h1) = (i.opsel & 1 != 0, i.opsel & 2 != 0);
                 self.with_cols64(
                     [i.src[0], i.src[1], Src::None],
-                    [false; 3],
+                    [W::B64; 3],
                     i.dst,
                     #[inline(always)]
                     |[x, y, _], d| {

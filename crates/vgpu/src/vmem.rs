@@ -14,19 +14,6 @@ use crate::inst::{Atomic, Inst, Op, Src, Width};
 use crate::valu::{cells, col_at, put32};
 use crate::wave::{lanes, private_index, Env, Wave, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI};
 
-/// The lane offset of a MUBUF access to the swizzled private buffer: the
-/// V#'s base and the SGPR offset are a wavefront-level byte offset, added
-/// after the swizzle (which is why clang keeps the stack pointer scaled by
-/// the wavefront size, and divides it by 64 to make a lane's pointer); the
-/// immediate and VGPR offsets are the lane's own. Wave offsets that are not
-/// whole rows of 64 dwords give an offset no lane has (the access faults).
-fn private_lane_offset(wave: u64, lane: u64) -> u64 {
-    if !wave.is_multiple_of(256) {
-        return 0xffff_fff0;
-    }
-    (wave / 64).wrapping_add(lane) & 0xffff_ffff
-}
-
 /// Where one lane's access goes.
 #[derive(Clone, Copy)]
 enum Place {
@@ -43,6 +30,17 @@ fn extend(w: Width, raw: u32) -> u32 {
         Width::I16 => raw as u16 as i16 as i32 as u32,
         _ => raw,
     }
+}
+
+/// The lane offset that a wave-level byte offset (V# base plus `soffset`)
+/// of a swizzled private buffer names. The base and `soffset` are not
+/// swizzled: they count bytes of the wave's whole private memory, where each
+/// dword row holds one dword of every one of its 64 lanes, so a lane's
+/// memory advances by one byte per 64 of them (LLVM's stack pointer `s32`
+/// is the lane offset times 64; see `private_index`).
+#[inline(always)]
+fn private_wave_offset(wave: u64) -> u64 {
+    wave >> 6
 }
 
 impl Wave {
@@ -171,7 +169,12 @@ impl Wave {
                 let stride = (self.s[r + 1] >> 16 & 0x3fff) as u64;
                 let add_tid = self.s[r + 3] >> 23 & 1 != 0;
                 let wave = base.wrapping_add(self.s32(i.src[2]) as u64);
-                let mut a = off;
+                let mut a = if add_tid {
+                    private_wave_offset(wave)
+                } else {
+                    wave
+                }
+                .wrapping_add(off);
                 let mut vaddr = Self::vreg(i.src[0]);
                 if i.idxen {
                     a = a.wrapping_add(self.v[vaddr as usize][l] as u64 * stride);
@@ -182,9 +185,9 @@ impl Wave {
                 }
                 if add_tid {
                     // Swizzled private buffer: the address is the lane's own offset.
-                    Place::Private(private_lane_offset(wave, a))
+                    Place::Private(a & 0xffff_ffff)
                 } else {
-                    Place::Global(wave.wrapping_add(a))
+                    Place::Global(a)
                 }
             }
         }
@@ -592,8 +595,8 @@ impl Wave {
         let n = i.width.bytes() as u64;
         let dw = i.width.dwords();
         let base = self.s[r] as u64 | ((self.s[r + 1] & 0xffff) as u64) << 32;
-        let wave = base.wrapping_add(self.s32(i.src[2]) as u64);
-        let start = private_lane_offset(wave, i.imm as i64 as u64);
+        let start = private_wave_offset(base.wrapping_add(self.s32(i.src[2]) as u64))
+            .wrapping_add(i.imm as i64 as u64);
         let exec = self.exec();
         let size = self.priv_size as u64;
         let vaddr = &self.v[va as usize];
@@ -757,19 +760,30 @@ impl Wave {
             let Place::Global(a) = p else {
                 // Atomics on LDS / private through flat: done non-atomically
                 // (only this workgroup's thread touches them).
-                let v = self.data_reg(i, data, l);
-                let cmp = self.data_reg(i, data + 1, l);
-                let mut b = [0u8; 4];
-                self.read_place(p, &mut b, l, env)?;
-                let old = u32::from_le_bytes(b);
-                let (v, cmp) = if i.atomic == Atomic::CmpSwap {
-                    (v, cmp)
-                } else {
-                    (v, 0)
+                let n = if i.wide { 2 } else { 1 };
+                let reg = |w: &Self, r: u16| {
+                    (0..n).fold(0u64, |acc, k| {
+                        acc | (w.data_reg(i, r + k, l) as u64) << (32 * k)
+                    })
                 };
-                self.write_place(p, &rmw32(i.atomic, old, v, cmp).to_le_bytes(), l, env)?;
+                let (v, cmp) = match i.atomic {
+                    Atomic::CmpSwap => (reg(self, data), reg(self, data + n)),
+                    _ => (reg(self, data), 0),
+                };
+                let mut b = [0u8; 8];
+                let len = 4 * n as usize;
+                self.read_place(p, &mut b[..len], l, env)?;
+                let old = u64::from_le_bytes(b);
+                let new = if i.wide {
+                    rmw64(i.atomic, old, v, cmp)
+                } else {
+                    rmw32(i.atomic, old as u32, v as u32, cmp as u32) as u64
+                };
+                self.write_place(p, &new.to_le_bytes()[..len], l, env)?;
                 if i.ret {
-                    self.set_data_reg(i, i.dst, l, old);
+                    for k in 0..n {
+                        self.set_data_reg(i, i.dst + k, l, (old >> (32 * k)) as u32);
+                    }
                 }
                 continue;
             };

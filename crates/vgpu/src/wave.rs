@@ -20,8 +20,11 @@ pub const PRIVATE_APERTURE_HI: u32 = 0x2000_0000;
 
 /// Room for the scalar file (codes 0..=127) plus the widest tuple past it.
 const SGPRS: usize = 128 + 16;
-/// Room for 256 registers plus the widest tuple past the last one.
-const VGPRS: usize = 256 + 16;
+/// Room for 256 registers plus the widest tuple past the last one, then
+/// four spare registers no instruction can name (see [`TMP_VGPR`]).
+const VGPRS: usize = 256 + 16 + 4;
+/// The spare VGPRs DPP and SDWA copy their selected sources to (`lanesel`).
+pub const TMP_VGPR: usize = 256 + 16;
 
 /// What the wave does after an instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +33,10 @@ pub enum Flow {
     Jump(u32),
     Barrier,
     End,
+    /// A GWS instruction that cannot complete yet: the wave stays on it.
+    Wait,
+    /// The wave used its time slice (resident dispatches share one thread).
+    Yield,
 }
 
 /// Shared context of a workgroup's execution.
@@ -41,6 +48,8 @@ pub struct Env<'a> {
     pub cache: crate::access::AllocCache,
     /// Where `s_sendmsg MSG_INTERRUPT` goes (see `Device::set_interrupt`).
     pub interrupt: Option<&'a crate::device::Interrupt>,
+    /// The device's GWS resources.
+    pub gws: &'a crate::gws::Gws,
 }
 
 pub struct Wave {
@@ -68,6 +77,8 @@ pub struct Wave {
     /// loops read every source as a plain array (see `Wave::broadcast`); the
     /// last one is never written and reads as zeros.
     pub bc: [[u32; 64]; 18],
+    /// The GWS barrier or semaphore the wave waits on, if any.
+    pub gws_wait: Option<crate::gws::GwsWait>,
 }
 
 /// A 32-bit source as the lane loops see it (see [`Wave::opnd`]).
@@ -127,6 +138,7 @@ impl Wave {
             next_check: 0,
             hwreg: [0; 8],
             bc: [[0; 64]; 18],
+            gws_wait: None,
         }
     }
 
@@ -149,6 +161,7 @@ impl Wave {
         self.done = false;
         self.executed = 0;
         self.hwreg = [0; 8];
+        self.gws_wait = None;
     }
 
     #[inline(always)]
@@ -557,7 +570,9 @@ impl Wave {
                 }
             }
             SNop | SWaitcnt | SSleep | SSetprio | SIcacheInv | SDcacheWb | STtracedata
-            | BufferWbinvl1 | BufferWbinvl1Vol => {}
+            | BufferWbinvl1 | BufferWbinvl1Vol | BufferWbl2 | BufferInvl2 => {}
+            DsGwsInit | DsGwsBarrier | DsGwsSemaV | DsGwsSemaP | DsGwsSemaBr
+            | DsGwsSemaReleaseAll => return Ok(self.gws(i, env)),
             // Bit compares: SCC = bit S1 of S0 is 0 (bitcmp0) or 1 (bitcmp1).
             SBitcmp0B32 | SBitcmp1B32 => {
                 let bit = self.s32(a) >> (self.s32(b) & 31) & 1;
@@ -605,31 +620,106 @@ impl Wave {
     }
 }
 
+impl Wave {
+    /// A GWS instruction (see [`crate::gws`]): wave-level, on the resource
+    /// `(offset + M0[21:16]) % 64`, with data0 from the first active lane.
+    fn gws(&mut self, i: &Inst, env: &Env<'_>) -> Flow {
+        use crate::gws::GwsWait;
+        let exec = self.exec();
+        if exec == 0 {
+            return Flow::Next;
+        }
+        if let Some(w) = self.gws_wait {
+            if !env.gws.ready(w) {
+                return Flow::Wait;
+            }
+            self.gws_wait = None;
+            return Flow::Next;
+        }
+        let offset = i.imm as u32 | i.imm2 << 8;
+        let id = (offset.wrapping_add(self.s[M0] >> 16 & 63) % 64) as u8;
+        let lane = exec.trailing_zeros() as usize;
+        // data0 is encoded in the address field (LLVM: `ds_gws_init v4` puts
+        // v4 in bits 7:0 of the second word), which the decoder reads as src[0].
+        let data = match i.src[0] {
+            Src::V(n) if i.acc => self.a[n as usize][lane],
+            Src::V(n) => self.v[n as usize][lane],
+            _ => 0,
+        };
+        let wait: Option<GwsWait> = match i.op {
+            Op::DsGwsInit => {
+                env.gws.init(id, data);
+                None
+            }
+            Op::DsGwsBarrier => env.gws.barrier(id, data),
+            Op::DsGwsSemaV => {
+                env.gws.sema_add(id, 1);
+                None
+            }
+            Op::DsGwsSemaBr => {
+                env.gws.sema_add(id, data);
+                None
+            }
+            Op::DsGwsSemaP => env.gws.sema_p(id),
+            _ => {
+                env.gws.release_all(id);
+                None
+            }
+        };
+        match wait {
+            Some(w) => {
+                self.gws_wait = Some(w);
+                Flow::Wait
+            }
+            None => Flow::Next,
+        }
+    }
+}
+
+/// Bit-field extract of `w` bits at `off` (the ISA's pseudo-code: the
+/// source shifted right, arithmetically when `signed`, masked to `w` bits,
+/// then sign-extended from its top bit; a field running past bit 31 takes
+/// the source's sign).
 pub fn bfe32(x: u32, off: u32, w: u32, signed: bool) -> u32 {
     if w == 0 {
         return 0;
     }
-    let w = w.min(32);
-    let v = (x as u64) >> off;
     if signed {
-        let sh = 64 - w;
-        (((v << sh) as i64) >> sh) as u32
+        let v = (x as i32 >> off.min(31)) as u32;
+        if w >= 32 {
+            return v;
+        }
+        let sh = 32 - w;
+        ((v << sh) as i32 >> sh) as u32
     } else {
-        (v & ((1u64 << w) - 1)) as u32
+        let v = x >> off.min(31);
+        if w >= 32 {
+            v
+        } else {
+            v & ((1 << w) - 1)
+        }
     }
 }
 
+/// [`bfe32`] for 64-bit sources.
 pub fn bfe64(x: u64, off: u32, w: u32, signed: bool) -> u64 {
     if w == 0 {
         return 0;
     }
-    let w = w.min(64);
-    let v = (x as u128) >> off;
     if signed {
-        let sh = 128 - w;
-        (((v << sh) as i128) >> sh) as u64
+        let v = (x as i64 >> off.min(63)) as u64;
+        if w >= 64 {
+            return v;
+        }
+        let sh = 64 - w;
+        ((v << sh) as i64 >> sh) as u64
     } else {
-        (v & ((1u128 << w) - 1)) as u64
+        let v = x >> off.min(63);
+        if w >= 64 {
+            v
+        } else {
+            v & ((1 << w) - 1)
+        }
     }
 }
 
@@ -734,5 +824,8 @@ mod tests {
         assert_eq!(bfe32(0xf0, 4, 4, true), u32::MAX);
         assert_eq!(bfe32(0x1234_5678, 8, 0, false), 0);
         assert_eq!(bfe64(1 << 63, 60, 4, true), u64::MAX - 7);
+        // A signed field past the top bit takes the source's sign.
+        assert_eq!(bfe32(0xffff_ffff, 22, 11, true), u32::MAX);
+        assert_eq!(bfe64(1 << 63, 60, 100, true), u64::MAX - 7);
     }
 }

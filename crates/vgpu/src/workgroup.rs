@@ -56,6 +56,7 @@ impl Armed<'_> {
 }
 
 /// What every wave of a dispatch starts from.
+#[derive(Clone, Copy)]
 pub struct Launch<'a> {
     pub program: &'a Program,
     pub mem: &'a Memory,
@@ -72,8 +73,60 @@ pub struct Launch<'a> {
     pub budget: u64,
     /// Where the waves' interrupts go.
     pub interrupt: Option<&'a crate::device::Interrupt>,
+    /// Waves to show an observer before or after chosen instructions.
+    pub probe: Option<&'a Probes<'a>>,
     /// What may end the dispatch from outside.
     pub watch: Armed<'a>,
+    /// The device's GWS resources.
+    pub gws: &'a crate::gws::Gws,
+    /// Instructions a wave runs before it yields to the others (resident
+    /// dispatches, where all workgroups share one host thread; u64::MAX:
+    /// never).
+    pub slice: u64,
+}
+
+/// A wave as a [`Probe`] sees it, before or after an instruction.
+pub struct ProbeHit<'a> {
+    /// Device address of the instruction.
+    pub addr: u64,
+    /// Seen after the instruction executed (else before).
+    pub after: bool,
+    pub workgroup: [u32; 3],
+    /// The wave's index in its workgroup (work-items `64 * wave ..`).
+    pub wave: u32,
+    /// Its registers (`exec()`, `s`, `v`, `a`, `scc`).
+    pub state: &'a Wave,
+}
+
+/// An observer of waves at chosen instructions, for tests that compare
+/// what instrumentation sees with what the GPU had: `before` and `after`
+/// list device addresses of instructions; `see` is called from the host
+/// threads that run workgroups.
+pub struct Probe<'a> {
+    pub before: Vec<u64>,
+    pub after: Vec<u64>,
+    pub see: Box<dyn Fn(&ProbeHit<'_>) + Send + Sync + 'a>,
+}
+
+/// A probe resolved to instruction indices of one program.
+pub struct Probes<'a> {
+    /// Per instruction index: bit 0 observe before, bit 1 after.
+    pub(crate) at: Vec<u8>,
+    pub(crate) probe: &'a Probe<'a>,
+}
+
+impl<'a> Probes<'a> {
+    pub(crate) fn new(program: &Program, probe: &'a Probe<'a>) -> Probes<'a> {
+        let mut at = vec![0u8; program.insts.len()];
+        for (list, bit) in [(&probe.before, 1u8), (&probe.after, 2u8)] {
+            for &a in list {
+                if let Some(k) = program.index_of_addr(a) {
+                    at[k as usize] |= bit;
+                }
+            }
+        }
+        Probes { at, probe }
+    }
 }
 
 /// Appends initial SGPR values in order (values past the end are dropped).
@@ -246,6 +299,7 @@ impl Launch<'_> {
             lds: lds.as_mut_slice(),
             cache: Default::default(),
             interrupt: self.interrupt,
+            gws: self.gws,
         };
         // Each pass runs every live wave up to its next barrier or its end;
         // after a pass all live waves wait at the barrier, which releases them.
@@ -255,8 +309,21 @@ impl Launch<'_> {
                 if wave.done {
                     continue;
                 }
-                match self.run_wave(wave, &mut env, per_pc) {
+                match self.run_wave(wave, &mut env, per_pc, (wg, w as u32)) {
                     Ok(Flow::Barrier) => {}
+                    // Only resident dispatches wait (Device runs programs
+                    // with GWS waits that way) or yield.
+                    Ok(Flow::Wait | Flow::Yield) => {
+                        return Err(WaveFault {
+                            wave: w as u32,
+                            inst: wave.pc,
+                            exc: Exception::new(FaultKind::Deadlock(
+                                "a GWS wait in a dispatch that does not run all its \
+                                 workgroups at once"
+                                    .into(),
+                            )),
+                        })
+                    }
                     Ok(_) => wave.done = true,
                     Err(exc) => {
                         return Err(WaveFault {
@@ -273,6 +340,112 @@ impl Launch<'_> {
         }
     }
 
+    /// Runs every workgroup of `groups` at once on this thread, as a
+    /// dispatch whose workgroups wait for each other (GWS barriers and
+    /// semaphores) needs: each live wave in turn runs until it ends, waits
+    /// at a barrier or on GWS, or has run `self.slice` instructions; a
+    /// workgroup barrier releases when all its live waves are at it. When
+    /// a whole round completes no instruction, nothing can release the
+    /// waiting waves: a deadlock. On a fault, the workgroup and the fault.
+    pub fn run_resident(
+        &self,
+        groups: &[[u32; 3]],
+        per_pc: &mut [[u64; 2]],
+    ) -> Result<(), ([u32; 3], WaveFault)> {
+        struct Group {
+            id: [u32; 3],
+            waves: Vec<Wave>,
+            at_barrier: Vec<bool>,
+            lds: Vec<u8>,
+        }
+        let mut all: Vec<Group> = groups
+            .iter()
+            .map(|&id| {
+                let size = self.actual_size(id);
+                let n = (size[0] * size[1] * size[2]).div_ceil(64) as usize;
+                let mut waves: Vec<Wave> = (0..n).map(|_| Wave::new(self.priv_size)).collect();
+                for (w, wave) in waves.iter_mut().enumerate() {
+                    self.init_wave(wave, id, w as u32, size);
+                }
+                Group {
+                    id,
+                    waves,
+                    at_barrier: vec![false; n],
+                    lds: vec![0; self.lds_size as usize],
+                }
+            })
+            .collect();
+        loop {
+            let (mut live, mut progress) = (false, false);
+            for g in &mut all {
+                let mut env = Env {
+                    program: self.program,
+                    mem: self.mem,
+                    lds: g.lds.as_mut_slice(),
+                    cache: Default::default(),
+                    interrupt: self.interrupt,
+                    gws: self.gws,
+                };
+                for (w, wave) in g.waves.iter_mut().enumerate() {
+                    if wave.done || g.at_barrier[w] {
+                        continue;
+                    }
+                    live = true;
+                    let before = wave.executed;
+                    match self.run_wave(wave, &mut env, per_pc, (g.id, w as u32)) {
+                        Ok(Flow::Barrier) => g.at_barrier[w] = true,
+                        Ok(Flow::Wait | Flow::Yield) => {}
+                        Ok(_) => wave.done = true,
+                        Err(exc) => {
+                            let f = WaveFault {
+                                wave: w as u32,
+                                inst: wave.pc,
+                                exc,
+                            };
+                            return Err((g.id, f));
+                        }
+                    }
+                    progress |= wave.executed != before || wave.done || g.at_barrier[w];
+                }
+                // All live waves at the barrier: it releases them.
+                let waiting = (0..g.waves.len()).filter(|&w| !g.waves[w].done);
+                if waiting.clone().count() > 0 && waiting.clone().all(|w| g.at_barrier[w]) {
+                    g.at_barrier.iter_mut().for_each(|b| *b = false);
+                    live = true;
+                    progress = true;
+                }
+            }
+            if !live {
+                return Ok(());
+            }
+            if !progress {
+                // Report the first waiting wave.
+                for g in &all {
+                    for (w, wave) in g.waves.iter().enumerate() {
+                        if !wave.done && !g.at_barrier[w] {
+                            let why = format!(
+                                "every remaining wave waits ({} of {} workgroups unfinished); \
+                                 this one on {:?}",
+                                all.iter()
+                                    .filter(|g| g.waves.iter().any(|w| !w.done))
+                                    .count(),
+                                all.len(),
+                                wave.gws_wait
+                            );
+                            let f = WaveFault {
+                                wave: w as u32,
+                                inst: wave.pc,
+                                exc: Exception::new(FaultKind::Deadlock(why)),
+                            };
+                            return Err((g.id, f));
+                        }
+                    }
+                }
+                return Ok(());
+            }
+        }
+    }
+
     /// Runs one wave until it ends, reaches a barrier or faults; on a fault
     /// `wave.pc` is left at the faulting instruction.
     fn run_wave(
@@ -280,21 +453,27 @@ impl Launch<'_> {
         wave: &mut Wave,
         env: &mut Env<'_>,
         per_pc: &mut [[u64; 2]],
+        id: ([u32; 3], u32),
     ) -> Result<Flow, Exception> {
+        if let Some(p) = self.probe {
+            // Observed runs are for tests: the plain loop, with the checks.
+            return self.run_wave_impl::<true>(wave, env, per_pc, false, Some((p, id)));
+        }
         #[cfg(target_arch = "x86_64")]
         if crate::valu::Simd::detect().avx2() {
             // SAFETY: `avx2()` is only true when the CPU has AVX2 and FMA,
             // the features the function is compiled for.
             return unsafe { self.run_wave_avx2(wave, env, per_pc) };
         }
-        self.run_wave_impl(wave, env, per_pc, false)
+        self.run_wave_impl::<false>(wave, env, per_pc, false, None)
     }
 
     /// Every [`CHECK_EVERY`] instructions of a wave: the watchdog, and
-    /// whether the dispatch must end (stopped, out of time).
+    /// whether the dispatch must end (stopped, out of time); true when the
+    /// wave has used its time slice (it ends at `slice_end`) and must yield.
     #[cold]
     #[inline(never)]
-    fn checkpoint(&self, wave: &mut Wave) -> Result<(), Exception> {
+    fn checkpoint(&self, wave: &mut Wave, slice_end: u64) -> Result<bool, Exception> {
         if wave.executed > self.budget {
             return Err(Exception::new(FaultKind::Watchdog {
                 budget: self.budget,
@@ -303,11 +482,15 @@ impl Launch<'_> {
         if let Some(kind) = self.watch.expired() {
             return Err(Exception::new(kind));
         }
+        if wave.executed > slice_end {
+            return Ok(true);
+        }
         wave.next_check = wave
             .executed
             .saturating_add(CHECK_EVERY)
-            .min(self.budget.saturating_add(1));
-        Ok(())
+            .min(self.budget.saturating_add(1))
+            .min(slice_end.saturating_add(1));
+        Ok(false)
     }
 
     /// The wave loop with the VALU inlined and compiled for AVX2 and FMA.
@@ -319,18 +502,23 @@ impl Launch<'_> {
         env: &mut Env<'_>,
         per_pc: &mut [[u64; 2]],
     ) -> Result<Flow, Exception> {
-        self.run_wave_impl(wave, env, per_pc, true)
+        self.run_wave_impl::<false>(wave, env, per_pc, true, None)
     }
 
     #[inline(always)]
-    fn run_wave_impl(
+    fn run_wave_impl<const PROBED: bool>(
         &self,
         wave: &mut Wave,
         env: &mut Env<'_>,
         per_pc: &mut [[u64; 2]],
         simd: bool,
+        probe: Option<(&Probes<'_>, ([u32; 3], u32))>,
     ) -> Result<Flow, Exception> {
         let insts = &self.program.insts;
+        // The wave yields after this many instructions (resident dispatches):
+        // its next checkpoint comes no later.
+        let slice_end = wave.executed.saturating_add(self.slice);
+        wave.next_check = wave.next_check.min(slice_end.saturating_add(1));
         loop {
             let pc = wave.pc as usize;
             let Some(inst) = insts.get(pc) else {
@@ -338,13 +526,22 @@ impl Launch<'_> {
                 return Err(Exception::at(FaultKind::BadJump { target }, target));
             };
             wave.executed += 1;
-            if wave.executed >= wave.next_check {
-                self.checkpoint(wave)?;
+            if wave.executed >= wave.next_check && self.checkpoint(wave, slice_end)? {
+                // Not executed: it runs first when the wave resumes.
+                wave.executed -= 1;
+                return Ok(Flow::Yield);
             }
             // Wave executions, and lanes enabled when it issues (thread
             // instructions, what per-thread counting tools count).
             per_pc[pc][0] += 1;
             per_pc[pc][1] += u64::from(wave.exec().count_ones());
+            let seen = match probe {
+                Some((p, _)) if PROBED => p.at[pc],
+                _ => 0,
+            };
+            if seen & 1 != 0 {
+                see(probe, inst.addr, false, wave);
+            }
             // Vector ALU instructions go straight to the VALU (no scalar or
             // memory dispatch in between): most of a kernel's instructions.
             let flow = if inst.valu {
@@ -357,6 +554,9 @@ impl Launch<'_> {
             } else {
                 wave.step(inst, env)?
             };
+            if seen & 2 != 0 {
+                see(probe, inst.addr, true, wave);
+            }
             match flow {
                 Flow::Next => wave.pc += 1,
                 Flow::Jump(t) => wave.pc = t,
@@ -365,7 +565,29 @@ impl Launch<'_> {
                     return Ok(Flow::Barrier);
                 }
                 Flow::End => return Ok(Flow::End),
+                Flow::Wait => {
+                    // Not executed yet: it runs again when the wave resumes.
+                    wave.executed -= 1;
+                    per_pc[pc][0] -= 1;
+                    per_pc[pc][1] -= u64::from(wave.exec().count_ones());
+                    return Ok(Flow::Wait);
+                }
+                Flow::Yield => return Ok(Flow::Yield),
             }
         }
+    }
+}
+
+/// Shows `wave` to the probe (before or after the instruction at `addr`).
+#[cold]
+fn see(probe: Option<(&Probes<'_>, ([u32; 3], u32))>, addr: u64, after: bool, wave: &Wave) {
+    if let Some((p, (workgroup, w))) = probe {
+        (p.probe.see)(&ProbeHit {
+            addr,
+            after,
+            workgroup,
+            wave: w,
+            state: wave,
+        });
     }
 }

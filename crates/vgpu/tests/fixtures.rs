@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use inlay_vgpu::kernarg::Args;
-use inlay_vgpu::Device;
+use inlay_vgpu::{Device, FaultKind};
 
 const VERSIONS: [u32; 2] = [4, 5];
 
@@ -487,5 +487,272 @@ fn many_args() {
             (6 * -7 + 200) as f64,
         ];
         assert_eq!(got, want, "v{v}");
+    }
+}
+
+/// `k` as f16 bits, for integers with |k| < 2048 (all exact in f16).
+fn f16_of_int(k: i32) -> u16 {
+    if k == 0 {
+        return 0;
+    }
+    let (sign, m) = (if k < 0 { 0x8000 } else { 0 }, k.unsigned_abs());
+    let e = 31 - m.leading_zeros(); // m = 1.f × 2^e
+    sign | ((e + 15) << 10 | (m << 10 >> e & 0x3ff)) as u16
+}
+
+#[test]
+fn f16_of_int_matches_known_encodings() {
+    // From the IEEE 754 binary16 layout: 1.0, 2.0, -3.0, 1000.0, 2047.0.
+    let want = [
+        (1, 0x3c00),
+        (2, 0x4000),
+        (-3, 0xc200),
+        (1000, 0x63d0),
+        (2047, 0x67ff),
+    ];
+    for (k, bits) in want {
+        assert_eq!(f16_of_int(k), bits, "{k}");
+    }
+}
+
+/// Eighths of small integers: every sum of a few thousand is exact in f64
+/// and f32 whatever the order the atomics apply in.
+fn eighths(rng: &mut Rng, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|_| (rng.u32() % 4001) as f64 / 8.0 - 250.0)
+        .collect()
+}
+
+#[test]
+fn float_atomics_global_and_flat() {
+    let dev = Device::new();
+    for v in VERSIONS {
+        let p = load(&dev, v, "float_atomics");
+        let n = 1000usize; // 4 workgroups of 256, the last one partial
+        let mut rng = Rng(0xf10a7 + v as u64);
+        let x = eighths(&mut rng, n);
+        let (lo, hi) = x
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                (a.min(v), b.max(v))
+            });
+        let sum: f64 = x.iter().sum();
+        let inf = f64::INFINITY;
+        let dx = upload_f64(&dev, &x);
+        let dout = upload_f64(&dev, &[1.5, inf, -inf, -2.0, inf, -inf, 99.0]);
+        let args = Args::new().ptr(dx).ptr(dout).u32(n as u32);
+        run(&dev, &p, "atomic_f64", [1024, 1, 1], [256, 1, 1], &args);
+        let got = download_f64(&dev, dout, 7);
+        assert_eq!(
+            got,
+            [1.5 + sum, lo, hi, -2.0 + sum, lo, hi, 99.0],
+            "v{v}: global then flat add/min/max_f64 (last: guard)"
+        );
+
+        // Returning adds: the old values seen are 0, 1, ..., n-1 in some order.
+        let dout = upload_f64(&dev, &[0.0, 0.0]);
+        let dolds = upload_f64(&dev, &vec![-1.0; 2 * n]);
+        let args = Args::new().ptr(dout).ptr(dolds).u32(n as u32);
+        run(&dev, &p, "atomic_f64_rtn", [1024, 1, 1], [256, 1, 1], &args);
+        assert_eq!(download_f64(&dev, dout, 2), [n as f64, n as f64], "v{v}");
+        let olds = download_f64(&dev, dolds, 2 * n);
+        for (what, half) in [("global", &olds[..n]), ("flat", &olds[n..])] {
+            let mut seen: Vec<u64> = half.iter().map(|&o| o as u64).collect();
+            assert!(
+                half.iter().all(|o| o.fract() == 0.0),
+                "v{v} {what}: {half:?}"
+            );
+            seen.sort_unstable();
+            assert_eq!(seen, (0..n as u64).collect::<Vec<_>>(), "v{v} {what} olds");
+        }
+
+        // f32 add and packed f16 add; small integers keep every sum exact.
+        let xf: Vec<f32> = (0..n).map(|_| (rng.u32() % 201) as f32 - 100.0).collect();
+        let halves: Vec<(i32, i32)> = (0..n)
+            .map(|_| ((rng.u32() % 3) as i32, -((rng.u32() % 3) as i32)))
+            .collect();
+        let h: Vec<u32> = halves
+            .iter()
+            .map(|&(a, b)| f16_of_int(a) as u32 | (f16_of_int(b) as u32) << 16)
+            .collect();
+        let dxf = upload_f32(&dev, &xf);
+        let dh = dev.upload_u32(&h).unwrap();
+        let dsum = upload_f32(&dev, &[0.25]);
+        let dsumh = dev
+            .upload_u32(&[f16_of_int(5) as u32 | (f16_of_int(-7) as u32) << 16])
+            .unwrap();
+        let args = Args::new()
+            .ptr(dxf)
+            .ptr(dh)
+            .ptr(dsum)
+            .ptr(dsumh)
+            .u32(n as u32);
+        run(&dev, &p, "atomic_f32_f16", [1024, 1, 1], [256, 1, 1], &args);
+        let want32 = 0.25 + xf.iter().sum::<f32>();
+        assert_eq!(download_f32(&dev, dsum, 1)[0], want32, "v{v} f32 add");
+        let (sa, sb) = halves
+            .iter()
+            .fold((5, -7), |(a, b), &(x, y)| (a + x, b + y));
+        let want16 = f16_of_int(sa) as u32 | (f16_of_int(sb) as u32) << 16;
+        let got16 = dev.download_u32(dsumh, 1).unwrap()[0];
+        assert_eq!(got16, want16, "v{v} pk_add_f16: halves {sa}, {sb}");
+    }
+}
+
+#[test]
+fn float_atomics_lds() {
+    let dev = Device::new();
+    for v in VERSIONS {
+        let p = load(&dev, v, "float_atomics");
+        let (n, wg) = (700usize, 256usize); // 3 workgroups, the last partial
+        let groups = n.div_ceil(wg);
+        let mut rng = Rng(0x1d5 + v as u64);
+        let x = eighths(&mut rng, n);
+        let y: Vec<f32> = (0..n)
+            .map(|_| (rng.u32() % 64) as f32 / 4.0 - 8.0)
+            .collect();
+        let (dx, dy) = (upload_f64(&dev, &x), upload_f32(&dev, &y));
+        let dout = upload_f64(&dev, &vec![7.0; 5 * groups + 1]);
+        let args = Args::new().ptr(dx).ptr(dy).ptr(dout).u32(n as u32);
+        run(
+            &dev,
+            &p,
+            "atomic_lds",
+            [(groups * wg) as u32, 1, 1],
+            [wg as u32, 1, 1],
+            &args,
+        );
+        let got = download_f64(&dev, dout, 5 * groups + 1);
+        for b in 0..groups {
+            let r = b * wg..((b + 1) * wg).min(n);
+            let xs = &x[r.clone()];
+            let sum: f64 = xs.iter().sum();
+            let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let sf: f32 = y[r].iter().sum();
+            assert_eq!(
+                got[5 * b..5 * b + 5],
+                [sum, lo, hi, sf as f64, sum],
+                "v{v} workgroup {b}: ds add/min/max_f64, ds_add_f32, flat add_f64 on LDS"
+            );
+        }
+        assert_eq!(got[5 * groups], 7.0, "v{v}: wrote past the last workgroup");
+    }
+}
+
+#[test]
+fn system_scope_release_acquire() {
+    let dev = Device::new();
+    for v in VERSIONS {
+        let p = load(&dev, v, "float_atomics");
+        let n = 300usize;
+        let (data, flag, seen) = (
+            dev.upload_u32(&vec![0; n]).unwrap(),
+            dev.upload_u32(&vec![0; n]).unwrap(),
+            dev.upload_u32(&vec![0; n]).unwrap(),
+        );
+        let args = Args::new().ptr(data).ptr(flag).ptr(seen).u32(n as u32);
+        let stats = run(&dev, &p, "release_acquire", [320, 1, 1], [64, 1, 1], &args);
+        let want: Vec<u32> = (1..=n as u32).collect();
+        assert_eq!(dev.download_u32(seen, n).unwrap(), want, "v{v}");
+        assert_eq!(dev.download_u32(flag, n).unwrap(), vec![1; n], "v{v}");
+        for op in ["buffer_wbl2", "buffer_invl2"] {
+            assert!(
+                stats.per_opcode.get(op).copied().unwrap_or(0) > 0,
+                "v{v}: no {op} ran"
+            );
+        }
+    }
+}
+#[test]
+fn cooperative_grid_sync_between_rounds() {
+    let dev = Device::new();
+    for v in VERSIONS {
+        let p = load(&dev, v, "cooperative");
+        let (groups, rounds) = (12u32, 3u32);
+        let mut rng = Rng(0xc0 + v as u64);
+        let input: Vec<u32> = (0..groups * 256).map(|_| rng.u32() % 1000).collect();
+        let total = input.iter().fold(0u32, |s, x| s.wrapping_add(*x));
+        let din = dev.upload_u32(&input).unwrap();
+        let dacc = dev.upload_u32(&vec![0; groups as usize]).unwrap();
+        let dout = dev
+            .upload_u32(&vec![0; (groups * rounds) as usize])
+            .unwrap();
+        // As ROCclr does before a cooperative launch: GWS resource 0 as a
+        // barrier of all workgroups.
+        let init = Args::new().u32(groups - 1).u32(0);
+        run(&dev, &p, "gws_init", [1, 1, 1], [1, 1, 1], &init);
+        let args = Args::new().ptr(din).ptr(dacc).ptr(dout).u32(rounds);
+        run(
+            &dev,
+            &p,
+            "grid_rounds",
+            [groups * 256, 1, 1],
+            [256, 1, 1],
+            &args,
+        );
+        let got = dev.download_u32(dout, (groups * rounds) as usize).unwrap();
+        for r in 0..rounds {
+            for b in 0..groups {
+                assert_eq!(
+                    got[(r * groups + b) as usize],
+                    total.wrapping_mul(r + 1),
+                    "v{v} round {r} workgroup {b}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn cooperative_dispatch_larger_than_the_device_is_refused() {
+    let dev = Device::new();
+    let p = load(&dev, 5, "cooperative");
+    // 833 workgroups of 4 waves: 3332 waves, more than 104 CUs x 32 waves.
+    let dacc = dev.upload_u32(&[0; 4]).unwrap();
+    let args = Args::new().ptr(dacc).ptr(dacc).ptr(dacc).u32(1);
+    let f = dev
+        .dispatch(
+            &p,
+            "grid_rounds",
+            [833 * 256, 1, 1],
+            [256, 1, 1],
+            args.as_bytes(),
+        )
+        .expect_err("a cooperative grid that cannot be resident");
+    assert!(matches!(f.kind, FaultKind::Launch(_)), "{f}");
+}
+
+#[test]
+fn gws_semaphore_hands_data_to_every_workgroup() {
+    let dev = Device::new();
+    for v in VERSIONS {
+        let p = load(&dev, v, "cooperative");
+        let (groups, resource) = (20u32, 3u32);
+        let data = dev.upload_u32(&vec![0; groups as usize]).unwrap();
+        let seen = dev.upload_u32(&vec![0; groups as usize]).unwrap();
+        run(
+            &dev,
+            &p,
+            "gws_init",
+            [1, 1, 1],
+            [1, 1, 1],
+            &Args::new().u32(0).u32(resource),
+        );
+        let args = Args::new().ptr(data).ptr(seen).u32(resource);
+        run(
+            &dev,
+            &p,
+            "gws_semaphore",
+            [groups * 64, 1, 1],
+            [64, 1, 1],
+            &args,
+        );
+        let want: Vec<u32> = (0..groups).map(|b| b + 7).collect();
+        assert_eq!(
+            dev.download_u32(seen, groups as usize).unwrap(),
+            want,
+            "v{v}"
+        );
     }
 }

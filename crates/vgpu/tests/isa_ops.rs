@@ -1948,3 +1948,303 @@ fn buffer_private_stack_pointer_is_wave_scaled() {
     t.scratch = 64;
     check_lanes(&dev, &t, random, |_, i| vec![i[0], i[1]]);
 }
+
+// ---------------------------------------------------------------- float atomics
+
+/// gfx90a's float atomics with glc return the old value; each lane has its
+/// own 8-byte slot in a region per operation. Values are small multiples of
+/// 1/4 (exact sums); f16 halves by their IEEE binary16 encodings.
+#[test]
+fn float_atomics_global_and_flat() {
+    let dev = Device::new();
+    let a = |l: usize| (l as f64 - 31.5) * 0.75;
+    let old = |l: usize| ((l * 7) % 13) as f64 - 6.0;
+    let mut mem = vec![0u8; 8192];
+    for l in 0..64 {
+        for r in [0, 1, 2, 5, 6, 7] {
+            let at = 4096 + 512 * r + 8 * l;
+            mem[at..at + 8].copy_from_slice(&old(l).to_le_bytes());
+        }
+        let at = 4096 + 512 * 3 + 8 * l;
+        mem[at..at + 4].copy_from_slice(&1.25f32.to_le_bytes());
+        // 3.0 (high half), -3.0 (low half).
+        let at = 4096 + 512 * 4 + 8 * l;
+        mem[at..at + 4].copy_from_slice(&0x4200_c200u32.to_le_bytes());
+    }
+    let init = mem.clone();
+    let body = format!(
+        "{DATA}s_add_u32 s46, s44, 0x1000\ns_addc_u32 s47, s45, 0\n\
+         v_lshlrev_b32 v12, 3, v0\n\
+         global_atomic_add_f64 v[20:21], v12, v[4:5], s[46:47] glc\n\
+         global_atomic_min_f64 v[22:23], v12, v[4:5], s[46:47] offset:512 glc\n\
+         global_atomic_max_f64 v[24:25], v12, v[4:5], s[46:47] offset:1024 glc\n\
+         global_atomic_add_f32 v26, v12, v6, s[46:47] offset:1536 glc\n\
+         global_atomic_pk_add_f16 v27, v12, v7, s[46:47] offset:2048 glc\n\
+         v_mov_b32 v15, s47\n\
+         v_add_co_u32 v14, vcc, s46, v12\n\
+         v_addc_co_u32 v15, vcc, 0, v15, vcc\n\
+         flat_atomic_add_f64 v[28:29], v[14:15], v[4:5] offset:2560 glc\n\
+         flat_atomic_min_f64 v[30:31], v[14:15], v[4:5] offset:3072 glc\n\
+         flat_atomic_max_f64 v[32:33], v[14:15], v[4:5] offset:3584 glc\n\
+         s_waitcnt vmcnt(0) lgkmcnt(0)"
+    );
+    let mut t = Lanes::new(&body, 14);
+    t.mem = mem;
+    let inputs = |l: usize| {
+        let x = a(l).to_bits();
+        // 2.0 (low half), 1.0 (high half).
+        let (f32_in, pk) = ((l as f32 * 0.5).to_bits(), 0x3c00_4000);
+        [x as u32, (x >> 32) as u32, f32_in, pk, 0, 0, 0, 0]
+    };
+    let w64 = |m: &[u8], region: usize, l: usize| {
+        let at = 4096 + 512 * region + 8 * l;
+        f64::from_le_bytes(m[at..at + 8].try_into().unwrap())
+    };
+    let split = |x: f64| [x.to_bits() as u32, (x.to_bits() >> 32) as u32];
+    let after = check_lanes(&dev, &t, inputs, |l, _| {
+        let mut v = Vec::new();
+        v.extend(split(old(l)));
+        v.extend(split(old(l)));
+        v.extend(split(old(l)));
+        v.push(1.25f32.to_bits());
+        v.push(0x4200_c200);
+        for _ in 0..3 {
+            v.extend(split(old(l)));
+        }
+        v
+    });
+    let Some(after) = after else {
+        return;
+    };
+    for l in 0..64 {
+        for (base, what) in [(0, "global"), (5, "flat")] {
+            assert_eq!(
+                w64(&after, base, l),
+                old(l) + a(l),
+                "{what} add_f64, lane {l}"
+            );
+            assert_eq!(
+                w64(&after, base + 1, l),
+                old(l).min(a(l)),
+                "{what} min_f64, lane {l}"
+            );
+            assert_eq!(
+                w64(&after, base + 2, l),
+                old(l).max(a(l)),
+                "{what} max_f64, lane {l}"
+            );
+        }
+        let f = f32::from_bits(le(&after, 4096 + 512 * 3 + 8 * l));
+        assert_eq!(f, 1.25 + l as f32 * 0.5, "add_f32, lane {l}");
+        // 3.0 + 1.0 = 4.0 (0x4400) high, -3.0 + 2.0 = -1.0 (0xbc00) low.
+        assert_eq!(
+            le(&after, 4096 + 512 * 4 + 8 * l),
+            0x4400_bc00,
+            "pk_add_f16, lane {l}"
+        );
+    }
+    assert_eq!(init.len(), after.len());
+}
+
+/// LDS f64 min/max (the new value replaces the old one when less / greater)
+/// and the returning form; v_min_f64; s_ff1_i32_b64; the L2 cache
+/// maintenance of system-scope fences (no effect on coherent memory).
+#[test]
+fn lds_min_max_f64_and_friends() {
+    let dev = Device::new();
+    // Lane l: LDS slot 16l holds l - 20 (written first); min with 0.5, then
+    // max of slot 16l + 8 (holds l - 20) with 0.5; the min's result returned.
+    let body = "v_lshlrev_b32 v3, 4, v0\n\
+                v_subrev_u32 v4, 20, v0\n\
+                v_cvt_f64_i32 v[4:5], v4\n\
+                ds_write_b64 v3, v[4:5]\n\
+                ds_write_b64 v3, v[4:5] offset:8\n\
+                v_mov_b32 v6, 0\nv_mov_b32 v7, 0x3fe00000\n\
+                ds_min_f64 v3, v[6:7]\n\
+                ds_max_f64 v3, v[6:7] offset:8\n\
+                ds_min_rtn_f64 v[8:9], v3, v[6:7]\n\
+                ds_read_b64 v[10:11], v3 offset:8\n\
+                s_waitcnt lgkmcnt(0)\n\
+                buffer_wbl2\nbuffer_invl2\n\
+                v_min_f64 v[8:9], v[8:9], v[10:11]\n\
+                v_mov_b32 v1, v8\nv_mov_b32 v2, v9";
+    // min(min(l - 20, 0.5), max(l - 20, 0.5)) = min(l - 20, 0.5).
+    check_with(&dev, body, 64 * 16, 0, |l| {
+        (l as f64 - 20.0).min(0.5).to_bits()
+    });
+    // s_ff1_i32_b64: the lowest set bit of a 64-bit value, -1 for 0.
+    for (x, want) in [
+        (0u64, -1i32),
+        (1 << 40, 40),
+        (0x8000_0000_0000_0000, 63),
+        (6, 1),
+    ] {
+        let body = format!(
+            "s_mov_b32 s2, {:#x}\ns_mov_b32 s3, {:#x}\ns_ff1_i32_b64 s0, s[2:3]\n\
+             v_mov_b32 v1, s0",
+            x as u32,
+            (x >> 32) as u32
+        );
+        check(&dev, &body, |_| want as u32 as u64);
+    }
+}
+
+/// GWS on one wave (a dispatch the device runs resident): a semaphore filled
+/// by ds_gws_sema_br and ds_gws_sema_v is emptied by as many ds_gws_sema_p,
+/// and a barrier of one wave (value 0) releases at once; a wrong count would
+/// leave the wave waiting, which ends the dispatch as a deadlock. The
+/// resource (9) is named through M0[21:16], as clang's code does.
+#[test]
+fn gws_semaphore_and_barrier_of_one_wave() {
+    let dev = Device::new();
+    let body = "s_mov_b32 m0, 0x90000\n\
+                v_mov_b32 v4, 0\n\
+                ds_gws_init v4 gds\n\
+                v_mov_b32 v4, 2\n\
+                ds_gws_sema_br v4 gds\n\
+                ds_gws_sema_p gds\n\
+                ds_gws_sema_v gds\n\
+                ds_gws_sema_p gds\n\
+                ds_gws_sema_p gds\n\
+                v_mov_b32 v4, 0\n\
+                ds_gws_barrier v4 gds\n\
+                ds_gws_barrier v4 gds\n\
+                v_mov_b32 v1, 7";
+    check(&dev, body, |_| 7);
+}
+
+// ------------------------------------------- what compiled hooks use
+
+/// The forms clang emits for device functions (fixtures/src/hooks_test.hip):
+/// FLAT dword accesses to global memory and, through the private aperture,
+/// to the lane's private memory at the stack pointer's lane offset
+/// (`s32 >> 6`), which MUBUF reaches through s[0:3] with `s32` as soffset:
+/// the same bytes. Also a 16-bit global load.
+#[test]
+fn flat_dwords_global_and_private() {
+    let dev = Device::new();
+    let data: Vec<u8> = (0..8192u32).map(|k| rnd(10, k) as u8).collect();
+    let body = format!(
+        "{DATA}v_lshlrev_b32 v12, 2, v0\n\
+         v_mov_b32 v13, s45\n\
+         v_add_co_u32 v12, vcc, s44, v12\n\
+         v_addc_co_u32 v13, vcc, 0, v13, vcc\n\
+         flat_load_dword v20, v[12:13]\n\
+         flat_store_dword v[12:13], v4 offset:1024\n\
+         v_lshlrev_b32 v16, 1, v0\n\
+         global_load_ushort v21, v16, s[44:45] offset:2\n\
+         s_movk_i32 s32, 0x400\n\
+         s_mov_b64 s[46:47], src_private_base\n\
+         v_lshrrev_b32_e64 v14, 6, s32\n\
+         v_mov_b32 v15, s47\n\
+         flat_store_dword v[14:15], v5\n\
+         s_waitcnt vmcnt(0) lgkmcnt(0)\n\
+         buffer_load_dword v22, off, s[0:3], s32\n\
+         buffer_store_dword v6, off, s[0:3], s32 offset:4\n\
+         s_waitcnt vmcnt(0)\n\
+         v_add_u32 v14, 4, v14\n\
+         flat_load_dword v23, v[14:15]\n\
+         s_waitcnt vmcnt(0) lgkmcnt(0)"
+    );
+    let mut t = Lanes::new(&body, 4);
+    t.mem = data.clone();
+    t.scratch = 64;
+    let mem = check_lanes(&dev, &t, random, |l, i| {
+        vec![
+            le(&data, 4 * l),
+            u32::from(u16::from_le_bytes([data[2 * l + 2], data[2 * l + 3]])),
+            i[1],
+            i[2],
+        ]
+    });
+    let Some(mem) = mem else {
+        return;
+    };
+    for l in 0..64 {
+        assert_eq!(le(&mem, 1024 + 4 * l), random(l)[0], "flat store, lane {l}");
+    }
+}
+
+/// 64-bit global atomic add without return, every lane to one qword
+/// (what HIP's atomicAdd on an unsigned long long compiles to once the
+/// atomic optimizer has summed the wave).
+#[test]
+fn global_atomic_add_x2_accumulates() {
+    let dev = Device::new();
+    let data: Vec<u8> = (0..4096u32).map(|k| rnd(11, k) as u8).collect();
+    let body = format!(
+        "{DATA}v_mov_b32 v12, 0\n\
+         global_atomic_add_x2 v12, v[4:5], s[44:45] offset:8\n\
+         s_waitcnt vmcnt(0)\n\
+         v_mov_b32 v20, 0"
+    );
+    let mut t = Lanes::new(&body, 1);
+    t.mem = data.clone();
+    let mem = check_lanes(&dev, &t, random, |_, _| vec![0]);
+    let Some(mem) = mem else {
+        return;
+    };
+    let old = u64::from(le(&data, 8)) | u64::from(le(&data, 12)) << 32;
+    let sum = (0..64).fold(old, |a, l| {
+        let i = random(l);
+        a.wrapping_add(u64::from(i[0]) | u64::from(i[1]) << 32)
+    });
+    let got = u64::from(le(&mem, 8)) | u64::from(le(&mem, 12)) << 32;
+    assert_eq!(got, sum);
+}
+
+#[test]
+fn salu_find_first_and_compare_immediates() {
+    let dev = Device::new();
+    let ff1 = |x: u64| if x == 0 { u32::MAX } else { x.trailing_zeros() };
+    let setup =
+        "s_mov_b32 s2, 0x80000000\ns_mov_b32 s3, 0x10\ns_mov_b64 s[4:5], 0\ns_mov_b32 s6, 0x1234";
+    scalar_cases(
+        &dev,
+        setup,
+        &[
+            ("s_ff1_i32_b64 s12, s[2:3]", vec![ff1(0x10_8000_0000)], None),
+            ("s_ff1_i32_b64 s12, s[4:5]", vec![ff1(0)], None),
+            ("s_ff1_i32_b64 s12, exec", vec![ff1(u64::MAX)], None),
+            ("s_cmpk_eq_u32 s6, 0x1234", vec![], Some(true)),
+            ("s_cmpk_eq_u32 s6, 0x1235", vec![], Some(false)),
+        ],
+    );
+}
+
+/// `s_trap` (device libraries' `__cxa_pure_virtual`) ends the dispatch
+/// with a trap fault naming its code.
+#[test]
+fn s_trap_faults() {
+    let dev = Device::new();
+    let Some(r) = run_body_result(&dev, "s_trap 2", 0, 0) else {
+        return;
+    };
+    let f = r.expect_err("s_trap must fault");
+    assert_eq!(f.kind, inlay_vgpu::FaultKind::Trap(2));
+    assert_eq!(f.instruction, "s_trap 2");
+}
+
+/// A 16-bit compare of the high word (clang's test of a u16 field of the
+/// implicit arguments, in the hook module): the result goes to an SGPR pair;
+/// and a shift of a low word (the hook module's address arithmetic).
+#[test]
+fn sdwa_compare_of_a_high_word() {
+    let dev = Device::new();
+    let body = "v_cmp_ne_u16_sdwa s[20:21], v4, v5 src0_sel:WORD_1 src1_sel:DWORD\n\
+                v_cndmask_b32_e64 v20, 0, 1, s[20:21]\n\
+                v_lshlrev_b32_sdwa v21, v4, v5 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:DWORD src1_sel:WORD_0";
+    let inputs = |l: usize| {
+        let mut i = random(l);
+        if l.is_multiple_of(2) {
+            i[1] = i[1] & 0xffff_0000 | i[0] >> 16; // equal words in half the lanes
+        }
+        i
+    };
+    check_lanes(&dev, &Lanes::new(body, 2), inputs, |_, i| {
+        vec![
+            u32::from((i[0] >> 16) as u16 != i[1] as u16),
+            (i[1] & 0xffff) << (i[0] & 31),
+        ]
+    });
+}

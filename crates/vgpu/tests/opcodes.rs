@@ -156,12 +156,24 @@ fn valu_float() {
         "v_cvt_f32_u32 v1, v0\nv_fma_f32 v1, v1, v1, -1.0",
         |l| f32b((l * l) as f32 - 1.0),
     );
-    // Output modifier mul:2 and input modifiers.
+    // Output modifier mul:2: ignored while MODE.IEEE is set (the kernel's
+    // default) or output denormals are kept (the ISA document: "output
+    // modifiers are ignored if the IEEE mode bit is set"; LLVM's
+    // SIFoldOperands: "omod is ignored by hardware if IEEE bit is
+    // enabled"), applied once both are off (MODE[9:4] = 0x1d: IEEE clear,
+    // DX10 clamp, f64 denormals kept, f32 output denormals flushed).
     check(
         &dev,
         "v_cvt_f32_u32 v1, v0\nv_add_f32_e64 v1, v1, v1 mul:2",
+        |l| f32b(2.0 * l as f32),
+    );
+    check(
+        &dev,
+        "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 6), 0x1d\n\
+         v_cvt_f32_u32 v1, v0\nv_add_f32_e64 v1, v1, v1 mul:2",
         |l| f32b(4.0 * l as f32),
     );
+    // Input modifiers.
     check(
         &dev,
         "v_cvt_f32_u32 v1, v0\nv_sub_f32_e64 v1, -v1, |v1|",

@@ -84,17 +84,70 @@ pub fn extract_code_objects(library: &Path, targets: &[&str], dir: &Path) -> Vec
     out
 }
 
-/// Builds the drop-in runtime into the inlay binary's profile directory:
-/// `cargo test` does not link it, and `inlay run` looks for it there.
-pub fn build_runtime() {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut build = Command::new(cargo);
-    build.args(["build", "-q", "-p", "inlay-hsa"]);
-    if env!("CARGO_BIN_EXE_inlay").contains("/release/") {
-        build.arg("--release");
-    }
+/// The drop-in runtime cargo built for these tests: inlay-hsa is a
+/// dev-dependency, so its library (cdylib beside the rlib) is built into the
+/// directory of the test binaries before they are linked. A missing one fails
+/// the test; it is never a library left over from another build.
+pub fn runtime_library() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let lib = exe.with_file_name("libhsa_runtime64.so");
     assert!(
-        build.status().expect("cargo build").success(),
-        "cargo build -p inlay-hsa"
+        lib.is_file(),
+        "{} is missing: cargo builds it for the tests of inlay-cli (run them with cargo test)",
+        lib.display()
     );
+    lib
+}
+
+/// `inlay run` with this test's runtime library.
+pub fn inlay_run() -> Command {
+    let mut cmd = inlay();
+    cmd.arg("run").env("INLAY_HSA_LIBRARY", runtime_library());
+    cmd
+}
+
+/// A C program of crates/hsa/tests/c compiled against our runtime, once
+/// per test binary (tests run in parallel; one running the program while
+/// another's gcc rewrites it would fail). None when gcc or the HSA headers
+/// are missing.
+pub fn hsa_program(name: &'static str) -> Option<PathBuf> {
+    static BUILT: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::BTreeMap<&'static str, PathBuf>>,
+    > = std::sync::OnceLock::new();
+    let headers = Path::new("/usr/include/hsa/hsa.h").is_file();
+    let gcc = Command::new("gcc").arg("--version").output().is_ok();
+    if missing(
+        "gcc and Debian's HSA headers (libhsa-runtime-dev)",
+        gcc && headers,
+    ) {
+        return None;
+    }
+    let built = BUILT.get_or_init(Default::default);
+    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = built.get(name) {
+        return Some(p.clone());
+    }
+    let dir = std::env::temp_dir().join(format!("inlay-hsa-programs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let link = dir.join("libhsa-runtime64.so");
+    if !link.exists() {
+        std::os::unix::fs::symlink(runtime_library(), &link).expect("symlink");
+    }
+    let exe = dir.join(name);
+    let src = root().join(format!("crates/hsa/tests/c/{name}.c"));
+    let out = Command::new("gcc")
+        .args(["-std=gnu11", "-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg(format!("-L{}", dir.display()))
+        .args(["-lhsa-runtime64", "-lpthread", "-lm"])
+        .output()
+        .expect("gcc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    built.insert(name, exe.clone());
+    Some(exe)
 }

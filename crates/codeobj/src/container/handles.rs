@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 
-use super::{list::kernel_names, walk, EntryKind};
+use super::{list::kernel_names, walk, Entry, EntryKind};
 use crate::{Error, Result};
 
 const STUB_MARKER: &str = "__device_stub__";
@@ -77,93 +77,141 @@ pub fn kernel_for_stub(stub: &str) -> Option<String> {
 /// Maps the kernel handles and stubs of the host binary `data` (named `name`
 /// in locations) to the kernels of its code objects.
 pub fn kernel_handles(data: &[u8], name: &str) -> Result<HandleMap> {
-    let file = object::File::parse(data)
-        .map_err(|e| Error::at(0, format!("host ELF: {e}")).within(name))?;
-    let symbol_of = |symbol: &object::Symbol<'_, '_>| -> Option<HostSymbol> {
-        let section = symbol.section_index()?;
-        Some(HostSymbol {
-            name: symbol.name().ok()?.to_string(),
-            address: symbol.address(),
-            size: symbol.size(),
-            section: file
-                .section_by_index(section)
-                .ok()
-                .and_then(|s| s.name().ok().map(str::to_string)),
+    let mut builder = HandleMapBuilder::new(data, name)?;
+    for entry in walk(data, name) {
+        builder.add(entry.as_ref());
+    }
+    Ok(builder.finish())
+}
+
+/// [`kernel_handles`] fed one walk entry at a time, so that a caller already
+/// walking the file (to print it) need not walk it twice.
+pub struct HandleMapBuilder {
+    /// Host data symbols by name: the kernel handles.
+    objects: HashMap<String, HostSymbol>,
+    /// Host stubs by the kernel they launch.
+    stubs: HashMap<String, HostSymbol>,
+    map: HandleMap,
+    /// Kernel names of each entry of `map.code_objects`.
+    device_kernels: Vec<HashSet<String>>,
+    /// Device kernels in the order first seen, and the same as a set.
+    order: Vec<String>,
+    seen: HashSet<String>,
+}
+
+impl HandleMapBuilder {
+    /// Reads the host binary's symbols; fails if `data` is not an ELF the
+    /// `object` crate can read.
+    pub fn new(data: &[u8], name: &str) -> Result<Self> {
+        let file = object::File::parse(data)
+            .map_err(|e| Error::at(0, format!("host ELF: {e}")).within(name))?;
+        let symbol_of = |symbol: &object::Symbol<'_, '_>| -> Option<HostSymbol> {
+            let section = symbol.section_index()?;
+            Some(HostSymbol {
+                name: symbol.name().ok()?.to_string(),
+                address: symbol.address(),
+                size: symbol.size(),
+                section: file
+                    .section_by_index(section)
+                    .ok()
+                    .and_then(|s| s.name().ok().map(str::to_string)),
+            })
+        };
+        // Executables keep .symtab; stripped shared libraries only .dynsym.
+        let mut objects: HashMap<String, HostSymbol> = HashMap::new();
+        let mut stubs: HashMap<String, HostSymbol> = HashMap::new();
+        for symbol in file.symbols().chain(file.dynamic_symbols()) {
+            if symbol.is_undefined() {
+                continue;
+            }
+            match symbol.kind() {
+                SymbolKind::Data => {
+                    if let Some(s) = symbol_of(&symbol) {
+                        objects.entry(s.name.clone()).or_insert(s);
+                    }
+                }
+                SymbolKind::Text => {
+                    let kernel = symbol.name().ok().and_then(kernel_for_stub);
+                    if let (Some(kernel), Some(s)) = (kernel, symbol_of(&symbol)) {
+                        stubs.entry(kernel).or_insert(s);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(HandleMapBuilder {
+            objects,
+            stubs,
+            map: HandleMap::default(),
+            device_kernels: Vec::new(),
+            order: Vec::new(),
+            seen: HashSet::new(),
         })
-    };
-    // Executables keep .symtab; stripped shared libraries only .dynsym.
-    let mut objects: HashMap<String, HostSymbol> = HashMap::new();
-    let mut stubs: HashMap<String, HostSymbol> = HashMap::new();
-    for symbol in file.symbols().chain(file.dynamic_symbols()) {
-        if symbol.is_undefined() {
-            continue;
-        }
-        match symbol.kind() {
-            SymbolKind::Data => {
-                if let Some(s) = symbol_of(&symbol) {
-                    objects.entry(s.name.clone()).or_insert(s);
-                }
-            }
-            SymbolKind::Text => {
-                let kernel = symbol.name().ok().and_then(kernel_for_stub);
-                if let (Some(kernel), Some(s)) = (kernel, symbol_of(&symbol)) {
-                    stubs.entry(kernel).or_insert(s);
-                }
-            }
-            _ => {}
-        }
     }
 
-    let mut map = HandleMap::default();
-    let mut device_kernels: Vec<HashSet<String>> = Vec::new();
-    let mut order: Vec<String> = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    for entry in walk(data, name) {
+    /// Takes one item of the walk: code objects add their kernels, errors are
+    /// kept in [`HandleMap::errors`], other entries are ignored.
+    pub fn add(&mut self, entry: std::result::Result<&Entry<'_>, &Error>) {
         let entry = match entry {
             Ok(e) if e.kind == EntryKind::CodeObject => e,
-            Ok(_) => continue,
+            Ok(_) => return,
             Err(e) => {
-                map.errors.push(e);
-                continue;
+                self.map.errors.push(e.clone());
+                return;
             }
         };
         let names = match kernel_names(&entry.bytes) {
             Ok(names) => names,
             Err(e) => {
-                map.errors.push(e.within(entry.location));
-                continue;
+                self.map.errors.push(e.within(entry.location.clone()));
+                return;
             }
         };
         for kernel in &names {
-            if seen.insert(kernel.clone()) {
-                order.push(kernel.clone());
+            if self.seen.insert(kernel.clone()) {
+                self.order.push(kernel.clone());
             }
         }
-        device_kernels.push(names.into_iter().collect());
-        map.code_objects.push(DeviceCodeObject {
-            location: entry.location,
-            target_id: entry.target_id,
+        self.device_kernels.push(names.into_iter().collect());
+        self.map.code_objects.push(DeviceCodeObject {
+            location: entry.location.clone(),
+            target_id: entry.target_id.clone(),
             offset: entry.offset,
         });
     }
-    // Kernels with a host stub but no device code anywhere are reported too.
-    let mut host_only: Vec<&String> = stubs.keys().filter(|k| !seen.contains(*k)).collect();
-    host_only.sort();
-    order.extend(host_only.into_iter().cloned());
 
-    map.kernels = order
-        .into_iter()
-        .map(|kernel| KernelHandle {
-            handle: objects.get(&kernel).cloned(),
-            stub: stubs.get(&kernel).cloned(),
-            in_code_object: device_kernels
-                .iter()
-                .map(|set| set.contains(&kernel))
-                .collect(),
-            kernel,
-        })
-        .collect();
-    Ok(map)
+    /// The map: device kernels in the order first seen, then kernels with a
+    /// host stub but no device code anywhere (sorted).
+    pub fn finish(self) -> HandleMap {
+        let HandleMapBuilder {
+            objects,
+            stubs,
+            mut map,
+            device_kernels,
+            mut order,
+            seen,
+        } = self;
+        let mut host_only: Vec<String> = stubs
+            .keys()
+            .filter(|k| !seen.contains(*k))
+            .cloned()
+            .collect();
+        host_only.sort();
+        order.extend(host_only);
+        map.kernels = order
+            .into_iter()
+            .map(|kernel| KernelHandle {
+                handle: objects.get(&kernel).cloned(),
+                stub: stubs.get(&kernel).cloned(),
+                in_code_object: device_kernels
+                    .iter()
+                    .map(|set| set.contains(&kernel))
+                    .collect(),
+                kernel,
+            })
+            .collect();
+        map
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Shared by the oracle tests: finding (or building) the drop-in library,
+//! Shared by the oracle tests: finding the drop-in library,
 //! a directory that holds it under ROCr's file name, and oracle policy.
 #![allow(dead_code)]
 
@@ -25,36 +25,19 @@ pub fn which(tool: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// target/<profile>, found from this test binary (target/<profile>/deps/<test>).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .to_path_buf()
-}
-
-/// The built cdylib, (re)built once per test binary: `cargo test` builds
-/// test binaries but does not relink a cdylib-only package, so without this
-/// the tests could run against a stale library.
+/// The runtime library this test binary was built with. Cargo builds it
+/// (crate-type cdylib beside the rlib, see Cargo.toml) into the directory of
+/// the test binaries before linking them, so it is never older than the test;
+/// a missing one fails the test instead of falling back to another build.
 pub fn cdylib() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = profile_dir();
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let mut cmd = Command::new(cargo);
-            cmd.args(["build", "-q", "-p", "inlay-hsa"]);
-            if dir.file_name().is_some_and(|n| n == "release") {
-                cmd.arg("--release");
-            }
-            let status = cmd.status().expect("run cargo build");
-            assert!(status.success(), "cargo build -p inlay-hsa failed");
-            let lib = dir.join("libhsa_runtime64.so");
-            assert!(lib.is_file(), "{} missing after build", lib.display());
-            lib
-        })
-        .clone()
+    let exe = std::env::current_exe().expect("test executable path");
+    let lib = exe.with_file_name("libhsa_runtime64.so");
+    assert!(
+        lib.is_file(),
+        "{} is missing: cargo builds it with the tests of inlay-hsa (run them with cargo test)",
+        lib.display()
+    );
+    lib
 }
 
 /// A fresh directory with `libhsa-runtime64.so.1` (and `.so` for linking) pointing at our library.

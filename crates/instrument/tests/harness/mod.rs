@@ -197,3 +197,5 @@ pub fn instrument(
         both,
     })
 }
+
+pub mod calls;

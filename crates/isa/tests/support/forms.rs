@@ -392,7 +392,8 @@ pub fn instance(target: Target, enc: Encoding, op: u32, glc: bool) -> Instructio
     let mut w1 = 0u32;
     match enc {
         E::Global | E::Scratch => w1 |= 0x7F << 16,
-        E::Vop1Sdwa | E::Vop2Sdwa => w1 = 6 << 8 | 6 << 16 | 6 << 24,
+        E::Vop1Sdwa => w1 = 6 << 8 | 6 << 16,
+        E::Vop2Sdwa => w1 = 6 << 8 | 6 << 16 | 6 << 24,
         E::VopcSdwa => w1 = 6 << 16 | 6 << 24,
         E::Vop1Dpp | E::Vop2Dpp | E::VopcDpp => w1 = 0xFF00_E400,
         _ => {}

@@ -8,7 +8,9 @@ pub mod forms;
 use std::path::Path;
 use std::process::Command;
 
-use inlay_isa::listing::{write_file_header, write_section, Section, Symbol, SymbolKind};
+use inlay_isa::listing::{
+    write_file_header, write_section, FileSymbols, Section, SectionSymbols, Symbol, SymbolKind,
+};
 use inlay_isa::Target;
 use object::{Object, ObjectSection, ObjectSymbol, SectionFlags};
 
@@ -40,49 +42,76 @@ pub fn inlay_listing(data: &[u8], file_name: &str) -> Option<String> {
     Some(out)
 }
 
+fn listing_symbol<'d>(s: &object::Symbol<'d, '_>) -> Option<Symbol<'d>> {
+    let kind = match s.kind() {
+        object::SymbolKind::Text => SymbolKind::Function,
+        object::SymbolKind::Data => SymbolKind::Object,
+        object::SymbolKind::Section => SymbolKind::Section,
+        object::SymbolKind::File => SymbolKind::File,
+        object::SymbolKind::Unknown => SymbolKind::NoType,
+        _ => SymbolKind::Other,
+    };
+    Some(Symbol {
+        address: s.address(),
+        name: s.name().ok()?,
+        size: s.size(),
+        kind,
+    })
+}
+
 /// Calls `f` with the target and every executable section (name, bytes,
-/// address, symbols) of an ELF code object.
+/// address, symbols, and the whole file's symbols for branch targets) of an
+/// ELF code object.
 pub fn with_sections(data: &[u8], f: impl FnOnce(Target, &[Section])) -> Option<()> {
     let target = target_of(data)?;
     let file = object::File::parse(data).ok()?;
-    let mut syms_per: Vec<Vec<Symbol>> = Vec::new();
-    let mut secs = Vec::new();
+    // Every section with its symbols (the null section too, as objdump counts it).
+    let mut per_section: Vec<Vec<Symbol>> = vec![Vec::new()];
+    let mut extents = vec![(0u64, 0u64)];
     for sec in file.sections() {
-        let exec = matches!(sec.flags(), SectionFlags::Elf { sh_flags } if sh_flags & 4 != 0);
-        if !exec {
-            continue;
-        }
-        let syms: Vec<Symbol> = file
+        let syms = file
             .symbols()
             .filter(|s| s.section_index() == Some(sec.index()))
-            .filter_map(|s| {
-                let kind = match s.kind() {
-                    object::SymbolKind::Text => SymbolKind::Function,
-                    object::SymbolKind::Data => SymbolKind::Object,
-                    object::SymbolKind::Section => SymbolKind::Section,
-                    object::SymbolKind::Unknown => SymbolKind::NoType,
-                    _ => SymbolKind::Other,
-                };
-                Some(Symbol {
-                    address: s.address(),
-                    name: s.name().ok()?,
-                    size: s.size(),
-                    kind,
-                })
-            })
+            .filter_map(|s| listing_symbol(&s))
             .collect();
-        syms_per.push(syms);
-        secs.push((sec.name().ok()?, sec.data().ok()?, sec.address()));
+        per_section.push(syms);
+        extents.push((sec.address(), sec.size()));
+    }
+    let absolute: Vec<Symbol> = file
+        .symbols()
+        .filter(|s| s.section_index().is_none())
+        .filter_map(|s| listing_symbol(&s))
+        .collect();
+    let sections_symbols: Vec<SectionSymbols> = extents
+        .iter()
+        .zip(&per_section)
+        .map(|(&(address, size), symbols)| SectionSymbols {
+            address,
+            size,
+            symbols,
+        })
+        .collect();
+    let file_symbols = FileSymbols {
+        relocatable: file.kind() == object::ObjectKind::Relocatable,
+        sections: &sections_symbols,
+        absolute: &absolute,
+    };
+    let mut secs = Vec::new();
+    for (sec, syms) in file.sections().zip(&per_section[1..]) {
+        let exec = matches!(sec.flags(), SectionFlags::Elf { sh_flags } if sh_flags & 4 != 0);
+        if exec {
+            secs.push((sec.name().ok()?, sec.data().ok()?, sec.address(), syms));
+        }
     }
     let sections: Vec<Section> = secs
         .iter()
-        .zip(&syms_per)
-        .map(|((name, bytes, addr), syms)| Section {
+        .map(|(name, bytes, addr, syms)| Section {
             file_name: "",
             section_name: name,
             bytes,
             address: *addr,
             symbols: syms,
+            file: Some(&file_symbols),
         })
         .collect();
     f(target, &sections);

@@ -67,6 +67,16 @@ pub fn run_body(dev: &Device, body: &str) -> Option<Vec<u64>> {
 /// As [`run_body`], with `lds` bytes of LDS and `scratch` bytes of private
 /// memory per lane written into the kernel descriptor.
 pub fn run_body_with(dev: &Device, body: &str, lds: u32, scratch: u32) -> Option<Vec<u64>> {
+    run_body_result(dev, body, lds, scratch).map(|r| r.unwrap_or_else(|f| panic!("{body}\n{f}")))
+}
+
+/// As [`run_body_with`], giving back the fault of a body that faults.
+pub fn run_body_result(
+    dev: &Device,
+    body: &str,
+    lds: u32,
+    scratch: u32,
+) -> Option<Result<Vec<u64>, Box<inlay_vgpu::FaultReport>>> {
     let src = format!(
         "s_load_dwordx2 s[40:41], s[4:5], 0x0\n\
          v_mov_b32 v1, 0\n\
@@ -102,9 +112,10 @@ pub fn run_body_with(dev: &Device, body: &str, lds: u32, scratch: u32) -> Option
     let p = dev.load(&bytes).expect("load");
     let out = dev.upload(&[0u8; 64 * 8]).expect("alloc");
     let args = Args::new().ptr(out);
-    dev.dispatch(&p, "vector_add", [64, 1, 1], [64, 1, 1], args.as_bytes())
-        .unwrap_or_else(|f| panic!("{body}\n{f}"));
-    Some(dev.download_u64(out, 64).expect("read"))
+    Some(
+        dev.dispatch(&p, "vector_add", [64, 1, 1], [64, 1, 1], args.as_bytes())
+            .map(|_| dev.download_u64(out, 64).expect("read")),
+    )
 }
 
 pub fn check(dev: &Device, body: &str, want: impl Fn(u64) -> u64) {

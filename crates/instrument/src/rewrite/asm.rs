@@ -1,0 +1,272 @@
+//! Building instructions for code the engine inserts: typed operands,
+//! the checked builder, forward branches to the end of a snippet.
+
+use inlay_isa::{Builder, Encoding, Instruction, Operand};
+
+use super::{RewriteError, SGPRS};
+
+pub(super) struct Asm {
+    pub(super) b: Builder,
+    /// The last `s_atomic_add_x2` built, by its (data, base) registers:
+    /// hooks differ only in the offset, which is set on a copy (building
+    /// through the checked builder per hook is the slow part of
+    /// instrumenting every instruction).
+    pub(super) atomic: std::cell::Cell<Option<(u16, u16, Instruction)>>,
+    pub(super) setups: std::cell::RefCell<std::collections::HashMap<(u16, u16), [Instruction; 3]>>,
+    pub(super) decoder: inlay_isa::Decoder,
+    /// Instructions built so far, by form: inserted code repeats a few
+    /// forms many times (a call at every instruction builds the same saves
+    /// and moves again and again), and the checked builder, which finds the
+    /// mnemonic in the tables and decodes its result again, is the slow part.
+    pub(super) built:
+        std::cell::RefCell<std::collections::HashMap<BuildKey, Instruction, FastHash>>,
+}
+
+/// A multiply-rotate hasher for the build cache's small integer keys
+/// (SipHash, the default, was most of the time of a call at every
+/// instruction; nothing here hashes input an attacker chooses).
+#[derive(Default, Clone, Copy)]
+pub(super) struct FastHasher(u64);
+
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(u64::from(v));
+    }
+}
+
+pub(super) type FastHash = std::hash::BuildHasherDefault<FastHasher>;
+
+/// An instruction form: encoding, mnemonic (by address: they are literals)
+/// and operands packed into integers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct BuildKey {
+    enc: Encoding,
+    mnemonic: usize,
+    ops: [u64; 6],
+}
+
+impl std::hash::Hash for BuildKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        // Word by word: the derived hash feeds integer arrays as bytes.
+        h.write_u64(self.mnemonic as u64 ^ (self.enc as u64) << 56);
+        for &o in &self.ops {
+            h.write_u64(o);
+        }
+    }
+}
+
+fn operand_key(o: &Operand) -> u64 {
+    let reg =
+        |tag: u64, first: u16, count: u8| tag << 56 | u64::from(first) << 8 | u64::from(count);
+    match *o {
+        Operand::Vgpr { first, count } => reg(1, first, count),
+        Operand::Agpr { first, count } => reg(2, first, count),
+        Operand::Sgpr { first, count } => reg(3, first, count),
+        Operand::Ttmp { first, count } => reg(4, first, count),
+        Operand::Special { code, count } => reg(5, u16::from(code), count),
+        Operand::Inline(c) => 6 << 56 | u64::from(c),
+        Operand::Literal(v) => 7 << 56 | u64::from(v),
+        Operand::Imm(v) => 8 << 56 | u64::from(v),
+        Operand::Fixed(t) => 9 << 56 | t.as_ptr() as u64 & 0x00ff_ffff_ffff_ffff,
+    }
+}
+
+impl Asm {
+    pub(super) fn sgpr(n: u16, count: u8) -> Operand {
+        Operand::Sgpr { first: n, count }
+    }
+
+    pub(super) fn konst(v: u32) -> Operand {
+        if v <= 64 {
+            Operand::Inline(128 + v as u8)
+        } else {
+            Operand::Literal(v)
+        }
+    }
+
+    pub(super) fn new(target: inlay_isa::Target) -> Asm {
+        Asm {
+            b: Builder::new(target),
+            atomic: std::cell::Cell::new(None),
+            setups: Default::default(),
+            decoder: inlay_isa::Decoder::new(target),
+            built: Default::default(),
+        }
+    }
+
+    pub(super) fn build(
+        &self,
+        enc: Encoding,
+        m: &'static str,
+        ops: &[Operand],
+    ) -> Result<Instruction, RewriteError> {
+        let mut key = BuildKey {
+            enc,
+            mnemonic: m.as_ptr() as usize,
+            ops: [u64::MAX; 6],
+        };
+        if ops.len() <= key.ops.len() {
+            for (k, o) in key.ops.iter_mut().zip(ops) {
+                *k = operand_key(o);
+            }
+            if let Some(i) = self.built.borrow().get(&key) {
+                return Ok(*i);
+            }
+        }
+        let i = self
+            .b
+            .build(enc, m, ops)
+            .map_err(|e| RewriteError::Build(m, e))?;
+        if ops.len() <= key.ops.len() {
+            self.built.borrow_mut().insert(key, i);
+        }
+        Ok(i)
+    }
+
+    pub(super) fn mov(&self, d: u16, v: u32) -> Result<Instruction, RewriteError> {
+        self.build(
+            Encoding::Sop1,
+            "s_mov_b32",
+            &[Self::sgpr(d, 1), Self::konst(v)],
+        )
+    }
+
+    /// `v_writelane_b32 vV, sS, lane` or `v_readlane_b32 sS, vV, lane`.
+    pub(super) fn lane(
+        &self,
+        m: &'static str,
+        v: u16,
+        sgpr: u16,
+        lane: u8,
+    ) -> Result<Instruction, RewriteError> {
+        let (vop, sop) = (Operand::Vgpr { first: v, count: 1 }, Self::sgpr(sgpr, 1));
+        let ops = if m == "v_writelane_b32" {
+            [vop, sop, Self::konst(u32::from(lane))]
+        } else {
+            [sop, vop, Self::konst(u32::from(lane))]
+        };
+        self.build(Encoding::Vop3, m, &ops)
+    }
+
+    /// `s_mov_b32 sd, v` with `v` as a literal whatever its value, so the
+    /// size does not depend on the value.
+    pub(super) fn mov_lit(&self, d: u16, v: u32) -> Result<Instruction, RewriteError> {
+        self.build(
+            Encoding::Sop1,
+            "s_mov_b32",
+            &[Self::sgpr(d, 1), Operand::Literal(v)],
+        )
+    }
+
+    pub(super) fn add_lit(
+        &self,
+        m: &'static str,
+        d: u16,
+        v: u32,
+    ) -> Result<Instruction, RewriteError> {
+        self.build(
+            Encoding::Sop2,
+            m,
+            &[Self::sgpr(d, 1), Self::sgpr(d, 1), Operand::Literal(v)],
+        )
+    }
+
+    pub(super) fn vmov(&self, d: u16, src: Operand) -> Result<Instruction, RewriteError> {
+        self.build(
+            Encoding::Vop1,
+            "v_mov_b32_e32",
+            &[Operand::Vgpr { first: d, count: 1 }, src],
+        )
+    }
+}
+
+/// The 64-bit scalar operand a 7-bit SGPR field names: an SGPR pair, a
+/// trap temporary pair, or VCC and the like.
+pub(super) fn scalar_pair(code: u16) -> Operand {
+    match code {
+        0..SGPRS => Operand::Sgpr {
+            first: code,
+            count: 2,
+        },
+        108..=123 => Operand::Ttmp {
+            first: code - 108,
+            count: 2,
+        },
+        _ => Operand::Special {
+            code: code as u8,
+            count: 2,
+        },
+    }
+}
+
+/// EXEC as a 64-bit scalar operand.
+pub(super) const EXEC: Operand = Operand::Special {
+    code: 126,
+    count: 2,
+};
+
+/// Hook code with forward branches to its end.
+#[derive(Default)]
+pub(super) struct Code {
+    pub(super) insts: Vec<Instruction>,
+    /// Indices of branches to the end.
+    pub(super) to_end: Vec<usize>,
+    pub(super) end: Option<usize>,
+}
+
+impl Code {
+    pub(super) fn push(&mut self, i: Instruction) {
+        self.insts.push(i);
+    }
+    pub(super) fn branch_to_end(&mut self, i: Instruction) {
+        self.to_end.push(self.insts.len());
+        self.insts.push(i);
+    }
+    /// The end is here: before the next instruction pushed.
+    pub(super) fn end(&mut self) {
+        self.end = Some(self.insts.len());
+    }
+    pub(super) fn resolve(&mut self) -> Result<(), RewriteError> {
+        let at: Vec<u64> = self
+            .insts
+            .iter()
+            .scan(0u64, |a, i| {
+                let here = *a;
+                *a += i.len() as u64;
+                Some(here)
+            })
+            .collect();
+        let end_at = match self.end {
+            Some(e) if e < at.len() => at[e],
+            _ => self.insts.iter().map(|i| i.len() as u64).sum(),
+        };
+        for &b in &self.to_end {
+            self.insts[b]
+                .set_branch_target(at[b], end_at)
+                .map_err(|e| RewriteError::Build("a branch in hook code", e))?;
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn sgpr_reg(n: u16) -> inlay_isa::Register {
+    inlay_isa::Register {
+        file: inlay_isa::RegFile::Sgpr,
+        first: n,
+        count: 1,
+    }
+}

@@ -1,0 +1,1844 @@
+//! Calls to compiled hooks (see [`crate::hooks`] for the sequence): which
+//! registers each call saves and where, and its code.
+
+use inlay_isa::{Encoding, Instruction, Operand, RegFile, Register};
+
+use super::asm::{Asm, EXEC};
+use super::preamble::{Home, Homes, Needs};
+use super::snippet::{LiteralReloc, Snippet};
+use super::*;
+use crate::hooks::{clobberable, Arg, HookCall, HookInfo, LaunchValue, Point, ARG_VGPRS};
+use crate::liveness::Live;
+use crate::regs::{self as bits, RegSet};
+
+/// Where a call goes, once `Point::Exits` is expanded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Site {
+    Before(InstId),
+    After(InstId),
+    Entry,
+}
+
+/// A call to make, checked against the kernel.
+pub(super) struct Request<'a> {
+    pub(super) site: Site,
+    /// The instruction the site is at (for addresses and messages).
+    pub(super) inst: InstId,
+    pub(super) hook: &'a HookInfo,
+    pub(super) call: &'a HookCall,
+    /// Liveness at the site.
+    pub(super) live: Live,
+}
+
+/// How hooks get the implicit-argument pointer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Implicit {
+    /// The kernel's own block at this offset of its arguments.
+    Kernarg(u32),
+    /// A block the instrumented code object carries.
+    Block,
+}
+
+fn describe(an: &Analysis, site: Site, inst: InstId) -> String {
+    let addr = an.program.insts.get(inst).map_or(0, |i| i.addr);
+    match site {
+        Site::Before(_) => format!("before the instruction at {addr:#x}"),
+        Site::After(_) => format!("after the instruction at {addr:#x}"),
+        Site::Entry => "at the kernel's entry".into(),
+    }
+}
+
+pub(super) fn call_error(
+    an: &Analysis,
+    call: &HookCall,
+    where_: String,
+    reason: String,
+) -> RewriteError {
+    RewriteError::Call {
+        kernel: an.program.kernel.clone(),
+        hook: call.hook.clone(),
+        point: where_,
+        reason,
+    }
+}
+
+/// The calls of a plan, each at each of its sites, checked.
+pub(super) fn requests<'a>(
+    an: &Analysis,
+    plan: &'a Plan,
+) -> Result<Vec<Request<'a>>, RewriteError> {
+    let prog = &an.program;
+    let entry = prog
+        .functions
+        .first()
+        .and_then(|f| prog.inst_at(0, f.entry));
+    let mut out = Vec::new();
+    for call in &plan.calls {
+        let point_text = match call.point {
+            Point::Before(i) | Point::After(i) => describe(
+                an,
+                if matches!(call.point, Point::Before(_)) {
+                    Site::Before(i)
+                } else {
+                    Site::After(i)
+                },
+                i,
+            ),
+            Point::Entry => "at the kernel's entry".into(),
+            Point::Exits => "at the kernel's exits".into(),
+        };
+        let fail = |reason: String| call_error(an, call, point_text.clone(), reason);
+        let module = plan
+            .modules
+            .get(call.module)
+            .ok_or_else(|| fail(format!("the plan has no hook module {}", call.module)))?;
+        let hook = module.hook(&call.hook).map_err(|e| fail(e.reason))?;
+        if module.target().processor.name() != "gfx90a" {
+            return Err(fail(format!(
+                "the hook module is built for {}, the kernel for gfx90a",
+                module.target().processor.name()
+            )));
+        }
+        if hook.inputs.lds_kernel_id {
+            return Err(fail(
+                "the hook reads the LDS kernel id (it uses LDS variables of its own), which an instrumented kernel cannot give it".into(),
+            ));
+        }
+        let dwords: u32 = call.args.iter().map(Arg::dwords).sum();
+        if dwords > ARG_VGPRS {
+            return Err(fail(format!(
+                "its arguments take {dwords} VGPRs; at most {ARG_VGPRS} (v0..v30) pass arguments"
+            )));
+        }
+        // Fewer dwords than `hook.arg_dwords` are not refused: that count
+        // is what some path may read, and clang's code reads registers it
+        // never wrote where the value does not matter (mem_trace's hook did).
+        for a in &call.args {
+            check_arg(a).map_err(&fail)?;
+        }
+        let entry = entry.ok_or_else(|| fail("the kernel has no entry instruction".into()))?;
+        let sites: Vec<(Site, InstId)> = match call.point {
+            Point::Before(i) => {
+                if i >= prog.insts.len() {
+                    return Err(fail(format!("the program has no instruction {i}")));
+                }
+                vec![(Site::Before(i), i)]
+            }
+            Point::After(i) => {
+                if i >= prog.insts.len() {
+                    return Err(fail(format!("the program has no instruction {i}")));
+                }
+                vec![(Site::After(i), i)]
+            }
+            Point::Entry => vec![(Site::Entry, entry)],
+            Point::Exits => prog
+                .wave_ends()
+                .into_iter()
+                .filter(|&i| prog.blocks[prog.insts[i].block].function == 0)
+                .map(|i| (Site::Before(i), i))
+                .collect(),
+        };
+        for (site, inst) in sites {
+            let live = match site {
+                Site::Before(i) => an.live_before(i),
+                Site::Entry => an.live_before(entry),
+                Site::After(i) => {
+                    let ins = &prog.insts[i];
+                    if crate::lift::flow(&ins.inst, ins.addr) != crate::lift::Flow::Next {
+                        return Err(fail(
+                            "the instruction branches, calls or ends the wave: nothing runs after it on a fall-through path".into(),
+                        ));
+                    }
+                    let f = prog.blocks[ins.block].function;
+                    let next = prog
+                        .inst_at(f, ins.addr + ins.inst.len() as u64)
+                        .ok_or_else(|| fail("no instruction follows it".into()))?;
+                    an.live_before(next)
+                }
+            };
+            if call.args.contains(&Arg::Address) && !has_address(&prog.insts[inst].inst) {
+                return Err(call_error(
+                    an,
+                    call,
+                    describe(an, site, inst),
+                    "the instruction there has no address to pass (only FLAT and GLOBAL ones have)"
+                        .into(),
+                ));
+            }
+            out.push(Request {
+                site,
+                inst,
+                hook,
+                call,
+                live,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn check_arg(a: &Arg) -> Result<(), String> {
+    let reg_ok = |r: &Register, by_ref: bool| -> Result<(), String> {
+        let count_ok = matches!(r.count, 1 | 2);
+        let ok = match r.file {
+            RegFile::Sgpr => count_ok && r.first + u16::from(r.count) <= bits::NUM_SGPRS,
+            RegFile::Vgpr | RegFile::Agpr => count_ok && r.first + u16::from(r.count) <= 256,
+            RegFile::Vcc | RegFile::Exec => count_ok && r.first + u16::from(r.count) <= 2,
+            RegFile::M0 => r.count == 1 && r.first == 0,
+            RegFile::Scc => r.count == 1 && r.first == 0 && !by_ref,
+            _ => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "{:?} {} x{} cannot be passed{}",
+                r.file,
+                r.first,
+                r.count,
+                if by_ref { " by reference" } else { "" }
+            ))
+        }
+    };
+    match a {
+        Arg::Value(r) => reg_ok(r, false),
+        Arg::Reference(r) => reg_ok(r, true),
+        Arg::Launch(
+            LaunchValue::GridSize(d)
+            | LaunchValue::WorkgroupSize(d)
+            | LaunchValue::WorkgroupId(d)
+            | LaunchValue::WorkitemId(d),
+        ) if *d > 2 => Err(format!("dimension {d} does not exist")),
+        Arg::Launch(LaunchValue::KernargDword(o)) if o % 4 != 0 || *o >= 1 << 20 => Err(format!(
+            "kernel-argument offset {o:#x} is not a dword offset a scalar load takes"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The launch values the calls need kept for the whole kernel.
+pub(super) fn needs(reqs: &[Request<'_>], implicit: Option<Implicit>) -> Needs {
+    let mut n = Needs::default();
+    for r in reqs {
+        let i = &r.hook.inputs;
+        let refs = r.call.args.iter().any(|a| matches!(a, Arg::Reference(_)));
+        n.vsharp |= i.private_segment || refs;
+        n.flat_scratch |= i.private_segment || refs;
+        n.dispatch |= i.dispatch_ptr;
+        n.queue |= i.queue_ptr;
+        n.dispatch_id |= i.dispatch_id;
+        n.kernarg |= i.implicitarg_ptr && matches!(implicit, Some(Implicit::Kernarg(_)));
+        for d in 0..3 {
+            n.workgroup_id[d] |= i.workgroup_id[d];
+        }
+        n.workitem |= i.workitem_id;
+        for a in &r.call.args {
+            if let Arg::Launch(v) = a {
+                match v {
+                    LaunchValue::GridSize(_)
+                    | LaunchValue::WorkgroupSize(_)
+                    | LaunchValue::DispatchPtr => n.dispatch = true,
+                    LaunchValue::WorkgroupId(d) => n.workgroup_id[usize::from(*d)] = true,
+                    LaunchValue::WorkitemId(_) => n.workitem = true,
+                    LaunchValue::KernargDword(_) | LaunchValue::KernargPtr => n.kernarg = true,
+                }
+            }
+        }
+    }
+    n
+}
+
+/// A scalar save slot: an SGPR, or a lane of a VGPR.
+type Slot = Home;
+
+/// Where a vector register is saved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum VSave {
+    Vgpr(u16),
+    /// Byte offset in the call's save area.
+    Scratch(u32),
+}
+
+/// What the kernel-wide context gives every call.
+pub(super) struct Ctx<'a> {
+    pub(super) an: &'a Analysis,
+    pub(super) asm: &'a Asm,
+    pub(super) homes: &'a Homes,
+    pub(super) implicit: Option<Implicit>,
+    /// Registers held for the whole kernel (homes, built-in hooks' SGPRs).
+    pub(super) taken: RegSet,
+    /// VGPRs below this may hold saves (the instrumented kernel's allocation).
+    pub(super) vgpr_limit: u16,
+    /// Lane offset of the instrumentation area in private memory.
+    pub(super) stack_base: u32,
+    pub(super) save_all: bool,
+    pub(super) kernel_name: &'a str,
+}
+
+/// The saves of one call, decided before its code (the save area's size
+/// sets every hook's stack pointer).
+pub(super) struct CallPlan<'r, 'a> {
+    req: &'r Request<'a>,
+    /// Scalar registers (RegSet bits, SCC excluded) and their slots.
+    scalars: Vec<(u16, Slot)>,
+    scc: Option<Slot>,
+    exec: Option<[Slot; 2]>,
+    /// Vector registers (RegSet bits) and where they go.
+    vectors: Vec<(u16, VSave)>,
+    /// Per argument: the area offset of a by-reference slot.
+    ref_slots: Vec<Option<u32>>,
+    /// A VGPR the call changes (saved before and restored after the AGPRs),
+    /// through which AGPRs go to and from scratch.
+    agpr_temp: Option<u16>,
+    /// Bytes of the save area it uses.
+    pub(super) area: u32,
+    /// Its code needs the V# in s[0:3] and s33 before its arguments.
+    scratch_early: bool,
+    /// Registers the call may change (its own and the hook's).
+    clobbered: RegSet,
+    /// A VGPR free at the site outside everything the call touches, for
+    /// breaking cycles among argument moves.
+    spare_vgpr: Option<u16>,
+    /// Highest SGPR / VGPR the code names (for the descriptor).
+    pub(super) max_sgpr: u16,
+    pub(super) max_vgpr: u16,
+}
+
+fn vgpr_bit(n: u16) -> u16 {
+    bits::VGPR_BASE + n
+}
+
+/// RegSet bits of a register.
+fn reg_bits(r: &Register) -> Vec<u16> {
+    match bits::bits_of(r) {
+        Some((b, n)) => (b..b + n).collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The scalar operand of a RegSet bit (an SGPR, VCC, M0, EXEC half).
+fn scalar_operand(b: u16) -> Operand {
+    if b < bits::NUM_SGPRS {
+        Asm::sgpr(b, 1)
+    } else {
+        Operand::Special {
+            code: b as u8,
+            count: 1,
+        }
+    }
+}
+
+/// Argument slots: the first VGPR of each argument.
+fn arg_vgprs(args: &[Arg]) -> Vec<u16> {
+    let mut at = 0u16;
+    args.iter()
+        .map(|a| {
+            let v = at;
+            at += a.dwords() as u16;
+            v
+        })
+        .collect()
+}
+
+/// Registers an argument reads at the point.
+fn arg_sources(a: &Arg, inst: &Instruction) -> Vec<u16> {
+    match a {
+        Arg::Value(r) | Arg::Reference(r) => reg_bits(r),
+        Arg::Address => {
+            let (vaddr, saddr, _) = address_operands(inst).unwrap_or((0, None, 0));
+            let mut v = vec![vgpr_bit(vaddr)];
+            match saddr {
+                Some(s) => v.extend([s, s + 1]),
+                None => v.push(vgpr_bit(vaddr + 1)),
+            }
+            v
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// A FLAT or GLOBAL instruction's address operands: vaddr, the SGPR pair
+/// base (GLOBAL with saddr), and the signed offset.
+fn address_operands(i: &Instruction) -> Option<(u16, Option<u16>, i32)> {
+    let w0 = *i.words().first()?;
+    let w1 = *i.words().get(1)?;
+    let vaddr = (w1 & 0xff) as u16;
+    let saddr = (w1 >> 16 & 0x7f) as u16;
+    match i.encoding() {
+        Encoding::Flat => Some((vaddr, None, (w0 & 0xfff) as i32)),
+        Encoding::Global => Some((
+            vaddr,
+            (saddr != 0x7f).then_some(saddr),
+            ((w0 & 0x1fff) << 19) as i32 >> 19,
+        )),
+        _ => None,
+    }
+}
+
+/// How a run of scalar saves is moved: one dword, or an aligned pair into
+/// an aligned SGPR pair.
+enum Moves {
+    One(Slot),
+    Pair(u16),
+}
+
+/// The scalar saves as moves, pairs joined.
+fn scalar_moves(scalars: &[(u16, Slot)]) -> Vec<(u16, Moves)> {
+    let mut out = Vec::with_capacity(scalars.len());
+    let mut k = 0;
+    while k < scalars.len() {
+        let (b, s) = scalars[k];
+        if let (Home::Sgpr(t), Some(&(b2, Home::Sgpr(t2)))) = (s, scalars.get(k + 1)) {
+            if b.is_multiple_of(2) && b2 == b + 1 && t.is_multiple_of(2) && t2 == t + 1 {
+                out.push((b, Moves::Pair(t)));
+                k += 2;
+                continue;
+            }
+        }
+        out.push((b, Moves::One(s)));
+        k += 1;
+    }
+    out
+}
+
+/// The 64-bit scalar operand of a pair of RegSet bits starting at `b`.
+fn scalar_pair_operand(b: u16) -> Operand {
+    if b < bits::NUM_SGPRS {
+        Asm::sgpr(b, 2)
+    } else {
+        Operand::Special {
+            code: b as u8,
+            count: 2,
+        }
+    }
+}
+
+/// MUBUF offsets reach 4095 bytes: the save area must fit.
+const MAX_AREA: u32 = 4096;
+
+/// Bytes of private memory a lane may have (gfx9's scratch wave size field:
+/// 8191 KiB per wave of 64 lanes, rounded down to what the vgpu allows).
+pub(super) const MAX_PRIVATE: u32 = 128 * 1024;
+
+impl<'a> Ctx<'a> {
+    fn fail(&self, r: &Request<'_>, reason: String) -> RewriteError {
+        call_error(self.an, r.call, describe(self.an, r.site, r.inst), reason)
+    }
+
+    /// Decides what a call saves and where.
+    pub(super) fn plan<'r>(&self, r: &'r Request<'a>) -> Result<CallPlan<'r, 'a>, RewriteError> {
+        let h = r.hook;
+        let args = &r.call.args;
+        let inst = &self.an.program.insts[r.inst].inst;
+        let refs = args.iter().any(|a| matches!(a, Arg::Reference(_)));
+        let uses_address_offset = args.iter().any(|a| {
+            *a == Arg::Address
+                && address_operands(inst).is_some_and(|(_, _, o)| !(-16..=64).contains(&o))
+        });
+
+        // What the call changes: the hook's clobbers and the registers the
+        // sequence sets.
+        let mut c = h.clobbers;
+        c.remove_range(bits::EXEC, 2);
+        c.insert_range(30, 2); // return address, and temporaries
+        c.insert(bits::SCC);
+        if uses_address_offset {
+            c.insert(29);
+        }
+        let i = &h.inputs;
+        let pairs = [
+            (i.dispatch_ptr, 4),
+            (i.queue_ptr, 6),
+            (i.implicitarg_ptr, 8),
+            (i.dispatch_id, 10),
+        ];
+        for (on, s) in pairs {
+            if on {
+                c.insert_range(s, 2);
+            }
+        }
+        for d in 0..3 {
+            if i.workgroup_id[d] {
+                c.insert(12 + d as u16);
+            }
+        }
+        if i.workitem_id {
+            c.insert(vgpr_bit(31));
+        }
+        let dwords: u32 = args.iter().map(Arg::dwords).sum();
+        c.insert_range(bits::VGPR_BASE, dwords as u16);
+        if i.private_segment {
+            c.insert_range(0, 4);
+            c.insert(32);
+        }
+
+        // What must survive: live registers, and those an argument reads
+        // (read after the sequence starts writing, they must be saved).
+        let mut live = r.live.any();
+        for a in args {
+            for b in arg_sources(a, inst) {
+                live.insert(b);
+            }
+        }
+        if self.save_all {
+            live = self.all_clobberable();
+        }
+        // Vector registers (and by-reference ones) go to scratch when no
+        // register holds them; then the V# and s33 are set first.
+        let mut plan = CallPlan {
+            req: r,
+            scalars: Vec::new(),
+            scc: None,
+            exec: None,
+            vectors: Vec::new(),
+            ref_slots: vec![None; args.len()],
+            agpr_temp: None,
+            area: 0,
+            scratch_early: false,
+            clobbered: c,
+            spare_vgpr: None,
+            max_sgpr: 33,
+            max_vgpr: 31,
+        };
+        // Two rounds: if saves need scratch, s[0:3] and s33 join the
+        // registers the call changes, and may need saving themselves.
+        for round in 0..2 {
+            let mut c = plan.clobbered;
+            if plan.scratch_early || refs {
+                c.insert_range(0, 4);
+                c.insert(33);
+            }
+            plan.clobbered = c;
+            self.assign(&mut plan, &live)?;
+            let spills = plan
+                .vectors
+                .iter()
+                .any(|(_, s)| matches!(s, VSave::Scratch(_)));
+            let early = spills || refs;
+            if early == plan.scratch_early || round == 1 {
+                plan.scratch_early = early;
+                break;
+            }
+            plan.scratch_early = early;
+        }
+        if plan.area > MAX_AREA {
+            return Err(self.fail(
+                r,
+                format!(
+                    "the call's save area needs {} bytes of private memory; at most {MAX_AREA}",
+                    plan.area
+                ),
+            ));
+        }
+        Ok(plan)
+    }
+
+    /// Every register the calling convention lets a callee change, within
+    /// the kernel's allocation (the baseline the register finding is
+    /// measured against).
+    fn all_clobberable(&self) -> RegSet {
+        let res = &self.an.resources;
+        let mut s = RegSet::new();
+        for b in 0..res.sgprs_usable.min(102) as u16 {
+            if clobberable(b) {
+                s.insert(b);
+            }
+        }
+        for v in 0..res.vgprs_allocated.min(256) as u16 {
+            if clobberable(vgpr_bit(v)) {
+                s.insert(vgpr_bit(v));
+            }
+        }
+        for a in 0..res.agprs_allocated.min(256) as u16 {
+            if clobberable(bits::AGPR_BASE + a) {
+                s.insert(bits::AGPR_BASE + a);
+            }
+        }
+        s.insert_range(bits::VCC, 2);
+        s.insert(bits::M0);
+        s.insert(bits::SCC);
+        s
+    }
+
+    fn assign(&self, p: &mut CallPlan<'_, 'a>, live: &RegSet) -> Result<(), RewriteError> {
+        let r = p.req;
+        let args = &r.call.args;
+        let c = p.clobbered;
+        p.agpr_temp = c
+            .iter()
+            .find(|&b| (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b))
+            .map(|b| b - bits::VGPR_BASE);
+        let save = live.intersection(&c);
+        let busy = live.union(&c).union(&self.taken);
+        // Free scalar slots: SGPRs nobody needs here; free VGPRs likewise
+        // (in every lane), within the allocation.
+        let mut free_s: Vec<u16> = (0..bits::NUM_SGPRS)
+            .filter(|&n| !busy.contains(n))
+            .collect();
+        let mut free_v: Vec<u16> = (0..self.vgpr_limit)
+            .filter(|&n| !busy.contains(vgpr_bit(n)))
+            .collect();
+        free_s.reverse();
+        free_v.reverse();
+        let ref_regs: Vec<u16> = args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Reference(r) => Some(reg_bits(r)),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let vector: Vec<u16> = save
+            .iter()
+            .filter(|&b| b >= bits::VGPR_BASE)
+            .chain(
+                ref_regs
+                    .iter()
+                    .copied()
+                    .filter(|&b| b >= bits::VGPR_BASE && !save.contains(b)),
+            )
+            .collect();
+        let scalar: Vec<u16> = save
+            .iter()
+            .filter(|&b| {
+                b < bits::VGPR_BASE && b != bits::SCC && !(bits::EXEC..bits::EXEC + 2).contains(&b)
+            })
+            .collect();
+        let exec_changes = !vector.is_empty()
+            || r.call.once_per_wave
+            || args.iter().any(|a| matches!(a, Arg::Reference(_)));
+        // Scalar slots: free SGPRs first, then lanes of a free VGPR.
+        let mut lane_vgpr: Option<(u16, u8)> = None;
+        let mut slot = |free_s: &mut Vec<u16>, free_v: &mut Vec<u16>| -> Option<Slot> {
+            if let Some(s) = free_s.pop() {
+                return Some(Home::Sgpr(s));
+            }
+            let (v, l) = match lane_vgpr {
+                Some((v, l)) if l < 63 => (v, l + 1),
+                _ => (free_v.pop()?, 0),
+            };
+            lane_vgpr = Some((v, l));
+            Some(Home::Lane(v, l))
+        };
+        let none = || {
+            self.fail(r, "no register is free to save a register in (all SGPRs and VGPRs are live or used by the hook)".into())
+        };
+        p.scalars.clear();
+        let mut k = 0;
+        while k < scalar.len() {
+            let b = scalar[k];
+            // An aligned pair saved whole into an aligned free pair: one
+            // s_mov_b64 each way.
+            let pair = b.is_multiple_of(2) && scalar.get(k + 1) == Some(&(b + 1)) && b != bits::M0;
+            let to = pair
+                .then(|| {
+                    free_s
+                        .iter()
+                        .copied()
+                        .find(|&t| t.is_multiple_of(2) && free_s.contains(&(t + 1)))
+                })
+                .flatten();
+            if let Some(t) = to {
+                free_s.retain(|&x| x != t && x != t + 1);
+                p.scalars.push((b, Home::Sgpr(t)));
+                p.scalars.push((b + 1, Home::Sgpr(t + 1)));
+                k += 2;
+                continue;
+            }
+            let s = slot(&mut free_s, &mut free_v).ok_or_else(none)?;
+            p.scalars.push((b, s));
+            k += 1;
+        }
+        p.exec = if exec_changes {
+            let lo = slot(&mut free_s, &mut free_v).ok_or_else(none)?;
+            let hi = slot(&mut free_s, &mut free_v).ok_or_else(none)?;
+            Some([lo, hi])
+        } else {
+            None
+        };
+        p.scc = if save.contains(bits::SCC) {
+            Some(slot(&mut free_s, &mut free_v).ok_or_else(none)?)
+        } else {
+            None
+        };
+        // Vector saves: free VGPRs, else scratch; by-reference ones always
+        // in scratch (the hook gets a pointer to the slot).
+        p.vectors.clear();
+        let mut area = 0u32;
+        for b in vector {
+            let to = if ref_regs.contains(&b) {
+                None
+            } else if b >= bits::AGPR_BASE {
+                // Through a VGPR the call changes anyway, when none is free.
+                match free_v.pop() {
+                    Some(v) => Some(v),
+                    None if p.agpr_temp.is_some() => None,
+                    None => {
+                        return Err(self.fail(
+                            r,
+                            format!("no VGPR is free to save {} through", bits::bit_name(b)),
+                        ))
+                    }
+                }
+            } else {
+                free_v.pop()
+            };
+            let at = match to {
+                Some(v) => VSave::Vgpr(v),
+                None => {
+                    let a = area;
+                    area += 4;
+                    VSave::Scratch(a)
+                }
+            };
+            p.vectors.push((b, at));
+        }
+        // By-reference slots: a vector register's is its save slot; a
+        // scalar's, a slot of its own.
+        for (k, a) in args.iter().enumerate() {
+            if let Arg::Reference(reg) = a {
+                let first = reg_bits(reg).first().copied().unwrap_or(0);
+                p.ref_slots[k] = if first >= bits::VGPR_BASE {
+                    p.vectors.iter().find_map(|&(b, s)| match s {
+                        VSave::Scratch(o) if b == first => Some(o),
+                        _ => None,
+                    })
+                } else {
+                    let a = area;
+                    area += 4 * u32::from(reg.count);
+                    Some(a)
+                };
+            }
+        }
+        p.area = area;
+        p.spare_vgpr = free_v.pop();
+        let mut max_s = 33u16;
+        let mut max_v = 31u16;
+        let mut note = |h: Home| match h {
+            Home::Sgpr(s) => max_s = max_s.max(s),
+            Home::Lane(v, _) => max_v = max_v.max(v),
+        };
+        for &(_, s) in &p.scalars {
+            note(s);
+        }
+        p.exec.iter().flatten().for_each(|&s| note(s));
+        p.scc.iter().for_each(|&s| note(s));
+        for &(_, s) in &p.vectors {
+            if let VSave::Vgpr(v) = s {
+                max_v = max_v.max(v);
+            }
+        }
+        if let Some(v) = p.spare_vgpr {
+            max_v = max_v.max(v);
+        }
+        p.max_sgpr = max_s;
+        p.max_vgpr = max_v;
+        Ok(())
+    }
+
+    /// The call's code; `area` is the largest save area of all calls
+    /// (the hook's stack starts past it).
+    pub(super) fn code(&self, p: &CallPlan<'_, 'a>, area: u32) -> Result<Snippet, RewriteError> {
+        let r = p.req;
+        let asm = self.asm;
+        let args = &r.call.args;
+        let inst = self.an.program.insts[r.inst].inst;
+        let mut s = Snippet::default();
+        let b = |e: Encoding, m: &'static str, ops: &[Operand]| asm.build(e, m, ops);
+        let s1 = |n: u16| Asm::sgpr(n, 1);
+        let v1 = |n: u16| Operand::Vgpr { first: n, count: 1 };
+        let zero = Asm::konst(0);
+        let slot_of = |bit: u16| p.scalars.iter().find(|(b, _)| *b == bit).map(|x| x.1);
+
+        // Outstanding memory operations land before anything reads registers.
+        s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0)])?);
+        // 1. Scalar saves, EXEC, then SCC (through s30, dead or saved by then).
+        for (bits_, slots) in scalar_moves(&p.scalars) {
+            s.push(match slots {
+                Moves::One(slot) => self.write_slot(slot, scalar_operand(bits_))?,
+                Moves::Pair(t) => b(
+                    Encoding::Sop1,
+                    "s_mov_b64",
+                    &[Asm::sgpr(t, 2), scalar_pair_operand(bits_)],
+                )?,
+            });
+        }
+        if let Some([lo, hi]) = p.exec {
+            s.extend(self.exec_to_slots(lo, hi)?);
+        }
+        if let Some(slot) = p.scc {
+            match slot {
+                Home::Sgpr(t) => s.push(b(
+                    Encoding::Sop2,
+                    "s_cselect_b32",
+                    &[s1(t), Asm::konst(1), zero],
+                )?),
+                Home::Lane(v, l) => {
+                    s.push(b(
+                        Encoding::Sop2,
+                        "s_cselect_b32",
+                        &[s1(30), Asm::konst(1), zero],
+                    )?);
+                    s.push(asm.lane("v_writelane_b32", v, 30, l)?);
+                }
+            }
+        }
+        // 2. With every lane on: V# and s33 for scratch, vector saves,
+        // scalar by-reference values into their slots.
+        let all_lanes = !p.vectors.is_empty() || p.ref_slots.iter().any(Option::is_some);
+        if all_lanes {
+            s.push(b(
+                Encoding::Sop1,
+                "s_mov_b64",
+                &[EXEC, Operand::Inline(193)],
+            )?);
+        }
+        if p.scratch_early {
+            self.set_vsharp(&mut s)?;
+            s.push(asm.mov_lit(33, self.stack_base * 64)?);
+        }
+        // VGPRs before AGPRs (which may go through a VGPR already saved).
+        for &(bit, to) in &p.vectors {
+            s.extend(self.save_vector(p, bit, to)?);
+        }
+        let arg_at = arg_vgprs(args);
+        for (k, a) in args.iter().enumerate() {
+            if let (Arg::Reference(reg), Some(off)) = (a, p.ref_slots[k]) {
+                if reg.file == RegFile::Vgpr || reg.file == RegFile::Agpr {
+                    continue; // saved above, to this slot
+                }
+                for (d, bit) in reg_bits(reg).into_iter().enumerate() {
+                    let t = arg_at[k];
+                    s.extend(self.scalar_into_vgpr(p, bit, t)?);
+                    s.push(self.scratch("buffer_store_dword", t, off + 4 * d as u32)?);
+                }
+            }
+        }
+        // 3. EXEC as the hook will run: the point's, or one lane of it for a
+        // once-per-wave hook (the lowest enabled, lane 0 if none); the
+        // arguments are computed in those lanes.
+        if let Some([lo, hi]) = p.exec {
+            if all_lanes {
+                s.extend(self.exec_from_slots(lo, hi)?);
+            }
+        }
+        if r.call.once_per_wave {
+            s.push(b(Encoding::Sop1, "s_ff1_i32_b64", &[s1(30), EXEC])?);
+            s.push(b(Encoding::Sop2, "s_max_i32", &[s1(30), s1(30), zero])?);
+            s.push(b(
+                Encoding::Sop2,
+                "s_lshl_b64",
+                &[EXEC, Asm::konst(1), s1(30)],
+            )?);
+        }
+        self.arguments(p, &mut s, &inst)?;
+        // 4. ABI inputs.
+        let hi = &r.hook.inputs;
+        if hi.workitem_id {
+            let w = self
+                .homes
+                .workitem
+                .ok_or_else(|| self.fail(r, "no work-item ids kept".into()))?;
+            s.push(asm.vmov(31, v1(w))?);
+        }
+        if hi.private_segment && !p.scratch_early {
+            self.set_vsharp(&mut s)?;
+        }
+        if hi.private_segment {
+            s.push(asm.mov_lit(32, (self.stack_base + area) * 64)?);
+        }
+        let homes = self.homes;
+        for (on, home, at, what) in [
+            (hi.dispatch_ptr, homes.dispatch, 4u16, "dispatch pointer"),
+            (hi.queue_ptr, homes.queue, 6, "queue pointer"),
+            (hi.dispatch_id, homes.dispatch_id, 10, "dispatch id"),
+        ] {
+            if on {
+                let h = home.ok_or_else(|| self.fail(r, format!("no {what} kept")))?;
+                s.push(self.read_home(at, h[0])?);
+                s.push(self.read_home(at + 1, h[1])?);
+            }
+        }
+        if hi.implicitarg_ptr {
+            match self.implicit {
+                Some(Implicit::Kernarg(off)) => {
+                    let h = homes
+                        .kernarg
+                        .ok_or_else(|| self.fail(r, "no kernel-argument pointer kept".into()))?;
+                    s.push(self.read_home(8, h[0])?);
+                    s.push(self.read_home(9, h[1])?);
+                    s.push(asm.add_lit("s_add_u32", 8, off)?);
+                    s.push(b(Encoding::Sop2, "s_addc_u32", &[s1(9), s1(9), zero])?);
+                }
+                Some(Implicit::Block) => {
+                    let name = crate::emit::implicit_args_name(self.kernel_name);
+                    self.pc_relative(&mut s, 8, &name)?;
+                }
+                None => return Err(self.fail(r, "no implicit arguments".into())),
+            }
+        }
+        for d in 0..3 {
+            if hi.workgroup_id[d] {
+                let h = homes.workgroup_id[d]
+                    .ok_or_else(|| self.fail(r, "no workgroup id kept".into()))?;
+                s.push(self.read_home(12 + d as u16, h)?);
+            }
+        }
+        // 5. A per-lane hook is skipped when no lane is enabled.
+        let skip = if r.call.once_per_wave {
+            None
+        } else {
+            Some(s.branch(b(Encoding::Sopp, "s_cbranch_execz", &[Operand::Imm(0)])?))
+        };
+        // 6. The call.
+        self.pc_relative(&mut s, 30, &r.call.hook)?;
+        s.push(b(
+            Encoding::Sop1,
+            "s_swappc_b64",
+            &[Asm::sgpr(30, 2), Asm::sgpr(30, 2)],
+        )?);
+        // 7. Scalar by-reference values back (EXEC is the call's: the first
+        // lane the hook ran in gives the value).
+        let scalar_refs: Vec<(usize, &Register)> = args
+            .iter()
+            .enumerate()
+            .filter_map(|(k, a)| match a {
+                Arg::Reference(reg) if !matches!(reg.file, RegFile::Vgpr | RegFile::Agpr) => {
+                    Some((k, reg))
+                }
+                _ => None,
+            })
+            .collect();
+        if !scalar_refs.is_empty() {
+            if r.hook.clobbers.any_in(0, 4) {
+                self.set_vsharp(&mut s)?;
+            }
+            for (k, reg) in scalar_refs {
+                let off = p.ref_slots[k].unwrap_or(0);
+                let t = arg_at[k];
+                for (d, bit) in reg_bits(reg).into_iter().enumerate() {
+                    s.push(self.scratch("buffer_load_dword", t, off + 4 * d as u32)?);
+                    s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0x0F70)])?);
+                    // Into its save slot when it is restored from one.
+                    let exec_slot = match (bit, p.exec) {
+                        (bits::EXEC, Some([lo, _])) => Some(lo),
+                        (127, Some([_, hi])) => Some(hi),
+                        _ => None,
+                    };
+                    match exec_slot.or_else(|| slot_of(bit)) {
+                        Some(Home::Sgpr(x)) => {
+                            s.push(b(Encoding::Vop1, "v_readfirstlane_b32", &[s1(x), v1(t)])?)
+                        }
+                        Some(Home::Lane(v, l)) => {
+                            s.push(b(Encoding::Vop1, "v_readfirstlane_b32", &[s1(30), v1(t)])?);
+                            s.push(asm.lane("v_writelane_b32", v, 30, l)?);
+                        }
+                        None => s.push(b(
+                            Encoding::Vop1,
+                            "v_readfirstlane_b32",
+                            &[scalar_operand(bit), v1(t)],
+                        )?),
+                    }
+                }
+            }
+        }
+        if let Some(j) = skip {
+            s.land(j);
+        }
+        // 8. Restores: vectors with every lane on (a by-reference VGPR comes
+        // back from its slot, where the hook wrote), SCC, EXEC, scalars.
+        if !p.vectors.is_empty() {
+            if r.hook.clobbers.any_in(0, 4)
+                && p.vectors
+                    .iter()
+                    .any(|(_, t)| matches!(t, VSave::Scratch(_)))
+            {
+                self.set_vsharp(&mut s)?;
+            }
+            s.push(b(
+                Encoding::Sop1,
+                "s_mov_b64",
+                &[EXEC, Operand::Inline(193)],
+            )?);
+            // AGPRs first, while the VGPR they come through is free.
+            for &(bit, from) in p.vectors.iter().rev() {
+                s.extend(self.restore_vector(p, bit, from)?);
+            }
+            if p.vectors
+                .iter()
+                .any(|(_, t)| matches!(t, VSave::Scratch(_)))
+            {
+                s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0x0F70)])?);
+            }
+        }
+        if let Some(slot) = p.scc {
+            match slot {
+                Home::Sgpr(t) => s.push(b(Encoding::Sopc, "s_cmp_lg_u32", &[s1(t), zero])?),
+                Home::Lane(v, l) => {
+                    s.push(asm.lane("v_readlane_b32", v, 30, l)?);
+                    s.push(b(Encoding::Sopc, "s_cmp_lg_u32", &[s1(30), zero])?);
+                }
+            }
+        }
+        if let Some([lo, hi]) = p.exec {
+            s.extend(self.exec_from_slots(lo, hi)?);
+        }
+        for (bits_, slots) in scalar_moves(&p.scalars) {
+            s.push(match slots {
+                Moves::One(slot) => self.read_slot(bits_, slot)?,
+                Moves::Pair(t) => b(
+                    Encoding::Sop1,
+                    "s_mov_b64",
+                    &[scalar_pair_operand(bits_), Asm::sgpr(t, 2)],
+                )?,
+            });
+        }
+        s.resolve()?;
+        Ok(s)
+    }
+
+    fn write_slot(&self, slot: Slot, src: Operand) -> Result<Instruction, RewriteError> {
+        match slot {
+            Home::Sgpr(t) => self
+                .asm
+                .build(Encoding::Sop1, "s_mov_b32", &[Asm::sgpr(t, 1), src]),
+            Home::Lane(v, l) => self.asm.build(
+                Encoding::Vop3,
+                "v_writelane_b32",
+                &[
+                    Operand::Vgpr { first: v, count: 1 },
+                    src,
+                    Asm::konst(u32::from(l)),
+                ],
+            ),
+        }
+    }
+
+    fn read_slot(&self, bit: u16, slot: Slot) -> Result<Instruction, RewriteError> {
+        let d = scalar_operand(bit);
+        match slot {
+            Home::Sgpr(t) => self
+                .asm
+                .build(Encoding::Sop1, "s_mov_b32", &[d, Asm::sgpr(t, 1)]),
+            Home::Lane(v, l) => self.asm.build(
+                Encoding::Vop3,
+                "v_readlane_b32",
+                &[
+                    d,
+                    Operand::Vgpr { first: v, count: 1 },
+                    Asm::konst(u32::from(l)),
+                ],
+            ),
+        }
+    }
+
+    fn exec_to_slots(&self, lo: Slot, hi: Slot) -> Result<Vec<Instruction>, RewriteError> {
+        if let (Home::Sgpr(a), Home::Sgpr(b)) = (lo, hi) {
+            if a % 2 == 0 && b == a + 1 {
+                return Ok(vec![self.asm.build(
+                    Encoding::Sop1,
+                    "s_mov_b64",
+                    &[Asm::sgpr(a, 2), EXEC],
+                )?]);
+            }
+        }
+        Ok(vec![
+            self.write_slot(lo, scalar_operand(bits::EXEC))?,
+            self.write_slot(hi, scalar_operand(bits::EXEC + 1))?,
+        ])
+    }
+
+    fn exec_from_slots(&self, lo: Slot, hi: Slot) -> Result<Vec<Instruction>, RewriteError> {
+        if let (Home::Sgpr(a), Home::Sgpr(b)) = (lo, hi) {
+            if a % 2 == 0 && b == a + 1 {
+                return Ok(vec![self.asm.build(
+                    Encoding::Sop1,
+                    "s_mov_b64",
+                    &[EXEC, Asm::sgpr(a, 2)],
+                )?]);
+            }
+        }
+        Ok(vec![
+            self.read_slot(bits::EXEC, lo)?,
+            self.read_slot(bits::EXEC + 1, hi)?,
+        ])
+    }
+
+    /// `s{to} = home` (an SGPR move or a lane read).
+    fn read_home(&self, to: u16, home: Home) -> Result<Instruction, RewriteError> {
+        self.read_slot(to, home)
+    }
+
+    /// s[0:3] = the V# home.
+    fn set_vsharp(&self, s: &mut Snippet) -> Result<(), RewriteError> {
+        let h = self.homes.vsharp.ok_or(RewriteError::Build(
+            "the private segment buffer",
+            inlay_isa::BuildError::Unknown("no V# kept".into()),
+        ))?;
+        for (k, home) in h.iter().enumerate() {
+            s.push(self.read_home(k as u16, *home)?);
+        }
+        Ok(())
+    }
+
+    /// `s[d:d+1]` = the address of `symbol` (PC-relative, relocated at load).
+    fn pc_relative(&self, s: &mut Snippet, d: u16, symbol: &str) -> Result<(), RewriteError> {
+        let asm = self.asm;
+        s.push(asm.build(Encoding::Sop1, "s_getpc_b64", &[Asm::sgpr(d, 2)])?);
+        // The getpc's value is the address after it: the low literal sits 4
+        // bytes past that, the high one 12.
+        s.relocs.push(LiteralReloc {
+            inst: s.insts.len(),
+            symbol: symbol.to_string(),
+            high: false,
+            addend: 4,
+        });
+        s.push(asm.add_lit("s_add_u32", d, 0)?);
+        s.relocs.push(LiteralReloc {
+            inst: s.insts.len(),
+            symbol: symbol.to_string(),
+            high: true,
+            addend: 12,
+        });
+        s.push(asm.add_lit("s_addc_u32", d + 1, 0)?);
+        Ok(())
+    }
+
+    /// A dword of the save area through s[0:3] and s33.
+    fn scratch(&self, m: &'static str, v: u16, off: u32) -> Result<Instruction, RewriteError> {
+        let mut i = self.asm.build(
+            Encoding::Mubuf,
+            m,
+            &[
+                Operand::Vgpr { first: v, count: 1 },
+                Operand::Fixed("off"),
+                Asm::sgpr(0, 4),
+                Asm::sgpr(33, 1),
+            ],
+        )?;
+        if !i.set_modifier(inlay_isa::Modifier::Offset(off as i32)) {
+            return Err(RewriteError::Build(
+                m,
+                inlay_isa::BuildError::Operand {
+                    index: 4,
+                    reason: "offset out of range",
+                },
+            ));
+        }
+        Ok(i)
+    }
+
+    fn save_vector(
+        &self,
+        p: &CallPlan<'_, 'a>,
+        bit: u16,
+        to: VSave,
+    ) -> Result<Vec<Instruction>, RewriteError> {
+        let asm = self.asm;
+        if bit >= bits::AGPR_BASE {
+            let (t, slot) = match to {
+                VSave::Vgpr(t) => (t, None),
+                VSave::Scratch(o) => (p.agpr_temp.unwrap_or(0), Some(o)),
+            };
+            let mut out = vec![asm.build(
+                Encoding::Vop3p,
+                "v_accvgpr_read_b32",
+                &[
+                    Operand::Vgpr { first: t, count: 1 },
+                    Operand::Agpr {
+                        first: bit - bits::AGPR_BASE,
+                        count: 1,
+                    },
+                ],
+            )?];
+            if let Some(o) = slot {
+                out.push(self.scratch("buffer_store_dword", t, o)?);
+            }
+            return Ok(out);
+        }
+        let v = bit - bits::VGPR_BASE;
+        Ok(vec![match to {
+            VSave::Vgpr(t) => asm.vmov(t, Operand::Vgpr { first: v, count: 1 })?,
+            VSave::Scratch(o) => self.scratch("buffer_store_dword", v, o)?,
+        }])
+    }
+
+    fn restore_vector(
+        &self,
+        p: &CallPlan<'_, 'a>,
+        bit: u16,
+        from: VSave,
+    ) -> Result<Vec<Instruction>, RewriteError> {
+        let asm = self.asm;
+        if bit >= bits::AGPR_BASE {
+            let mut out = Vec::new();
+            let t = match from {
+                VSave::Vgpr(t) => t,
+                VSave::Scratch(o) => {
+                    let t = p.agpr_temp.unwrap_or(0);
+                    out.push(self.scratch("buffer_load_dword", t, o)?);
+                    out.push(asm.build(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0x0F70)])?);
+                    t
+                }
+            };
+            out.push(asm.build(
+                Encoding::Vop3p,
+                "v_accvgpr_write_b32",
+                &[
+                    Operand::Agpr {
+                        first: bit - bits::AGPR_BASE,
+                        count: 1,
+                    },
+                    Operand::Vgpr { first: t, count: 1 },
+                ],
+            )?);
+            return Ok(out);
+        }
+        let v = bit - bits::VGPR_BASE;
+        Ok(vec![match from {
+            VSave::Vgpr(t) => asm.vmov(v, Operand::Vgpr { first: t, count: 1 })?,
+            VSave::Scratch(o) => self.scratch("buffer_load_dword", v, o)?,
+        }])
+    }
+
+    /// Registers the sequence has written before the arguments are read:
+    /// their application values are in their save slots.
+    fn overwritten(&self, p: &CallPlan<'_, 'a>, bit: u16) -> bool {
+        let once = p.req.call.once_per_wave;
+        bit == 30
+            || bit == 31
+            || (p.scratch_early && (bit < 4 || bit == 33))
+            || (once && (bit == bits::EXEC || bit == bits::EXEC + 1 || bit == bits::SCC))
+    }
+
+    /// The save slot of scalar `bit` (EXEC's and SCC's included).
+    fn slot_of(&self, p: &CallPlan<'_, 'a>, bit: u16) -> Option<Slot> {
+        match (bit, p.exec) {
+            (bits::EXEC, Some([lo, _])) => Some(lo),
+            (127, Some([_, hi])) => Some(hi),
+            (bits::SCC, _) => p.scc,
+            _ => p.scalars.iter().find(|(b, _)| *b == bit).map(|x| x.1),
+        }
+    }
+
+    /// `v[t]` (every enabled lane) = the application's value of scalar `bit`.
+    fn scalar_into_vgpr(
+        &self,
+        p: &CallPlan<'_, 'a>,
+        bit: u16,
+        t: u16,
+    ) -> Result<Vec<Instruction>, RewriteError> {
+        let asm = self.asm;
+        let src = if self.overwritten(p, bit) {
+            match self.slot_of(p, bit) {
+                Some(Home::Sgpr(x)) => Asm::sgpr(x, 1),
+                Some(Home::Lane(v, l)) => {
+                    return Ok(vec![
+                        asm.lane("v_readlane_b32", v, 30, l)?,
+                        asm.vmov(t, Asm::sgpr(30, 1))?,
+                    ])
+                }
+                // Not saved: not live and not read, so any value does.
+                None => scalar_operand(bit),
+            }
+        } else {
+            scalar_operand(bit)
+        };
+        Ok(vec![asm.vmov(t, src)?])
+    }
+
+    /// Computes the arguments into v0.. in an order that reads every
+    /// source before it is overwritten.
+    fn arguments(
+        &self,
+        p: &CallPlan<'_, 'a>,
+        s: &mut Snippet,
+        inst: &Instruction,
+    ) -> Result<(), RewriteError> {
+        let args = &p.req.call.args;
+        let at = arg_vgprs(args);
+        // VGPRs each argument reads and writes.
+        let mut sources: Vec<Vec<u16>> = args
+            .iter()
+            .map(|a| match a {
+                Arg::Reference(_) => Vec::new(),
+                _ => arg_sources(a, inst)
+                    .into_iter()
+                    .filter(|&b| (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b))
+                    .map(|b| b - bits::VGPR_BASE)
+                    .collect(),
+            })
+            .collect();
+        let dests: Vec<Vec<u16>> = args
+            .iter()
+            .zip(&at)
+            .map(|(a, &v)| (v..v + a.dwords() as u16).collect())
+            .collect();
+        // Renamed sources (after a cycle is broken through a spare VGPR).
+        let mut rename: Vec<(u16, u16)> = Vec::new();
+        let mut pending: Vec<usize> = (0..args.len()).collect();
+        while !pending.is_empty() {
+            let ready = pending.iter().position(|&k| {
+                pending
+                    .iter()
+                    .all(|&j| j == k || dests[k].iter().all(|d| !sources[j].contains(d)))
+            });
+            match ready {
+                Some(pos) => {
+                    let k = pending.remove(pos);
+                    self.argument(p, s, inst, k, at[k], &rename)?;
+                }
+                None => {
+                    // A cycle: move one source out of the way.
+                    let k = pending[0];
+                    let d = *dests[k]
+                        .iter()
+                        .find(|d| pending.iter().any(|&j| j != k && sources[j].contains(d)))
+                        .unwrap_or(&dests[k][0]);
+                    let spare = p.spare_vgpr.ok_or_else(|| {
+                        self.fail(
+                            p.req,
+                            "no VGPR free to reorder the arguments through".into(),
+                        )
+                    })?;
+                    s.push(self.asm.vmov(spare, Operand::Vgpr { first: d, count: 1 })?);
+                    rename.push((d, spare));
+                    for src in sources.iter_mut() {
+                        for v in src.iter_mut() {
+                            if *v == d {
+                                *v = spare;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One argument into `v[d]..`.
+    fn argument(
+        &self,
+        p: &CallPlan<'_, 'a>,
+        s: &mut Snippet,
+        inst: &Instruction,
+        k: usize,
+        d: u16,
+        rename: &[(u16, u16)],
+    ) -> Result<(), RewriteError> {
+        let asm = self.asm;
+        let b = |e: Encoding, m: &'static str, ops: &[Operand]| asm.build(e, m, ops);
+        let v1 = |n: u16| Operand::Vgpr {
+            first: rename
+                .iter()
+                .rev()
+                .find(|(f, _)| *f == n)
+                .map_or(n, |x| x.1),
+            count: 1,
+        };
+        let r = p.req;
+        match &r.call.args[k] {
+            Arg::Const32(c) => s.push(asm.vmov(d, Asm::konst(*c))?),
+            Arg::Const64(c) => {
+                s.push(asm.vmov(d, Asm::konst(*c as u32))?);
+                s.push(asm.vmov(d + 1, Asm::konst((c >> 32) as u32))?);
+            }
+            Arg::Value(reg) => match reg.file {
+                RegFile::Vgpr => {
+                    // Like memmove: high dword first when the destination
+                    // overlaps the source from above.
+                    let order: Vec<u16> = if d > reg.first {
+                        (0..u16::from(reg.count)).rev().collect()
+                    } else {
+                        (0..u16::from(reg.count)).collect()
+                    };
+                    for j in order {
+                        s.push(asm.vmov(d + j, v1(reg.first + j))?);
+                    }
+                }
+                RegFile::Agpr => {
+                    for j in 0..u16::from(reg.count) {
+                        s.push(b(
+                            Encoding::Vop3p,
+                            "v_accvgpr_read_b32",
+                            &[
+                                Operand::Vgpr {
+                                    first: d + j,
+                                    count: 1,
+                                },
+                                Operand::Agpr {
+                                    first: reg.first + j,
+                                    count: 1,
+                                },
+                            ],
+                        )?);
+                    }
+                }
+                // SCC as 0 or 1 (from its slot once EXEC's setup wrote it).
+                RegFile::Scc if self.overwritten(p, bits::SCC) => {
+                    s.extend(self.scalar_into_vgpr(p, bits::SCC, d)?);
+                }
+                RegFile::Scc => {
+                    s.push(b(
+                        Encoding::Sop2,
+                        "s_cselect_b32",
+                        &[Asm::sgpr(30, 1), Asm::konst(1), Asm::konst(0)],
+                    )?);
+                    s.push(asm.vmov(d, Asm::sgpr(30, 1))?);
+                }
+                _ => {
+                    for (j, bit) in reg_bits(reg).into_iter().enumerate() {
+                        s.extend(self.scalar_into_vgpr(p, bit, d + j as u16)?);
+                    }
+                }
+            },
+            Arg::Reference(reg) => {
+                let off = p.ref_slots[k].ok_or_else(|| {
+                    self.fail(r, "no slot for a register passed by reference".into())
+                })?;
+                let _ = reg;
+                s.push(asm.vmov(d, Operand::Literal(self.stack_base + off))?);
+                s.push(asm.vmov(
+                    d + 1,
+                    Operand::Special {
+                        code: 237,
+                        count: 1,
+                    },
+                )?);
+            }
+            Arg::Address => {
+                let (vaddr, saddr, offset) = address_operands(inst)
+                    .ok_or_else(|| self.fail(r, "the instruction has no address".into()))?;
+                let pair = Operand::Vgpr { first: d, count: 2 };
+                match saddr {
+                    // saddr + zero-extended vaddr in one multiply-add by 1,
+                    // reading both before writing.
+                    Some(sb) if !self.overwritten(p, sb) && !self.overwritten(p, sb + 1) => {
+                        s.push(b(
+                            Encoding::Vop3,
+                            "v_mad_u64_u32",
+                            &[
+                                pair,
+                                Asm::sgpr(30, 2),
+                                v1(vaddr),
+                                Asm::konst(1),
+                                super::asm::scalar_pair(sb),
+                            ],
+                        )?);
+                    }
+                    Some(sb) => {
+                        // The base is in save slots: vaddr out of the way first.
+                        let mut va = v1(vaddr);
+                        if vaddr == d || vaddr == d + 1 {
+                            let spare = p.spare_vgpr.ok_or_else(|| {
+                                self.fail(r, "no VGPR free to compute the address through".into())
+                            })?;
+                            s.push(asm.vmov(spare, va)?);
+                            va = Operand::Vgpr {
+                                first: spare,
+                                count: 1,
+                            };
+                        }
+                        s.extend(self.scalar_into_vgpr(p, sb, d)?);
+                        s.extend(self.scalar_into_vgpr(p, sb + 1, d + 1)?);
+                        s.push(b(
+                            Encoding::Vop3,
+                            "v_mad_u64_u32",
+                            &[pair, Asm::sgpr(30, 2), va, Asm::konst(1), pair],
+                        )?);
+                    }
+                    None if d > vaddr => {
+                        s.push(asm.vmov(d + 1, v1(vaddr + 1))?);
+                        s.push(asm.vmov(d, v1(vaddr))?);
+                    }
+                    None => {
+                        s.push(asm.vmov(d, v1(vaddr))?);
+                        s.push(asm.vmov(d + 1, v1(vaddr + 1))?);
+                    }
+                }
+                if offset != 0 {
+                    let o = if (-16..=64).contains(&offset) {
+                        Operand::Inline(if offset >= 0 {
+                            128 + offset as u8
+                        } else {
+                            (192 - offset) as u8
+                        })
+                    } else {
+                        s.push(asm.mov_lit(29, offset as u32)?);
+                        Asm::sgpr(29, 1)
+                    };
+                    s.push(b(
+                        Encoding::Vop3,
+                        "v_mad_i64_i32",
+                        &[pair, Asm::sgpr(30, 2), o, Asm::konst(1), pair],
+                    )?);
+                }
+            }
+            Arg::Launch(v) => self.launch_value(p, s, *v, d)?,
+        }
+        Ok(())
+    }
+
+    fn launch_value(
+        &self,
+        p: &CallPlan<'_, 'a>,
+        s: &mut Snippet,
+        v: LaunchValue,
+        d: u16,
+    ) -> Result<(), RewriteError> {
+        let asm = self.asm;
+        let r = p.req;
+        let homes = self.homes;
+        let b = |e: Encoding, m: &'static str, ops: &[Operand]| asm.build(e, m, ops);
+        let missing = |what: &str| self.fail(r, format!("no {what} kept"));
+        // A home's value into s30 (and s31), then into VGPRs.
+        let load = |s: &mut Snippet, ptr: [Home; 2], offset: u32| -> Result<(), RewriteError> {
+            s.push(self.read_home(30, ptr[0])?);
+            s.push(self.read_home(31, ptr[1])?);
+            s.push(b(
+                Encoding::Smem,
+                "s_load_dword",
+                &[Asm::sgpr(30, 1), Asm::sgpr(30, 2), Operand::Imm(offset)],
+            )?);
+            s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0xC07F)])?);
+            Ok(())
+        };
+        match v {
+            LaunchValue::GridSize(dim) => {
+                load(
+                    s,
+                    homes.dispatch.ok_or_else(|| missing("dispatch pointer"))?,
+                    12 + 4 * u32::from(dim),
+                )?;
+                s.push(asm.vmov(d, Asm::sgpr(30, 1))?);
+            }
+            LaunchValue::WorkgroupSize(dim) => {
+                let at = 4 + 2 * u32::from(dim);
+                load(
+                    s,
+                    homes.dispatch.ok_or_else(|| missing("dispatch pointer"))?,
+                    at & !3,
+                )?;
+                if at % 4 == 2 {
+                    s.push(b(
+                        Encoding::Sop2,
+                        "s_lshr_b32",
+                        &[Asm::sgpr(30, 1), Asm::sgpr(30, 1), Asm::konst(16)],
+                    )?);
+                } else {
+                    s.push(b(
+                        Encoding::Sop2,
+                        "s_and_b32",
+                        &[Asm::sgpr(30, 1), Asm::sgpr(30, 1), Operand::Literal(0xffff)],
+                    )?);
+                }
+                s.push(asm.vmov(d, Asm::sgpr(30, 1))?);
+            }
+            LaunchValue::WorkgroupId(dim) => {
+                let h =
+                    homes.workgroup_id[usize::from(dim)].ok_or_else(|| missing("workgroup id"))?;
+                s.push(self.read_home(30, h)?);
+                s.push(asm.vmov(d, Asm::sgpr(30, 1))?);
+            }
+            LaunchValue::WorkitemId(dim) => {
+                let w = homes.workitem.ok_or_else(|| missing("work-item ids"))?;
+                s.push(b(
+                    Encoding::Vop3,
+                    "v_bfe_u32",
+                    &[
+                        Operand::Vgpr { first: d, count: 1 },
+                        Operand::Vgpr { first: w, count: 1 },
+                        Asm::konst(10 * u32::from(dim)),
+                        Asm::konst(10),
+                    ],
+                )?);
+            }
+            LaunchValue::KernargDword(off) => {
+                load(
+                    s,
+                    homes
+                        .kernarg
+                        .ok_or_else(|| missing("kernel-argument pointer"))?,
+                    off,
+                )?;
+                s.push(asm.vmov(d, Asm::sgpr(30, 1))?);
+            }
+            LaunchValue::KernargPtr | LaunchValue::DispatchPtr => {
+                let h = if v == LaunchValue::KernargPtr {
+                    homes.kernarg
+                } else {
+                    homes.dispatch
+                }
+                .ok_or_else(|| missing("pointer"))?;
+                for (j, home) in h.iter().enumerate() {
+                    s.push(self.read_home(30, *home)?);
+                    s.push(asm.vmov(d + j as u16, Asm::sgpr(30, 1))?);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The calls of a plan with the kernel-wide state they share.
+pub(super) struct Calls<'a> {
+    an: &'a Analysis,
+    reqs: Vec<Request<'a>>,
+    implicit: Option<Implicit>,
+    state: super::preamble::LaunchState,
+    /// Registers any called hook writes.
+    hooks_write: RegSet,
+    /// Lane offset of the instrumentation area, and the deepest hook stack.
+    stack_base: u32,
+    max_stack: u32,
+    /// One past the highest SGPR / VGPR / AGPR a called hook names.
+    hook_sgprs: u16,
+    hook_vgprs: u16,
+    hook_agprs: u16,
+}
+
+/// Call code placed in the kernel, and what it needs of the descriptor.
+#[derive(Default)]
+pub(super) struct Placed {
+    pub(super) before: BTreeMap<InstId, Snippet>,
+    pub(super) after: BTreeMap<InstId, Snippet>,
+    pub(super) entry: Snippet,
+    pub(super) max_sgpr: u16,
+    pub(super) max_vgpr: u16,
+    pub(super) agprs: u16,
+    /// Bytes of private memory per lane the instrumented kernel needs.
+    pub(super) private_size: Option<u32>,
+    pub(super) implicit_block: bool,
+}
+
+impl<'a> Calls<'a> {
+    pub(super) fn new(
+        an: &'a Analysis,
+        descriptor: &KernelDescriptor,
+        plan: &'a Plan,
+        asm: &Asm,
+    ) -> Result<Calls<'a>, RewriteError> {
+        let reqs = requests(an, plan)?;
+        let fail = |r: &Request<'_>, reason: String| {
+            call_error(an, r.call, describe(an, r.site, r.inst), reason)
+        };
+        let mut implicit = None;
+        for r in reqs.iter().filter(|r| r.hook.inputs.implicitarg_ptr) {
+            let version = plan.modules[r.call.module].code_object_version();
+            if version < 5 {
+                return Err(fail(
+                    r,
+                    format!("the hook module is of code object version {version}; hooks that read implicit arguments must be of version 5"),
+                ));
+            }
+            implicit = Some(match an.launch.implicit_args_v5 {
+                Some(off) => Implicit::Kernarg(off),
+                None => Implicit::Block,
+            });
+        }
+        let mut needs = needs(&reqs, implicit);
+        // Any call may have to save VGPRs on the instrumentation stack
+        // (known only once registers are found), so the V# is kept whenever
+        // there are calls.
+        needs.vsharp |= !reqs.is_empty();
+        let mut hooks_write = RegSet::new();
+        let (mut hs, mut hv, mut ha, mut stack) = (0u16, 0u16, 0u16, 0u32);
+        for r in &reqs {
+            hooks_write.union_with(&r.hook.writes);
+            hs = hs.max(r.hook.sgprs as u16);
+            hv = hv.max(r.hook.vgprs as u16);
+            ha = ha.max(r.hook.agprs as u16);
+            if r.hook.inputs.private_segment {
+                stack = stack.max(r.hook.stack_bytes);
+            }
+        }
+        if let Some(r) = reqs.first() {
+            if needs.vsharp && an.launch.dynamic_stack && plan.private_segment_size.is_none() {
+                return Err(fail(
+                    r,
+                    "the kernel's stack size is known only at run time (dynamic stack) and the plan does not say how much private memory the dispatch gives it, so none can be placed above it".into(),
+                ));
+            }
+        }
+        let stack_base = an
+            .launch
+            .private_segment_size
+            .max(descriptor.private_segment_fixed_size)
+            .max(plan.private_segment_size.unwrap_or(0))
+            .next_multiple_of(16);
+        let res = &an.resources;
+        // Homes avoid what the kernel names, what hooks write, and what the
+        // call sequence sets (s0..s15, s29..s33, v0..v31).
+        let mut regs = hooks_write;
+        regs.insert_range(0, res.sgprs_used.max(16) as u16);
+        regs.insert_range(29, 5);
+        regs.insert_range(bits::VGPR_BASE, res.vgprs_used.max(32) as u16);
+        let avoid = super::preamble::Avoid {
+            regs,
+            sgpr_floor: res.sgprs_used.max(16) as u16,
+            // Past the VGPRs built-in hooks may take above the allocation.
+            vgpr_floor: (res.vgprs_allocated as u16 + 4).max(32).max(hv),
+        };
+        let state = super::preamble::launch_state(asm, descriptor, &needs, &avoid).map_err(
+            |why| match reqs.first() {
+                Some(r) => fail(r, why),
+                None => {
+                    RewriteError::Build("the launch state", inlay_isa::BuildError::Unknown(why))
+                }
+            },
+        )?;
+        Ok(Calls {
+            an,
+            reqs,
+            implicit,
+            state,
+            hooks_write,
+            stack_base,
+            max_stack: stack,
+            hook_sgprs: hs,
+            hook_vgprs: hv,
+            hook_agprs: ha,
+        })
+    }
+
+    /// Registers the homes hold (for the whole kernel).
+    pub(super) fn taken(&self) -> RegSet {
+        self.state.homes.taken
+    }
+
+    /// SGPRs a call may change: launch values there must be read from copies.
+    pub(super) fn clobbered_sgprs(&self) -> RegSet {
+        let mut s = RegSet::new();
+        if !self.reqs.is_empty() {
+            s = self.hooks_write;
+            s.insert_range(0, 16);
+            s.insert_range(29, 5);
+        }
+        s
+    }
+
+    /// The lowest SGPR built-in hooks may hold for the whole kernel: above
+    /// the homes and every SGPR a called hook names.
+    pub(super) fn sgpr_floor(&self) -> u16 {
+        if self.reqs.is_empty() {
+            return 0;
+        }
+        let homes = self
+            .state
+            .homes
+            .taken
+            .iter()
+            .filter(|&b| b < bits::NUM_SGPRS)
+            .map(|b| b + 1)
+            .max()
+            .unwrap_or(0);
+        homes.max(self.hook_sgprs).max(34)
+    }
+
+    pub(super) fn preamble(&self) -> &[Instruction] {
+        &self.state.preamble
+    }
+
+    /// The descriptor with the initial registers the calls need enabled.
+    pub(super) fn descriptor(&self) -> KernelDescriptor {
+        self.state.descriptor
+    }
+
+    /// Plans and writes every call; `taken` adds the registers built-in
+    /// hooks hold for the whole kernel to the homes.
+    pub(super) fn place(
+        &self,
+        asm: &Asm,
+        taken: RegSet,
+        save_all: bool,
+    ) -> Result<Placed, RewriteError> {
+        let mut out = Placed::default();
+        if self.reqs.is_empty() {
+            return Ok(out);
+        }
+        let homes_vgpr = self
+            .state
+            .homes
+            .taken
+            .iter()
+            .filter(|&b| (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b))
+            .map(|b| b - bits::VGPR_BASE + 1)
+            .max()
+            .unwrap_or(0);
+        let ctx = Ctx {
+            an: self.an,
+            asm,
+            homes: &self.state.homes,
+            implicit: self.implicit,
+            taken: taken.union(&self.state.homes.taken),
+            vgpr_limit: (self.an.resources.vgprs_allocated as u16)
+                .max(self.hook_vgprs)
+                .max(homes_vgpr)
+                .min(256),
+            stack_base: self.stack_base,
+            save_all,
+            kernel_name: &self.an.program.kernel,
+        };
+        let plans = self
+            .reqs
+            .iter()
+            .map(|r| ctx.plan(r))
+            .collect::<Result<Vec<_>, _>>()?;
+        let area = plans
+            .iter()
+            .map(|p| p.area)
+            .max()
+            .unwrap_or(0)
+            .next_multiple_of(16);
+        for p in &plans {
+            let need = self.stack_base + area + p.req.hook.stack_bytes;
+            if need > MAX_PRIVATE {
+                return Err(ctx.fail(
+                    p.req,
+                    format!(
+                        "with the hook's stack ({} bytes) on top of the kernel's private segment and the saves, a lane would need {need} bytes of private memory (at most {MAX_PRIVATE})",
+                        p.req.hook.stack_bytes
+                    ),
+                ));
+            }
+        }
+        let mut scratch = self.state.homes.vsharp.is_some();
+        for p in &plans {
+            let code = ctx.code(p, area)?;
+            let slot = match p.req.site {
+                Site::Before(i) => out.before.entry(i).or_default(),
+                Site::After(i) => out.after.entry(i).or_default(),
+                Site::Entry => &mut out.entry,
+            };
+            let base = slot.insts.len();
+            slot.insts.extend(code.insts);
+            slot.relocs.extend(code.relocs.into_iter().map(|mut r| {
+                r.inst += base;
+                r
+            }));
+            out.max_sgpr = out.max_sgpr.max(p.max_sgpr);
+            out.max_vgpr = out.max_vgpr.max(p.max_vgpr);
+            scratch |= p.area > 0;
+        }
+        out.max_sgpr = out.max_sgpr.max(self.hook_sgprs.saturating_sub(1));
+        out.max_vgpr = out
+            .max_vgpr
+            .max(self.hook_vgprs.saturating_sub(1))
+            .max(homes_vgpr.saturating_sub(1));
+        for b in self
+            .state
+            .homes
+            .taken
+            .iter()
+            .filter(|&b| b < bits::NUM_SGPRS)
+        {
+            out.max_sgpr = out.max_sgpr.max(b);
+        }
+        out.agprs = self.hook_agprs;
+        if scratch {
+            out.private_size = Some(self.stack_base + area + self.max_stack);
+        }
+        out.implicit_block = self.implicit == Some(Implicit::Block);
+        Ok(out)
+    }
+}
