@@ -116,8 +116,8 @@ fn a_tool_sees_each_kernel_as_llvm_lists_it() {
         return;
     }
     let fixtures = root().join("fixtures/gfx90a/v5");
-    let out = inlay()
-        .args(["run", "--tool"])
+    let out = inlay_run()
+        .arg("--tool")
         .arg(&tool)
         .arg("--")
         .arg(&exe)

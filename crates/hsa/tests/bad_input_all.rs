@@ -44,7 +44,15 @@ fn exported_functions(nm: &Path) -> Vec<String> {
             public.insert(name, cols[0].to_string());
         }
     }
-    for (name, addr) in &internal {
+    // The tool API (include/inlay/tool.h) is the library's own C ABI, and
+    // `inlay run` checks tool options through inlay_tools_check: exports in
+    // their own right.
+    let tool_h = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include/inlay/tool.h"),
+    )
+    .expect("include/inlay/tool.h");
+    let tool_api = |name: &str| name == "inlay_tools_check" || tool_h.contains(&format!("{name}("));
+    for (name, addr) in internal.iter().filter(|(name, _)| !tool_api(name)) {
         let twin = name.trim_start_matches("inlay_");
         assert_eq!(
             public.get(twin),

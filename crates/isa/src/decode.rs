@@ -282,6 +282,14 @@ fn named_rules_hold(i: &Instruction) -> bool {
         // offen and idxen together take a VGPR pair, which ends at v255
         E::Mubuf | E::Mtbuf => i.field(Field::Vaddr) + i.bits(0, 12, 1) + i.bits(0, 13, 1) <= 256,
         E::Ds if i.mnemonic() == "ds_nop" => i.bits(0, 0, 16) == 0,
+        // The attribute source of 32-bit VOP3 interpolation has no high half
+        // (the 16-bit forms print bit 8 as `high`); LLVM refuses it set.
+        E::Vop3
+            if i.mnemonic().starts_with("v_interp_")
+                && i.mnemonic().trim_end_matches("_e64").ends_with("_f32") =>
+        {
+            i.bits(1, 8, 1) == 0
+        }
         E::Vop1Sdwa if crate::format::sdwa_without_dst(i.mnemonic()) => i.bits(1, 8, 3) == 6,
         _ => true,
     }

@@ -1143,14 +1143,21 @@ pub(crate) fn mimg_vdata_regs(i: &Instruction, regs: u8, acc_memory: bool) -> u8
     if !acc_memory && i.bits(0, 16, 1) != 0 {
         n += 1;
     }
+    let fits = |n: u32| i.field(Field::Vdata) + n <= 256;
+    // LLVM's decoder gives a 32-bit image atomic asked for four dwords (dmask
+    // and tfe) a five-dword register tuple, which its assembler would refuse
+    // (llvm-mc-19 --disassemble on gfx908 and gfx90a, every atomic but cmpswap).
+    let m = i.mnemonic();
+    if n == 4 && m.starts_with("image_atomic_") && !m.contains("cmpswap") && fits(5) {
+        return 5;
+    }
     let op = ((i.w0() >> 18) & 0x7F) as usize;
     let sizes = crate::tables::TargetTables::of(i.target)
         .mimg_vdata_sizes
         .get(op)
         .copied()
         .unwrap_or(0);
-    let fits = i.field(Field::Vdata) + n <= 256;
-    if n == u32::from(regs) || (sizes >> n & 1 != 0 && fits) {
+    if n == u32::from(regs) || (sizes >> n & 1 != 0 && fits(n)) {
         n as u8
     } else {
         regs

@@ -42,8 +42,7 @@
 //! - MODE read/written by s_getreg/s_setreg of another hwreg, or read by an
 //!   s_setreg of all of MODE: LLVM cannot see the hwreg immediate;
 //! - M0 read by every gfx9 DS instruction: GFX6-8's LDS bound, gone in GFX9;
-//! - vdata written by MIMG atomics without glc; MIMG atomic data sizes for
-//!   invalid dmasks and tfe (a known decoder difference);
+//! - vdata written by MIMG atomics without glc;
 //! - no tied input for format_d16_x/hi_x buffer loads, v_pk_fmac_f16_e32 and
 //!   the `_legacy` 16-bit ops with op_sel[3] (the kept half is read);
 //! - no EXEC for fork/join; sdst used and not written by s_movreld;
@@ -431,21 +430,6 @@ const EXCEPTIONS: &[Exception] = &[
                 && i.encoding() == E::Mimg
                 && name(i).starts_with("image_atomic")
                 && i.words()[0] & 1 << 13 == 0
-        },
-    ),
-    (
-        "MIMG atomics with a dmask not valid for atomics (0xf on a 32-bit \
-         one: LLVM gives five registers) or with tfe (LLVM adds no status \
-         register): the known decoder difference of encode_llvm_mc.rs; the \
-         registers one side has beyond the other",
-        |i, d| {
-            let tfe = i.words()[0] & 1 << 16 != 0;
-            let beyond = match d {
-                Diff::LlvmDef(u) | Diff::LlvmUse(u) => vector(u) && !explicit_units(i).contains(&u),
-                // our tfe dword, which LLVM does not count for atomics
-                Diff::OurRead(u) | Diff::OurWrite(u) => vector(u) && tfe,
-            };
-            beyond && i.encoding() == E::Mimg && name(i).starts_with("image_atomic")
         },
     ),
     (

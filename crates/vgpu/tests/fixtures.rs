@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use inlay_vgpu::kernarg::Args;
-use inlay_vgpu::{Device, FaultKind};
+use inlay_vgpu::Device;
 
 const VERSIONS: [u32; 2] = [4, 5];
 
@@ -662,97 +662,5 @@ fn system_scope_release_acquire() {
                 "v{v}: no {op} ran"
             );
         }
-    }
-}
-#[test]
-fn cooperative_grid_sync_between_rounds() {
-    let dev = Device::new();
-    for v in VERSIONS {
-        let p = load(&dev, v, "cooperative");
-        let (groups, rounds) = (12u32, 3u32);
-        let mut rng = Rng(0xc0 + v as u64);
-        let input: Vec<u32> = (0..groups * 256).map(|_| rng.u32() % 1000).collect();
-        let total = input.iter().fold(0u32, |s, x| s.wrapping_add(*x));
-        let din = dev.upload_u32(&input).unwrap();
-        let dacc = dev.upload_u32(&vec![0; groups as usize]).unwrap();
-        let dout = dev
-            .upload_u32(&vec![0; (groups * rounds) as usize])
-            .unwrap();
-        // As ROCclr does before a cooperative launch: GWS resource 0 as a
-        // barrier of all workgroups.
-        let init = Args::new().u32(groups - 1).u32(0);
-        run(&dev, &p, "gws_init", [1, 1, 1], [1, 1, 1], &init);
-        let args = Args::new().ptr(din).ptr(dacc).ptr(dout).u32(rounds);
-        run(
-            &dev,
-            &p,
-            "grid_rounds",
-            [groups * 256, 1, 1],
-            [256, 1, 1],
-            &args,
-        );
-        let got = dev.download_u32(dout, (groups * rounds) as usize).unwrap();
-        for r in 0..rounds {
-            for b in 0..groups {
-                assert_eq!(
-                    got[(r * groups + b) as usize],
-                    total.wrapping_mul(r + 1),
-                    "v{v} round {r} workgroup {b}"
-                );
-            }
-        }
-    }
-}
-
-#[test]
-fn cooperative_dispatch_larger_than_the_device_is_refused() {
-    let dev = Device::new();
-    let p = load(&dev, 5, "cooperative");
-    // 833 workgroups of 4 waves: 3332 waves, more than 104 CUs x 32 waves.
-    let dacc = dev.upload_u32(&[0; 4]).unwrap();
-    let args = Args::new().ptr(dacc).ptr(dacc).ptr(dacc).u32(1);
-    let f = dev
-        .dispatch(
-            &p,
-            "grid_rounds",
-            [833 * 256, 1, 1],
-            [256, 1, 1],
-            args.as_bytes(),
-        )
-        .expect_err("a cooperative grid that cannot be resident");
-    assert!(matches!(f.kind, FaultKind::Launch(_)), "{f}");
-}
-
-#[test]
-fn gws_semaphore_hands_data_to_every_workgroup() {
-    let dev = Device::new();
-    for v in VERSIONS {
-        let p = load(&dev, v, "cooperative");
-        let (groups, resource) = (20u32, 3u32);
-        let data = dev.upload_u32(&vec![0; groups as usize]).unwrap();
-        let seen = dev.upload_u32(&vec![0; groups as usize]).unwrap();
-        run(
-            &dev,
-            &p,
-            "gws_init",
-            [1, 1, 1],
-            [1, 1, 1],
-            &Args::new().u32(0).u32(resource),
-        );
-        let args = Args::new().ptr(data).ptr(seen).u32(resource);
-        run(
-            &dev,
-            &p,
-            "gws_semaphore",
-            [groups * 64, 1, 1],
-            [64, 1, 1],
-            &args,
-        );
-        let want: Vec<u32> = (0..groups).map(|b| b + 7).collect();
-        assert_eq!(
-            dev.download_u32(seen, groups as usize).unwrap(),
-            want,
-            "v{v}"
-        );
     }
 }
