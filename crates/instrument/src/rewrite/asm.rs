@@ -98,6 +98,15 @@ impl Asm {
         }
     }
 
+    /// A signed integer as an inline constant (-16..=64), if it is one.
+    pub(super) fn inline_int(v: i32) -> Option<Operand> {
+        match v {
+            0..=64 => Some(Operand::Inline(128 + v as u8)),
+            -16..=-1 => Some(Operand::Inline((192 - v) as u8)),
+            _ => None,
+        }
+    }
+
     pub(super) fn new(target: inlay_isa::Target) -> Asm {
         Asm {
             b: Builder::new(target),

@@ -345,15 +345,12 @@ impl Asm {
                 }
                 if offset != 0 {
                     // The signed offset, sign-extended, added the same way.
-                    let o = if (-16..=64).contains(&offset) {
-                        Operand::Inline(if offset >= 0 {
-                            128 + offset as u8
-                        } else {
-                            (192 - offset) as u8
-                        })
-                    } else {
-                        out.push(self.mov(r.u, offset as u32)?);
-                        Self::sgpr(r.u, 1)
+                    let o = match Self::inline_int(offset) {
+                        Some(o) => o,
+                        None => {
+                            out.push(self.mov(r.u, offset as u32)?);
+                            Self::sgpr(r.u, 1)
+                        }
                     };
                     out.push(mad(
                         "v_mad_i64_i32",

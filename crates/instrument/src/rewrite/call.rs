@@ -1457,15 +1457,12 @@ impl<'a> Ctx<'a> {
                     }
                 }
                 if offset != 0 {
-                    let o = if (-16..=64).contains(&offset) {
-                        Operand::Inline(if offset >= 0 {
-                            128 + offset as u8
-                        } else {
-                            (192 - offset) as u8
-                        })
-                    } else {
-                        s.push(asm.mov_lit(29, offset as u32)?);
-                        Asm::sgpr(29, 1)
+                    let o = match Asm::inline_int(offset) {
+                        Some(o) => o,
+                        None => {
+                            s.push(asm.mov_lit(29, offset as u32)?);
+                            Asm::sgpr(29, 1)
+                        }
                     };
                     s.push(b(
                         Encoding::Vop3,
