@@ -27,7 +27,6 @@ fn fixture_kernels_code_object_v5() {
 /// its agent address, shared virtual memory, the rectangular copy, signals
 /// as amd_signal_t, profiling timestamps, and a fault on pageable memory.
 #[test]
-#[ignore = "fails after merging main: vector_add on locked memory leaves c[64..] unwritten (second workgroup); to be found"]
 fn memory_model_locked_svm_signals_and_faults() {
     common::run_c_program("memory_model", &[fixtures("gfx90a/v5")]);
 }

@@ -8,7 +8,8 @@
  *    prefetch, kernels on the range once the GPU may access it;
  *  - the rectangular async copy;
  *  - signals are amd_signal_t in memory; profiling stamps dispatches;
- *  - a kernel storing to pageable memory faults at that address.
+ *  - a kernel storing to pageable memory faults at that address (a GPU
+ *    memory fault event, as ROCr raises it).
  *   usage: memory_model FIXTURES_DIR (gfx90a/v5) */
 #include "dispatch.h"
 #include <hsa/amd_hsa_signal.h>
@@ -230,11 +231,9 @@ static void test_profiling(const env_t *e, hsa_queue_t *q, kernel_t k) {
     float *a = host_alloc(e, n * sizeof(float)), *c = host_alloc(e, n * sizeof(float));
     for (uint32_t i = 0; i < n; i++) a[i] = (float)i;
     struct args x = {a, a, c, n};
-    uint32_t size = k.kernarg_size > sizeof x ? k.kernarg_size : sizeof x;
-    void *args;
-    OK(hsa_amd_memory_pool_allocate(e->kernarg, size, 0, &args));
-    memset(args, 0, size);
-    memcpy(args, &x, sizeof x);
+    const uint32_t grid[3] = {n, 1, 1};
+    const uint16_t wg[3] = {64, 1, 1};
+    void *args = kernarg_segment(e, k, &x, sizeof x, grid, wg);
     hsa_signal_t done;
     OK(hsa_signal_create(1, 0, NULL, &done));
     uint64_t before, after;
@@ -286,7 +285,8 @@ static void on_queue_error(hsa_status_t status, hsa_queue_t *q, void *data) {
 }
 
 /* The store lands in pageable memory the GPU may not reach: the dispatch
- * faults at that address and the queue reports it; the memory is untouched. */
+ * faults at that address, the system event handler is told it, and the
+ * memory is untouched. */
 static void test_pageable_faults(const env_t *e, kernel_t k) {
     OK(hsa_amd_register_system_event_handler(on_event, NULL));
     hsa_queue_t *q;
@@ -296,11 +296,9 @@ static void test_pageable_faults(const env_t *e, kernel_t k) {
     float *c = malloc(n * sizeof(float));
     for (uint32_t i = 0; i < n; i++) { a[i] = 1; c[i] = 42; }
     struct args x = {a, a, c, n};
-    uint32_t size = k.kernarg_size > sizeof x ? k.kernarg_size : sizeof x;
-    void *args;
-    OK(hsa_amd_memory_pool_allocate(e->kernarg, size, 0, &args));
-    memset(args, 0, size);
-    memcpy(args, &x, sizeof x);
+    const uint32_t grid[3] = {n, 1, 1};
+    const uint16_t wg[3] = {64, 1, 1};
+    void *args = kernarg_segment(e, k, &x, sizeof x, grid, wg);
     hsa_signal_t done;
     OK(hsa_signal_create(1, 0, NULL, &done));
     uint64_t id = hsa_queue_add_write_index_relaxed(q, 1);
@@ -316,10 +314,15 @@ static void test_pageable_faults(const env_t *e, kernel_t k) {
     uint16_t header = HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE;
     __atomic_store_n((uint32_t *)p, header | (1u << 16), __ATOMIC_RELEASE);
     hsa_signal_store_relaxed(q->doorbell_signal, (hsa_signal_value_t)id);
-    for (int i = 0; i < 2000 && atomic_load(&g_queue_error) == 0; i++) usleep(5000);
-    CHECK(atomic_load(&g_queue_error) == HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION);
+    for (int i = 0; i < 2000 && atomic_load(&g_fault_address) == 0; i++) usleep(5000);
     uint64_t at = atomic_load(&g_fault_address);
     CHECK(at >= (uintptr_t)c && at < (uintptr_t)(c + n));
+    /* As in ROCr, a page fault goes to the system event handler only: the
+     * queue's error callback is not called with it (AqlQueue::ExceptionHandler
+     * drops HSA_STATUS_ERROR_MEMORY_FAULT), and the dispatch never completes. */
+    usleep(20000);
+    CHECK(atomic_load(&g_queue_error) == 0);
+    CHECK(hsa_signal_load_scacquire(done) == 1);
     for (uint32_t i = 0; i < n; i++) CHECK(c[i] == 42);
     free(c);
 }
