@@ -269,96 +269,109 @@ fn tool_lines<'a>(stderr: &'a str, prefix: &str) -> Vec<&'a str> {
 #[test]
 fn programs_pass_under_each_tool() {
     let Some(built) = built() else { return };
+    // Every pair is run, so that one failure does not hide the others.
+    let mut failed = Vec::new();
     for p in PROGRAMS {
-        let exe = &built[p.name];
         for tool in ["instr-count", "opcode-hist", "mem-trace", "kernel-args"] {
-            let json = build_dir().join(format!("{}-{tool}.jsonl", p.name));
-            let json_opt = format!("json={}", json.display());
-            let out = run(exe, p.name, &["--tool", tool, "--tool-opt", &json_opt]);
-            assert_passed(p.name, tool, &out);
-            let stdout = text(&out.stdout);
-            if p.name == "hostcall" {
-                assert_eq!(hello_lines(&stdout), expected_hello(), "{tool}");
+            let exe = &built[p.name];
+            let check = std::panic::AssertUnwindSafe(|| check_under_tool(p, exe, tool));
+            if std::panic::catch_unwind(check).is_err() {
+                failed.push(format!("{} under {tool}", p.name));
             }
-            let stderr = text(&out.stderr);
-            let records: Vec<serde_json::Value> = std::fs::read_to_string(&json)
-                .expect("json output")
-                .lines()
-                .map(|l| serde_json::from_str(l).expect("a JSON object per line"))
-                .collect();
-            let _ = std::fs::remove_file(&json);
-            // Every launch of the program is there, the blit kernels HIP
-            // runs for copies and fills among them.
-            assert!(
-                !records.is_empty(),
-                "{} {tool}: no launches\n{stderr}",
-                p.name
-            );
+        }
+    }
+    assert!(failed.is_empty(), "failed (see above): {failed:?}");
+}
+
+/// One program under one tool (see [`programs_pass_under_each_tool`]).
+fn check_under_tool(p: &Program, exe: &Path, tool: &str) {
+    let json = build_dir().join(format!("{}-{tool}.jsonl", p.name));
+    let json_opt = format!("json={}", json.display());
+    let out = run(exe, p.name, &["--tool", tool, "--tool-opt", &json_opt]);
+    assert_passed(p.name, tool, &out);
+    let stdout = text(&out.stdout);
+    if p.name == "hostcall" {
+        assert_eq!(hello_lines(&stdout), expected_hello(), "{tool}");
+    }
+    let stderr = text(&out.stderr);
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&json)
+        .expect("json output")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON object per line"))
+        .collect();
+    let _ = std::fs::remove_file(&json);
+    // Every launch of the program is there, the blit kernels HIP
+    // runs for copies and fills among them.
+    assert!(
+        !records.is_empty(),
+        "{} {tool}: no launches\n{stderr}",
+        p.name
+    );
+    for r in &records {
+        assert!(r["error"].is_null(), "{} {tool}: {r}\n{stderr}", p.name);
+    }
+    match tool {
+        "instr-count" | "opcode-hist" => {
+            let lines = tool_lines(&stderr, &format!("{tool}:"));
+            assert_eq!(lines.len(), records.len(), "{} {tool}\n{stderr}", p.name);
+            for l in lines {
+                assert!(
+                    l.ends_with("(the virtual GPU counted the same)"),
+                    "{} {tool}: {l}",
+                    p.name
+                );
+            }
             for r in &records {
-                assert!(r["error"].is_null(), "{} {tool}: {r}\n{stderr}", p.name);
+                if tool == "instr-count" {
+                    assert_eq!(r["instructions"], r["native_instructions"], "{r}");
+                } else {
+                    assert_eq!(r["matches_native"], true, "{r}");
+                }
             }
-            match tool {
-                "instr-count" | "opcode-hist" => {
-                    let lines = tool_lines(&stderr, &format!("{tool}:"));
-                    assert_eq!(lines.len(), records.len(), "{} {tool}\n{stderr}", p.name);
-                    for l in lines {
-                        assert!(
-                            l.ends_with("(the virtual GPU counted the same)"),
-                            "{} {tool}: {l}",
-                            p.name
-                        );
-                    }
-                    for r in &records {
-                        if tool == "instr-count" {
-                            assert_eq!(r["instructions"], r["native_instructions"], "{r}");
-                        } else {
-                            assert_eq!(r["matches_native"], true, "{r}");
-                        }
-                    }
-                }
-                "mem-trace" => {
-                    let lines = tool_lines(&stderr, "mem-trace: kernel");
-                    assert_eq!(lines.len(), records.len(), "{} {tool}\n{stderr}", p.name);
-                    for l in lines {
-                        assert!(
-                            l.ends_with("(the virtual GPU counted the same lanes)"),
-                            "{} mem-trace: {l}",
-                            p.name
-                        );
-                    }
-                }
-                _ => {
-                    if p.name == "runtime_api" {
-                        // Kernels as HIP users know them: demangled, with
-                        // HIP's grid in workgroups; HIP's own blit kernels
-                        // (the copies and fills) there too, and marked.
-                        let heads = tool_lines(&stderr, "Kernel ");
-                        assert!(
-                            heads.iter().any(|h| h.contains(" - block_sums(float const*, float*, int): Total Grid Size Dims (4096, 1, 1) Workgroup Dims (256, 1, 1) : GridDim (16, 1, 1)")),
-                            "{stderr}"
-                        );
-                        assert!(
-                            heads
-                                .iter()
-                                .any(|h| h.contains(" - transpose(int const*, int*, int, int): ")
-                                    && h.ends_with("GridDim (5, 6, 1)")),
-                            "{stderr}"
-                        );
-                        assert!(
-                            heads.iter().any(|h| h.contains(" - __amd_rocclr_")
-                                && h.contains(" [ROCclr blit kernel]: ")),
-                            "{stderr}"
-                        );
-                    }
-                    for r in &records {
-                        assert_eq!(r["source"], "read by the kernel", "{r}");
-                        for a in r["args"].as_array().expect("args") {
-                            assert!(
-                                a["read_by_kernel"] == true && a["matches_host"] == true,
-                                "{r}"
-                            );
-                        }
-                    }
+        }
+        "mem-trace" => {
+            let lines = tool_lines(&stderr, "mem-trace: kernel");
+            assert_eq!(lines.len(), records.len(), "{} {tool}\n{stderr}", p.name);
+            for l in lines {
+                assert!(
+                    l.ends_with("(the virtual GPU counted the same lanes)"),
+                    "{} mem-trace: {l}",
+                    p.name
+                );
+            }
+        }
+        _ => {
+            if p.name == "runtime_api" {
+                // Kernels as HIP users know them: demangled, with
+                // HIP's grid in workgroups; HIP's own blit kernels
+                // (the copies and fills) there too, and marked.
+                let heads = tool_lines(&stderr, "Kernel ");
+                assert!(
+                    heads.iter().any(|h| h.contains(" - block_sums(float const*, float*, int): Total Grid Size Dims (4096, 1, 1) Workgroup Dims (256, 1, 1) : GridDim (16, 1, 1)")),
+                    "{stderr}"
+                );
+                assert!(
+                    heads
+                        .iter()
+                        .any(|h| h.contains(" - transpose(int const*, int*, int, int): ")
+                            && h.ends_with("GridDim (5, 6, 1)")),
+                    "{stderr}"
+                );
+                assert!(
+                    heads
+                        .iter()
+                        .any(|h| h.contains(" - __amd_rocclr_")
+                            && h.contains(" [ROCclr blit kernel]: ")),
+                    "{stderr}"
+                );
+            }
+            for r in &records {
+                assert_eq!(r["source"], "read by the kernel", "{r}");
+                for a in r["args"].as_array().expect("args") {
+                    assert!(
+                        a["read_by_kernel"] == true && a["matches_host"] == true,
+                        "{r}"
+                    );
                 }
             }
         }
