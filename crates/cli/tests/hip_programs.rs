@@ -67,6 +67,11 @@ const PROGRAMS: &[Program] = &[
         libs: &["-lrocrand"],
     },
     Program {
+        name: "pitched",
+        source: "pitched.hip",
+        libs: &[],
+    },
+    Program {
         name: "hostcall",
         source: "hostcall.hip",
         libs: &[],
