@@ -132,10 +132,10 @@ impl HostMemory {
         if svm.runs.is_empty() && locks.values().all(|l| l.alias.is_none()) {
             return;
         }
-        let maps = hostmem::Maps::read();
+        let mapped = hostmem::checker();
         for (&host, l) in locks.iter_mut() {
             let Some(alias) = l.alias else { continue };
-            if !maps.covers(host, l.size, true) {
+            if !mapped(host, l.size, true) {
                 let _ = memory.free(alias);
                 l.alias = None;
                 log(&format!(
@@ -147,7 +147,7 @@ impl HostMemory {
         let gone: Vec<(u64, u64)> = svm
             .runs
             .iter()
-            .filter(|(&s, &e)| !maps.covers(s, e - s, true))
+            .filter(|(&s, &e)| !mapped(s, e - s, true))
             .map(|(&s, &e)| (s, e))
             .collect();
         for (s, e) in gone {
