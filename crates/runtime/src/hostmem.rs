@@ -11,7 +11,10 @@ use std::sync::OnceLock;
 /// Whether `[addr, addr + len)` is covered by mappings that are readable
 /// (and writable, if `write`).
 pub fn mapped(addr: u64, len: u64, write: bool) -> bool {
-    query(addr, len, write).unwrap_or_else(|| Maps::read().covers(addr, len, write))
+    // The kernel's yes is final; a no (rare: a bad pointer, a range gone)
+    // is confirmed against the whole list, so a query racing another
+    // thread's mapping change can never refuse a good range.
+    query(addr, len, write) == Some(true) || Maps::read().covers(addr, len, write)
 }
 
 /// A test like [`mapped`] for checking many ranges at one moment: the
