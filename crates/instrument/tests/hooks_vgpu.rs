@@ -932,3 +932,140 @@ fn a_call_that_cannot_be_placed_is_refused_with_the_reason() {
     let again = harness::run(&dev, &original, &name, &md).0;
     assert!(want == again);
 }
+
+/// Luthier's gridDim test: a hook that stores `gridDim` in a global of its
+/// module (`grid_dim` in the test module), called before the last
+/// instruction of each kernel's first block, on kernels with the launch
+/// shapes of the three HIP programs Luthier published it on
+/// (fixtures/src/grid_shapes.hip; our kernels, their launches). The host reads the global after the
+/// launch: Luthier's printed grids (32×32×1, 16×1×1, 39063×1×1), which are
+/// also the grid in work-items over the workgroup size rounded up. The
+/// kernels' outputs are the original's, bit for bit.
+#[test]
+fn griddim_in_a_hook_is_the_launchs_as_luthier_printed() {
+    let bytes = fixture(5, "grid_shapes");
+    let co = CodeObject::parse(&bytes).unwrap();
+    let (mem, dev) = device();
+    let original = dev.load(&bytes).unwrap();
+    let module = hook_module();
+    // (kernel, grid, workgroup, Luthier's GridDim, buffers (bytes), by-value arguments)
+    type Shape = (
+        &'static str,
+        [u32; 3],
+        [u32; 3],
+        [u32; 3],
+        [usize; 2],
+        [u64; 2],
+    );
+    let n = 10_000_000u64; // complex: the element count its grid rounds up
+                           // complex_double has complex_float's shape: one run of 156,252 waves
+                           // is enough of the test's time (it runs on small launches elsewhere).
+    let shapes: [Shape; 3] = [
+        (
+            "affine",
+            [512, 512, 1],
+            [16, 16, 1],
+            [32, 32, 1],
+            [512 * 512 * 4; 2],
+            [512, 512],
+        ),
+        (
+            "PTTWAC_soa_asta",
+            [1024, 1, 1],
+            [64, 1, 1],
+            [16, 1, 1],
+            [16 * 4 * 64 * 4; 2],
+            [16, 0],
+        ),
+        (
+            "complex_float",
+            [10_000_128, 1, 1],
+            [256, 1, 1],
+            [39063, 1, 1],
+            [n as usize, 0],
+            [n, 0],
+        ),
+    ];
+    for (name, grid, wg, luthier, sizes, values) in shapes {
+        let md = co
+            .metadata
+            .as_ref()
+            .unwrap()
+            .kernels
+            .iter()
+            .find(|k| k.name == name)
+            .unwrap_or_else(|| panic!("no kernel {name}"))
+            .clone();
+        let computed: [u32; 3] = std::array::from_fn(|d| grid[d].div_ceil(wg[d]));
+        assert_eq!(
+            computed, luthier,
+            "{name}: the published grid is the launch's"
+        );
+        let an = analyse(&co, name).unwrap();
+        let last = an.program.blocks[0].insts.end - 1;
+        let plan = Plan {
+            calls: vec![HookCall {
+                point: Point::Before(last),
+                module: 0,
+                hook: "grid_dim".into(),
+                args: vec![],
+                once_per_wave: false,
+            }],
+            modules: vec![module.clone()],
+            ..Plan::default()
+        };
+        let loaded =
+            instrument(&mem, &co, name, &an, &original, &plan).unwrap_or_else(|e| panic!("{e}"));
+        // The same inputs for both runs; outputs start zeroed.
+        let run = |program: &inlay_vgpu::Program, kernel: &str| {
+            let mut args = inlay_vgpu::kernarg::Args::new();
+            let mut buffers = Vec::new();
+            for (k, &size) in sizes.iter().enumerate().filter(|(_, &s)| s > 0) {
+                let data: Vec<u8> = if k == 0 && sizes[1] > 0 {
+                    (0..size).map(|b| (b * 7 + b / 3) as u8).collect()
+                } else {
+                    vec![0; size]
+                };
+                let b = dev.upload(&data).unwrap();
+                buffers.push(b);
+                args = args.ptr(b);
+            }
+            args = if name.starts_with("complex") {
+                args.u64(values[0])
+            } else if name == "affine" {
+                args.u32(values[0] as u32).u32(values[1] as u32)
+            } else {
+                args.u32(values[0] as u32)
+            };
+            let mut kernarg = args.as_bytes().to_vec();
+            kernarg.resize(md.kernarg_segment_size.unwrap_or(0) as usize, 0);
+            dev.dispatch(program, kernel, grid, wg, &kernarg)
+                .unwrap_or_else(|f| panic!("{kernel}: {f}"));
+            let out: Vec<Vec<u8>> = buffers
+                .iter()
+                .zip(sizes)
+                .map(|(&b, size)| {
+                    let mut v = vec![0u8; size];
+                    dev.read(b, &mut v).unwrap();
+                    dev.free(b).unwrap();
+                    v
+                })
+                .collect();
+            out
+        };
+        let want = run(&original, name);
+        let global = loaded.variable("inlay_grid_dim");
+        dev.write(global, &[0; 12]).unwrap();
+        loaded.prepare(&dev, name, grid, wg);
+        let got = run(&loaded.program, &emit::instrumented_name(name));
+        let grid_dim: [u32; 3] = dev.download_u32(global, 3).unwrap().try_into().unwrap();
+        assert_eq!(grid_dim, luthier, "{name}: gridDim seen by the hook");
+        assert!(want == got, "{name}: the instrumented run's buffers differ");
+        // The kernels did their work (not all zeros, or all failures).
+        let out = want.last().unwrap();
+        assert!(out.iter().any(|&b| b != 0), "{name}: wrote nothing");
+        if name.starts_with("complex") {
+            assert!(out.iter().all(|&b| b == 1), "{name}: a round trip failed");
+        }
+    }
+}

@@ -539,7 +539,9 @@ impl Launch<'_> {
                 Some((p, _)) if PROBED => p.at[pc],
                 _ => 0,
             };
-            if seen & 1 != 0 {
+            // A GWS instruction a wave waits on issues once: retries while
+            // it waits are neither seen before it nor after it.
+            if seen & 1 != 0 && wave.gws_wait.is_none() {
                 see(probe, inst.addr, false, wave);
             }
             // Vector ALU instructions go straight to the VALU (no scalar or
@@ -554,7 +556,7 @@ impl Launch<'_> {
             } else {
                 wave.step(inst, env)?
             };
-            if seen & 2 != 0 {
+            if seen & 2 != 0 && flow != Flow::Wait {
                 see(probe, inst.addr, true, wave);
             }
             match flow {

@@ -256,6 +256,22 @@ fn s_trap_ends_the_dispatch() {
 }
 
 #[test]
+fn gws_barrier_no_other_wave_can_reach_is_a_deadlock() {
+    let dev = Device::new();
+    // v_mov_b32 v0, 1; ds_gws_barrier v0 gds (a barrier of two waves);
+    // s_endpgm — run by a single wave (llvm-mc-19's encodings).
+    let words = [0x7e00_0281, 0xd93b_0000, 0x0000_0000, 0xbf81_0000];
+    let p = dev.load(&patched_vector_add(&words)).expect("load");
+    let f = dev
+        .dispatch(&p, "vector_add", [64, 1, 1], [64, 1, 1], &[0; 32])
+        .expect_err("must fault");
+    assert!(matches!(f.kind, FaultKind::Deadlock(_)), "{f}");
+    assert_eq!(f.instruction, "ds_gws_barrier v0 gds");
+    let good = load(&dev, 5, "vector_add");
+    vector_add_ok(&dev, &good);
+}
+
+#[test]
 fn undecodable_word_faults_only_when_run() {
     let dev = Device::new();
     let p = dev.load(&patched_vector_add(&[0xffff_ffff])).expect("load");

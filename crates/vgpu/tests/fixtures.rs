@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use inlay_vgpu::kernarg::Args;
-use inlay_vgpu::Device;
+use inlay_vgpu::{Device, FaultKind};
 
 const VERSIONS: [u32; 2] = [4, 5];
 
@@ -663,4 +663,182 @@ fn system_scope_release_acquire() {
             );
         }
     }
+}
+#[test]
+fn cooperative_grid_sync_between_rounds() {
+    let dev = Device::new();
+    for v in VERSIONS {
+        let p = load(&dev, v, "cooperative");
+        let (groups, rounds) = (12u32, 3u32);
+        let mut rng = Rng(0xc0 + v as u64);
+        let input: Vec<u32> = (0..groups * 256).map(|_| rng.u32() % 1000).collect();
+        let total = input.iter().fold(0u32, |s, x| s.wrapping_add(*x));
+        let din = dev.upload_u32(&input).unwrap();
+        let dacc = dev.upload_u32(&vec![0; groups as usize]).unwrap();
+        let dout = dev
+            .upload_u32(&vec![0; (groups * rounds) as usize])
+            .unwrap();
+        // As ROCclr does before a cooperative launch: GWS resource 0 as a
+        // barrier of all workgroups.
+        let init = Args::new().u32(groups - 1).u32(0);
+        run(&dev, &p, "gws_init", [1, 1, 1], [1, 1, 1], &init);
+        let args = Args::new().ptr(din).ptr(dacc).ptr(dout).u32(rounds);
+        run(
+            &dev,
+            &p,
+            "grid_rounds",
+            [groups * 256, 1, 1],
+            [256, 1, 1],
+            &args,
+        );
+        let got = dev.download_u32(dout, (groups * rounds) as usize).unwrap();
+        for r in 0..rounds {
+            for b in 0..groups {
+                assert_eq!(
+                    got[(r * groups + b) as usize],
+                    total.wrapping_mul(r + 1),
+                    "v{v} round {r} workgroup {b}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn cooperative_dispatch_larger_than_the_device_is_refused() {
+    let dev = Device::new();
+    let p = load(&dev, 5, "cooperative");
+    // 833 workgroups of 4 waves: 3332 waves, more than 104 CUs x 32 waves.
+    let dacc = dev.upload_u32(&[0; 4]).unwrap();
+    let args = Args::new().ptr(dacc).ptr(dacc).ptr(dacc).u32(1);
+    let f = dev
+        .dispatch(
+            &p,
+            "grid_rounds",
+            [833 * 256, 1, 1],
+            [256, 1, 1],
+            args.as_bytes(),
+        )
+        .expect_err("a cooperative grid that cannot be resident");
+    assert!(matches!(f.kind, FaultKind::Launch(_)), "{f}");
+}
+
+#[test]
+fn gws_semaphore_hands_data_to_every_workgroup() {
+    let dev = Device::new();
+    for v in VERSIONS {
+        let p = load(&dev, v, "cooperative");
+        let (groups, resource) = (20u32, 3u32);
+        let data = dev.upload_u32(&vec![0; groups as usize]).unwrap();
+        let seen = dev.upload_u32(&vec![0; groups as usize]).unwrap();
+        run(
+            &dev,
+            &p,
+            "gws_init",
+            [1, 1, 1],
+            [1, 1, 1],
+            &Args::new().u32(0).u32(resource),
+        );
+        let args = Args::new().ptr(data).ptr(seen).u32(resource);
+        run(
+            &dev,
+            &p,
+            "gws_semaphore",
+            [groups * 64, 1, 1],
+            [64, 1, 1],
+            &args,
+        );
+        let want: Vec<u32> = (0..groups).map(|b| b + 7).collect();
+        assert_eq!(
+            dev.download_u32(seen, groups as usize).unwrap(),
+            want,
+            "v{v}"
+        );
+    }
+}
+
+/// A probe at grid.sync()'s `ds_gws_barrier`s (found with
+/// llvm-objdump-19) sees each wave execution once before and once after,
+/// however often the wave retried while it waited: what an instrumentation
+/// test compares its hooks' calls with. Each of the round's two grid.sync()
+/// runs its barrier in one wave per workgroup (its work-item 0's).
+#[test]
+fn a_probe_sees_a_waiting_gws_barrier_once_per_execution() {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    let dev = Device::new();
+    let p = load(&dev, 5, "cooperative");
+    let listing = std::process::Command::new("llvm-objdump-19")
+        .args(["-d", "--disassemble-symbols=grid_rounds"])
+        .arg(fixture_path(5, "cooperative"))
+        .output()
+        .expect("llvm-objdump-19 (scripts/install-deps installs it)");
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    let image = p.image.expect("image");
+    let barriers: Vec<u64> = listing
+        .lines()
+        .filter(|l| l.trim_start().starts_with("ds_gws_barrier"))
+        .filter_map(|l| {
+            let at = l.split("// ").nth(1)?.split(':').next()?;
+            Some(image + u64::from_str_radix(at.trim(), 16).ok()?)
+        })
+        .collect();
+    assert_eq!(barriers.len(), 2, "grid_rounds' barriers:\n{listing}");
+    let (groups, rounds) = (12u32, 3u32);
+    type Hits = BTreeMap<(u64, bool, [u32; 3], u32), u64>;
+    let seen: Mutex<Hits> = Mutex::default();
+    let probe = inlay_vgpu::Probe {
+        before: barriers.clone(),
+        after: barriers.clone(),
+        see: Box::new(|hit| {
+            *seen
+                .lock()
+                .unwrap()
+                .entry((hit.addr, hit.after, hit.workgroup, hit.wave))
+                .or_default() += 1;
+        }),
+    };
+    let din = dev.upload_u32(&vec![1; (groups * 256) as usize]).unwrap();
+    let dacc = dev.upload_u32(&vec![0; groups as usize]).unwrap();
+    let dout = dev
+        .upload_u32(&vec![0; (groups * rounds) as usize])
+        .unwrap();
+    run(
+        &dev,
+        &p,
+        "gws_init",
+        [1, 1, 1],
+        [1, 1, 1],
+        &Args::new().u32(groups - 1).u32(0),
+    );
+    let args = Args::new().ptr(din).ptr(dacc).ptr(dout).u32(rounds);
+    let stats = dev
+        .dispatch_probed(
+            &p,
+            "grid_rounds",
+            [groups * 256, 1, 1],
+            [256, 1, 1],
+            args.as_bytes(),
+            Some(&probe),
+        )
+        .unwrap_or_else(|f| panic!("{f}"));
+    drop(probe);
+    let mut want = Hits::new();
+    for &addr in &barriers {
+        for b in 0..groups {
+            for after in [false, true] {
+                want.insert((addr, after, [b, 0, 0], 0), u64::from(rounds));
+            }
+        }
+        assert_eq!(
+            stats.per_pc.get(&addr).copied(),
+            Some(u64::from(groups * rounds)),
+            "executions counted at {addr:#x}"
+        );
+    }
+    assert_eq!(
+        seen.into_inner().unwrap(),
+        want,
+        "probe hits per (barrier, after, workgroup, wave)"
+    );
 }

@@ -2248,3 +2248,26 @@ fn sdwa_compare_of_a_high_word() {
         ]
     });
 }
+
+/// Signed integer to float, rounded to nearest even (the grid_shapes
+/// fixture's complex arithmetic): small, negative and past-2^24 values.
+#[test]
+fn cvt_f32_i32_rounds_to_nearest_even() {
+    let dev = Device::new();
+    let body = "v_cvt_f32_i32 v20, v4\n\
+                s_mov_b32 s10, 0xffffffb3\n\
+                v_cvt_f32_i32_e64 v21, s10";
+    let inputs = |l: usize| {
+        let mut i = random(l);
+        i[0] = match l % 4 {
+            0 => (l as i32 - 38) as u32,
+            1 => i[0] | 0x8000_0000,
+            2 => (1 << 24) + 2 * l as u32 + 1, // halfway cases
+            _ => i[0],
+        };
+        i
+    };
+    check_lanes(&dev, &Lanes::new(body, 2), inputs, |_, i| {
+        vec![(i[0] as i32 as f32).to_bits(), (-77.0f32).to_bits()]
+    });
+}

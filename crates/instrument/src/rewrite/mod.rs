@@ -361,10 +361,6 @@ pub fn rewrite(
     // Calls: checked, and the launch values they need kept, in homes the
     // preamble fills (registers nothing else may take).
     let calls = call::Calls::new(an, descriptor, plan, &asm)?;
-    let avail = regs::Free {
-        an,
-        taken: calls.taken(),
-    };
     let reads_launch = plan.hooks.iter().any(|(_, h)| {
         matches!(
             h.value(),
@@ -372,6 +368,17 @@ pub fn rewrite(
         )
     });
     let mut launch = Launch::new(an, descriptor, reads_launch, &calls.clobbered_sgprs());
+    // The SGPRs hooks read (launch values where the kernel receives them,
+    // application SGPRs) are no hook's registers: the kernel may leave them
+    // dead (a workgroup id read once at its start) or never name them at
+    // all (an initial SGPR it ignores), and hook code anywhere before the
+    // read must not take them.
+    let read_by_hooks = launch.sgprs_read_by(plan.hooks.iter().filter_map(|(_, h)| h.value()));
+    let mut taken = calls.taken();
+    for &n in &read_by_hooks {
+        taken.insert(n);
+    }
+    let avail = regs::Free { an, taken };
     let mut hooks: BTreeMap<InstId, Vec<Hook>> = BTreeMap::new();
     // Launch values a hook reads where the kernel may have overwritten them
     // (with the first such instruction, for the error).
@@ -390,7 +397,9 @@ pub fn rewrite(
     let reserved = reserve(
         an,
         !hooks.is_empty() || has_table_calls(an),
-        calls.sgpr_floor(),
+        calls
+            .sgpr_floor()
+            .max(read_by_hooks.iter().max().map_or(0, |&n| n + 1)),
     )
     .filter(|_| !plan.dead_registers_only);
     // The state the kernel starts with, kept for hooks: launch values it

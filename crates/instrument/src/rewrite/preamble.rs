@@ -104,24 +104,18 @@ impl Launch {
         Some((layout, copies))
     }
 
+    /// SGPRs `values` read where the kernel starts (launch values before
+    /// any copy the preamble makes, and application SGPRs).
+    pub(super) fn sgprs_read_by(&self, values: impl Iterator<Item = Value>) -> Vec<u16> {
+        let mut out: Vec<u16> = values.flat_map(|v| sgprs_in(&self.init, v)).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// SGPRs `v` reads.
     pub(super) fn sgprs_read(&self, v: Value) -> Vec<u16> {
-        let pair = |n: Option<u16>| n.map_or(Vec::new(), |n| vec![n, n + 1]);
-        match v {
-            Value::Sgpr(n) => vec![n],
-            Value::SgprPair(n) => vec![n, n + 1],
-            Value::KernArg(_) => pair(self.effective.kernarg_segment_ptr),
-            Value::Packet(_) => pair(self.effective.dispatch_ptr),
-            Value::WorkgroupId(d) => self
-                .effective
-                .workgroup_id
-                .get(usize::from(d))
-                .copied()
-                .flatten()
-                .into_iter()
-                .collect(),
-            Value::Const(_) | Value::Exec | Value::Vcc => Vec::new(),
-        }
+        sgprs_in(&self.effective, v)
     }
 
     /// Whether `h` before `i` reads a launch value that must be saved at
@@ -140,6 +134,25 @@ impl Launch {
         let in_kernel = prog.blocks[prog.insts[i].block].function == 0;
         let kept = in_kernel && sgprs.iter().all(|&n| !self.written[n as usize]);
         Ok(Some(i) != self.entry && !kept)
+    }
+}
+
+/// SGPRs `v` reads when launch values are where `layout` says.
+fn sgprs_in(layout: &InitialSgprs, v: Value) -> Vec<u16> {
+    let pair = |n: Option<u16>| n.map_or(Vec::new(), |n| vec![n, n + 1]);
+    match v {
+        Value::Sgpr(n) => vec![n],
+        Value::SgprPair(n) => vec![n, n + 1],
+        Value::KernArg(_) => pair(layout.kernarg_segment_ptr),
+        Value::Packet(_) => pair(layout.dispatch_ptr),
+        Value::WorkgroupId(d) => layout
+            .workgroup_id
+            .get(usize::from(d))
+            .copied()
+            .flatten()
+            .into_iter()
+            .collect(),
+        Value::Const(_) | Value::Exec | Value::Vcc => Vec::new(),
     }
 }
 

@@ -5,11 +5,15 @@ pub mod asm;
 
 use inlay_vgpu::{Device, Program};
 
-pub fn fixture(version: u32, name: &str) -> Vec<u8> {
-    let p = format!(
+pub fn fixture_path(version: u32, name: &str) -> String {
+    format!(
         "{}/../../fixtures/gfx90a/v{version}/{name}.hsaco",
         env!("CARGO_MANIFEST_DIR")
-    );
+    )
+}
+
+pub fn fixture(version: u32, name: &str) -> Vec<u8> {
+    let p = fixture_path(version, name);
     std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
 }
 
