@@ -541,9 +541,19 @@ impl Runtime {
         })
     }
 
-    /// Runs `work` on a background thread once every signal of `deps` is 0
-    /// (not at all if the runtime shuts down first).
+    /// Runs `work` once every signal of `deps` is 0 (not at all if the
+    /// runtime shuts down first): at once, in the caller, when they already
+    /// are, as a DMA engine with nothing queued starts at once; else on a
+    /// background thread. Starting at once matters, not only for speed:
+    /// ROCclr's staged copies refill their staging buffer for the next row
+    /// as soon as the previous row's copy is submitted, which real SDMA has
+    /// long read by then; a copy left waiting for a thread copied the next
+    /// row's data instead.
     fn after(&self, deps: Vec<Arc<Signal>>, work: impl FnOnce() + Send + 'static) -> Result<()> {
+        if deps.iter().all(|d| d.load(Ordering::Acquire) == 0) {
+            work();
+            return Ok(());
+        }
         let shared = self.shared.clone();
         std::thread::Builder::new()
             .name("inlay-copy".into())
