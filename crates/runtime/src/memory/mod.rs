@@ -95,7 +95,11 @@ struct Svm {
 /// pool allocations were asked for.
 #[derive(Default)]
 pub struct HostMemory {
-    locks: Mutex<BTreeMap<u64, Lock>>,
+    /// Locks by (host address, size): as in the thunk, a range locked
+    /// again with another size is a registration of its own, with its own
+    /// agent address (ROCclr pins a page-aligned range that grows with the
+    /// copy while an earlier, smaller pin of the same page is still held).
+    locks: Mutex<BTreeMap<(u64, u64), Lock>>,
     svm: Mutex<Svm>,
     requested: Mutex<HashMap<u64, u64>>,
 }
@@ -113,15 +117,18 @@ impl HostMemory {
     /// The lock whose host range holds `addr`, or whose agent alias does.
     fn find_lock(&self, addr: u64) -> Option<(u64, Lock)> {
         let locks = lock(&self.locks);
-        if let Some((&h, l)) = locks.range(..=addr).next_back() {
-            if addr - h < l.size {
-                return Some((h, *l));
-            }
-        }
+        // Locks may overlap, so every one starting at or below `addr` is a
+        // candidate; the nearest start wins.
         locks
-            .iter()
-            .find(|(_, l)| addr >= l.agent && addr - l.agent < l.size)
-            .map(|(&h, l)| (h, *l))
+            .range(..=(addr, u64::MAX))
+            .rev()
+            .find(|(&(h, _), l)| addr - h < l.size)
+            .or_else(|| {
+                locks
+                    .iter()
+                    .find(|(_, l)| addr >= l.agent && addr - l.agent < l.size)
+            })
+            .map(|(&(h, _), l)| (h, *l))
     }
 
     /// Removes the ranges the host no longer maps read-write from `memory`
@@ -133,7 +140,7 @@ impl HostMemory {
             return;
         }
         let mapped = hostmem::checker();
-        for (&host, l) in locks.iter_mut() {
+        for (&(host, _), l) in locks.iter_mut() {
             let Some(alias) = l.alias else { continue };
             if !mapped(host, l.size, true) {
                 let _ = memory.free(alias);
@@ -223,19 +230,25 @@ impl Runtime {
             return Ok(host);
         }
         let memory = &self.shared.memory;
-        if let Some(a) = memory.find(host) {
+        if let Some(a) = memory.find(host).filter(|a| a.contains(host, size)) {
             // Memory the GPU reaches already (a pool allocation, SVM): the
             // thunk registers it again and the GPU keeps its address.
             return match a.kind {
                 MemKind::Locked | MemKind::Runtime => Err(Status::Error),
-                _ if a.contains(host, size) => Ok(host),
-                _ => Err(Status::Error),
+                _ => Ok(host),
             };
         }
+        // A range that only shares pages with our allocations is host
+        // memory: ours come from the host heap, so a page-aligned pin of a
+        // host buffer (ROCclr pins whole pages) can take in the end of one.
+        // ROCr's device memory never shares a page with the host's, so
+        // such a lock succeeds there, and must here: ROCclr 5.2's fallback
+        // when pinning fails (staged row-by-row copies for hipMemcpy2D)
+        // adds each row's offset to the previous row's address.
         let mut locks = lock(&self.shared.host.locks);
-        if let Some(l) = locks.get_mut(&host) {
+        if let Some(l) = locks.get_mut(&(host, size)) {
             // The same range again: counted, like the thunk's registrations.
-            if l.size != size || l.alias.is_none() {
+            if l.alias.is_none() {
                 return Err(Status::Error);
             }
             l.count += 1;
@@ -250,7 +263,7 @@ impl Runtime {
             .map_err(|_| Status::OutOfResources)?;
         let alias = agent & !(svm::PAGE - 1);
         locks.insert(
-            host,
+            (host, size),
             Lock {
                 size,
                 agent,
@@ -270,7 +283,11 @@ impl Runtime {
             return Err(Status::InvalidArgument);
         }
         let mut locks = lock(&self.shared.host.locks);
-        let Some(l) = locks.get_mut(&host) else {
+        let mut at_host = locks.range_mut((host, 0)..=(host, u64::MAX));
+        let (Some((&key, l)), None) = (at_host.next(), at_host.next()) else {
+            // Nothing locked there, or several sizes locked at that address:
+            // the thunk finds no single registration to undo, and ROCr
+            // ignores that and succeeds, leaving them all locked.
             return Ok(());
         };
         l.count -= 1;
@@ -278,7 +295,7 @@ impl Runtime {
             if let Some(alias) = l.alias {
                 let _ = self.shared.memory.free(alias);
             }
-            locks.remove(&host);
+            locks.remove(&key);
         }
         Ok(())
     }
