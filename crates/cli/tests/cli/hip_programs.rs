@@ -383,6 +383,106 @@ fn check_under_tool(p: &Program, exe: &Path, tool: &str) {
     }
 }
 
+/// The example tools (examples/tools) on every HIP program, beside the
+/// built-in tools they are checked against, all four in one process (their
+/// hooks share one instrumented copy of each kernel): the program still
+/// passes, and on every launch — HIP's blit kernels, hostcall, cooperative
+/// and library kernels among them — `instr_count` counts what the built-in
+/// `instr-count` counts and `mem_trace` records what `mem-trace` records.
+#[test]
+fn example_tools_agree_with_the_built_in_tools_on_hip_programs() {
+    use crate::tool_examples::{counts, example, trace_lines};
+    let (Some(built), Some(count), Some(trace)) =
+        (built(), example("instr_count"), example("mem_trace"))
+    else {
+        return;
+    };
+    let (count, trace) = (
+        count.to_string_lossy().into_owned(),
+        trace.to_string_lossy().into_owned(),
+    );
+    let mut failed = Vec::new();
+    for p in PROGRAMS {
+        let check = std::panic::AssertUnwindSafe(|| {
+            // Each built-in tool after its example: their blocks of lines
+            // then do not interleave.
+            let tools = [
+                "--tool",
+                count.as_str(),
+                "--tool",
+                "instr-count",
+                "--tool",
+                trace.as_str(),
+                "--tool",
+                "mem-trace",
+            ];
+            let out = run(&built[p.name], p.name, &tools);
+            assert_passed(p.name, "under the example tools", &out);
+            let stderr = text(&out.stderr);
+            let (mine, builtin) = (
+                counts(&stderr, "instr_count"),
+                counts(&stderr, "instr-count"),
+            );
+            assert!(!mine.is_empty(), "{}: no launches\n{stderr}", p.name);
+            assert_eq!(mine, builtin, "{}: instruction counts\n{stderr}", p.name);
+            assert!(
+                mine.values().all(Option::is_some),
+                "{}: a launch not counted\n{stderr}",
+                p.name
+            );
+            let (mine, builtin) = (
+                trace_lines(&stderr, "mem_trace"),
+                trace_lines(&stderr, "mem-trace"),
+            );
+            assert_eq!(
+                mine.keys().collect::<Vec<_>>(),
+                builtin.keys().collect::<Vec<_>>(),
+                "{}: traced launches\n{stderr}",
+                p.name
+            );
+            // The example keeps a fixed number of accesses per launch and
+            // says when a launch made more; only whole traces compare.
+            let full: Vec<u64> = stderr
+                .lines()
+                .filter(|l| {
+                    l.starts_with("mem_trace: kernel ")
+                        && l.ends_with("(trace full: accesses lost)")
+                })
+                .filter_map(|l| {
+                    l["mem_trace: kernel ".len()..]
+                        .split(' ')
+                        .next()?
+                        .parse()
+                        .ok()
+                })
+                .collect();
+            assert!(
+                full.len() < mine.len(),
+                "{}: no whole trace\n{stderr}",
+                p.name
+            );
+            for (launch, lines) in &mine {
+                if !full.contains(launch) {
+                    assert_eq!(
+                        lines, &builtin[launch],
+                        "{} launch {launch}: memory trace\n{stderr}",
+                        p.name
+                    );
+                }
+            }
+            assert!(
+                !stderr.contains(": no trace (kernel "),
+                "{}: a call was refused\n{stderr}",
+                p.name
+            );
+        });
+        if std::panic::catch_unwind(check).is_err() {
+            failed.push(p.name);
+        }
+    }
+    assert!(failed.is_empty(), "failed (see above): {failed:?}");
+}
+
 /// Builds one program apart (not run with the others).
 fn build_one(name: &str, cmd: Command) -> PathBuf {
     let out = build_dir().join(name);
