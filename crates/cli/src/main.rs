@@ -4,6 +4,7 @@ mod demangle;
 mod demo;
 mod disasm;
 mod extract;
+mod hip_compat;
 mod inspect;
 mod json;
 mod report;

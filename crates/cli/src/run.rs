@@ -74,6 +74,13 @@ pub fn run(
         Ok(t) => t,
         Err(e) => return fail(e),
     };
+    // A HIP program whose GPU code its HIP runtime cannot load fails
+    // obscurely; say why first (and run it anyway: the user may know better).
+    if let Some(exe) = crate::hip_compat::resolve(Path::new(program)) {
+        for problem in crate::hip_compat::problems(&exe) {
+            eprintln!("inlay: warning: {problem}");
+        }
+    }
     let mut cmd = Command::new(program);
     cmd.args(args)
         .env(

@@ -70,7 +70,17 @@ fn agent_info(a: &Agent, attr: u32, value: *mut c_void) -> Result<(), Status> {
         ),
         18 => put(value, a.cache_sizes),
         19 => put(value, if gpu { ISA_GFX90A } else { 0u64 }),
-        20 => put(value, [0u8; 128]),
+        20 => {
+            // EXTENSIONS: a GPU has images, as ROCr says for gfx90a.
+            let mut mask = [0u8; 128];
+            if gpu {
+                mask[usize::from(EXT_IMAGES / 8)] |= 1 << (EXT_IMAGES % 8);
+            }
+            put(value, mask)
+        }
+        0x3000..=0x300B if gpu => {
+            crate::images::agent_info(attr, value).unwrap_or(Err(Status::InvalidArgument))
+        }
         21 => put(value, 1u16),
         22 => put(value, 1u16),
         0xA000 => put(value, a.chip_id),
@@ -92,7 +102,7 @@ fn agent_info(a: &Agent, attr: u32, value: *mut c_void) -> Result<(), Status> {
         0xA010 => put(value, gpu),       // COOPERATIVE_QUEUES
         0xA011 => put_str(value, &a.uuid, 21),
         0xA012 => put(value, a.asic_revision),
-        0xA013 => put(value, true), // SVM_DIRECT_HOST_ACCESS: one address space
+        0xA013 => put(value, false), // SVM_DIRECT_HOST_ACCESS: not on a PCIe MI210
         0xA014 => put(value, if gpu { a.compute_units } else { 0 }),
         _ => Err(Status::InvalidArgument),
     }

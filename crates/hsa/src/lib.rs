@@ -8,6 +8,7 @@
 mod abi;
 mod agents;
 mod executables;
+mod images;
 mod memory;
 mod queues;
 mod signals;

@@ -52,12 +52,18 @@ fn consumers(n: u32, list: *const Handle) -> Result<Vec<inlay_runtime::agent::Ag
         .collect())
 }
 
-fn create(initial: i64, n: u32, list: *const Handle, out: *mut Handle) -> Result<(), Status> {
+fn create(
+    initial: i64,
+    n: u32,
+    list: *const Handle,
+    out: *mut Handle,
+    gpu_only: bool,
+) -> Result<(), Status> {
     let rt = rt()?;
     if out.is_null() || (n > 0 && list.is_null()) {
         return Err(Status::InvalidArgument);
     }
-    let h = rt.signal_create(initial, consumers(n, list)?)?;
+    let h = rt.signal_create(initial, consumers(n, list)?, gpu_only)?;
     put(out as *mut c_void, h)
 }
 
@@ -230,14 +236,14 @@ fn resolve(handles: &[Handle]) -> Result<Vec<Arc<Signal>>, Status> {
 
 export! {
     fn hsa_signal_create(initial: i64, n: u32, consumers: *const Handle, out: *mut Handle) -> HsaStatus {
-        status(create(initial, n, consumers, out))
+        status(create(initial, n, consumers, out, false))
     }
 
     fn hsa_amd_signal_create(initial: i64, n: u32, consumers: *const Handle, attributes: u64, out: *mut Handle) -> HsaStatus {
-        // GPU_ONLY and IPC are hints or features we do not distinguish;
-        // ROCr ignores bits it does not know, and so do we.
-        let _ = attributes;
-        status(create(initial, n, consumers, out))
+        // HSA_AMD_SIGNAL_AMD_GPU_ONLY (1) makes a signal without interrupt,
+        // as in ROCr; IPC is a hint we do not act on; ROCr ignores bits it
+        // does not know, and so do we.
+        status(create(initial, n, consumers, out, attributes & 1 != 0))
     }
 
     fn hsa_signal_destroy(h: Handle) -> HsaStatus {
@@ -248,7 +254,7 @@ export! {
     fn hsa_amd_signal_value_pointer(h: Handle, out: *mut *const i64) -> HsaStatus {
         status((|| {
             let s = rt()?.signal(h)?;
-            // The Arc in the table keeps the value alive until hsa_signal_destroy.
+            // The value lives in the signal's amd_signal_t, at handle + 8.
             put(out as *mut c_void, s.value_ptr())
         })())
     }

@@ -12,7 +12,7 @@ use inlay_runtime::Status;
 use std::ffi::{c_char, c_void};
 
 fn extension_supported(ext: u16, major: u16) -> bool {
-    ext == EXT_AMD_LOADER && major == 1
+    (ext == EXT_AMD_LOADER || ext == EXT_IMAGES) && major == 1
 }
 
 // ---- AMD loader extension table (hsa_ven_amd_loader_1_03_pfn_t) -----------
@@ -141,7 +141,15 @@ fn fill_table(ext: u16, major: u16, len: usize, table: *mut c_void) -> Result<()
     if !extension_supported(ext, major) {
         return Err(Status::Error);
     }
-    let entries = loader_table();
+    let images;
+    let loader;
+    let entries: &[*const c_void] = if ext == EXT_IMAGES {
+        images = crate::images::table();
+        &images
+    } else {
+        loader = loader_table();
+        &loader
+    };
     let n = (len / std::mem::size_of::<*const c_void>()).min(entries.len());
     // SAFETY: the caller gave `len` writable bytes; we write whole pointers within them.
     unsafe { std::ptr::copy_nonoverlapping(entries.as_ptr(), table as *mut *const c_void, n) };
@@ -178,11 +186,14 @@ export! {
                     // EXTENSIONS: bit i of a 128-byte mask says extension i exists.
                     let mut mask = [0u8; 128];
                     mask[usize::from(EXT_AMD_LOADER / 8)] |= 1 << (EXT_AMD_LOADER % 8);
+                    mask[usize::from(EXT_IMAGES / 8)] |= 1 << (EXT_IMAGES % 8);
                     put(value, mask)
                 }
                 0x200 => put_str(value, "Inlay virtual HSA runtime 0.1", 64), // AMD BUILD_VERSION
                 0x201 => put(value, true),                // SVM_SUPPORTED
-                0x202 => put(value, true),                // SVM_ACCESSIBLE_BY_DEFAULT
+                // SVM_ACCESSIBLE_BY_DEFAULT: false, as ROCr answers for a dGPU
+                // with XNACK off (pageable memory is not reachable by kernels).
+                0x202 => put(value, false),
                 _ => Err(Status::InvalidArgument),
             }
         })())
@@ -200,7 +211,8 @@ export! {
             }
             let ok = extension_supported(ext, major);
             if ok {
-                put(minor as *mut c_void, 3u16)?;
+                // Loader 1.03, images 1.01 (the tables we fill).
+                put(minor as *mut c_void, if ext == EXT_IMAGES { 1u16 } else { 3u16 })?;
             }
             put(result as *mut c_void, ok)
         })())
@@ -210,10 +222,12 @@ export! {
         // The 1.0 form has no length: the table of version major.minor, as
         // ROCr's get_extension_table_length sizes it (0, refused, for a
         // version or extension it has no table for). Loader 1.00 to 1.03 have
-        // 3, 5, 6 and 7 entries; other extensions' tables are not offered.
+        // 3, 5, 6 and 7 entries, images 1.00 has 10; other extensions'
+        // tables are not offered.
         let entries = match (ext, major, minor) {
             (EXT_AMD_LOADER, 1, 0..=3) => [3, 5, 6, 7][minor as usize],
-            (EXT_FINALIZER | EXT_IMAGES | 0x202 | 0x203, 1, 0) => 1,
+            (EXT_IMAGES, 1, 0) => 10,
+            (EXT_FINALIZER | 0x202 | 0x203, 1, 0) => 1,
             _ => 0,
         };
         status(fill_table(ext, major, entries * std::mem::size_of::<*const c_void>(), table))

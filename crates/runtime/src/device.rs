@@ -111,9 +111,11 @@ pub struct VirtualGpu {
 }
 
 impl VirtualGpu {
-    /// `threads` host threads run workgroups (0: all cores).
-    pub fn new(memory: Arc<Memory>, threads: usize) -> Self {
+    /// `threads` host threads run workgroups (0: all cores); the kernels'
+    /// interrupts (`s_sendmsg MSG_INTERRUPT`) go to `interrupt`.
+    pub fn new(memory: Arc<Memory>, threads: usize, interrupt: Arc<inlay_vgpu::Interrupt>) -> Self {
         let mut gpu = inlay_vgpu::Device::with_memory(memory, threads);
+        gpu.set_interrupt(interrupt);
         // As on hardware, a kernel may run as long as it likes: what ends
         // it early is its queue's teardown or a time limit (INLAY_DISPATCH_TIMEOUT).
         gpu.set_watchdog(u64::MAX);

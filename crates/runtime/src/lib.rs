@@ -10,6 +10,7 @@ pub mod device;
 mod fault;
 pub mod hostmem;
 pub mod intercept;
+pub mod memory;
 pub mod pool;
 pub mod queue;
 pub mod signal;
@@ -68,6 +69,13 @@ pub(crate) struct Shared {
     events: Mutex<Vec<EventHandler>>,
     interceptors: RwLock<Vec<intercept::SharedInterceptor>>,
     stopping: AtomicBool,
+    /// The fallback time zero of the system and GPU clocks, should CLOCK_MONOTONIC be unreadable.
+    epoch: Instant,
+    /// Whether async copies record their start and end on their completion
+    /// signal (`hsa_amd_profiling_async_copy_enable`).
+    copy_profiling: AtomicBool,
+    /// Locked and shared host memory the GPU may reach (see [`memory`]).
+    host: memory::HostMemory,
     /// Time limit of each kernel dispatch in nanoseconds (0: none).
     dispatch_timeout_ns: AtomicU64,
     messages: fault::Messages,
@@ -111,6 +119,20 @@ impl Shared {
             ns => Some(Duration::from_nanos(ns)),
         }
     }
+
+    /// The system timestamp and the GPU's, which stamps dispatches and
+    /// copies (emulated time: how long the virtual GPU took): nanoseconds of
+    /// CLOCK_MONOTONIC, the clock ROCclr's host side reads (Os::timeNanos),
+    /// so hipEventElapsedTime between a host-stamped and a GPU-stamped
+    /// event means something.
+    pub(crate) fn now(&self) -> u64 {
+        monotonic_ns().unwrap_or_else(|| self.epoch.elapsed().as_nanos() as u64)
+    }
+
+    /// Before a dispatch: host ranges the host unmapped leave the table.
+    pub(crate) fn drop_unmapped_host_ranges(&self) {
+        self.host.drop_unmapped(&self.memory, |m| self.log(m));
+    }
 }
 
 /// Reads a time limit in seconds as `INLAY_DISPATCH_TIMEOUT` gives it: a
@@ -130,14 +152,35 @@ pub fn parse_timeout(text: &str) -> std::result::Result<Option<Duration>, String
         .ok_or_else(|| format!("`{text}` is not a positive number of seconds"))
 }
 
-/// What `hsa_amd_pointer_info` reports for an address.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PointerInfo {
+/// CLOCK_MONOTONIC in nanoseconds (None if the clock cannot be read).
+fn monotonic_ns() -> Option<u64> {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
+    }
+    const CLOCK_MONOTONIC: i32 = 1;
+    let mut t = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: `t` is a writable struct timespec (two 64-bit fields on
+    // x86-64 Linux); clock_gettime writes only it.
+    let ok = unsafe { clock_gettime(CLOCK_MONOTONIC, &mut t) } == 0;
+    let ns = u64::try_from(t.sec).ok()?.checked_mul(1_000_000_000)?;
+    ok.then(|| ns + t.nsec as u64)
+}
+
+/// The thunk's huge-page size (see [`Runtime::allocate`]).
+const HUGE_PAGE: u64 = 2 << 20;
+
+/// One side of a rectangular copy (`hsa_pitched_ptr_t`): bytes per row and
+/// per slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pitched {
     pub base: u64,
-    pub size: u64,
-    pub owner: AgentId,
-    pub global_flags: u32,
-    pub accessible: Vec<AgentId>,
+    pub pitch: u64,
+    pub slice: u64,
 }
 
 /// One runtime instance: agents, pools, signals, queues.
@@ -149,7 +192,6 @@ pub struct Runtime {
     access: Mutex<HashMap<u64, Vec<AgentId>>>,
     next_queue_id: AtomicU64,
     handler_thread: Mutex<Option<JoinHandle<()>>>,
-    started: Instant,
 }
 
 impl Default for Runtime {
@@ -166,17 +208,27 @@ impl Runtime {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
-        let gpu: Arc<dyn Device> = Arc::new(VirtualGpu::new(memory.clone(), threads));
+        let notifier = Arc::new(Notifier::default());
+        // A kernel's interrupt wakes whoever waits on a signal (it updated one).
+        let wake = notifier.clone();
+        let gpu: Arc<dyn Device> = Arc::new(VirtualGpu::new(
+            memory.clone(),
+            threads,
+            Arc::new(move |_| wake.notify()),
+        ));
         Self {
             shared: Arc::new(Shared {
                 memory,
                 signals: SignalTable::default(),
-                notifier: Arc::new(Notifier::default()),
+                notifier,
                 device: RwLock::new(gpu),
                 handlers: Mutex::new(Vec::new()),
                 events: Mutex::new(Vec::new()),
                 interceptors: RwLock::new(Vec::new()),
                 stopping: AtomicBool::new(false),
+                epoch: Instant::now(),
+                copy_profiling: AtomicBool::new(false),
+                host: memory::HostMemory::default(),
                 dispatch_timeout_ns: AtomicU64::new(0),
                 messages: fault::Messages::from_env(),
             }),
@@ -186,7 +238,6 @@ impl Runtime {
             access: Mutex::new(HashMap::new()),
             next_queue_id: AtomicU64::new(0),
             handler_thread: Mutex::new(None),
-            started: Instant::now(),
         }
     }
 
@@ -239,9 +290,15 @@ impl Runtime {
         self.pools.iter().filter(move |p| p.owner == agent)
     }
 
-    /// Nanoseconds since the runtime started (HSA_SYSTEM_INFO_TIMESTAMP at 1 GHz).
+    /// HSA_SYSTEM_INFO_TIMESTAMP: CLOCK_MONOTONIC in nanoseconds (1 GHz).
     pub fn timestamp(&self) -> u64 {
-        self.started.elapsed().as_nanos() as u64
+        self.shared.now()
+    }
+
+    /// `hsa_amd_profiling_async_copy_enable`: later async copies record
+    /// their start and end on their completion signal.
+    pub fn profile_copies(&self, enable: bool) {
+        self.shared.copy_profiling.store(enable, Ordering::Release);
     }
 
     // ---- memory ----------------------------------------------------------
@@ -263,13 +320,29 @@ impl Runtime {
             .ok_or(Status::InvalidAllocation)?
             / p.granule
             * p.granule;
-        self.shared
+        // The kernel driver's thunk places allocations of 2 MiB or more on
+        // 2 MiB boundaries (its huge-page size), and device code relies on
+        // it: the device-side malloc of ROCm's device libraries finds a
+        // slab's header by rounding a pointer down to 2 MiB.
+        let align = if rounded >= HUGE_PAGE {
+            HUGE_PAGE
+        } else {
+            p.alignment
+        };
+        let base = self
+            .shared
             .memory
-            .alloc(rounded, p.alignment, p.kind, u64::from(pool.0))
+            .alloc(rounded, align, p.kind, u64::from(pool.0))
             .map_err(|f| match f {
                 Fault::OutOfMemory { .. } => Status::OutOfResources,
                 _ => Status::InvalidAllocation,
-            })
+            })?;
+        self.shared.host.allocated(base, size);
+        self.shared.log(&format!(
+            "allocated {base:#x}+{size:#x} from pool {}",
+            pool.0
+        ));
+        Ok(base)
     }
 
     /// Frees an allocation by its base address; null is nothing to free
@@ -280,7 +353,9 @@ impl Runtime {
             return Ok(());
         }
         match self.shared.memory.find(ptr) {
-            Some(a) if a.base == ptr && a.kind != MemKind::Runtime => {}
+            Some(a)
+                if a.base == ptr
+                    && !matches!(a.kind, MemKind::Runtime | MemKind::Locked | MemKind::Svm) => {}
             _ => return Err(Status::InvalidAllocation),
         }
         self.shared
@@ -288,31 +363,8 @@ impl Runtime {
             .free(ptr)
             .map_err(|_| Status::InvalidAllocation)?;
         lock(&self.access).remove(&ptr);
+        self.shared.host.freed(ptr);
         Ok(())
-    }
-
-    pub fn pointer_info(&self, ptr: u64) -> Option<PointerInfo> {
-        let a = self.shared.memory.find(ptr)?;
-        if a.kind == MemKind::Runtime {
-            return None;
-        }
-        let pool = self.pools.get(a.tag as usize)?;
-        let mut accessible = vec![pool.owner];
-        if pool.accessible_by_all {
-            accessible = self.agents.iter().map(|a| a.id).collect();
-        }
-        for id in lock(&self.access).get(&a.base).into_iter().flatten() {
-            if !accessible.contains(id) {
-                accessible.push(*id);
-            }
-        }
-        Some(PointerInfo {
-            base: a.base,
-            size: a.size,
-            owner: pool.owner,
-            global_flags: pool.global_flags,
-            accessible,
-        })
     }
 
     /// Grants agents access to an allocation (`hsa_amd_agents_allow_access`)
@@ -394,6 +446,115 @@ impl Runtime {
         self.check_range(dst, size, true)?;
         self.check_range(src, size, false)?;
         let shared = self.shared.clone();
+        self.after(deps, move || {
+            let start = shared.now();
+            // The ranges were valid at submission; the caller may have freed
+            // one since. Then it is a fault to report, never a wild write.
+            let copied = shared.memory.copy_host(dst, src, size);
+            if shared.copy_profiling.load(Ordering::Acquire) {
+                completion.set_times(start, shared.now());
+            }
+            if let Err(fault) = copied {
+                let what = format!(
+                    "async copy of {size} bytes from {src:#x} to {dst:#x} faulted: {fault}"
+                );
+                shared.log(&what);
+                fault::memory_fault(&shared, dst, fault, &what);
+            }
+            completion.sub(1, Ordering::AcqRel);
+        })
+    }
+
+    /// `hsa_amd_memory_async_copy_rect`: copies a `range` (x in bytes, y
+    /// rows, z slices) between two pitched layouts once every dependency is
+    /// 0, then decrements `completion`. Checked as ROCr's SDMA path checks:
+    /// dword-aligned bases, pitches and slices, rows inside their pitch,
+    /// rows inside their slice, slices given when more than one is copied.
+    #[allow(clippy::too_many_arguments)]
+    pub fn async_copy_rect(
+        &self,
+        dst: Pitched,
+        dst_offset: [u32; 3],
+        src: Pitched,
+        src_offset: [u32; 3],
+        range: [u32; 3],
+        deps: Vec<Arc<Signal>>,
+        completion: Arc<Signal>,
+    ) -> Result<()> {
+        let bad = Err(Status::InvalidArgument);
+        for p in [&dst, &src] {
+            if p.base % 4 != 0 || p.pitch % 4 != 0 || p.slice % 4 != 0 || p.pitch == 0 {
+                return bad;
+            }
+        }
+        let [x, y, z] = range.map(u64::from);
+        for (p, o) in [(&src, src_offset), (&dst, dst_offset)] {
+            if u64::from(o[0]) + x > p.pitch {
+                return bad;
+            }
+            if p.slice != 0 && u64::from(o[1]) + y > p.slice / p.pitch {
+                return bad;
+            }
+        }
+        if z > 1 && (src.slice == 0 || dst.slice == 0) {
+            return bad;
+        }
+        // Where row (r, s) of the range starts in each layout.
+        let at = |p: &Pitched, o: [u32; 3], r: u64, s: u64| -> Option<u64> {
+            let slice = (u64::from(o[2]) + s).checked_mul(p.slice)?;
+            let row = (u64::from(o[1]) + r).checked_mul(p.pitch)?;
+            p.base
+                .checked_add(slice)?
+                .checked_add(row)?
+                .checked_add(u64::from(o[0]))
+        };
+        // The whole span of each side must be one allocation or host memory.
+        for (p, o, write) in [(&src, src_offset, false), (&dst, dst_offset, true)] {
+            let first = at(p, o, 0, 0).ok_or(Status::InvalidArgument)?;
+            let last = at(p, o, y.saturating_sub(1), z.saturating_sub(1))
+                .and_then(|a| a.checked_add(x))
+                .ok_or(Status::InvalidArgument)?;
+            self.check_range(first, last - first, write)?;
+        }
+        let shared = self.shared.clone();
+        self.after(deps, move || {
+            let start = shared.now();
+            for s in 0..z {
+                for r in 0..y {
+                    let (Some(d), Some(from)) = (at(&dst, dst_offset, r, s), at(&src, src_offset, r, s))
+                    else {
+                        continue;
+                    };
+                    if let Err(fault) = shared.memory.copy_host(d, from, x) {
+                        let what = format!(
+                            "rectangular copy of a {x}-byte row from {from:#x} to {d:#x} faulted: {fault}"
+                        );
+                        shared.log(&what);
+                        fault::memory_fault(&shared, d, fault, &what);
+                    }
+                }
+            }
+            if shared.copy_profiling.load(Ordering::Acquire) {
+                completion.set_times(start, shared.now());
+            }
+            completion.sub(1, Ordering::AcqRel);
+        })
+    }
+
+    /// Runs `work` once every signal of `deps` is 0 (not at all if the
+    /// runtime shuts down first): at once, in the caller, when they already
+    /// are, as a DMA engine with nothing queued starts at once; else on a
+    /// background thread. Starting at once matters, not only for speed:
+    /// ROCclr's staged copies refill their staging buffer for the next row
+    /// as soon as the previous row's copy is submitted, which real SDMA has
+    /// long read by then; a copy left waiting for a thread copied the next
+    /// row's data instead.
+    fn after(&self, deps: Vec<Arc<Signal>>, work: impl FnOnce() + Send + 'static) -> Result<()> {
+        if deps.iter().all(|d| d.load(Ordering::Acquire) == 0) {
+            work();
+            return Ok(());
+        }
+        let shared = self.shared.clone();
         std::thread::Builder::new()
             .name("inlay-copy".into())
             .spawn(move || {
@@ -410,21 +571,11 @@ impl Runtime {
                             break;
                         }
                         if shared.stopping.load(Ordering::Acquire) {
-                            // Shut down before the dependencies were met: no copy.
                             return;
                         }
                     }
                 }
-                // The ranges were valid at submission; the caller may have freed
-                // one since. Then it is a fault to report, never a wild write.
-                if let Err(fault) = shared.memory.copy_host(dst, src, size) {
-                    let what = format!(
-                        "async copy of {size} bytes from {src:#x} to {dst:#x} faulted: {fault}"
-                    );
-                    shared.log(&what);
-                    fault::memory_fault(&shared, dst, fault, &what);
-                }
-                completion.sub(1, Ordering::AcqRel);
+                work();
             })
             .map(|_| ())
             .map_err(|_| Status::OutOfResources)
@@ -432,15 +583,28 @@ impl Runtime {
 
     // ---- signals ---------------------------------------------------------
 
-    pub fn signal_create(&self, initial: i64, consumers: Vec<AgentId>) -> Result<u64> {
+    /// Creates a signal; returns its handle (the address of its
+    /// `amd_signal_t`). As in ROCr, it is an interrupt signal (kernels can
+    /// wake its host waiters) unless `gpu_only` or no consumer is a CPU.
+    pub fn signal_create(
+        &self,
+        initial: i64,
+        consumers: Vec<AgentId>,
+        gpu_only: bool,
+    ) -> Result<u64> {
         for c in &consumers {
             self.agent(*c)?;
         }
-        Ok(self.shared.signals.insert(Arc::new(Signal::new(
+        let interrupt = !gpu_only && (consumers.is_empty() || consumers.contains(&agent::CPU));
+        let s = Signal::new(
+            self.shared.memory.clone(),
             initial,
             self.shared.notifier.clone(),
             consumers,
-        ))))
+            interrupt,
+        )
+        .map_err(|_| Status::OutOfResources)?;
+        Ok(self.shared.signals.insert(Arc::new(s)))
     }
 
     /// The signal behind a handle: a null handle is INVALID_ARGUMENT and
@@ -581,7 +745,7 @@ impl Runtime {
             }
         };
         let id = self.next_queue_id.fetch_add(1, Ordering::Relaxed);
-        let q = queue::start(
+        let q = match queue::start(
             self.shared.clone(),
             addr,
             ring,
@@ -589,7 +753,14 @@ impl Runtime {
             id,
             queue_type,
             on_error,
-        );
+        ) {
+            Ok(q) => q,
+            Err(e) => {
+                let _ = mem.free(ring);
+                let _ = mem.free(addr);
+                return Err(e);
+            }
+        };
         lock(&self.queues).insert(addr, q.clone());
         Ok(q)
     }

@@ -44,6 +44,9 @@ pub struct Queue {
     doorbell_signal: Arc<Signal>,
     stop: AtomicBool,
     active: AtomicBool,
+    /// Whether packets stamp their completion signal with start and end
+    /// times (`hsa_amd_profiling_set_profiler_enabled`).
+    profiling: AtomicBool,
     thread: Mutex<Option<(JoinHandle<()>, ThreadId)>>,
     pub(crate) on_error: Option<ErrorCallback>,
 }
@@ -62,6 +65,11 @@ impl Queue {
 
     pub fn read_index(&self) -> &AtomicU64 {
         atomic_u64(self.addr + OFF_READ_INDEX)
+    }
+
+    /// Turns timestamps on completion signals on or off.
+    pub fn set_profiling(&self, on: bool) {
+        self.profiling.store(on, Ordering::Release);
     }
 
     /// False once the queue hit an error; it processes nothing after that.
@@ -95,8 +103,16 @@ pub(crate) fn start(
     id: u64,
     queue_type: u32,
     on_error: Option<ErrorCallback>,
-) -> Arc<Queue> {
-    let doorbell_signal = Arc::new(Signal::new(-1, shared.notifier.clone(), vec![]));
+) -> Result<Arc<Queue>, Status> {
+    let doorbell_signal = Signal::new(
+        shared.memory.clone(),
+        -1,
+        shared.notifier.clone(),
+        vec![],
+        false,
+    )
+    .map_err(|_| Status::OutOfResources)?;
+    let doorbell_signal = Arc::new(doorbell_signal);
     let doorbell = shared.signals.insert(doorbell_signal.clone());
     let write = |off: u64, bytes: &[u8]| {
         // SAFETY: `addr` is a fresh, zeroed AMD_QUEUE_SIZE-byte allocation owned by this queue.
@@ -125,6 +141,7 @@ pub(crate) fn start(
         doorbell_signal,
         stop: AtomicBool::new(false),
         active: AtomicBool::new(true),
+        profiling: AtomicBool::new(false),
         thread: Mutex::new(None),
         on_error,
     });
@@ -139,7 +156,7 @@ pub(crate) fn start(
         }
         Err(_) => q.active.store(false, Ordering::Release),
     }
-    q
+    Ok(q)
 }
 
 /// Stops processing for good without waiting (`hsa_queue_inactivate`).
@@ -181,6 +198,7 @@ fn process(shared: &Shared, q: &Queue) {
         }
         let packet = q.packet(read);
         let completion = u64::from_le_bytes(packet[56..64].try_into().unwrap_or_default());
+        let start = shared.now();
         let outcome = check_packet(shared, header, &packet).and_then(|()| match header as u8 {
             PACKET_KERNEL_DISPATCH => dispatch(shared, q, read, &packet),
             PACKET_BARRIER_AND => barrier(shared, q, &packet, true),
@@ -209,7 +227,12 @@ fn process(shared: &Shared, q: &Queue) {
         q.read_index().store(read + 1, Ordering::Release);
         if completion != 0 {
             match shared.signals.get(completion) {
-                Some(s) => s.sub(1, Ordering::AcqRel),
+                Some(s) => {
+                    if q.profiling.load(Ordering::Acquire) {
+                        s.set_times(start, shared.now());
+                    }
+                    s.sub(1, Ordering::AcqRel)
+                }
                 None => {
                     q.active.store(false, Ordering::Release);
                     let e = DispatchError::new(
@@ -342,6 +365,7 @@ fn dispatch(shared: &Shared, q: &Queue, read: u64, p: &[u8; 64]) -> Result<(), D
     if d.grid_size.contains(&0) {
         return bad(Status::InvalidPacketFormat, "zero grid size".into());
     }
+    shared.drop_unmapped_host_ranges();
     let device = shared.device();
     let interceptors = shared.interceptors();
     let mut d = d;

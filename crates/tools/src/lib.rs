@@ -223,10 +223,42 @@ fn configure(
     Ok((built, options))
 }
 
-/// Kernel name for people: demangled C++ names, others as they are.
+/// Kernel name for people: demangled C++ names, others as they are; the
+/// kernels HIP's runtime (ROCclr) runs for its own copies and fills are
+/// marked as such, so they are not taken for the program's.
 pub fn display_name(kernel: &str) -> String {
-    cpp_demangle::Symbol::new(kernel)
+    let name = cpp_demangle::Symbol::new(kernel)
         .ok()
         .and_then(|s| s.demangle(&Default::default()).ok())
-        .unwrap_or_else(|| kernel.to_string())
+        .unwrap_or_else(|| kernel.to_string());
+    if is_runtime_blit(kernel) {
+        format!("{name} [ROCclr blit kernel]")
+    } else {
+        name
+    }
+}
+
+/// Whether `kernel` is one of ROCclr's blit kernels (`__amd_rocclr_copyBuffer`,
+/// `__amd_rocclr_fillBufferAligned`, ...), which HIP compiles at start-up and
+/// launches for copies, fills and other runtime work.
+pub fn is_runtime_blit(kernel: &str) -> bool {
+    kernel.starts_with("__amd_rocclr_")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_are_named_as_people_know_them() {
+        assert_eq!(
+            display_name("_Z10block_sumsPKfPfi"),
+            "block_sums(float const*, float*, int)"
+        );
+        assert_eq!(display_name("vector_add"), "vector_add");
+        assert_eq!(
+            display_name("__amd_rocclr_copyBuffer"),
+            "__amd_rocclr_copyBuffer [ROCclr blit kernel]"
+        );
+    }
 }

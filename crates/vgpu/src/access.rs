@@ -19,7 +19,8 @@ pub fn store(mem: &Memory, addr: u64, data: &[u8]) -> Result<(), Exception> {
     mem.write_bytes(addr, data).map_err(Exception::from)
 }
 
-fn checked_aligned(mem: &Memory, addr: u64, len: u64) -> Result<(), Exception> {
+/// Checks an aligned access of `len` bytes at `addr`; returns its host address.
+fn checked_aligned(mem: &Memory, addr: u64, len: u64) -> Result<u64, Exception> {
     checked_aligned_cached(mem, &AllocCache::default(), addr, len)
 }
 
@@ -28,18 +29,18 @@ fn checked_aligned_cached(
     cache: &AllocCache,
     addr: u64,
     len: u64,
-) -> Result<(), Exception> {
+) -> Result<u64, Exception> {
     if !addr.is_multiple_of(len) {
         return Err(Exception::at(
             FaultKind::Misaligned { addr, align: len },
             addr,
         ));
     }
-    if !cache.check(mem, addr, len) {
+    match cache.check(mem, addr, len) {
+        Some(delta) => Ok(addr.wrapping_add(delta)),
         // Not inside a live allocation: the table says why.
-        mem.check(addr, len)?;
+        None => Ok(mem.check(addr, len)?.host_addr(addr)),
     }
-    Ok(())
 }
 
 /// The new value of a 32-bit read-modify-write.
@@ -177,10 +178,11 @@ pub fn atomic32_cached(
     v: u32,
     cmp: u32,
 ) -> Result<u32, Exception> {
-    checked_aligned_cached(mem, cache, addr, 4)?;
-    // SAFETY: the 4 bytes at `addr` lie in a live allocation and are 4-aligned;
-    // all concurrent kernel atomics on them go through AtomicU32 as well.
-    let a = unsafe { AtomicU32::from_ptr(addr as *mut u32) };
+    let host = checked_aligned_cached(mem, cache, addr, 4)?;
+    // SAFETY: the 4 bytes at `addr` lie in a live allocation and are 4-aligned
+    // (pages are the same in an alias, so `host` is too); all concurrent
+    // kernel atomics on them go through AtomicU32 as well.
+    let a = unsafe { AtomicU32::from_ptr(host as *mut u32) };
     let r = a.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
         Some(rmw32(op, old, v, cmp))
     });
@@ -189,9 +191,9 @@ pub fn atomic32_cached(
 
 /// 64-bit atomic on device memory. Returns the old value.
 pub fn atomic64(mem: &Memory, addr: u64, op: Atomic, v: u64, cmp: u64) -> Result<u64, Exception> {
-    checked_aligned(mem, addr, 8)?;
+    let host = checked_aligned(mem, addr, 8)?;
     // SAFETY: as in `atomic32`, for 8 aligned bytes.
-    let a = unsafe { AtomicU64::from_ptr(addr as *mut u64) };
+    let a = unsafe { AtomicU64::from_ptr(host as *mut u64) };
     let r = a.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
         Some(rmw64(op, old, v, cmp))
     });
@@ -204,14 +206,21 @@ pub fn atomic64(mem: &Memory, addr: u64, op: Atomic, v: u64, cmp: u64) -> Result
 pub struct Span {
     lo: u64,
     hi: u64,
+    /// Device address to host address (see [`Allocation::delta`]).
+    delta: u64,
 }
 
 impl Span {
     /// Checks `[lo, hi)` against the allocation table.
     pub fn check(mem: &Memory, lo: u64, hi: u64) -> Option<Span> {
         let len = hi.checked_sub(lo)?;
-        mem.check(lo, len).ok()?;
-        Some(Span { lo, hi })
+        let delta = mem.check(lo, len).ok()?.delta();
+        Some(Span { lo, hi, delta })
+    }
+
+    #[inline]
+    fn host(&self, addr: u64) -> u64 {
+        addr.wrapping_add(self.delta)
     }
 
     fn covers(&self, addr: u64, len: usize) -> bool {
@@ -226,7 +235,9 @@ impl Span {
         }
         // SAFETY: the range lies inside the span, which was checked to be
         // inside one live allocation; `out` is a distinct Rust buffer.
-        unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, out.as_mut_ptr(), out.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.host(addr) as *const u8, out.as_mut_ptr(), out.len())
+        };
         true
     }
 
@@ -238,7 +249,7 @@ impl Span {
         }
         // SAFETY: the 4 bytes lie inside the checked span; unaligned reads are allowed.
         Some(u32::from_le(unsafe {
-            std::ptr::read_unaligned(addr as *const u32)
+            std::ptr::read_unaligned(self.host(addr) as *const u32)
         }))
     }
 
@@ -249,7 +260,7 @@ impl Span {
             return false;
         }
         // SAFETY: as in `read_u32`, for the destination.
-        unsafe { std::ptr::write_unaligned(addr as *mut u32, v.to_le()) };
+        unsafe { std::ptr::write_unaligned(self.host(addr) as *mut u32, v.to_le()) };
         true
     }
 
@@ -260,7 +271,9 @@ impl Span {
             return false;
         }
         // SAFETY: as in `read`, for the destination.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.host(addr) as *mut u8, data.len())
+        };
         true
     }
 }
@@ -282,26 +295,24 @@ pub struct AllocCache {
 const CACHE_SLOTS: usize = 4;
 
 impl AllocCache {
-    /// Whether `len` bytes at `addr` lie inside one live allocation.
-    pub fn check(&self, mem: &Memory, addr: u64, len: u64) -> bool {
+    /// Whether `len` bytes at `addr` lie inside one live allocation; if so,
+    /// what to add to reach their host address (see [`Allocation::delta`]).
+    #[inline]
+    pub fn check(&self, mem: &Memory, addr: u64, len: u64) -> Option<u64> {
         // Read before the lookup: a free after this read changes the count.
         let generation = mem.generation();
         for slot in &self.slots {
             if let Some((g, a)) = slot.get() {
                 if g == generation && a.contains(addr, len) {
-                    return true;
+                    return Some(a.delta());
                 }
             }
         }
-        match mem.check(addr, len) {
-            Ok(a) => {
-                let n = self.next.get();
-                self.slots[n].set(Some((generation, a)));
-                self.next.set((n + 1) % CACHE_SLOTS);
-                true
-            }
-            Err(_) => false,
-        }
+        let a = mem.check(addr, len).ok()?;
+        let n = self.next.get();
+        self.slots[n].set(Some((generation, a)));
+        self.next.set((n + 1) % CACHE_SLOTS);
+        Some(a.delta())
     }
 }
 
@@ -313,10 +324,11 @@ pub fn load_cached(
     addr: u64,
     out: &mut [u8],
 ) -> Result<(), Exception> {
-    if cache.check(mem, addr, out.len() as u64) {
+    if let Some(delta) = cache.check(mem, addr, out.len() as u64) {
+        let host = addr.wrapping_add(delta);
         // SAFETY: the range was just found (or is still, no free since) inside
         // one live allocation; `out` is a distinct Rust buffer.
-        unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, out.as_mut_ptr(), out.len()) };
+        unsafe { std::ptr::copy_nonoverlapping(host as *const u8, out.as_mut_ptr(), out.len()) };
         return Ok(());
     }
     load(mem, addr, out)
@@ -331,6 +343,8 @@ pub struct Lanes<'a> {
     n: u64,
     /// Every lane active, each right after the one before (see [`Lanes::contiguous`]).
     run: bool,
+    /// Device address to host address (see [`Allocation::delta`]).
+    delta: u64,
 }
 
 impl<'a> Lanes<'a> {
@@ -355,14 +369,13 @@ impl<'a> Lanes<'a> {
             if diff == 0 && n > 0 {
                 let len = 64 * n;
                 base.checked_add(len)?;
-                if !cache.check(mem, base, len) {
-                    return None;
-                }
+                let delta = cache.check(mem, base, len)?;
                 return Some(Lanes {
                     addr,
                     exec,
                     n,
                     run: true,
+                    delta,
                 });
             }
         }
@@ -375,15 +388,23 @@ impl<'a> Lanes<'a> {
             lo = lo.min(if active { a } else { u64::MAX });
             hi = hi.max(if active { end } else { 0 });
         }
-        if wraps || lo >= hi || !cache.check(mem, lo, hi - lo) {
+        if wraps || lo >= hi {
             return None;
         }
+        let delta = cache.check(mem, lo, hi - lo)?;
         Some(Lanes {
             addr,
             exec,
             n,
             run: false,
+            delta,
         })
+    }
+
+    /// Host address of byte `k` of lane `l`'s access.
+    #[inline]
+    fn host(&self, l: usize, k: u64) -> u64 {
+        self.addr[l].wrapping_add(k).wrapping_add(self.delta)
     }
 
     /// Whether every lane is active and lane `l` accesses the `n` bytes
@@ -407,7 +428,7 @@ impl<'a> Lanes<'a> {
         // exactly that many bytes.
         unsafe {
             std::ptr::copy_nonoverlapping(
-                self.addr[0] as *const u8,
+                self.host(0, 0) as *const u8,
                 out.as_mut_ptr() as *mut u8,
                 out.len() * 4,
             )
@@ -426,7 +447,7 @@ impl<'a> Lanes<'a> {
         unsafe {
             std::ptr::copy_nonoverlapping(
                 data.as_ptr() as *const u8,
-                self.addr[0] as *mut u8,
+                self.host(0, 0) as *mut u8,
                 data.len() * 4,
             )
         };
@@ -443,7 +464,7 @@ impl<'a> Lanes<'a> {
         let read = |l: usize| {
             // SAFETY: lane l is active, so addr[l]..addr[l]+n was checked to be
             // inside one live allocation, and 4k+4 <= n.
-            u32::from_le(unsafe { std::ptr::read_unaligned((self.addr[l] + 4 * k) as *const u32) })
+            u32::from_le(unsafe { std::ptr::read_unaligned(self.host(l, 4 * k) as *const u32) })
         };
         if self.exec == u64::MAX {
             for l in 0..64 {
@@ -468,7 +489,7 @@ impl<'a> Lanes<'a> {
         }
         // SAFETY: as in `load_dword`, for out.len() <= n bytes.
         unsafe {
-            std::ptr::copy_nonoverlapping(self.addr[l] as *const u8, out.as_mut_ptr(), out.len())
+            std::ptr::copy_nonoverlapping(self.host(l, 0) as *const u8, out.as_mut_ptr(), out.len())
         };
         true
     }
@@ -481,7 +502,7 @@ impl<'a> Lanes<'a> {
             return false;
         }
         // SAFETY: as in `load_dword`, for the destination.
-        unsafe { std::ptr::write_unaligned((self.addr[l] + 4 * k) as *mut u32, v.to_le()) };
+        unsafe { std::ptr::write_unaligned(self.host(l, 4 * k) as *mut u32, v.to_le()) };
         true
     }
 
@@ -493,7 +514,7 @@ impl<'a> Lanes<'a> {
         }
         // SAFETY: as in `load_bytes`, for the destination.
         unsafe {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), self.addr[l] as *mut u8, data.len())
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.host(l, 0) as *mut u8, data.len())
         };
         true
     }

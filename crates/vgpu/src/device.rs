@@ -72,8 +72,13 @@ impl Stats {
     }
 }
 
+/// Receives the interrupts kernels raise with `s_sendmsg MSG_INTERRUPT`
+/// (the byte they put in M0), on the thread running the wave.
+pub type Interrupt = dyn Fn(u32) + Send + Sync;
+
 pub struct Device {
     mem: Arc<Memory>,
+    interrupt: RwLock<Option<Arc<Interrupt>>>,
     registry: RwLock<Registry>,
     next_program_id: AtomicU64,
     pool: rayon::ThreadPool,
@@ -112,6 +117,7 @@ impl Device {
         };
         Device {
             mem,
+            interrupt: RwLock::new(None),
             registry: RwLock::new(Registry::default()),
             next_program_id: AtomicU64::new(1),
             pool,
@@ -119,6 +125,18 @@ impl Device {
             next_dispatch_id: AtomicU64::new(1),
             gws: Default::default(),
         }
+    }
+
+    /// Sends the interrupts of later dispatches to `handler`.
+    pub fn set_interrupt(&self, handler: Arc<Interrupt>) {
+        *self.interrupt.write().unwrap_or_else(|e| e.into_inner()) = Some(handler);
+    }
+
+    fn interrupt(&self) -> Option<Arc<Interrupt>> {
+        self.interrupt
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Sets the watchdog: instructions one wave may execute per dispatch.
@@ -286,6 +304,7 @@ impl Device {
         let setup = self
             .setup(k, grid, wg, args)
             .map_err(|f| refuse(kernel, format!("device memory: {f}")))?;
+        let interrupt = self.interrupt();
         let launch = Launch {
             program,
             mem: &self.mem,
@@ -299,6 +318,7 @@ impl Device {
             lds_size: k.descriptor.group_segment_fixed_size,
             priv_size: k.descriptor.private_segment_fixed_size,
             budget: self.budget,
+            interrupt: interrupt.as_deref(),
             probe: probes.as_ref(),
             watch: watch.arm(),
             gws: &self.gws,
@@ -391,6 +411,7 @@ impl Device {
         } else {
             None
         };
+        let interrupt = self.interrupt();
         let launch = Launch {
             program,
             mem: &self.mem,
@@ -404,6 +425,7 @@ impl Device {
             lds_size,
             priv_size,
             budget: self.budget,
+            interrupt: interrupt.as_deref(),
             probe: probes.as_ref(),
             watch: watch.arm(),
             gws: &self.gws,

@@ -37,7 +37,7 @@ pub mod vmem;
 pub mod wave;
 pub mod workgroup;
 
-pub use device::{Device, Packet, Stats};
+pub use device::{Device, Interrupt, Packet, Stats};
 pub use fault::{FaultKind, FaultReport};
 pub use memory::{Allocation, Fault, MemKind, Memory};
 pub use program::{CodeRegion, LoadError, Program};

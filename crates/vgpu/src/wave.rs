@@ -46,6 +46,8 @@ pub struct Env<'a> {
     pub lds: &'a mut [u8],
     /// The workgroup's last checked allocation (see `access::AllocCache`).
     pub cache: crate::access::AllocCache,
+    /// Where `s_sendmsg MSG_INTERRUPT` goes (see `Device::set_interrupt`).
+    pub interrupt: Option<&'a crate::device::Interrupt>,
     /// The device's GWS resources.
     pub gws: &'a crate::gws::Gws,
 }
@@ -557,8 +559,18 @@ impl Wave {
                     .ok_or(Exception::at(FaultKind::BadJump { target }, target));
             }
             // ---- SOPP ----
-            SNop | SWaitcnt | SSleep | SSetprio | SIcacheInv | SDcacheWb | SSendmsg
-            | STtracedata | BufferWbinvl1 | BufferWbinvl1Vol | BufferWbl2 | BufferInvl2 => {}
+            // MSG_INTERRUPT (message 1) raises an interrupt carrying M0's low
+            // byte: how kernels wake host waiters of a signal they updated
+            // (hostcall's doorbell). Other messages mean nothing here.
+            SSendmsg => {
+                if i.imm & 0xf == 1 {
+                    if let Some(raise) = env.interrupt {
+                        raise(self.s[M0] & 0xff);
+                    }
+                }
+            }
+            SNop | SWaitcnt | SSleep | SSetprio | SIcacheInv | SDcacheWb | STtracedata
+            | BufferWbinvl1 | BufferWbinvl1Vol | BufferWbl2 | BufferInvl2 => {}
             DsGwsInit | DsGwsBarrier | DsGwsSemaV | DsGwsSemaP | DsGwsSemaBr
             | DsGwsSemaReleaseAll => return Ok(self.gws(i, env)),
             // Bit compares: SCC = bit S1 of S0 is 0 (bitcmp0) or 1 (bitcmp1).

@@ -71,6 +71,8 @@ pub struct Launch<'a> {
     pub priv_size: u32,
     /// Instructions one wave may execute before the watchdog ends the dispatch.
     pub budget: u64,
+    /// Where the waves' interrupts go.
+    pub interrupt: Option<&'a crate::device::Interrupt>,
     /// Waves to show an observer before or after chosen instructions.
     pub probe: Option<&'a Probes<'a>>,
     /// What may end the dispatch from outside.
@@ -296,6 +298,7 @@ impl Launch<'_> {
             mem: self.mem,
             lds: lds.as_mut_slice(),
             cache: Default::default(),
+            interrupt: self.interrupt,
             gws: self.gws,
         };
         // Each pass runs every live wave up to its next barrier or its end;
@@ -380,6 +383,7 @@ impl Launch<'_> {
                     mem: self.mem,
                     lds: g.lds.as_mut_slice(),
                     cache: Default::default(),
+                    interrupt: self.interrupt,
                     gws: self.gws,
                 };
                 for (w, wave) in g.waves.iter_mut().enumerate() {

@@ -9,7 +9,7 @@ struct Access {
 
 // Room for this many accesses per launch; claims past it are counted in
 // `claimed` but not stored.
-#define CAPACITY (1u << 16)
+#define CAPACITY (1u << 20)
 
 INLAY_GLOBAL uint32_t claimed;
 INLAY_GLOBAL Access accesses[CAPACITY];

@@ -23,7 +23,7 @@ struct access {
   uint32_t site;
   uint32_t lane;
 };
-#define CAPACITY (1u << 16)
+#define CAPACITY (1u << 20)
 
 /* The traced instructions of each kernel: site n is sites[n]. */
 struct site {

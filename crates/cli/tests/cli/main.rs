@@ -10,6 +10,7 @@ mod demo;
 mod disasm_damaged;
 mod disasm_oracle;
 mod errors;
+mod hip_programs;
 mod inspect_oracle;
 mod run_process;
 mod run_rocminfo;

@@ -19,7 +19,7 @@ use common::*;
 /// to date), once per test binary: tests run in parallel, and one running
 /// the library while another's make rewrites it would fail. None when the
 /// toolchain is missing.
-fn example(name: &'static str) -> Option<PathBuf> {
+pub(crate) fn example(name: &'static str) -> Option<PathBuf> {
     static BUILT: OnceLock<std::sync::Mutex<BTreeMap<&'static str, Option<PathBuf>>>> =
         OnceLock::new();
     let mut built = BUILT
@@ -81,7 +81,7 @@ fn run(exe: &Path, args: &[&str]) -> (String, String) {
 
 /// `prefix: kernel N NAME: COUNT ...` lines: launch index → count, or None
 /// for launches the tool could not count.
-fn counts(stderr: &str, prefix: &str) -> BTreeMap<u64, Option<u64>> {
+pub(crate) fn counts(stderr: &str, prefix: &str) -> BTreeMap<u64, Option<u64>> {
     stderr
         .lines()
         .filter_map(|l| l.strip_prefix(prefix)?.strip_prefix(": kernel "))
@@ -310,7 +310,7 @@ fn kernarg_access_reads_grid_dim_in_every_launch_shape() {
 
 /// Per launch, the per-instruction lines a mem-trace tool printed after its
 /// `PREFIX: kernel N ...` line.
-fn trace_lines(stderr: &str, prefix: &str) -> BTreeMap<u64, Vec<String>> {
+pub(crate) fn trace_lines(stderr: &str, prefix: &str) -> BTreeMap<u64, Vec<String>> {
     let mut out: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     let mut current = None;
     for l in stderr.lines() {

@@ -180,22 +180,34 @@ static void system_and_agents(void) {
     ROW(HSA_STATUS_ERROR_INVALID_AGENT, "hsa_ext_amd.cpp hsa_amd_profiling_convert_tick_to_system_domain: a made-up handle is read as a pointer (crash); Inlay: as for a null one", hsa_amd_profiling_convert_tick_to_system_domain, junk, 5, &tick);
     ROW(INVARG, "hsa_ext_amd.cpp hsa_amd_profiling_convert_tick_to_system_domain: IS_BAD_PTR(system_tick)", hsa_amd_profiling_convert_tick_to_system_domain, E.gpu, 5, NULL);
 
-    /* Images and samplers: the virtual GPU has none; an unknown agent is still told apart. */
+    /* Images and samplers: the extension is there (as on an MI210) but every image and
+       sampler is refused with the extension's own status; bad agents are still told apart. */
     hsa_ext_image_descriptor_t desc; memset(&desc, 0, sizeof desc);
     hsa_ext_image_t img = {0};
     hsa_ext_sampler_t smp = {0};
     hsa_ext_sampler_descriptor_t sdesc; memset(&sdesc, 0, sizeof sdesc);
     hsa_ext_image_data_info_t dinfo;
     hsa_ext_image_region_t region; memset(&region, 0, sizeof region);
-    ROW(HSA_STATUS_ERROR_INVALID_AGENT, "image/hsa_ext_image.cpp hsa_ext_image_create: checks pass; the virtual GPU has no images: INVALID_AGENT where ROCr would make one", hsa_ext_image_create, junk, &desc, buf, HSA_ACCESS_PERMISSION_RW, &img);
-    ROW(HSA_STATUS_ERROR_INVALID_AGENT, "image/hsa_ext_image.cpp hsa_ext_image_create_with_layout: checks pass; the virtual GPU has no images: INVALID_AGENT where ROCr would make one", hsa_ext_image_create_with_layout, E.gpu, &desc, buf, HSA_ACCESS_PERMISSION_RW, HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, 0, 0, &img);
-    ROW(HSA_STATUS_ERROR_INVALID_AGENT, "image/hsa_ext_image.cpp hsa_ext_image_destroy: agent.handle == 0", hsa_ext_image_destroy, zero, img);
-    ROW(HSA_STATUS_ERROR_INVALID_AGENT, "image/hsa_ext_image.cpp hsa_ext_image_data_get_info: checks pass; the virtual GPU has no images: INVALID_AGENT where ROCr would make one", hsa_ext_image_data_get_info, E.cpu, &desc, HSA_ACCESS_PERMISSION_RW, &dinfo);
-    ROW(INVARG, "image/hsa_ext_image.cpp hsa_ext_image_export: src_image.handle == 0", hsa_ext_image_export, E.gpu, img, buf, 0, 0, &region);
-    ROW(INVARG, "image/hsa_ext_image.cpp hsa_ext_image_import: dst_image.handle == 0", hsa_ext_image_import, E.gpu, buf, 0, 0, img, &region);
-    ROW(HSA_STATUS_ERROR_INVALID_AGENT, "image/hsa_ext_image.cpp hsa_ext_sampler_create: checks pass; the virtual GPU has no images: INVALID_AGENT where ROCr would make one", hsa_ext_sampler_create, E.gpu, &sdesc, &smp);
-    ROW(HSA_STATUS_ERROR_INVALID_AGENT, "image/hsa_ext_image.cpp hsa_ext_sampler_destroy: checks pass; the virtual GPU has no images: INVALID_AGENT where ROCr would make one", hsa_ext_sampler_destroy, junk, smp);
-    ROW(HSA_STATUS_ERROR_INVALID_AGENT, "image/hsa_ext_image.cpp hsa_amd_image_create: checks pass; the virtual GPU has no images: INVALID_AGENT where ROCr would make one", hsa_amd_image_create, E.gpu, &desc, NULL, buf, HSA_ACCESS_PERMISSION_RW, &img);
+    ROW(HSA_STATUS_ERROR_INVALID_AGENT, "image/hsa_ext_image.cpp hsa_ext_image_create: Inlay's linear-image checks (images.rs)", hsa_ext_image_create, junk, &desc, buf, HSA_ACCESS_PERMISSION_RW, &img);
+    ROW(HSA_EXT_STATUS_ERROR_IMAGE_FORMAT_UNSUPPORTED, "image/hsa_ext_image.cpp hsa_ext_image_create_with_layout: Inlay's linear-image checks (images.rs)", hsa_ext_image_create_with_layout, E.gpu, &desc, buf, HSA_ACCESS_PERMISSION_RW, HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, 0, 0, &img);
+    ROW(HSA_STATUS_ERROR_INVALID_AGENT, "image/hsa_ext_image.cpp hsa_ext_image_destroy: Inlay's linear-image checks (images.rs)", hsa_ext_image_destroy, zero, img);
+    ROW(HSA_STATUS_ERROR_INVALID_AGENT, "image/hsa_ext_image.cpp hsa_ext_image_data_get_info: Inlay's linear-image checks (images.rs)", hsa_ext_image_data_get_info, E.cpu, &desc, HSA_ACCESS_PERMISSION_RW, &dinfo);
+    ROW(INVARG, "image/hsa_ext_image.cpp hsa_ext_image_export: Inlay's linear-image checks (images.rs)", hsa_ext_image_export, E.gpu, img, buf, 0, 0, &region);
+    ROW(INVARG, "image/hsa_ext_image.cpp hsa_ext_image_import: Inlay's linear-image checks (images.rs)", hsa_ext_image_import, E.gpu, buf, 0, 0, img, &region);
+    ROW(HSA_EXT_STATUS_ERROR_SAMPLER_DESCRIPTOR_UNSUPPORTED, "image/hsa_ext_image.cpp hsa_ext_sampler_create: Inlay's linear-image checks (images.rs)", hsa_ext_sampler_create, E.gpu, &sdesc, &smp);
+    ROW(HSA_STATUS_ERROR_INVALID_AGENT, "image/hsa_ext_image.cpp hsa_ext_sampler_destroy: Inlay's linear-image checks (images.rs)", hsa_ext_sampler_destroy, junk, smp);
+    ROW(HSA_EXT_STATUS_ERROR_IMAGE_FORMAT_UNSUPPORTED, "image/hsa_ext_image.cpp hsa_amd_image_create: Inlay's linear-image checks (images.rs)", hsa_amd_image_create, E.gpu, &desc, NULL, buf, HSA_ACCESS_PERMISSION_RW, &img);
+    hsa_ext_image_format_t fmt = {HSA_EXT_IMAGE_CHANNEL_TYPE_FLOAT, HSA_EXT_IMAGE_CHANNEL_ORDER_R};
+    uint32_t caps; uint32_t dim;
+    hsa_dim3_t origin = {0, 0, 0};
+    ROW(HSA_STATUS_ERROR_INVALID_AGENT, "image/hsa_ext_image.cpp hsa_ext_image_get_capability: Inlay's linear-image checks (images.rs)", hsa_ext_image_get_capability, junk, HSA_EXT_IMAGE_GEOMETRY_2D, &fmt, &caps);
+    ROW(INVARG, "image/hsa_ext_image.cpp hsa_ext_image_get_capability: Inlay's linear-image checks (images.rs)", hsa_ext_image_get_capability, E.gpu, HSA_EXT_IMAGE_GEOMETRY_2D, NULL, &caps);
+    ROW(INVARG, "image/hsa_ext_image.cpp hsa_ext_image_get_capability_with_layout: Inlay's linear-image checks (images.rs)", hsa_ext_image_get_capability_with_layout, E.gpu, HSA_EXT_IMAGE_GEOMETRY_2D, &fmt, HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, NULL);
+    ROW(HSA_STATUS_ERROR_INVALID_AGENT, "image/hsa_ext_image.cpp hsa_ext_image_data_get_info_with_layout: Inlay's linear-image checks (images.rs)", hsa_ext_image_data_get_info_with_layout, junk, &desc, HSA_ACCESS_PERMISSION_RW, HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, 0, 0, &dinfo);
+    ROW(INVARG, "image/hsa_ext_image.cpp hsa_ext_image_copy: Inlay's linear-image checks (images.rs)", hsa_ext_image_copy, E.gpu, img, &origin, img, &origin, &origin);
+    ROW(INVARG, "image/hsa_ext_image.cpp hsa_ext_image_clear: Inlay's linear-image checks (images.rs)", hsa_ext_image_clear, E.gpu, img, buf, &region);
+    ROW(HSA_STATUS_ERROR_INVALID_AGENT, "image/hsa_ext_image.cpp hsa_amd_image_get_info_max_dim: Inlay's linear-image checks (images.rs)", hsa_amd_image_get_info_max_dim, E.cpu, HSA_EXT_AGENT_INFO_IMAGE_1D_MAX_ELEMENTS, &dim);
+    ROW(INVARG, "image/hsa_ext_image.cpp hsa_amd_image_get_info_max_dim: Inlay's linear-image checks (images.rs)", hsa_amd_image_get_info_max_dim, E.gpu, HSA_AGENT_INFO_NAME, &dim);
     still_working();
 }
 
@@ -256,6 +268,7 @@ static void memory(void) {
     hsa_pitched_ptr_t pp; memset(&pp, 0, sizeof pp);
     hsa_dim3_t off = {0, 0, 0}, range = {0, 0, 0};
     ROW(HSA_STATUS_ERROR_INVALID_SIGNAL, "hsa_ext_amd.cpp hsa_amd_memory_async_copy_rect: Signal::Convert(completion_signal)", hsa_amd_memory_async_copy_rect, &pp, &off, &pp, &off, &range, E.gpu, hsaHostToDevice, 0, NULL, junksig);
+    ROW(INVARG, "hsa_ext_amd.cpp hsa_amd_memory_async_copy_rect: dir == hsaHostToHost", hsa_amd_memory_async_copy_rect, &pp, &off, &pp, &off, &range, E.gpu, hsaHostToHost, 0, NULL, junksig);
     ROW(INVARG, "hsa_ext_amd.cpp hsa_amd_memory_async_copy_rect: dst == nullptr", hsa_amd_memory_async_copy_rect, NULL, NULL, NULL, NULL, NULL, E.gpu, hsaHostToDevice, 0, NULL, junksig);
 
     /* Async copies: unknown agents and signals, unmapped memory, past the end. */

@@ -45,8 +45,13 @@ static inline void fill_implicit(uint8_t *args, uint32_t size, uint32_t explicit
 
 /* Runs kernel `k` over `grid` in workgroups `wg` with `explicit_size` bytes
  * of explicit arguments, and waits for its completion signal. */
-static inline void launch(const env_t *e, hsa_queue_t *q, kernel_t k, const void *explicit_args,
-                   uint32_t explicit_size, const uint32_t grid[3], const uint16_t wg[3]) {
+/* The kernel-argument segment of a dispatch of `k` over `grid` in
+ * workgroups `wg`: the explicit arguments, then the implicit ones (a v5
+ * kernel reads its workgroup size there, not from the packet). Freed by the
+ * caller with hsa_amd_memory_pool_free. */
+static inline void *kernarg_segment(const env_t *e, kernel_t k, const void *explicit_args,
+                                    uint32_t explicit_size, const uint32_t grid[3],
+                                    const uint16_t wg[3]) {
     uint32_t size = k.kernarg_size > explicit_size ? k.kernarg_size : explicit_size;
     void *args = NULL;
     OK(hsa_amd_memory_pool_allocate(e->kernarg, size ? size : 8, 0, &args));
@@ -55,6 +60,13 @@ static inline void launch(const env_t *e, hsa_queue_t *q, kernel_t k, const void
     memcpy(args, explicit_args, explicit_size);
     uint16_t dims = grid[2] > 1 ? 3 : grid[1] > 1 ? 2 : 1;
     fill_implicit(args, size, explicit_size, grid, wg, dims);
+    return args;
+}
+
+static inline void launch(const env_t *e, hsa_queue_t *q, kernel_t k, const void *explicit_args,
+                   uint32_t explicit_size, const uint32_t grid[3], const uint16_t wg[3]) {
+    void *args = kernarg_segment(e, k, explicit_args, explicit_size, grid, wg);
+    uint16_t dims = grid[2] > 1 ? 3 : grid[1] > 1 ? 2 : 1;
 
     hsa_signal_t done;
     OK(hsa_signal_create(1, 0, NULL, &done));

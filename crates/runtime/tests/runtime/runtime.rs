@@ -1,6 +1,7 @@
 //! The Rust API end to end: pools, queues with barrier packets, copies.
 
 use inlay_runtime::agent::{CPU, GPU};
+use inlay_runtime::memory::PointerType;
 use inlay_runtime::queue::{PACKET_BARRIER_AND, PACKET_KERNEL_DISPATCH};
 use inlay_runtime::{Runtime, Status};
 use std::sync::atomic::Ordering;
@@ -21,8 +22,8 @@ fn write_packet(ring: u64, slot: u64, header: u16, body: &[(usize, u64)]) {
 fn barrier_and_waits_for_its_dependency_then_completes() {
     let rt = Runtime::new();
     let q = rt.queue_create(GPU, 64, 0, u32::MAX, None).unwrap();
-    let dep = rt.signal_create(1, vec![]).unwrap();
-    let done = rt.signal_create(1, vec![]).unwrap();
+    let dep = rt.signal_create(1, vec![], false).unwrap();
+    let done = rt.signal_create(1, vec![], false).unwrap();
     let w = q.write_index().fetch_add(1, Ordering::AcqRel);
     write_packet(
         q.ring,
@@ -99,17 +100,27 @@ fn pools_allocate_and_pointer_info_names_the_owner() {
     let rt = Runtime::new();
     let gpu_pool = rt.agent_pools(GPU).next().unwrap().id;
     let p = rt.allocate(gpu_pool, 100).unwrap();
-    let info = rt.pointer_info(p + 10).unwrap();
-    assert_eq!((info.base, info.size, info.owner), (p, 4096, GPU));
+    let info = rt.pointer_info(p + 10);
+    // ROCr reports the size asked for, not the granule it rounded to.
+    assert_eq!(
+        (
+            info.kind,
+            info.agent_base,
+            info.host_base,
+            info.size,
+            info.owner
+        ),
+        (PointerType::Hsa, p, p, 100, Some(GPU))
+    );
     rt.allow_access(&[CPU], p).unwrap();
-    assert!(rt.pointer_info(p).unwrap().accessible.contains(&CPU));
+    assert!(rt.pointer_info(p).accessible.contains(&CPU));
     rt.fill(p, 7, 1024).unwrap();
     // ROCr's Runtime::FillMemory and FreeMemory: INVALID_ALLOCATION past
     // the end and for what is no longer allocated.
     assert_eq!(rt.fill(p, 7, 1025), Err(Status::InvalidAllocation));
     rt.free(p).unwrap();
     assert_eq!(rt.free(p), Err(Status::InvalidAllocation));
-    assert!(rt.pointer_info(p).is_none());
+    assert_eq!(rt.pointer_info(p).kind, PointerType::Unknown);
 }
 
 /// Submits one packet (`header`, 64-bit words at byte offsets) to a fresh queue
@@ -127,7 +138,7 @@ fn submit_one(rt: &Runtime, header: u16, body: &[(usize, u64)]) -> (Vec<Status>,
             Some(Arc::new(move |st, _| s2.lock().unwrap().push(st))),
         )
         .unwrap();
-    let done = rt.signal_create(1, vec![]).unwrap();
+    let done = rt.signal_create(1, vec![], false).unwrap();
     let mut words = body.to_vec();
     if !words.iter().any(|&(off, _)| off == 56) {
         words.push((56, done));
@@ -287,4 +298,103 @@ fn dispatch_time_limits_are_decimal_seconds() {
     for bad in ["soon", "", "-1", "inf", "NaN", "1e-12", "2.5s"] {
         assert!(parse_timeout(bad).is_err(), "{bad:?} accepted");
     }
+}
+
+/// Copies `n` bytes at `src` (an agent address) to fresh GPU memory and
+/// returns them: what the GPU sees there.
+fn read_as_gpu(rt: &Runtime, src: u64, n: usize) -> Vec<u8> {
+    let pool = rt.agent_pools(GPU).next().unwrap().id;
+    let dst = rt.allocate(pool, n as u64).unwrap();
+    let done = rt.signal_create(1, vec![], false).unwrap();
+    rt.async_copy(dst, src, n as u64, vec![], rt.signal(done).unwrap())
+        .unwrap();
+    let s = rt.signal(done).unwrap();
+    let left = s.wait(
+        inlay_runtime::signal::Condition::Eq,
+        0,
+        Some(std::time::Duration::from_secs(5)),
+        inlay_runtime::signal::WaitState::Blocked,
+        Ordering::Acquire,
+    );
+    assert_eq!(left, 0, "copy from {src:#x} did not finish");
+    // SAFETY: `dst` is a live allocation of at least `n` bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(dst as *const u8, n) }.to_vec();
+    rt.free(dst).unwrap();
+    rt.signal_destroy(done).unwrap();
+    bytes
+}
+
+/// ROCclr pins the whole pages around a host buffer, and pins them again
+/// with a larger size while an earlier pin of the same first page is held.
+/// Both succeed in ROCr (the thunk registers each (address, size) on its
+/// own, with its own agent address), and must here, where the runtime's
+/// own small allocations share pages with the host heap: when pinning
+/// fails, ROCclr 5.2's fallback for hipMemcpy2D writes rows to the wrong
+/// addresses.
+#[test]
+fn whole_page_locks_succeed_beside_runtime_memory_and_at_two_sizes() {
+    let rt = Runtime::new();
+    const PAGE: u64 = 4096;
+    // Interrupt signals are 72-byte runtime allocations from the host heap:
+    // among many, some straddle a page boundary, so that page starts inside
+    // runtime memory and holds host heap bytes after it.
+    let signals: Vec<u64> = (0..1000)
+        .map(|i| rt.signal_create(i, vec![], false).unwrap())
+        .collect();
+    let straddling = signals
+        .iter()
+        .find(|&&s| s % PAGE > PAGE - 72)
+        .copied()
+        .expect("no interrupt signal straddles a page boundary among 1000");
+    let page = straddling.next_multiple_of(PAGE);
+    // A signal wholly inside that page: the GPU must read its value through the alias.
+    let inside = signals
+        .iter()
+        .copied()
+        .find(|&s| s >= page && s + 16 <= page + PAGE);
+    let agent = rt
+        .lock_host(page, PAGE, true, inlay_runtime::pool::FLAG_COARSE_GRAINED)
+        .expect("locking a host page that starts inside runtime memory");
+    assert_ne!(agent, page, "locked memory gets its own agent address");
+    if let Some(s) = inside {
+        let got = read_as_gpu(&rt, agent + (s - page) + 8, 8);
+        let value = rt.signal(s).unwrap().load(Ordering::Acquire);
+        assert_eq!(got, value.to_le_bytes(), "signal {s:#x} through the alias");
+    }
+
+    // The same first page at two sizes: two registrations, two addresses,
+    // the same bytes.
+    let host = vec![0x5au8; 4 * PAGE as usize];
+    let first = (host.as_ptr() as u64).next_multiple_of(PAGE);
+    let small = rt
+        .lock_host(first, PAGE, true, inlay_runtime::pool::FLAG_COARSE_GRAINED)
+        .unwrap();
+    let large = rt
+        .lock_host(
+            first,
+            2 * PAGE,
+            true,
+            inlay_runtime::pool::FLAG_COARSE_GRAINED,
+        )
+        .expect("locking a larger range at an address already locked");
+    assert_ne!(small, large);
+    assert_eq!(read_as_gpu(&rt, small, 64), vec![0x5a; 64]);
+    assert_eq!(read_as_gpu(&rt, large + PAGE, 64), vec![0x5a; 64]);
+    // The same (address, size) again is counted, as the thunk counts it.
+    assert_eq!(
+        rt.lock_host(first, PAGE, true, inlay_runtime::pool::FLAG_COARSE_GRAINED),
+        Ok(small)
+    );
+    // Unlocking an address locked at two sizes: the thunk finds no single
+    // registration there, and ROCr succeeds leaving both in place.
+    rt.unlock_host(first).unwrap();
+    assert_eq!(rt.pointer_info(large + PAGE).kind, PointerType::Locked);
+    assert_eq!(rt.pointer_info(small).kind, PointerType::Locked);
+
+    rt.unlock_host(page).unwrap();
+    assert_eq!(rt.pointer_info(agent).kind, PointerType::Unknown);
+    for s in signals {
+        rt.signal_destroy(s).unwrap();
+    }
+    rt.shut_down();
 }

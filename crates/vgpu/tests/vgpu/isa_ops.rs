@@ -1925,6 +1925,30 @@ fn buffer_private_mixed_widths() {
     });
 }
 
+/// MUBUF to the private buffer with an SGPR offset, as clang addresses the
+/// stack of functions: the SGPR offset (the stack pointer s32) is a
+/// wavefront-level byte offset, 64 times a lane's (clang makes a lane's
+/// pointer to a stack object with `v_lshrrev_b32 v, 6, s32`), added after
+/// the swizzle; the immediate and VGPR offsets are the lane's own. So a
+/// store at s32 = 0x400 offset:4 is the dword a lane reads at its own
+/// offset 0x400 / 64 + 4 = 20.
+#[test]
+fn buffer_private_stack_pointer_is_wave_scaled() {
+    let dev = Device::new();
+    let body = "s_mov_b32 s32, 0x400\n\
+                buffer_store_dword v4, off, s[0:3], s32 offset:4\n\
+                v_lshrrev_b32 v12, 6, s32\n\
+                buffer_store_dword v5, v12, s[0:3], 0 offen offset:8\n\
+                s_waitcnt vmcnt(0)\n\
+                v_mov_b32 v13, 20\n\
+                buffer_load_dword v20, v13, s[0:3], 0 offen\n\
+                buffer_load_dword v21, off, s[0:3], s32 offset:8\n\
+                s_waitcnt vmcnt(0)";
+    let mut t = Lanes::new(body, 2);
+    t.scratch = 64;
+    check_lanes(&dev, &t, random, |_, i| vec![i[0], i[1]]);
+}
+
 // ---------------------------------------------------------------- float atomics
 
 /// gfx90a's float atomics with glc return the old value; each lane has its

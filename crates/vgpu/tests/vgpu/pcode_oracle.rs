@@ -880,6 +880,7 @@ fn every_alu_opcode_against_the_isa_pseudo_code() {
                 mem: &mem,
                 lds: lds.as_mut_slice(),
                 cache: Default::default(),
+                interrupt: None,
                 gws: &gws,
             };
             let flow = wave.step(inst, &mut env);

@@ -148,27 +148,78 @@ fn sdwa_place(old: u32, r: u32, sel: u8, unused: u8) -> u32 {
     }
 }
 
-/// The source lane DPP reads for lane `l` (None: out of range), ISA
-/// document "DPP_CTRL" (gfx90a adds row_newbcast: lane `n` of the row).
-pub fn dpp_from(ctrl: u32, l: usize) -> Option<usize> {
-    let (row, col) = (l / 16, l % 16);
-    let k = (ctrl & 0xf) as usize;
-    match ctrl {
-        0..=0xff => Some(l & !3 | (ctrl as usize >> (2 * (l & 3)) & 3)),
-        0x101..=0x10f => (col + k < 16).then_some(l + k),
-        0x111..=0x11f => (col >= k).then(|| l - k),
-        0x121..=0x12f => Some(row * 16 + (col + 16 - k) % 16),
-        0x130 => (l < 63).then_some(l + 1),
-        0x134 => Some((l + 1) % 64),
-        0x138 => (l > 0).then(|| l - 1),
-        0x13c => Some((l + 63) % 64),
-        0x140 => Some(row * 16 + 15 - col),
-        0x141 => Some(row * 16 + (col & 8) + 7 - (col & 7)),
-        0x142 => (row > 0).then(|| row * 16 - 1),
-        0x143 => (l >= 32).then_some(31),
-        0x150..=0x15f => Some(row * 16 + k),
-        _ => None,
+/// For every lane, the lane whose src0 DPP control `ctrl` hands it (None:
+/// the data would come from outside the row or the wave).
+///
+/// Written as the ISA document describes the controls, as data moving
+/// through the wave: start with each lane holding its own value, then
+/// shift, rotate, mirror or broadcast whole rows (16 lanes), half rows,
+/// quads or the whole wave, and read off where each value ended up. (The
+/// virtual GPU computes a source index per lane instead; two forms, so
+/// that a slip in one shows as a disagreement.)
+///
+/// - quad_perm (0x00..0xff): lane i of each quad takes the quad's lane
+///   ctrl[2i+1:2i].
+/// - row_shl:n / row_shr:n (0x101.., 0x111..): the row's data moves n lanes
+///   towards lane 0 / towards lane 15; lanes it leaves behind have none.
+/// - row_ror:n (0x121..): the row's data rotates n lanes towards lane 15.
+/// - wave_shl:1, wave_rol:1, wave_shr:1, wave_ror:1 (0x130, 0x134, 0x138,
+///   0x13c): the same by one lane over all 64.
+/// - row_mirror (0x140), row_half_mirror (0x141): each row, or each half
+///   row of 8, reversed.
+/// - row_bcast:15 (0x142): the last lane of each row goes to every lane of
+///   the next row (row 0 has no source).
+/// - row_bcast:31 (0x143): lane 31 goes to every lane of rows 2 and 3.
+/// - row_newbcast:n (gfx90a, 0x150..0x15f): lane n of each row to the row.
+pub fn dpp_sources(ctrl: u32) -> [Option<usize>; 64] {
+    let mut wave: [Option<usize>; 64] = std::array::from_fn(Some);
+    let n = (ctrl & 0xf) as usize;
+    // Moves the values of `lanes` `by` lanes towards lane 0 (negative:
+    // towards the top), leaving nothing where no value arrives.
+    fn shift(lanes: &mut [Option<usize>], by: isize) {
+        let len = lanes.len();
+        let k = by.unsigned_abs();
+        if by > 0 {
+            lanes.rotate_left(k);
+            lanes[len - k..].fill(None);
+        } else {
+            lanes.rotate_right(k);
+            lanes[..k].fill(None);
+        }
     }
+    match ctrl {
+        0x00..=0xff => {
+            for quad in wave.chunks_mut(4) {
+                let own = [quad[0], quad[1], quad[2], quad[3]];
+                for (i, lane) in quad.iter_mut().enumerate() {
+                    *lane = own[(ctrl >> (2 * i) & 3) as usize];
+                }
+            }
+        }
+        0x101..=0x10f => wave.chunks_mut(16).for_each(|r| shift(r, n as isize)),
+        0x111..=0x11f => wave.chunks_mut(16).for_each(|r| shift(r, -(n as isize))),
+        0x121..=0x12f => wave.chunks_mut(16).for_each(|r| r.rotate_right(n)),
+        0x130 => shift(&mut wave, 1),
+        0x134 => wave.rotate_left(1),
+        0x138 => shift(&mut wave, -1),
+        0x13c => wave.rotate_right(1),
+        0x140 => wave.chunks_mut(16).for_each(|r| r.reverse()),
+        0x141 => wave.chunks_mut(8).for_each(|h| h.reverse()),
+        0x142 => {
+            let last: Vec<Option<usize>> = wave.chunks(16).map(|r| r[15]).collect();
+            for (row, r) in wave.chunks_mut(16).enumerate() {
+                r.fill(if row == 0 { None } else { last[row - 1] });
+            }
+        }
+        0x143 => {
+            let lane31 = wave[31];
+            wave[..32].fill(None);
+            wave[32..].fill(lane31);
+        }
+        0x150..=0x15f => wave.chunks_mut(16).for_each(|r| r.fill(r[n])),
+        _ => wave.fill(None),
+    }
+    wave
 }
 
 /// A denormal becomes a zero of the same sign (the hardware's flush keeps
@@ -360,6 +411,7 @@ impl Oracle<'_> {
             VCC
         };
         let vcc_in = init.sreg64(carry_in_reg);
+        let dpp_src = m.dpp.map_or([None; 64], |d| dpp_sources(d.ctrl));
         for l in 0..64usize {
             if exec >> l & 1 == 0 {
                 continue;
@@ -373,7 +425,7 @@ impl Oracle<'_> {
                 if d.row_mask >> (l / 16) & 1 == 0 || d.bank_mask >> (l % 16 / 4) & 1 == 0 {
                     continue;
                 }
-                match dpp_from(d.ctrl, l) {
+                match dpp_src[l] {
                     Some(f) if exec >> f & 1 != 0 => src0_lane = f,
                     _ if d.bound_ctrl => src0_zero = true,
                     _ => continue,
