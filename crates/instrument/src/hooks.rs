@@ -2,11 +2,13 @@
 //! and OpenCL C for amdgcn) into a code object of its own — the hook module —
 //! and asks the engine to call at chosen points of a kernel.
 //!
-//! A [`HookModule`] is analysed once ([`HookModule::new`]): every exported
-//! device function is lifted with the functions it calls, and the engine
-//! keeps, per hook ([`HookInfo`]), the registers it may clobber, the stack
-//! it needs, the ABI inputs it reads and its lifted code with liveness (which
-//! inlining will reuse). A [`HookCall`] asks for one call: a hook, a
+//! A [`HookModule`] lists the module's exported device functions
+//! ([`HookModule::new`]) and analyses each the first time a call names it
+//! (a tool's module may hold many hooks and a plan name few): the function
+//! is lifted with the functions it calls, and the engine keeps, per hook
+//! ([`HookInfo`]), the registers it may clobber, the stack it needs, the ABI
+//! inputs it reads and its lifted code with liveness (which inlining
+//! reuses). The analysis is kept with the module, which clones share. A [`HookCall`] asks for one call: a hook, a
 //! [`Point`], its [`Arg`]uments, and whether it runs once per wave. Calls go
 //! into [`crate::rewrite::Plan::calls`] beside the built-in hooks; the
 //! rewritten kernel reaches the hooks through undefined symbols that the
@@ -50,9 +52,9 @@
 //! 4. *EXEC* stays as at the point, or becomes one lane (the lowest enabled
 //!    one, lane 0 when none is) for a once-per-wave hook. A per-lane hook is
 //!    skipped when no lane is enabled.
-//! 5. *The call*: `s_getpc_b64 s[30:31]`, `s_add_u32`/`s_addc_u32` of the
-//!    hook's PC-relative offset (relocations `R_AMDGPU_REL32_LO/HI` against
-//!    the hook's name, resolved at freeze), `s_swappc_b64 s[30:31], s[30:31]`.
+//! 5. *The call*: `s_swappc_b64 s[30:31], s[h:h+1]`, `s[h:h+1]` the home
+//!    where the preamble keeps the hook's address (through `s[30:31]` when
+//!    that home is two lanes of a VGPR).
 //! 6. *Restores* in the reverse order; by-reference values are written back
 //!    last; SCC is restored by a final `s_cmp_lg_u32`.
 //!
@@ -74,7 +76,12 @@
 //! has a block of the hook module's code object version; otherwise the
 //! instrumented code object carries a block of its own
 //! ([`crate::rewrite::Rewritten::implicit_args`]) that the host fills before
-//! each dispatch ([`implicit_args_block`]).
+//! each dispatch ([`implicit_args_block`]). The preamble computes it once
+//! into a home, and likewise the address of every hook called: `s_getpc_b64`
+//! and the two literals of a PC-relative offset (relocations
+//! `R_AMDGPU_REL32_LO/HI` against the hook's name, resolved at freeze), so
+//! the code carries two relocations per hook (and two for a block of its
+//! own), not per call.
 //!
 //! # Scratch
 //! The instrumentation stack lives in each lane's private memory above the
@@ -84,7 +91,7 @@
 //! scratch is enabled if the kernel had none.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use inlay_codeobj::symbols::{Binding, SymbolKind};
 use inlay_codeobj::CodeObject;
@@ -261,13 +268,15 @@ struct ModuleInner {
     bytes: Arc<[u8]>,
     target: inlay_codeobj::TargetId,
     code_object_version: u8,
-    hooks: Vec<HookInfo>,
+    /// Per-function stack sizes (`.stack_sizes`), if the module has them.
+    stacks: Option<HashMap<u64, u32>>,
+    /// The global device functions, by name, each with its analysis once
+    /// made: a hook, or why it cannot be one.
+    functions: Vec<(String, OnceLock<Result<HookInfo, String>>)>,
     by_name: HashMap<String, usize>,
-    /// Global functions that cannot be used as hooks, and why.
-    unusable: HashMap<String, String>,
 }
 
-/// A code object of hooks, analysed once; cheap to clone.
+/// A code object of hooks, each analysed once; cheap to clone.
 #[derive(Clone)]
 pub struct HookModule(Arc<ModuleInner>);
 
@@ -275,15 +284,15 @@ impl std::fmt::Debug for HookModule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HookModule")
             .field("name", &self.0.name)
-            .field("hooks", &self.0.hooks.len())
+            .field("functions", &self.0.functions.len())
             .finish()
     }
 }
 
 impl HookModule {
-    /// Parses and analyses a hook module: a linked code object (shared
-    /// object) whose global device functions are the hooks. `name` names it
-    /// in errors.
+    /// Parses a hook module: a linked code object (shared object) whose
+    /// global device functions are the hooks (each analysed when first
+    /// named). `name` names it in errors.
     pub fn new(name: &str, bytes: Arc<[u8]>) -> Result<HookModule, HookError> {
         let err = |hook: Option<&str>, reason: String| HookError {
             module: name.to_string(),
@@ -298,7 +307,6 @@ impl HookModule {
             ));
         }
         let stacks = stack_sizes(&co);
-        let mut hooks = Vec::new();
         let mut names: Vec<&str> = co
             .symbols
             .all()
@@ -312,31 +320,34 @@ impl HookModule {
             .collect();
         names.sort_unstable();
         names.dedup();
-        // A function that cannot be a hook (a runtime helper the device
-        // libraries export, say) is an error only when a call names it.
-        let mut unusable = HashMap::new();
-        for n in names {
-            match analyse_hook(&co, n, &stacks) {
-                Ok(h) => hooks.push(h),
-                Err(why) => {
-                    unusable.insert(n.to_string(), why);
-                }
-            }
-        }
-        let by_name = hooks
+        let by_name = names
             .iter()
             .enumerate()
-            .map(|(k, h)| (h.name.clone(), k))
+            .map(|(k, n)| (n.to_string(), k))
             .collect();
         Ok(HookModule(Arc::new(ModuleInner {
             name: name.to_string(),
             target: co.target,
             code_object_version: co.code_object_version,
             bytes: bytes.clone(),
-            hooks,
+            stacks,
+            functions: names
+                .into_iter()
+                .map(|n| (n.to_string(), OnceLock::new()))
+                .collect(),
             by_name,
-            unusable,
         })))
+    }
+
+    /// Function `k`'s analysis, made on first use. A function that cannot
+    /// be a hook (a runtime helper the device libraries export, say) is an
+    /// error only when a call names it.
+    fn analysed(&self, k: usize) -> &Result<HookInfo, String> {
+        let (name, cell) = &self.0.functions[k];
+        cell.get_or_init(|| {
+            let co = CodeObject::parse(&self.0.bytes).map_err(|e| e.to_string())?;
+            analyse_hook(&co, name, &self.0.stacks)
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -357,9 +368,11 @@ impl HookModule {
     }
 
     /// Every hook: the module's global device functions the engine can
-    /// call, by name.
-    pub fn hooks(&self) -> &[HookInfo] {
-        &self.0.hooks
+    /// call, by name (analysing those not analysed yet).
+    pub fn hooks(&self) -> Vec<&HookInfo> {
+        (0..self.0.functions.len())
+            .filter_map(|k| self.analysed(k).as_ref().ok())
+            .collect()
     }
 
     /// The hook called `name`, or why it cannot be one.
@@ -370,10 +383,10 @@ impl HookModule {
             reason,
         };
         match self.0.by_name.get(name) {
-            Some(&k) => Ok(&self.0.hooks[k]),
-            None => Err(err(self.0.unusable.get(name).cloned().unwrap_or_else(
-                || "no global device function of that name in the module".into(),
-            ))),
+            Some(&k) => self.analysed(k).as_ref().map_err(|why| err(why.clone())),
+            None => Err(err(
+                "no global device function of that name in the module".into()
+            )),
         }
     }
 }

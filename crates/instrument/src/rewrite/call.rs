@@ -7,7 +7,7 @@ use super::asm::FastHash;
 use super::asm::{Asm, EXEC};
 use super::inline::Placing;
 use super::preamble::{Home, Homes, Needs};
-use super::snippet::{LiteralReloc, Snippet, Template};
+use super::snippet::{Snippet, Template};
 use super::*;
 use crate::hooks::{clobberable, Arg, HookCall, HookInfo, LaunchValue, Point, ARG_VGPRS};
 use crate::regs::{self as bits, RegSet};
@@ -74,6 +74,8 @@ pub(super) fn requests<'a>(
         .first()
         .and_then(|f| prog.inst_at(0, f.entry));
     let mut out = Vec::with_capacity(plan.calls.len());
+    // The last hook found and checked (calls in a row name the same one).
+    let mut last: Option<(usize, &str, &HookInfo)> = None;
     for call in &plan.calls {
         // Only for errors: built when one is.
         let point_text = || match call.point {
@@ -90,22 +92,29 @@ pub(super) fn requests<'a>(
             Point::Exits => "at the kernel's exits".into(),
         };
         let fail = |reason: String| call_error(an, call, point_text(), reason);
-        let module = plan
-            .modules
-            .get(call.module)
-            .ok_or_else(|| fail(format!("the plan has no hook module {}", call.module)))?;
-        let hook = module.hook(&call.hook).map_err(|e| fail(e.reason))?;
-        if module.target().processor.name() != "gfx90a" {
-            return Err(fail(format!(
-                "the hook module is built for {}, the kernel for gfx90a",
-                module.target().processor.name()
-            )));
-        }
-        if hook.inputs.lds_kernel_id {
-            return Err(fail(
-                "the hook reads the LDS kernel id (it uses LDS variables of its own), which an instrumented kernel cannot give it".into(),
-            ));
-        }
+        let hook = match last {
+            Some((m, name, hook)) if m == call.module && name == call.hook => hook,
+            _ => {
+                let module = plan
+                    .modules
+                    .get(call.module)
+                    .ok_or_else(|| fail(format!("the plan has no hook module {}", call.module)))?;
+                let hook = module.hook(&call.hook).map_err(|e| fail(e.reason))?;
+                if module.target().processor.name() != "gfx90a" {
+                    return Err(fail(format!(
+                        "the hook module is built for {}, the kernel for gfx90a",
+                        module.target().processor.name()
+                    )));
+                }
+                if hook.inputs.lds_kernel_id {
+                    return Err(fail(
+                        "the hook reads the LDS kernel id (it uses LDS variables of its own), which an instrumented kernel cannot give it".into(),
+                    ));
+                }
+                last = Some((call.module, &call.hook, hook));
+                hook
+            }
+        };
         let dwords: u32 = call.args.iter().map(Arg::dwords).sum();
         if dwords > ARG_VGPRS {
             return Err(fail(format!(
@@ -216,23 +225,35 @@ fn check_arg(a: &Arg) -> Result<(), String> {
     }
 }
 
-/// The launch values the calls need kept for the whole kernel.
-pub(super) fn needs(reqs: &[Request<'_>], implicit: Option<Implicit>) -> Needs {
-    let mut n = Needs::default();
-    for r in reqs {
-        let i = &r.hook.inputs;
-        let refs = r.call.args.iter().any(|a| matches!(a, Arg::Reference(_)));
-        n.vsharp |= i.private_segment || refs;
-        n.flat_scratch |= i.private_segment || refs;
+/// The launch values the calls need kept for the whole kernel: those the
+/// `hooks` called read, and those the calls pass.
+pub(super) fn needs(
+    reqs: &[Request<'_>],
+    hooks: &[CalledHook<'_>],
+    implicit: Option<Implicit>,
+) -> Needs {
+    let mut n = Needs {
+        implicit,
+        ..Needs::default()
+    };
+    for h in hooks {
+        let i = &h.info.inputs;
+        n.vsharp |= i.private_segment;
+        n.flat_scratch |= i.private_segment;
         n.dispatch |= i.dispatch_ptr;
         n.queue |= i.queue_ptr;
         n.dispatch_id |= i.dispatch_id;
-        n.kernarg |= i.implicitarg_ptr && matches!(implicit, Some(Implicit::Kernarg(_)));
         for d in 0..3 {
             n.workgroup_id[d] |= i.workgroup_id[d];
         }
         n.workitem |= i.workitem_id;
+    }
+    for r in reqs {
         for a in &r.call.args {
+            if let Arg::Reference(_) = a {
+                n.vsharp = true;
+                n.flat_scratch = true;
+            }
             if let Arg::Launch(v) = a {
                 match v {
                     LaunchValue::GridSize(_)
@@ -264,7 +285,6 @@ pub(super) struct Ctx<'a> {
     pub(super) an: &'a Analysis,
     pub(super) asm: &'a Asm,
     pub(super) homes: &'a Homes,
-    pub(super) implicit: Option<Implicit>,
     /// Registers held for the whole kernel (homes, built-in hooks' SGPRs).
     pub(super) taken: RegSet,
     /// VGPRs below this may hold saves (the instrumented kernel's allocation).
@@ -278,7 +298,6 @@ pub(super) struct Ctx<'a> {
     pub(super) save_all: bool,
     /// Inlined hooks borrow every SGPR they need (`Plan::inline_borrowing`).
     pub(super) borrow_all: bool,
-    pub(super) kernel_name: &'a str,
 }
 
 /// The saves of one call, decided before its code (the save area's size
@@ -474,6 +493,15 @@ impl Pool {
 
     fn vgpr(&mut self) -> Option<u16> {
         Some(self.take(bits::VGPR_BASE, bits::AGPR_BASE)? - bits::VGPR_BASE)
+    }
+
+    /// The lowest free aligned SGPR pair.
+    fn low_sgpr_pair(&mut self) -> Option<u16> {
+        let t = (0..bits::NUM_SGPRS / 2)
+            .map(|k| 2 * k)
+            .find(|&t| self.0.has_sgpr(t) && self.0.has_sgpr(t + 1))?;
+        self.0.remove_range(t, 2);
+        Some(t)
     }
 
     /// The highest free aligned SGPR pair (single slots come from the
@@ -721,9 +749,14 @@ impl<'a> Ctx<'a> {
             next = scalar.first_in(b + 1, bits::VGPR_BASE);
         }
         p.exec = if exec_changes {
-            let lo = slot(&mut free).ok_or_else(none)?;
-            let hi = slot(&mut free).ok_or_else(none)?;
-            Some([lo, hi])
+            // An aligned pair when there is one: one move each way.
+            if let Some(t) = free.low_sgpr_pair() {
+                Some([Home::Sgpr(t), Home::Sgpr(t + 1)])
+            } else {
+                let lo = slot(&mut free).ok_or_else(none)?;
+                let hi = slot(&mut free).ok_or_else(none)?;
+                Some([lo, hi])
+            }
         } else {
             None
         };
@@ -1025,37 +1058,39 @@ impl<'a> Ctx<'a> {
         for (on, home, at, what) in [
             (hi.dispatch_ptr, homes.dispatch, 4u16, "dispatch pointer"),
             (hi.queue_ptr, homes.queue, 6, "queue pointer"),
+            (
+                hi.implicitarg_ptr,
+                homes.implicit,
+                8,
+                "implicit-argument pointer",
+            ),
             (hi.dispatch_id, homes.dispatch_id, 10, "dispatch id"),
         ] {
             if on {
                 let h = home.ok_or_else(|| self.fail(r, format!("no {what} kept")))?;
-                s.push(self.read_home(at, h[0])?);
-                s.push(self.read_home(at + 1, h[1])?);
+                self.read_home_pair(&mut s, at, h)?;
             }
         }
-        if hi.implicitarg_ptr {
-            match self.implicit {
-                Some(Implicit::Kernarg(off)) => {
-                    let h = homes
-                        .kernarg
-                        .ok_or_else(|| self.fail(r, "no kernel-argument pointer kept".into()))?;
-                    s.push(self.read_home(8, h[0])?);
-                    s.push(self.read_home(9, h[1])?);
-                    s.push(asm.add_lit("s_add_u32", 8, off)?);
-                    s.push(b(Encoding::Sop2, "s_addc_u32", &[s1(9), s1(9), zero])?);
-                }
-                Some(Implicit::Block) => {
-                    let name = crate::emit::implicit_args_name(self.kernel_name);
-                    self.pc_relative(&mut s, 8, &name)?;
-                }
-                None => return Err(self.fail(r, "no implicit arguments".into())),
-            }
-        }
+        let mut ids = Vec::with_capacity(3);
         for d in 0..3 {
             if hi.workgroup_id[d] {
                 let h = homes.workgroup_id[d]
                     .ok_or_else(|| self.fail(r, "no workgroup id kept".into()))?;
-                s.push(self.read_home(12 + d as u16, h)?);
+                ids.push((12 + d as u16, h));
+            }
+        }
+        // x and y in one move when their homes are an aligned pair.
+        match ids.as_slice() {
+            [(12, x), (13, y), rest @ ..] => {
+                self.read_home_pair(&mut s, 12, [*x, *y])?;
+                for &(to, h) in rest {
+                    s.push(self.read_home(to, h)?);
+                }
+            }
+            _ => {
+                for &(to, h) in &ids {
+                    s.push(self.read_home(to, h)?);
+                }
             }
         }
         // 5. A per-lane hook is skipped when no lane is enabled.
@@ -1064,12 +1099,29 @@ impl<'a> Ctx<'a> {
         } else {
             Some(s.branch(b(Encoding::Sopp, "s_cbranch_execz", &[Operand::Imm(0)])?))
         };
-        // 6. The call.
-        self.pc_relative(&mut s, 30, &r.call.hook)?;
+        // 6. The call, to the address the preamble kept (from an SGPR
+        // pair directly, else through s[30:31]), or computed here.
+        let home = homes
+            .hooks
+            .iter()
+            .find(|(name, _)| **name == *r.call.hook)
+            .map(|x| x.1);
+        let from = match home {
+            Some([Home::Sgpr(t), Home::Sgpr(t1)]) if t.is_multiple_of(2) && t1 == t + 1 => t,
+            Some([lo, hi]) => {
+                s.push(self.read_home(30, lo)?);
+                s.push(self.read_home(31, hi)?);
+                30
+            }
+            None => {
+                s.pc_relative(asm, 30, r.call.hook.as_str().into())?;
+                30
+            }
+        };
         s.push(b(
             Encoding::Sop1,
             "s_swappc_b64",
-            &[Asm::sgpr(30, 2), Asm::sgpr(30, 2)],
+            &[Asm::sgpr(30, 2), Asm::sgpr(from, 2)],
         )?);
         // 7. Scalar by-reference values back (EXEC is the call's: the first
         // lane the hook ran in gives the value).
@@ -1255,32 +1307,27 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
-    /// `s[d:d+1]` = the address of `symbol` (PC-relative, relocated at load).
-    pub(super) fn pc_relative(
+    /// `s[to:to+1]` = a pair of homes: one move when they are an aligned
+    /// SGPR pair.
+    pub(super) fn read_home_pair(
         &self,
         s: &mut Snippet,
-        d: u16,
-        symbol: &str,
+        to: u16,
+        h: [Home; 2],
     ) -> Result<(), RewriteError> {
-        let asm = self.asm;
-        s.push(asm.build(Encoding::Sop1, "s_getpc_b64", &[Asm::sgpr(d, 2)])?);
-        let symbol: std::sync::Arc<str> = symbol.into();
-        // The getpc's value is the address after it: the low literal sits 4
-        // bytes past that, the high one 12.
-        s.relocs.push(LiteralReloc {
-            inst: s.insts.len(),
-            symbol: symbol.clone(),
-            high: false,
-            addend: 4,
-        });
-        s.push(asm.add_lit("s_add_u32", d, 0)?);
-        s.relocs.push(LiteralReloc {
-            inst: s.insts.len(),
-            symbol: symbol.clone(),
-            high: true,
-            addend: 12,
-        });
-        s.push(asm.add_lit("s_addc_u32", d + 1, 0)?);
+        match h {
+            [Home::Sgpr(a), Home::Sgpr(b)] if a.is_multiple_of(2) && b == a + 1 => {
+                s.push(self.asm.build(
+                    Encoding::Sop1,
+                    "s_mov_b64",
+                    &[Asm::sgpr(to, 2), Asm::sgpr(a, 2)],
+                )?)
+            }
+            _ => {
+                s.push(self.read_home(to, h[0])?);
+                s.push(self.read_home(to + 1, h[1])?);
+            }
+        }
         Ok(())
     }
 
@@ -1710,7 +1757,7 @@ impl<'a> Ctx<'a> {
         let homes = self.homes;
         let b = |e: Encoding, m: &'static str, ops: &[Operand]| asm.build(e, m, ops);
         let missing = |what: &str| self.fail(r, format!("no {what} kept"));
-        // A home's value into s[t] (and s[t+1]), then into VGPRs.
+        // A home's value into s30 (and s31), then into VGPRs.
         let load = |s: &mut Snippet, ptr: [Home; 2], offset: u32| -> Result<(), RewriteError> {
             s.push(self.read_home(t, ptr[0])?);
             s.push(self.read_home(t + 1, ptr[1])?);
@@ -1810,6 +1857,37 @@ fn vgpr_ceiling(agprs: u32) -> u16 {
     }
 }
 
+/// A hook the calls name, and how often.
+pub(super) struct CalledHook<'a> {
+    info: &'a HookInfo,
+    /// Its first request, and its number of sites.
+    first: usize,
+    sites: usize,
+}
+
+/// The hooks `reqs` call, in order of first use.
+fn called_hooks<'a>(reqs: &[Request<'a>]) -> Vec<CalledHook<'a>> {
+    let mut out: Vec<CalledHook<'a>> = Vec::new();
+    for (k, r) in reqs.iter().enumerate() {
+        match out.iter_mut().find(|h| std::ptr::eq(h.info, r.hook)) {
+            Some(h) => h.sites += 1,
+            None => out.push(CalledHook {
+                info: r.hook,
+                first: k,
+                sites: 1,
+            }),
+        }
+    }
+    out
+}
+
+/// Call sites of one hook from which its address is kept for the whole
+/// kernel. Keeping it costs every wave three instructions (`s_getpc_b64`
+/// and two adds, in the preamble) and saves three per call; a hook called
+/// from few sites (a few memory instructions a wave may never reach) is
+/// cheaper to reach from each call, as it costs no wave that makes none.
+const KEEP_ADDRESS_FROM: usize = 16;
+
 /// The calls of a plan with the kernel-wide state they share.
 pub(super) struct Calls<'a> {
     an: &'a Analysis,
@@ -1827,66 +1905,49 @@ pub(super) struct Calls<'a> {
     hook_agprs: u16,
 }
 
-/// One call's code: its template, and the call whose constants it takes.
-pub(super) struct CallCode<'a> {
-    template: std::rc::Rc<Template>,
+/// One call's code: its template (by index), and the call whose
+/// constants it takes.
+struct CallCode<'a> {
+    template: u32,
     args: &'a [Arg],
 }
 
-impl CallCode<'_> {
-    fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {
-        let args = self.args;
-        self.template.encode(code, relocs, |arg, dword| {
-            args.get(usize::from(arg)).map_or(0, |a| constant(a, dword))
-        });
-    }
+/// The calls at one site, in order, with the templates they copy.
+pub(super) struct SiteCode<'p> {
+    calls: &'p [CallCode<'p>],
+    templates: &'p [Template],
 }
 
-/// The calls at one site, in order.
-#[derive(Default)]
-pub(super) struct SiteCode<'a>(Vec<CallCode<'a>>);
-
 impl SiteCode<'_> {
+    fn templates(&self) -> impl Iterator<Item = &Template> {
+        self.calls
+            .iter()
+            .map(|c| &self.templates[c.template as usize])
+    }
+
     pub(super) fn bytes(&self) -> u64 {
-        self.0.iter().map(|c| c.template.bytes()).sum()
-    }
-
-    fn relocations(&self) -> usize {
-        self.0.iter().map(|c| c.template.relocations()).sum()
-    }
-
-    /// Instructions (the static count).
-    pub(super) fn insts(&self) -> usize {
-        self.0.iter().map(|c| c.template.insts).sum()
+        self.templates().map(Template::bytes).sum()
     }
 
     pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {
-        for c in &self.0 {
-            c.encode(code, relocs);
+        for c in self.calls {
+            let args = c.args;
+            self.templates[c.template as usize].encode(code, relocs, |arg, dword| {
+                args.get(usize::from(arg)).map_or(0, |a| constant(a, dword))
+            });
         }
-    }
-}
-
-impl Placed<'_> {
-    /// Relocations the placed code makes.
-    pub(super) fn relocations(&self) -> usize {
-        self.entry.relocations()
-            + self
-                .before
-                .iter()
-                .chain(&self.after)
-                .map(SiteCode::relocations)
-                .sum::<usize>()
     }
 }
 
 /// Call code placed in the kernel, and what it needs of the descriptor.
 #[derive(Default)]
 pub(super) struct Placed<'a> {
-    /// Calls before and after each instruction (index = InstId).
-    pub(super) before: Vec<SiteCode<'a>>,
-    pub(super) after: Vec<SiteCode<'a>>,
-    pub(super) entry: SiteCode<'a>,
+    /// Each distinct call sequence, encoded once.
+    templates: Vec<Template>,
+    /// The calls grouped by site (see [`site_slot`]), each group in the
+    /// plan's order: group `g` is `calls[start[g]..start[g + 1]]`.
+    start: Vec<u32>,
+    calls: Vec<CallCode<'a>>,
     pub(super) max_sgpr: u16,
     pub(super) max_vgpr: u16,
     pub(super) agprs: u16,
@@ -1895,6 +1956,47 @@ pub(super) struct Placed<'a> {
     pub(super) implicit_block: bool,
     /// Calls placed inline (see `inline`).
     pub(super) inlined: usize,
+}
+
+/// A site's group among the placed calls: the entry, then before and
+/// after each instruction.
+fn site_slot(site: Site) -> usize {
+    match site {
+        Site::Entry => 0,
+        Site::Before(i) => 1 + 2 * i,
+        Site::After(i) => 2 + 2 * i,
+    }
+}
+
+impl<'a> Placed<'a> {
+    /// The calls at `site`.
+    pub(super) fn at(&self, site: Site) -> SiteCode<'_> {
+        let g = site_slot(site);
+        let calls = match (self.start.get(g), self.start.get(g + 1)) {
+            (Some(&a), Some(&b)) => &self.calls[a as usize..b as usize],
+            _ => &[],
+        };
+        SiteCode {
+            calls,
+            templates: &self.templates,
+        }
+    }
+
+    /// Relocations the placed code makes.
+    pub(super) fn relocations(&self) -> usize {
+        self.calls
+            .iter()
+            .map(|c| self.templates[c.template as usize].relocations())
+            .sum()
+    }
+
+    /// Instructions (the static count).
+    pub(super) fn insts(&self) -> usize {
+        self.calls
+            .iter()
+            .map(|c| self.templates[c.template as usize].insts)
+            .sum()
+    }
 }
 
 impl<'a> Calls<'a> {
@@ -1908,8 +2010,10 @@ impl<'a> Calls<'a> {
         let fail = |r: &Request<'_>, reason: String| {
             call_error(an, r.call, describe(an, r.site, r.inst), reason)
         };
+        let called = called_hooks(&reqs);
         let mut implicit = None;
-        for r in reqs.iter().filter(|r| r.hook.inputs.implicitarg_ptr) {
+        for h in called.iter().filter(|h| h.info.inputs.implicitarg_ptr) {
+            let r = &reqs[h.first];
             let version = plan.modules[r.call.module].code_object_version();
             if version < 5 {
                 return Err(fail(
@@ -1922,20 +2026,20 @@ impl<'a> Calls<'a> {
                 None => Implicit::Block,
             });
         }
-        let mut needs = needs(&reqs, implicit);
+        let mut needs = needs(&reqs, &called, implicit);
         // Any call may have to save VGPRs on the instrumentation stack
         // (known only once registers are found), so the V# is kept whenever
         // there are calls.
         needs.vsharp |= !reqs.is_empty();
         let mut hooks_write = RegSet::new();
         let (mut hs, mut hv, mut ha, mut stack) = (0u16, 0u16, 0u16, 0u32);
-        for r in &reqs {
-            hooks_write.union_with(&r.hook.writes);
-            hs = hs.max(r.hook.sgprs as u16);
-            hv = hv.max(r.hook.vgprs as u16);
-            ha = ha.max(r.hook.agprs as u16);
-            if r.hook.inputs.private_segment {
-                stack = stack.max(r.hook.stack_bytes);
+        for h in called.iter().map(|h| h.info) {
+            hooks_write.union_with(&h.writes);
+            hs = hs.max(h.sgprs as u16);
+            hv = hv.max(h.vgprs as u16);
+            ha = ha.max(h.agprs as u16);
+            if h.inputs.private_segment {
+                stack = stack.max(h.stack_bytes);
             }
         }
         if let Some(r) = reqs.first() {
@@ -1965,14 +2069,24 @@ impl<'a> Calls<'a> {
             // Past the VGPRs built-in hooks may take above the allocation.
             vgpr_floor: (res.vgprs_allocated as u16 + 4).max(32).max(hv),
         };
-        let state = super::preamble::launch_state(asm, descriptor, &needs, &avoid).map_err(
-            |why| match reqs.first() {
-                Some(r) => fail(r, why),
-                None => {
-                    RewriteError::Build("the launch state", inlay_isa::BuildError::Unknown(why))
-                }
-            },
-        )?;
+        // The hooks called from many sites: their addresses are kept.
+        let hooks: Vec<std::sync::Arc<str>> = called
+            .iter()
+            .filter(|h| h.sites >= KEEP_ADDRESS_FROM)
+            .map(|h| reqs[h.first].call.hook.as_str().into())
+            .collect();
+        let state = super::preamble::launch_state(
+            asm,
+            descriptor,
+            &needs,
+            &hooks,
+            &an.program.kernel,
+            &avoid,
+        )
+        .map_err(|why| match reqs.first() {
+            Some(r) => fail(r, why),
+            None => RewriteError::Build("the launch state", inlay_isa::BuildError::Unknown(why)),
+        })?;
         Ok(Calls {
             an,
             reqs,
@@ -2021,7 +2135,7 @@ impl<'a> Calls<'a> {
         homes.max(self.hook_sgprs).max(34)
     }
 
-    pub(super) fn preamble(&self) -> &[Instruction] {
+    pub(super) fn preamble(&self) -> &Snippet {
         &self.state.preamble
     }
 
@@ -2040,11 +2154,7 @@ impl<'a> Calls<'a> {
         borrow_all: bool,
     ) -> Result<Placed<'a>, RewriteError> {
         let n = self.an.program.insts.len();
-        let mut out = Placed {
-            before: (0..n).map(|_| SiteCode::default()).collect(),
-            after: (0..n).map(|_| SiteCode::default()).collect(),
-            ..Placed::default()
-        };
+        let mut out = Placed::default();
         if self.reqs.is_empty() {
             return Ok(out);
         }
@@ -2061,7 +2171,6 @@ impl<'a> Calls<'a> {
             an: self.an,
             asm,
             homes: &self.state.homes,
-            implicit: self.implicit,
             taken: taken.union(&self.state.homes.taken),
             vgpr_limit: (self.an.resources.vgprs_allocated as u16)
                 .max(self.hook_vgprs)
@@ -2076,7 +2185,6 @@ impl<'a> Calls<'a> {
             stack_base: self.stack_base,
             save_all,
             borrow_all,
-            kernel_name: &self.an.program.kernel,
         };
         // Calls with the same hook, argument kinds and plan get the same
         // code up to their constants: each distinct plan is kept once (in
@@ -2145,13 +2253,13 @@ impl<'a> Calls<'a> {
         }
         let mut scratch = self.state.homes.vsharp.is_some();
         // Each distinct plan's code, built and encoded once.
-        let templates = distinct
+        out.templates = distinct
             .iter()
             .map(|d| {
-                Ok(std::rc::Rc::new(Template::new(&match d {
+                Ok(Template::new(&match d {
                     Placing::Call(p) => ctx.code(p, area)?,
                     Placing::Inline(i) => i.code.clone(),
-                })))
+                }))
             })
             .collect::<Result<Vec<_>, RewriteError>>()?;
         for d in &distinct {
@@ -2167,38 +2275,51 @@ impl<'a> Calls<'a> {
                 }
             }
         }
-        for (r, &id) in self.reqs.iter().zip(&plan_of) {
-            let call: &'a HookCall = r.call;
-            let code = CallCode {
-                template: templates[id].clone(),
-                args: &call.args,
-            };
-            let checked = match &distinct[id] {
-                Placing::Call(_) if cfg!(debug_assertions) => Some(ctx.plan(r)?),
-                Placing::Call(_) => None,
-                Placing::Inline(_) => {
-                    out.inlined += 1;
-                    None
-                }
-            };
-            if let Some(p) = &checked {
-                // (Debug builds) the copy is the code the call would have
-                // had built for it.
-                let (mut built, mut copied) = (Vec::new(), Vec::new());
-                let (mut built_relocs, mut copied_relocs) = (Vec::new(), Vec::new());
-                ctx.code(p, area)?.encode(&mut built, &mut built_relocs);
-                code.encode(&mut copied, &mut copied_relocs);
-                debug_assert!(
-                    built == copied && built_relocs == copied_relocs,
-                    "a call's code from its template differs from the code built for it"
-                );
+        out.inlined = plan_of
+            .iter()
+            .filter(|&&id| matches!(distinct[id], Placing::Inline(_)))
+            .count();
+        // The calls grouped by site, in the plan's order within a site (a
+        // counting sort).
+        out.start = vec![0u32; 2 * n + 2];
+        for r in &self.reqs {
+            out.start[site_slot(r.site) + 1] += 1;
+        }
+        for g in 1..out.start.len() {
+            out.start[g] += out.start[g - 1];
+        }
+        let mut next = out.start.clone();
+        let mut order = vec![0usize; self.reqs.len()];
+        for (k, r) in self.reqs.iter().enumerate() {
+            let g = site_slot(r.site);
+            order[next[g] as usize] = k;
+            next[g] += 1;
+        }
+        out.calls = order
+            .iter()
+            .map(|&k| CallCode {
+                template: plan_of[k] as u32,
+                args: &self.reqs[k].call.args,
+            })
+            .collect();
+        for (k, r) in self.reqs.iter().enumerate() {
+            if !cfg!(debug_assertions) || !matches!(distinct[plan_of[k]], Placing::Call(_)) {
+                continue;
             }
-            let slot = match r.site {
-                Site::Before(i) => &mut out.before[i],
-                Site::After(i) => &mut out.after[i],
-                Site::Entry => &mut out.entry,
-            };
-            slot.0.push(code);
+            let p = &ctx.plan(r)?;
+            // (Debug builds) the copy is the code the call would have had
+            // built for it.
+            let (mut built, mut copied) = (Vec::new(), Vec::new());
+            let (mut built_relocs, mut copied_relocs) = (Vec::new(), Vec::new());
+            ctx.code(p, area)?.encode(&mut built, &mut built_relocs);
+            let args = &self.reqs[k].call.args;
+            out.templates[plan_of[k]].encode(&mut copied, &mut copied_relocs, |arg, dword| {
+                args.get(usize::from(arg)).map_or(0, |a| constant(a, dword))
+            });
+            debug_assert!(
+                built == copied && built_relocs == copied_relocs,
+                "a call's code from its template differs from the code built for it"
+            );
         }
         out.max_sgpr = out.max_sgpr.max(self.hook_sgprs.saturating_sub(1));
         out.max_vgpr = out

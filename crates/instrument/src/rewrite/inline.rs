@@ -48,8 +48,7 @@ use inlay_isa::{info, Encoding, Instruction, Operand, RegFile};
 
 use super::asm::{Asm, EXEC};
 use super::call::{
-    address_operands, arg_vgprs, constant, reg_bits, scalar_operand, CallPlan, Ctx, Implicit,
-    Request,
+    address_operands, arg_vgprs, constant, reg_bits, scalar_operand, CallPlan, Ctx, Request,
 };
 use super::preamble::Home;
 use super::snippet::{LiteralReloc, Snippet};
@@ -552,8 +551,7 @@ impl<'a> Ctx<'a> {
         let launch_scc = args
             .iter()
             .any(|a| matches!(a, Arg::Launch(LaunchValue::WorkgroupSize(_))));
-        let implicit_scc = hi.implicitarg_ptr;
-        let writes_scc = body.writes_scc || once || launch_scc || implicit_scc;
+        let writes_scc = body.writes_scc || once || launch_scc;
         let scc_arg = args
             .iter()
             .any(|a| matches!(a, Arg::Value(reg) if reg.file == RegFile::Scc));
@@ -914,22 +912,10 @@ impl<'a> Ctx<'a> {
                 if p1 != p + 1 || p % 2 != 0 {
                     return Err(unplaced("the implicit-argument pointer (split)"));
                 }
-                match self.implicit {
-                    Some(Implicit::Kernarg(off)) => {
-                        let h = homes
-                            .kernarg
-                            .ok_or_else(|| missing("kernel-argument pointer"))?;
-                        s.push(self.read_home(p, h[0])?);
-                        s.push(self.read_home(p1, h[1])?);
-                        s.push(asm.add_lit("s_add_u32", p, off)?);
-                        s.push(b(Encoding::Sop2, "s_addc_u32", &[s1(p1), s1(p1), zero])?);
-                    }
-                    Some(Implicit::Block) => {
-                        let name = crate::emit::implicit_args_name(self.kernel_name);
-                        self.pc_relative(&mut s, p, &name)?;
-                    }
-                    None => return Err(missing("implicit arguments")),
-                }
+                let h = homes
+                    .implicit
+                    .ok_or_else(|| missing("implicit-argument pointer"))?;
+                self.read_home_pair(&mut s, p, h)?;
             } else if p.is_some() || p1.is_some() {
                 return Err(unplaced("the implicit-argument pointer (half)"));
             }

@@ -80,6 +80,7 @@ use crate::Analysis;
 
 use asm::Asm;
 use builtin::{check_hook, launch_name, Point};
+use call::Site;
 use layout::{call_pair, long_branch_size, plan_emits, sdst, Emit, Translation};
 use preamble::{grow_sgprs, grow_vgprs, Launch};
 use regs::{
@@ -625,18 +626,12 @@ pub fn rewrite(
         held.insert_range(to, u16::from(n));
     }
     let placed = calls.place(&asm, held, plan.save_all_clobberable, plan.inline_borrowing)?;
-    let call_insts = placed.entry.insts()
-        + placed
-            .before
-            .iter()
-            .chain(&placed.after)
-            .map(|c| c.insts())
-            .sum::<usize>();
+    let call_insts = placed.insts();
     added_by_hooks += call_insts;
     // The preamble: the calls' launch state first (it puts the kernel's
     // initial registers back where the rest expects them), then the
     // built-in hooks' registers and copies.
-    let mut preamble = calls.preamble().to_vec();
+    let mut preamble = calls.preamble().clone();
     if let Some(r) = reserved.filter(|_| needs_preamble) {
         preamble.extend(asm.setup(&r, plan.counters)?);
     }
@@ -670,15 +665,18 @@ pub fn rewrite(
     for (&i, t) in &translations {
         before_bytes[i] += t.size();
     }
-    for (i, c) in placed.before.iter().enumerate() {
-        before_bytes[i] += c.bytes();
+    for (i, b) in before_bytes.iter_mut().enumerate() {
+        *b += placed.at(Site::Before(i)).bytes();
     }
     // Calls after an instruction sit between it and the next one's label.
-    let after_bytes: Vec<u64> = placed.after.iter().map(|c| c.bytes()).collect();
+    let after_bytes: Vec<u64> = (0..prog.insts.len())
+        .map(|i| placed.at(Site::After(i)).bytes())
+        .collect();
     let mut own_bytes: Vec<u64> = (0..prog.insts.len())
         .map(|i| emits[i].size(&prog.insts[i].inst))
         .collect();
-    let head: u64 = preamble.iter().map(|i| i.len() as u64).sum::<u64>() + placed.entry.bytes();
+    let head: u64 =
+        preamble.insts.iter().map(|i| i.len() as u64).sum::<u64>() + placed.at(Site::Entry).bytes();
     let (label, new_offset, at) = loop {
         let mut label = vec![0u64; prog.insts.len()];
         let mut new_offset = vec![0u64; prog.insts.len()];
@@ -716,17 +714,17 @@ pub fn rewrite(
     let uses_reserved = uses_reserved || !long.is_empty();
 
     let mut code = Vec::with_capacity(at as usize);
-    let mut relocations = Vec::with_capacity(placed.relocations());
-    for i in &preamble {
-        encode_into(i, &mut code);
-    }
-    placed.entry.encode(&mut code, &mut relocations);
-    let mut added = preamble.len() + added_by_hooks;
+    let mut relocations = Vec::with_capacity(preamble.relocs.len() + placed.relocations());
+    preamble.encode(&mut code, &mut relocations);
+    placed.at(Site::Entry).encode(&mut code, &mut relocations);
+    let mut added = preamble.insts.len() + added_by_hooks;
     for &i in &order {
         for h in hook_code.get(&i).into_iter().flatten() {
             encode_into(h, &mut code);
         }
-        placed.before[i].encode(&mut code, &mut relocations);
+        placed
+            .at(Site::Before(i))
+            .encode(&mut code, &mut relocations);
         if let Some(t) = translations.get(&i) {
             let at = code.len() as u64;
             let tc = t.code(&asm, at, &label)?;
@@ -779,7 +777,9 @@ pub fn rewrite(
             }
         }
         encode_into(&inst, &mut code);
-        placed.after[i].encode(&mut code, &mut relocations);
+        placed
+            .at(Site::After(i))
+            .encode(&mut code, &mut relocations);
     }
     debug_assert_eq!(code.len() as u64, at);
 
@@ -832,7 +832,7 @@ pub fn rewrite(
         descriptor: kd,
         added,
         added_by_hooks,
-        preamble: preamble.len(),
+        preamble: preamble.insts.len(),
         new_offset,
         calls_to_original,
         relocations,

@@ -3,10 +3,12 @@
 
 use inlay_codeobj::descriptor::InitialSgprs;
 use inlay_codeobj::KernelDescriptor;
-use inlay_isa::{Encoding, Instruction, Operand};
+use inlay_isa::{Encoding, Operand};
 
 use super::asm::Asm;
+use super::call::Implicit;
 use super::regs::Regs;
+use super::snippet::Snippet;
 use super::*;
 
 /// A copy of SGPRs the preamble makes: (from, to, count).
@@ -223,6 +225,8 @@ pub(super) struct Needs {
     pub(super) workitem: bool,
     /// FLAT_SCRATCH set up, for generic pointers into private memory.
     pub(super) flat_scratch: bool,
+    /// The implicit-argument pointer, and where it comes from.
+    pub(super) implicit: Option<Implicit>,
 }
 
 impl Needs {
@@ -241,6 +245,11 @@ pub(super) struct Homes {
     pub(super) dispatch_id: Option<[Home; 2]>,
     pub(super) workgroup_id: [Option<Home>; 3],
     pub(super) workitem: Option<u16>,
+    /// The implicit-argument pointer hooks get.
+    pub(super) implicit: Option<[Home; 2]>,
+    /// The address of each hook called, by symbol: a call jumps to it
+    /// with no relocation of its own (the preamble's are the only ones).
+    pub(super) hooks: Vec<(std::sync::Arc<str>, [Home; 2])>,
     /// The registers the homes occupy (nothing else may use them).
     pub(super) taken: crate::RegSet,
 }
@@ -251,7 +260,7 @@ pub(super) struct Homes {
 pub(super) struct LaunchState {
     pub(super) homes: Homes,
     pub(super) descriptor: KernelDescriptor,
-    pub(super) preamble: Vec<Instruction>,
+    pub(super) preamble: Snippet,
 }
 
 /// What a VGPR must not be, to be a home (or an SGPR): named by the
@@ -287,7 +296,12 @@ fn enable(kd: &KernelDescriptor, needs: &Needs) -> Result<KernelDescriptor, Stri
     props(PROPS_PRIVATE_SEGMENT_BUFFER, needs.vsharp, 4);
     props(PROPS_DISPATCH_PTR, needs.dispatch, 2);
     props(PROPS_QUEUE_PTR, needs.queue, 2);
-    props(PROPS_KERNARG_PTR, needs.kernarg, 2);
+    let implicit_from_kernargs = matches!(needs.implicit, Some(Implicit::Kernarg(_)));
+    props(
+        PROPS_KERNARG_PTR,
+        needs.kernarg || implicit_from_kernargs,
+        2,
+    );
     props(PROPS_DISPATCH_ID, needs.dispatch_id, 2);
     props(PROPS_FLAT_SCRATCH_INIT, needs.flat_scratch, 2);
     if added_user > 0 {
@@ -337,19 +351,22 @@ fn initial_values(s: &InitialSgprs) -> Vec<(u16, u16)> {
     out
 }
 
-/// Plans the homes of the launch values `needs` lists and the preamble
-/// that fills them.
+/// Plans the homes of the launch values `needs` lists and of the addresses
+/// of `hooks` (symbols), and the preamble that fills them; `kernel` names
+/// the implicit-argument block the code object may carry.
 pub(super) fn launch_state(
     asm: &Asm,
     kd: &KernelDescriptor,
     needs: &Needs,
+    hooks: &[std::sync::Arc<str>],
+    kernel: &str,
     avoid: &Avoid,
 ) -> Result<LaunchState, String> {
-    if !needs.any() {
+    if !needs.any() && hooks.is_empty() {
         return Ok(LaunchState {
             homes: Homes::default(),
             descriptor: *kd,
-            preamble: Vec::new(),
+            preamble: Snippet::default(),
         });
     }
     let family = inlay_codeobj::target::Family::Gfx90a;
@@ -417,13 +434,28 @@ pub(super) fn launch_state(
     if needs.kernarg {
         homes.kernarg = Some(arr2(take(2, &mut taken)?));
     }
+    if needs.implicit.is_some() {
+        homes.implicit = Some(arr2(take(2, &mut taken)?));
+    }
     if needs.dispatch_id {
         homes.dispatch_id = Some(arr2(take(2, &mut taken)?));
     }
-    for d in 0..3 {
+    // The x and y ids as an aligned pair when both are kept (a call
+    // moves them into s[12:13] at once).
+    let mut first_id = 0;
+    if needs.workgroup_id[0] && needs.workgroup_id[1] {
+        let xy = take(2, &mut taken)?;
+        homes.workgroup_id[0] = Some(xy[0]);
+        homes.workgroup_id[1] = Some(xy[1]);
+        first_id = 2;
+    }
+    for d in first_id..3 {
         if needs.workgroup_id[d] {
             homes.workgroup_id[d] = Some(take(1, &mut taken)?[0]);
         }
+    }
+    for h in hooks {
+        homes.hooks.push((h.clone(), arr2(take(2, &mut taken)?)));
     }
     if needs.workitem {
         let v = vgprs
@@ -435,13 +467,15 @@ pub(super) fn launch_state(
     homes.taken = taken;
 
     // The preamble: homes first, from the new layout.
-    let mut code = Vec::new();
-    // SGPRs the kernel does not start with, for values on their way to lanes.
-    let temp = (initial_end..SGPRS)
+    let mut code = Snippet::default();
+    // SGPRs the kernel does not start with (an aligned four), for values
+    // on their way to their homes.
+    let temp = (initial_end.next_multiple_of(2)..SGPRS)
+        .step_by(2)
         .find(|&n| (n..n + 4).all(|s| !homes.taken.has_sgpr(s)) && n + 4 <= SGPRS)
         .ok_or("no SGPRs free for the preamble")?;
     let s1 = |n: u16| Asm::sgpr(n, 1);
-    let put = |code: &mut Vec<Instruction>, home: Home, src: u16| -> Result<(), String> {
+    let put = |code: &mut Snippet, home: Home, src: u16| -> Result<(), String> {
         code.push(
             match home {
                 Home::Sgpr(h) => asm.build(Encoding::Sop1, "s_mov_b32", &[s1(h), s1(src)]),
@@ -496,6 +530,44 @@ pub(super) fn launch_state(
             asm.vmov(v, Operand::Vgpr { first: 0, count: 1 })
                 .map_err(e)?,
         );
+    }
+    // Pointers computed once: the implicit arguments (the kernel's own
+    // block, or the one the code object carries) and each hook's address,
+    // straight into their homes when those are an aligned SGPR pair (every
+    // wave runs this, whether it makes a call or not), else through `temp`.
+    let pair_home = |h: [Home; 2]| match h {
+        [Home::Sgpr(a), Home::Sgpr(b)] if a.is_multiple_of(2) && b == a + 1 => Some(a),
+        _ => None,
+    };
+    let to_home = |code: &mut Snippet, h: [Home; 2], d: u16| -> Result<(), String> {
+        if d == temp {
+            put(code, h[0], temp)?;
+            put(code, h[1], temp + 1)?;
+        }
+        Ok(())
+    };
+    if let (Some(h), Some(from)) = (homes.implicit, needs.implicit) {
+        let d = pair_home(h).unwrap_or(temp);
+        match from {
+            Implicit::Kernarg(off) => {
+                let p = now
+                    .kernarg_segment_ptr
+                    .ok_or("the kernel-argument pointer is not enabled")?;
+                let b = |m, ops: &[Operand]| asm.build(Encoding::Sop2, m, ops).map_err(e);
+                code.push(b("s_add_u32", &[s1(d), s1(p), Asm::konst(off)])?);
+                code.push(b("s_addc_u32", &[s1(d + 1), s1(p + 1), Asm::konst(0)])?);
+            }
+            Implicit::Block => {
+                code.pc_relative(asm, d, crate::emit::implicit_args_name(kernel).into())
+                    .map_err(e)?;
+            }
+        }
+        to_home(&mut code, h, d)?;
+    }
+    for (symbol, h) in &homes.hooks {
+        let d = pair_home(*h).unwrap_or(temp);
+        code.pc_relative(asm, d, symbol.clone()).map_err(e)?;
+        to_home(&mut code, *h, d)?;
     }
     if needs.flat_scratch && was.flat_scratch_init.is_none() {
         if let (Some(f), Some(w)) = (now.flat_scratch_init, now.private_segment_wave_offset) {

@@ -46,6 +46,35 @@ impl Snippet {
         self.insts.push(i);
     }
 
+    /// `s[d:d+1]` = the address of `symbol`: `s_getpc_b64` and the two
+    /// literals of its PC-relative offset, relocated at load.
+    pub(super) fn pc_relative(
+        &mut self,
+        asm: &super::asm::Asm,
+        d: u16,
+        symbol: std::sync::Arc<str>,
+    ) -> Result<(), RewriteError> {
+        use super::asm::Asm;
+        self.push(asm.build(inlay_isa::Encoding::Sop1, "s_getpc_b64", &[Asm::sgpr(d, 2)])?);
+        // The getpc's value is the address after it: the low literal sits 4
+        // bytes past that, the high one 12.
+        self.relocs.push(LiteralReloc {
+            inst: self.insts.len(),
+            symbol: symbol.clone(),
+            high: false,
+            addend: 4,
+        });
+        self.push(asm.add_lit("s_add_u32", d, 0)?);
+        self.relocs.push(LiteralReloc {
+            inst: self.insts.len(),
+            symbol,
+            high: true,
+            addend: 12,
+        });
+        self.push(asm.add_lit("s_addc_u32", d + 1, 0)?);
+        Ok(())
+    }
+
     /// Pushes a branch whose target is fixed later with [`Snippet::land`].
     pub(super) fn branch(&mut self, i: Instruction) -> usize {
         self.insts.push(i);
