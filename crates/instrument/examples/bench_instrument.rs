@@ -304,10 +304,10 @@ fn main() {
                 }
             };
             // The module read, and the hook the calls name analysed.
-            let hook = match hooks {
+            let hook = choice.hook.as_deref().unwrap_or(match hooks {
                 Hooks::Memory => "obs_value64",
                 _ => "obs_value",
-            };
+            });
             let (t, m) = best(|| {
                 let m = HookModule::new(path, bytes.clone())?;
                 m.hook(hook)?;

@@ -30,7 +30,13 @@ pub(super) struct FastHasher(u64);
 
 impl std::hash::Hasher for FastHasher {
     fn finish(&self) -> u64 {
-        self.0
+        // SplitMix64's finalizer: the multiply-rotate rounds leave the low
+        // bits (the table's bucket index) depending on few input bits, and
+        // keys alike in them collided, each probe comparing whole keys.
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
     }
     fn write(&mut self, bytes: &[u8]) {
         // Eight bytes at a time (slices of integers come here whole).
