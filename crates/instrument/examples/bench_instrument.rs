@@ -14,10 +14,11 @@
 //! module fixtures/gfx90a/v5/hooks_test.hsaco has both); the module is
 //! read and the hook called analysed once, and that time is reported and
 //! added to each row's total. `--hook NAME` calls that hook of the module
-//! instead (with `(1)` for `count_instr`, `(address)` for `trace_address`,
-//! like the example tools' hooks). Calls are made as calls unless
-//! `--inline` (inlining forced: an error where it cannot be) or `--auto`
-//! (the engine's choice) says otherwise. The times are the best of 3 runs, after one instrumentation that
+//! instead (with `(1)` for `count_instr`, `(address)` for
+//! `trace_address`, like the example tools' hooks). Calls are made as
+//! calls unless `--inline` (inlining forced: an error where it cannot be)
+//! or `--auto` (the engine's choice) says otherwise. The times are the
+//! best of 3 runs, after one instrumentation that
 //! warms the process up (reported apart). Kernels are ranked by
 //! instructions reached (the kernel and every device function it calls).
 //!

@@ -56,6 +56,8 @@ int inlay_instrument(inlay_tool_t *tool, inlay_kernel_t *k) {
     inlay_tool_print(tool, "out of range: not NULL");
   /* A call to a hook of a module the tool never gave fails when the copy
    * is built, not here; a bad point fails here. */
+  if (inlay_insert_call(k, 0, INLAY_BEFORE, "x", INLAY_INLINE | INLAY_CALL) == 0)
+    inlay_tool_print(tool, "inline and call forced together accepted");
   if (inlay_insert_call(k, 0, (inlay_point_t)7, "x", 0) == 0) inlay_tool_print(tool, "bad point accepted");
   if (inlay_add_call_arg_u32(k, 1) == 0) inlay_tool_print(tool, "argument without a call accepted");
   snprintf(line, sizeof line, "error: %s", inlay_error());

@@ -1309,7 +1309,12 @@ impl<'a> Ctx<'a> {
 
     /// `s[to:to+1]` = a pair of homes: one move when they are an aligned
     /// SGPR pair.
-    fn read_home_pair(&self, s: &mut Snippet, to: u16, h: [Home; 2]) -> Result<(), RewriteError> {
+    pub(super) fn read_home_pair(
+        &self,
+        s: &mut Snippet,
+        to: u16,
+        h: [Home; 2],
+    ) -> Result<(), RewriteError> {
         match h {
             [Home::Sgpr(a), Home::Sgpr(b)] if a.is_multiple_of(2) && b == a + 1 => {
                 s.push(self.asm.build(
@@ -1752,7 +1757,7 @@ impl<'a> Ctx<'a> {
         let homes = self.homes;
         let b = |e: Encoding, m: &'static str, ops: &[Operand]| asm.build(e, m, ops);
         let missing = |what: &str| self.fail(r, format!("no {what} kept"));
-        // A home's value into s[t] (and s[t+1]), then into VGPRs.
+        // A home's value into s30 (and s31), then into VGPRs.
         let load = |s: &mut Snippet, ptr: [Home; 2], offset: u32| -> Result<(), RewriteError> {
             s.push(self.read_home(t, ptr[0])?);
             s.push(self.read_home(t + 1, ptr[1])?);
@@ -2270,6 +2275,10 @@ impl<'a> Calls<'a> {
                 }
             }
         }
+        out.inlined = plan_of
+            .iter()
+            .filter(|&&id| matches!(distinct[id], Placing::Inline(_)))
+            .count();
         // The calls grouped by site, in the plan's order within a site (a
         // counting sort).
         out.start = vec![0u32; 2 * n + 2];
@@ -2293,27 +2302,24 @@ impl<'a> Calls<'a> {
                 args: &self.reqs[k].call.args,
             })
             .collect();
-        for (r, &id) in self.reqs.iter().zip(&plan_of) {
-            match &distinct[id] {
-                Placing::Inline(_) => out.inlined += 1,
-                Placing::Call(_) if cfg!(debug_assertions) => {
-                    // (Debug builds) the copy is the code the call would
-                    // have had built for it.
-                    let p = ctx.plan(r)?;
-                    let (mut built, mut copied) = (Vec::new(), Vec::new());
-                    let (mut built_relocs, mut copied_relocs) = (Vec::new(), Vec::new());
-                    ctx.code(&p, area)?.encode(&mut built, &mut built_relocs);
-                    let args = &r.call.args;
-                    out.templates[id].encode(&mut copied, &mut copied_relocs, |arg, dword| {
-                        args.get(usize::from(arg)).map_or(0, |a| constant(a, dword))
-                    });
-                    debug_assert!(
-                        built == copied && built_relocs == copied_relocs,
-                        "a call's code from its template differs from the code built for it"
-                    );
-                }
-                Placing::Call(_) => {}
+        for (k, r) in self.reqs.iter().enumerate() {
+            if !cfg!(debug_assertions) || !matches!(distinct[plan_of[k]], Placing::Call(_)) {
+                continue;
             }
+            let p = &ctx.plan(r)?;
+            // (Debug builds) the copy is the code the call would have had
+            // built for it.
+            let (mut built, mut copied) = (Vec::new(), Vec::new());
+            let (mut built_relocs, mut copied_relocs) = (Vec::new(), Vec::new());
+            ctx.code(p, area)?.encode(&mut built, &mut built_relocs);
+            let args = &self.reqs[k].call.args;
+            out.templates[plan_of[k]].encode(&mut copied, &mut copied_relocs, |arg, dword| {
+                args.get(usize::from(arg)).map_or(0, |a| constant(a, dword))
+            });
+            debug_assert!(
+                built == copied && built_relocs == copied_relocs,
+                "a call's code from its template differs from the code built for it"
+            );
         }
         out.max_sgpr = out.max_sgpr.max(self.hook_sgprs.saturating_sub(1));
         out.max_vgpr = out

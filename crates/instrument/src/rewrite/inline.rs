@@ -912,13 +912,10 @@ impl<'a> Ctx<'a> {
                 if p1 != p + 1 || p % 2 != 0 {
                     return Err(unplaced("the implicit-argument pointer (split)"));
                 }
-                // The preamble keeps it (the kernel's block or the code
-                // object's own).
                 let h = homes
                     .implicit
                     .ok_or_else(|| missing("implicit-argument pointer"))?;
-                s.push(self.read_home(p, h[0])?);
-                s.push(self.read_home(p1, h[1])?);
+                self.read_home_pair(&mut s, p, h)?;
             } else if p.is_some() || p1.is_some() {
                 return Err(unplaced("the implicit-argument pointer (half)"));
             }

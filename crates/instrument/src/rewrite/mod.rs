@@ -9,9 +9,11 @@
 //! the kernel's launch state hooks need, with the preamble that keeps it and
 //! the descriptor (`preamble`); registers free at a point — dead there and
 //! not held for the whole kernel — or SGPRs held for it (`regs`); the
-//! hook's code: built-in counting and records (`builtin`) or a call to a
-//! compiled hook (`call`, see [`crate::hooks`]), as snippets (`snippet`)
-//! built with `asm`; and the layout with branch relaxation (`layout`).
+//! hook's code: built-in counting and records (`builtin`), a call to a
+//! compiled hook (`call`, see [`crate::hooks`]) or the compiled hook's
+//! own code placed inline on registers dead at the point (`inline`), as
+//! snippets (`snippet`) built with `asm`; and the layout with branch
+//! relaxation (`layout`).
 //!
 //! # Where the new code points
 //! The rewritten code runs from an address known only once it is loaded,

@@ -1095,6 +1095,37 @@ fn a_call_that_cannot_be_placed_is_refused_with_the_reason() {
             "at the kernel's entry",
             "cannot be passed by reference",
         ),
+        // Inlining forced where the hook's code does not allow it: the
+        // engine's own analysis says why (obs_heavy calls stir and has a
+        // stack; too_big has a stack; a register by reference needs the
+        // call's memory slot).
+        (
+            HookCall {
+                placement: Placement::Inline,
+                ..call(
+                    Point::Entry,
+                    "obs_heavy",
+                    vec![Arg::Const32(1), exec.clone(), Arg::Const32(2)],
+                )
+            },
+            "at the kernel's entry",
+            "it cannot be inlined: it calls other functions",
+        ),
+        (
+            HookCall {
+                placement: Placement::Inline,
+                ..call(
+                    Point::Before(add),
+                    "add_float",
+                    vec![
+                        Arg::Reference(Register::new(RegFile::Vgpr, 1, 1)),
+                        Arg::Const32(0),
+                    ],
+                )
+            },
+            "before the instruction at",
+            "it cannot be inlined: a register passed by reference",
+        ),
     ];
     let (mem, dev) = device();
     let original = dev.load(&bytes).unwrap();
