@@ -81,6 +81,10 @@ struct Scratch {
     /// The members of the objects being written, innermost last: each object
     /// owns the entries from the length it found to the end.
     members: Vec<Member>,
+    /// Objects whose members had to be moved into key order. Types declare
+    /// their fields in key order so that this stays 0: every unsorted object
+    /// moves all it contains, and so does every unsorted object around it.
+    reordered: usize,
 }
 
 /// A member written in place: its key, and where in the output its text
@@ -120,6 +124,15 @@ fn demangled(key: &str, value: &[u8]) -> Option<String> {
         return None;
     }
     demangle(&serde_json::from_slice::<String>(value).ok()?)
+}
+
+/// How many objects of `value` came with their members out of key order
+/// (see [`Scratch::reordered`]).
+#[cfg(test)]
+pub fn reordered_objects<T: Serialize + ?Sized>(value: &T) -> usize {
+    let mut scratch = Scratch::default();
+    write_value_with(&mut Vec::new(), value, 0, &mut scratch);
+    scratch.reordered
 }
 
 /// An array being written: `[`, then each element on its own line.
@@ -223,6 +236,7 @@ impl Object<'_> {
     fn finish(self) -> Result {
         let members = &mut self.scratch.members[self.first..];
         if !self.sorted {
+            self.scratch.reordered += 1;
             members.sort_by(|a, b| a.key.as_str().cmp(b.key.as_str()));
             let bytes = &mut self.scratch.bytes;
             bytes.clear();
