@@ -105,7 +105,7 @@ fn scalar<T: Serialize>(out: &mut Vec<u8>, value: T) -> Result {
 /// A JSON string, as serde_json writes it; most strings need no escape and
 /// are copied as they are.
 fn string(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if !needs_escape(s.as_bytes()) {
         out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
@@ -114,6 +114,18 @@ fn string(out: &mut Vec<u8>, s: &str) {
         // Writing to a Vec cannot fail.
         let _ = serde_json::to_writer(out, s);
     }
+}
+
+/// Whether `s` holds a byte JSON escapes: checked 16 bytes at a time without
+/// stopping at each byte, which the compiler turns into vector compares.
+fn needs_escape(s: &[u8]) -> bool {
+    let escaped = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
+    let chunks = s.chunks_exact(16);
+    let rest = chunks.remainder();
+    chunks
+        .into_iter()
+        .any(|c| c.iter().fold(false, |any, &b| any | escaped(b)))
+        || rest.iter().any(|&b| escaped(b))
 }
 
 /// The demangled form of a name written as the JSON string `value` under
@@ -794,6 +806,24 @@ mod tests {
         let mut v = v.clone();
         crate::demangle::annotate_json(&mut v);
         serde_json::to_string_pretty(&v).unwrap()
+    }
+
+    #[test]
+    fn strings_are_escaped_wherever_the_escape_falls() {
+        for len in [1, 15, 16, 17, 40] {
+            for at in 0..len {
+                for bad in ["\"", "\\", "\n", "\u{1f}"] {
+                    let v = Value::String(format!(
+                        "{}{bad}{}",
+                        "é".repeat(at),
+                        "x".repeat(len - at - 1)
+                    ));
+                    assert_eq!(pretty(&v), reference(&v));
+                }
+            }
+            let v = Value::String("xé~\u{7f}".repeat(len));
+            assert_eq!(pretty(&v), reference(&v));
+        }
     }
 
     #[test]
