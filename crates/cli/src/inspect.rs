@@ -173,14 +173,14 @@ fn entry_kind(kind: EntryKind) -> &'static str {
 /// One entry of the JSON document (keys are put in order when written).
 #[derive(Serialize)]
 struct EntryJson<'a> {
+    bundle_id: Option<&'a str>,
+    code_object: Option<CodeObjectJson<'a>>,
+    error: Option<String>,
+    kind: &'static str,
     location: &'a str,
     offset: Option<u64>,
     size: usize,
-    bundle_id: Option<&'a str>,
     target_id: &'a str,
-    kind: &'static str,
-    code_object: Option<CodeObjectJson<'a>>,
-    error: Option<String>,
 }
 
 /// A code object with its target ID as LLVM prints it.
@@ -229,10 +229,10 @@ fn keep_only(co: &mut CodeObject, wanted: &str) {
 /// A host symbol of the handle map.
 #[derive(Serialize)]
 struct HostSymbolJson<'a> {
-    name: &'a str,
     address: u64,
-    size: u64,
+    name: &'a str,
     section: Option<&'a str>,
+    size: u64,
 }
 
 fn host_symbol_json(s: &Option<HostSymbol>) -> Option<HostSymbolJson<'_>> {
@@ -254,15 +254,15 @@ fn handles_json(
     #[derive(Serialize)]
     struct CodeObjectJson<'a> {
         location: &'a str,
-        target_id: &'a str,
         offset: Option<u64>,
+        target_id: &'a str,
     }
     #[derive(Serialize)]
     struct KernelJson<'a> {
-        kernel: &'a str,
         handle: Option<HostSymbolJson<'a>>,
-        stub: Option<HostSymbolJson<'a>>,
         in_code_object: &'a [bool],
+        kernel: &'a str,
+        stub: Option<HostSymbolJson<'a>>,
     }
     let code_objects: Vec<CodeObjectJson> = h
         .code_objects
@@ -549,4 +549,48 @@ fn text_handles(out: &mut dyn Write, h: &HandleMap, shown: &[usize]) -> io::Resu
         writeln!(out, "    device code in: {}", present.join(", "))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inlay_codeobj::descriptor::Rsrc3;
+    use std::path::Path;
+
+    /// The JSON writer moves an object's members only if they come out of key
+    /// order, and then moves everything the object holds; so every type in the
+    /// document declares its fields in key order. Only an internally tagged
+    /// enum cannot: serde writes its tag (`rsrc3`'s `layout`) first.
+    #[test]
+    fn every_fixture_code_object_serializes_in_key_order() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+        let manifest = std::fs::read_to_string(fixtures.join("manifest.json")).unwrap();
+        let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+        let mut checked = 0;
+        for file in manifest["files"].as_array().unwrap() {
+            if !matches!(file["kind"].as_str(), Some("hsaco" | "object")) {
+                continue;
+            }
+            let path = fixtures.join(file["path"].as_str().unwrap());
+            let bytes = std::fs::read(&path).unwrap();
+            let co = CodeObject::parse(&bytes).unwrap();
+            let tagged = co
+                .kernels
+                .iter()
+                .filter(|k| !matches!(k.decoded.rsrc3, Rsrc3::Reserved { .. }))
+                .count();
+            let json = CodeObjectJson {
+                co: &co,
+                target_id: co.target.to_string(),
+            };
+            assert_eq!(
+                crate::json::reordered_objects(&json),
+                tagged,
+                "{}: objects written out of key order",
+                path.display()
+            );
+            checked += 1;
+        }
+        assert!(checked > 90, "only {checked} fixture code objects");
+    }
 }

@@ -81,6 +81,10 @@ struct Scratch {
     /// The members of the objects being written, innermost last: each object
     /// owns the entries from the length it found to the end.
     members: Vec<Member>,
+    /// Objects whose members had to be moved into key order. Types declare
+    /// their fields in key order so that this stays 0: every unsorted object
+    /// moves all it contains, and so does every unsorted object around it.
+    reordered: usize,
 }
 
 /// A member written in place: its key, and where in the output its text
@@ -101,7 +105,7 @@ fn scalar<T: Serialize>(out: &mut Vec<u8>, value: T) -> Result {
 /// A JSON string, as serde_json writes it; most strings need no escape and
 /// are copied as they are.
 fn string(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if !needs_escape(s.as_bytes()) {
         out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
@@ -112,6 +116,18 @@ fn string(out: &mut Vec<u8>, s: &str) {
     }
 }
 
+/// Whether `s` holds a byte JSON escapes: checked 16 bytes at a time without
+/// stopping at each byte, which the compiler turns into vector compares.
+fn needs_escape(s: &[u8]) -> bool {
+    let escaped = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
+    let chunks = s.chunks_exact(16);
+    let rest = chunks.remainder();
+    chunks
+        .into_iter()
+        .any(|c| c.iter().fold(false, |any, &b| any | escaped(b)))
+        || rest.iter().any(|&b| escaped(b))
+}
+
 /// The demangled form of a name written as the JSON string `value` under
 /// `key`, if the key holds names and the name is a mangled C++ one.
 fn demangled(key: &str, value: &[u8]) -> Option<String> {
@@ -120,6 +136,15 @@ fn demangled(key: &str, value: &[u8]) -> Option<String> {
         return None;
     }
     demangle(&serde_json::from_slice::<String>(value).ok()?)
+}
+
+/// How many objects of `value` came with their members out of key order
+/// (see [`Scratch::reordered`]).
+#[cfg(test)]
+pub fn reordered_objects<T: Serialize + ?Sized>(value: &T) -> usize {
+    let mut scratch = Scratch::default();
+    write_value_with(&mut Vec::new(), value, 0, &mut scratch);
+    scratch.reordered
 }
 
 /// An array being written: `[`, then each element on its own line.
@@ -223,6 +248,7 @@ impl Object<'_> {
     fn finish(self) -> Result {
         let members = &mut self.scratch.members[self.first..];
         if !self.sorted {
+            self.scratch.reordered += 1;
             members.sort_by(|a, b| a.key.as_str().cmp(b.key.as_str()));
             let bytes = &mut self.scratch.bytes;
             bytes.clear();
@@ -780,6 +806,24 @@ mod tests {
         let mut v = v.clone();
         crate::demangle::annotate_json(&mut v);
         serde_json::to_string_pretty(&v).unwrap()
+    }
+
+    #[test]
+    fn strings_are_escaped_wherever_the_escape_falls() {
+        for len in [1, 15, 16, 17, 40] {
+            for at in 0..len {
+                for bad in ["\"", "\\", "\n", "\u{1f}"] {
+                    let v = Value::String(format!(
+                        "{}{bad}{}",
+                        "é".repeat(at),
+                        "x".repeat(len - at - 1)
+                    ));
+                    assert_eq!(pretty(&v), reference(&v));
+                }
+            }
+            let v = Value::String("xé~\u{7f}".repeat(len));
+            assert_eq!(pretty(&v), reference(&v));
+        }
     }
 
     #[test]

@@ -17,40 +17,40 @@ use crate::{Error, Result};
 pub struct CodeObject<'data> {
     #[serde(skip)]
     data: &'data [u8],
-    pub header: FileHeader,
     /// 4, 5 or 6.
     pub code_object_version: u8,
-    pub target: TargetId,
+    pub header: FileHeader,
+    pub kernels: Vec<Kernel<'data>>,
+    pub metadata: Option<Metadata>,
+    pub notes: Vec<Note<'data>>,
+    pub relocations: Vec<Relocation<'data>>,
     pub sections: Vec<Section<'data>>,
     pub segments: Vec<Segment>,
-    pub notes: Vec<Note<'data>>,
-    pub metadata: Option<Metadata>,
     pub symbols: Symbols<'data>,
-    pub relocations: Vec<Relocation<'data>>,
-    pub kernels: Vec<Kernel<'data>>,
+    pub target: TargetId,
 }
 
 /// A kernel: its descriptor and where its code starts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Kernel<'data> {
-    /// Kernel name (the descriptor symbol without `.kd`).
-    pub name: &'data str,
+    pub decoded: DecodedDescriptor,
+    pub descriptor: KernelDescriptor,
     /// Address (shared objects) or section offset (relocatable objects) of the descriptor.
     pub descriptor_address: u64,
     /// File offset of the 64 descriptor bytes.
     pub descriptor_file_offset: u64,
-    pub descriptor: KernelDescriptor,
-    pub decoded: DecodedDescriptor,
+    /// Values the target makes impossible: empty for a descriptor a loader
+    /// can take (see [`KernelDescriptor::problems`] and the entry point rules
+    /// of `CodeObject::entry_problems`).
+    pub descriptor_problems: Vec<DescriptorProblem>,
     /// Address of the first instruction: descriptor address plus entry offset. For
     /// relocatable objects the entry offset is filled by an R_AMDGPU_REL64 relocation,
     /// which is applied here, giving the entry's offset inside its section.
     pub entry_address: Option<u64>,
     /// The function symbol at the entry address, if any.
     pub entry_symbol: Option<&'data str>,
-    /// Values the target makes impossible: empty for a descriptor a loader
-    /// can take (see [`KernelDescriptor::problems`] and the entry point rules
-    /// of `CodeObject::entry_problems`).
-    pub descriptor_problems: Vec<DescriptorProblem>,
+    /// Kernel name (the descriptor symbol without `.kd`).
+    pub name: &'data str,
 }
 
 impl<'data> CodeObject<'data> {

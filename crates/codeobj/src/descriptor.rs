@@ -8,21 +8,21 @@ use crate::{Error, Result};
 
 pub const KERNEL_DESCRIPTOR_SIZE: usize = 64;
 
-/// The raw descriptor, field by field, exactly as stored.
+/// The raw descriptor's fields, exactly as stored (their byte offsets are in `parse`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct KernelDescriptor {
-    pub group_segment_fixed_size: u32,
-    pub private_segment_fixed_size: u32,
-    pub kernarg_size: u32,
-    pub reserved0: [u8; 4],
-    /// Byte offset from the descriptor's address to the kernel's first instruction.
-    pub kernel_code_entry_byte_offset: i64,
-    pub reserved1: [u8; 20],
-    pub compute_pgm_rsrc3: u32,
     pub compute_pgm_rsrc1: u32,
     pub compute_pgm_rsrc2: u32,
-    pub kernel_code_properties: u16,
+    pub compute_pgm_rsrc3: u32,
+    pub group_segment_fixed_size: u32,
     pub kernarg_preload: u16,
+    pub kernarg_size: u32,
+    /// Byte offset from the descriptor's address to the kernel's first instruction.
+    pub kernel_code_entry_byte_offset: i64,
+    pub kernel_code_properties: u16,
+    pub private_segment_fixed_size: u32,
+    pub reserved0: [u8; 4],
+    pub reserved1: [u8; 20],
     pub reserved3: [u8; 4],
 }
 
@@ -155,9 +155,9 @@ pub struct DescriptorProblem {
     /// The field, named as in AMDGPUUsage's kernel descriptor tables, e.g.
     /// `COMPUTE_PGM_RSRC2.USER_SGPR_COUNT`.
     pub field: &'static str,
-    pub value: u64,
     /// Why the value cannot be.
     pub problem: String,
+    pub value: u64,
 }
 
 impl std::fmt::Display for DescriptorProblem {
@@ -448,40 +448,40 @@ pub fn sgpr_count(rsrc1: u32, family: Family) -> Option<u32> {
 /// A descriptor with every field decoded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DecodedDescriptor {
+    /// First AGPR in the unified register file (gfx90a/gfx94x).
+    pub accum_offset: Option<u32>,
+    pub kernarg_preload_length: u16,
+    pub kernarg_preload_offset: u16,
+    pub properties: KernelCodeProperties,
     pub rsrc1: Rsrc1,
     pub rsrc2: Rsrc2,
     pub rsrc3: Rsrc3,
-    pub properties: KernelCodeProperties,
-    pub kernarg_preload_length: u16,
-    pub kernarg_preload_offset: u16,
+    pub sgpr_count: Option<u32>,
     /// Registers allocated per work-item (VGPR+AGPR on gfx90a/gfx94x).
     pub vgpr_count: u32,
-    pub sgpr_count: Option<u32>,
-    /// First AGPR in the unified register file (gfx90a/gfx94x).
-    pub accum_offset: Option<u32>,
 }
 
 /// COMPUTE_PGM_RSRC1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Rsrc1 {
-    pub granulated_workitem_vgpr_count: u32,
-    pub granulated_wavefront_sgpr_count: u32,
-    pub priority: u32,
-    pub float_round_mode_32: u32,
-    pub float_round_mode_16_64: u32,
-    pub float_denorm_mode_32: u32,
-    pub float_denorm_mode_16_64: u32,
-    #[serde(rename = "priv")]
-    pub priv_: bool,
-    pub enable_dx10_clamp: bool,
-    pub debug_mode: bool,
-    pub enable_ieee_mode: bool,
     pub bulky: bool,
     pub cdbg_user: bool,
+    pub debug_mode: bool,
+    pub enable_dx10_clamp: bool,
+    pub enable_ieee_mode: bool,
+    pub float_denorm_mode_16_64: u32,
+    pub float_denorm_mode_32: u32,
+    pub float_round_mode_16_64: u32,
+    pub float_round_mode_32: u32,
     pub fp16_ovfl: bool,
-    pub wgp_mode: bool,
-    pub mem_ordered: bool,
     pub fwd_progress: bool,
+    pub granulated_wavefront_sgpr_count: u32,
+    pub granulated_workitem_vgpr_count: u32,
+    pub mem_ordered: bool,
+    pub priority: u32,
+    #[serde(rename = "priv")]
+    pub priv_: bool,
+    pub wgp_mode: bool,
 }
 
 impl Rsrc1 {
@@ -511,24 +511,24 @@ impl Rsrc1 {
 /// COMPUTE_PGM_RSRC2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Rsrc2 {
+    pub enable_exception_address_watch: bool,
+    pub enable_exception_fp_denormal_source: bool,
+    pub enable_exception_ieee_754_fp_division_by_zero: bool,
+    pub enable_exception_ieee_754_fp_inexact: bool,
+    pub enable_exception_ieee_754_fp_invalid_operation: bool,
+    pub enable_exception_ieee_754_fp_overflow: bool,
+    pub enable_exception_ieee_754_fp_underflow: bool,
+    pub enable_exception_int_divide_by_zero: bool,
+    pub enable_exception_memory: bool,
     pub enable_private_segment: bool,
-    pub user_sgpr_count: u32,
-    pub enable_trap_handler: bool,
     pub enable_sgpr_workgroup_id_x: bool,
     pub enable_sgpr_workgroup_id_y: bool,
     pub enable_sgpr_workgroup_id_z: bool,
     pub enable_sgpr_workgroup_info: bool,
+    pub enable_trap_handler: bool,
     pub enable_vgpr_workitem_id: u32,
-    pub enable_exception_address_watch: bool,
-    pub enable_exception_memory: bool,
     pub granulated_lds_size: u32,
-    pub enable_exception_ieee_754_fp_invalid_operation: bool,
-    pub enable_exception_fp_denormal_source: bool,
-    pub enable_exception_ieee_754_fp_division_by_zero: bool,
-    pub enable_exception_ieee_754_fp_overflow: bool,
-    pub enable_exception_ieee_754_fp_underflow: bool,
-    pub enable_exception_ieee_754_fp_inexact: bool,
-    pub enable_exception_int_divide_by_zero: bool,
+    pub user_sgpr_count: u32,
 }
 
 impl Rsrc2 {
@@ -600,13 +600,13 @@ impl Rsrc3 {
 /// kernel_code_properties bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct KernelCodeProperties {
-    pub enable_sgpr_private_segment_buffer: bool,
-    pub enable_sgpr_dispatch_ptr: bool,
-    pub enable_sgpr_queue_ptr: bool,
-    pub enable_sgpr_kernarg_segment_ptr: bool,
     pub enable_sgpr_dispatch_id: bool,
+    pub enable_sgpr_dispatch_ptr: bool,
     pub enable_sgpr_flat_scratch_init: bool,
+    pub enable_sgpr_kernarg_segment_ptr: bool,
+    pub enable_sgpr_private_segment_buffer: bool,
     pub enable_sgpr_private_segment_size: bool,
+    pub enable_sgpr_queue_ptr: bool,
     pub enable_wavefront_size32: bool,
     pub uses_dynamic_stack: bool,
 }

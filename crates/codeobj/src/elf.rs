@@ -94,21 +94,21 @@ pub fn u64_at(data: &[u8], offset: u64, what: &str) -> Result<u64> {
 /// The ELF file header fields that matter for code objects.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileHeader {
-    pub os_abi: u8,
     pub abi_version: u8,
-    pub e_type: u16,
-    pub e_machine: u16,
-    pub e_version: u32,
-    pub e_entry: u64,
-    pub e_phoff: u64,
-    pub e_shoff: u64,
-    pub e_flags: u32,
     pub e_ehsize: u16,
+    pub e_entry: u64,
+    pub e_flags: u32,
+    pub e_machine: u16,
     pub e_phentsize: u16,
     pub e_phnum: u16,
+    pub e_phoff: u64,
     pub e_shentsize: u16,
     pub e_shnum: u16,
+    pub e_shoff: u64,
     pub e_shstrndx: u16,
+    pub e_type: u16,
+    pub e_version: u32,
+    pub os_abi: u8,
 }
 
 impl FileHeader {
@@ -206,18 +206,18 @@ impl FileHeader {
 /// A section header with its resolved name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Section<'data> {
-    pub index: usize,
-    pub name: &'data str,
-    pub sh_name: u32,
-    pub sh_type: u32,
-    pub flags: u64,
     pub addr: u64,
-    pub offset: u64,
-    pub size: u64,
-    pub link: u32,
-    pub info: u32,
     pub addralign: u64,
     pub entsize: u64,
+    pub flags: u64,
+    pub index: usize,
+    pub info: u32,
+    pub link: u32,
+    pub name: &'data str,
+    pub offset: u64,
+    pub sh_name: u32,
+    pub sh_type: u32,
+    pub size: u64,
 }
 
 impl Section<'_> {
@@ -243,14 +243,14 @@ impl Section<'_> {
 /// A program header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Segment {
-    pub p_type: u32,
-    pub flags: u32,
-    pub offset: u64,
-    pub vaddr: u64,
-    pub paddr: u64,
-    pub filesz: u64,
-    pub memsz: u64,
     pub align: u64,
+    pub filesz: u64,
+    pub flags: u32,
+    pub memsz: u64,
+    pub offset: u64,
+    pub p_type: u32,
+    pub paddr: u64,
+    pub vaddr: u64,
 }
 
 /// Reads all section headers and resolves their names through `.shstrtab`.

@@ -4,6 +4,12 @@
 //! (`descriptor`), a reader that borrows the input bytes (`CodeObject<'data>`),
 //! containers that find code objects inside other files (`container`), and a
 //! writer that builds new code objects (`write`).
+//!
+//! The `Serialize` types declare their fields in key order (names as
+//! serialized): `inlay inspect --json` writes every object's keys sorted, and
+//! members that come in order are written where they are instead of being
+//! moved, with everything they hold, into order. Layouts and bit positions are
+//! in the `parse`/`decode`/`to_bytes` functions, not in the declarations.
 
 pub mod code_object;
 pub mod descriptor;

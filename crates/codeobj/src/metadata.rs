@@ -17,12 +17,12 @@ pub const AMDGPU_NOTE_NAME: &str = "AMDGPU";
 /// One ELF note.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Note<'data> {
-    pub name: &'data str,
-    pub n_type: u32,
     #[serde(skip)]
     pub desc: &'data [u8],
     /// File offset of `desc`.
     pub desc_offset: u64,
+    pub n_type: u32,
+    pub name: &'data str,
 }
 
 /// Reads every note of the SHT_NOTE sections (or, without sections, of the PT_NOTE segments).
@@ -93,68 +93,68 @@ pub fn parse_notes<'d>(
 /// The whole metadata document.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Metadata {
-    /// `amdhsa.version`: [major, minor] (1.1 = v4, 1.2 = v5, 1.3 = v6).
-    pub version: Option<Vec<u64>>,
-    /// `amdhsa.target`: the target ID string.
-    pub target: Option<String>,
-    /// `amdhsa.printf`: printf format descriptors.
-    pub printf: Option<Vec<String>>,
     /// `amdhsa.kernels`.
     pub kernels: Vec<KernelMetadata>,
+    /// `amdhsa.printf`: printf format descriptors.
+    pub printf: Option<Vec<String>>,
+    /// `amdhsa.target`: the target ID string.
+    pub target: Option<String>,
     /// Keys this crate does not model, with their values.
     #[serde(serialize_with = "unknown_as_json")]
     pub unknown: Vec<(String, Value)>,
+    /// `amdhsa.version`: [major, minor] (1.1 = v4, 1.2 = v5, 1.3 = v6).
+    pub version: Option<Vec<u64>>,
 }
 
 /// `amdhsa.kernels[i]`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KernelMetadata {
-    pub name: String,
-    pub symbol: String,
-    pub kernarg_segment_size: Option<u64>,
-    pub kernarg_segment_align: Option<u64>,
-    pub group_segment_fixed_size: Option<u64>,
-    pub private_segment_fixed_size: Option<u64>,
-    pub uses_dynamic_stack: Option<bool>,
-    pub sgpr_count: Option<u64>,
-    pub vgpr_count: Option<u64>,
     pub agpr_count: Option<u64>,
-    pub sgpr_spill_count: Option<u64>,
-    pub vgpr_spill_count: Option<u64>,
-    pub wavefront_size: Option<u64>,
-    pub max_flat_workgroup_size: Option<u64>,
-    pub uniform_work_group_size: Option<u64>,
-    /// LLVM 19 writes an integer here (AMDGPUUsage documents a boolean).
-    pub workgroup_processor_mode: Option<u64>,
+    pub args: Vec<KernelArg>,
+    pub device_enqueue_symbol: Option<String>,
+    pub group_segment_fixed_size: Option<u64>,
+    pub kernarg_segment_align: Option<u64>,
+    pub kernarg_segment_size: Option<u64>,
     pub language: Option<String>,
     pub language_version: Option<Vec<u64>>,
+    pub max_flat_workgroup_size: Option<u64>,
+    pub name: String,
+    pub private_segment_fixed_size: Option<u64>,
     pub reqd_workgroup_size: Option<Vec<u64>>,
-    pub workgroup_size_hint: Option<Vec<u64>>,
-    pub vec_type_hint: Option<String>,
-    pub device_enqueue_symbol: Option<String>,
-    pub args: Vec<KernelArg>,
+    pub sgpr_count: Option<u64>,
+    pub sgpr_spill_count: Option<u64>,
+    pub symbol: String,
+    pub uniform_work_group_size: Option<u64>,
     #[serde(serialize_with = "unknown_as_json")]
     pub unknown: Vec<(String, Value)>,
+    pub uses_dynamic_stack: Option<bool>,
+    pub vec_type_hint: Option<String>,
+    pub vgpr_count: Option<u64>,
+    pub vgpr_spill_count: Option<u64>,
+    pub wavefront_size: Option<u64>,
+    /// LLVM 19 writes an integer here (AMDGPUUsage documents a boolean).
+    pub workgroup_processor_mode: Option<u64>,
+    pub workgroup_size_hint: Option<Vec<u64>>,
 }
 
 /// `.args[i]` of a kernel.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KernelArg {
-    pub name: Option<String>,
-    pub type_name: Option<String>,
-    pub offset: u64,
-    pub size: u64,
-    pub value_kind: String,
-    pub address_space: Option<String>,
     pub access: Option<String>,
     pub actual_access: Option<String>,
+    pub address_space: Option<String>,
     pub is_const: Option<bool>,
+    pub is_pipe: Option<bool>,
     pub is_restrict: Option<bool>,
     pub is_volatile: Option<bool>,
-    pub is_pipe: Option<bool>,
+    pub name: Option<String>,
+    pub offset: u64,
     pub pointee_align: Option<u64>,
+    pub size: u64,
+    pub type_name: Option<String>,
     #[serde(serialize_with = "unknown_as_json")]
     pub unknown: Vec<(String, Value)>,
+    pub value_kind: String,
 }
 
 /// A decoded msgpack value the typed view can be read from: owned

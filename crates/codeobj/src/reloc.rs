@@ -77,23 +77,23 @@ impl Serialize for RelocType {
 /// One relocation entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Relocation<'data> {
-    /// The `.rela.*` section holding it.
-    pub section: &'data str,
-    /// The section it patches (relocatable objects; `None` for dynamic relocations).
-    pub target_section: Option<&'data str>,
-    /// Where it applies: section offset (relocatable) or address (shared).
-    pub offset: u64,
-    #[serde(rename = "type")]
-    pub r_type: RelocType,
-    /// Index in the linked symbol table (0 = none).
-    pub symbol_index: u32,
-    /// The symbol's name (a section symbol's is its section's name, as LLVM prints it).
-    pub symbol: Option<&'data str>,
-    /// The symbol's value, if it is defined here (section offset in relocatable objects).
-    pub symbol_value: Option<u64>,
     pub addend: i64,
     /// True if the addend comes from the entry (RELA), false if it is implicit (REL).
     pub explicit_addend: bool,
+    /// Where it applies: section offset (relocatable) or address (shared).
+    pub offset: u64,
+    /// The `.rela.*` section holding it.
+    pub section: &'data str,
+    /// The symbol's name (a section symbol's is its section's name, as LLVM prints it).
+    pub symbol: Option<&'data str>,
+    /// Index in the linked symbol table (0 = none).
+    pub symbol_index: u32,
+    /// The symbol's value, if it is defined here (section offset in relocatable objects).
+    pub symbol_value: Option<u64>,
+    /// The section it patches (relocatable objects; `None` for dynamic relocations).
+    pub target_section: Option<&'data str>,
+    #[serde(rename = "type")]
+    pub r_type: RelocType,
 }
 
 /// Reads every SHT_RELA and SHT_REL section.

@@ -99,22 +99,22 @@ impl Visibility {
 /// One ELF symbol.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Symbol<'data> {
-    pub name: &'data str,
-    pub kind: SymbolKind,
-    pub table: SymbolTable,
-    /// Index in its table.
-    pub index: usize,
-    /// Address (shared objects) or offset in its section (relocatable objects).
-    pub value: u64,
-    pub size: u64,
+    pub binding: Binding,
     /// `STT_*` value.
     pub elf_type: u8,
-    pub binding: Binding,
-    pub visibility: Visibility,
-    /// `st_shndx` (0 = undefined, 0xfff1 = absolute, ...).
-    pub shndx: u16,
+    /// Index in its table.
+    pub index: usize,
+    pub kind: SymbolKind,
+    pub name: &'data str,
     /// Name of the defining section, if it is a real section.
     pub section: Option<&'data str>,
+    /// `st_shndx` (0 = undefined, 0xfff1 = absolute, ...).
+    pub shndx: u16,
+    pub size: u64,
+    pub table: SymbolTable,
+    /// Address (shared objects) or offset in its section (relocatable objects).
+    pub value: u64,
+    pub visibility: Visibility,
 }
 
 impl Symbol<'_> {

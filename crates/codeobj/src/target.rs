@@ -246,11 +246,11 @@ impl FeatureState {
 /// A target ID: processor plus feature states (and, for generic targets, the generic version).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct TargetId {
-    pub processor: Processor,
-    pub xnack: FeatureState,
-    pub sramecc: FeatureState,
     /// `EF_AMDGPU_GENERIC_VERSION` (code object v6 generic targets), 0 if absent.
     pub generic_version: u8,
+    pub processor: Processor,
+    pub sramecc: FeatureState,
+    pub xnack: FeatureState,
 }
 
 impl TargetId {
