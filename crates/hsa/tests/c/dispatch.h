@@ -63,13 +63,11 @@ static inline void *kernarg_segment(const env_t *e, kernel_t k, const void *expl
     return args;
 }
 
-static inline void launch(const env_t *e, hsa_queue_t *q, kernel_t k, const void *explicit_args,
-                   uint32_t explicit_size, const uint32_t grid[3], const uint16_t wg[3]) {
-    void *args = kernarg_segment(e, k, explicit_args, explicit_size, grid, wg);
+/* Writes a dispatch packet of kernel `k` with `header` into `q` and rings
+ * its doorbell; `done` is its completion signal. */
+static inline void submit_dispatch(hsa_queue_t *q, kernel_t k, void *args, const uint32_t grid[3],
+                          const uint16_t wg[3], hsa_signal_t done, uint16_t header) {
     uint16_t dims = grid[2] > 1 ? 3 : grid[1] > 1 ? 2 : 1;
-
-    hsa_signal_t done;
-    OK(hsa_signal_create(1, 0, NULL, &done));
     uint64_t id = hsa_queue_add_write_index_relaxed(q, 1);
     hsa_kernel_dispatch_packet_t *p =
         (hsa_kernel_dispatch_packet_t *)q->base_address + (id & (q->size - 1));
@@ -85,13 +83,23 @@ static inline void launch(const env_t *e, hsa_queue_t *q, kernel_t k, const void
     p->kernel_object = k.object;
     p->kernarg_address = args;
     p->completion_signal = done;
-    uint16_t header = (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE) |
-                      (1 << HSA_PACKET_HEADER_BARRIER) |
-                      (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
-                      (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
     uint32_t word = header | ((uint32_t)dims << 16);
     __atomic_store_n((uint32_t *)p, word, __ATOMIC_RELEASE);
     hsa_signal_store_relaxed(q->doorbell_signal, (hsa_signal_value_t)id);
+}
+
+/* The header of a dispatch with system-scope fences. */
+#define SYSTEM_FENCES ((HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) | \
+                       (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE))
+
+static inline void launch(const env_t *e, hsa_queue_t *q, kernel_t k, const void *explicit_args,
+                   uint32_t explicit_size, const uint32_t grid[3], const uint16_t wg[3]) {
+    void *args = kernarg_segment(e, k, explicit_args, explicit_size, grid, wg);
+    hsa_signal_t done;
+    OK(hsa_signal_create(1, 0, NULL, &done));
+    submit_dispatch(q, k, args, grid, wg, done,
+           (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE) |
+               (1 << HSA_PACKET_HEADER_BARRIER) | SYSTEM_FENCES);
     while (hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_EQ, 0, UINT64_MAX,
                                      HSA_WAIT_STATE_BLOCKED) != 0) {
     }

@@ -238,21 +238,7 @@ static void test_profiling(const env_t *e, hsa_queue_t *q, kernel_t k) {
     OK(hsa_signal_create(1, 0, NULL, &done));
     uint64_t before, after;
     OK(hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP, &before));
-    uint64_t id = hsa_queue_add_write_index_relaxed(q, 1);
-    hsa_kernel_dispatch_packet_t *p = (hsa_kernel_dispatch_packet_t *)q->base_address + (id & (q->size - 1));
-    memset((uint8_t *)p + 4, 0, sizeof *p - 4);
-    p->workgroup_size_x = 64; p->workgroup_size_y = 1; p->workgroup_size_z = 1;
-    p->grid_size_x = n; p->grid_size_y = 1; p->grid_size_z = 1;
-    p->private_segment_size = k.private_size;
-    p->group_segment_size = k.group_size;
-    p->kernel_object = k.object;
-    p->kernarg_address = args;
-    p->completion_signal = done;
-    uint16_t header = (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE) |
-                      (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
-                      (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
-    __atomic_store_n((uint32_t *)p, header | (1u << 16), __ATOMIC_RELEASE);
-    hsa_signal_store_relaxed(q->doorbell_signal, (hsa_signal_value_t)id);
+    submit_dispatch(q, k, args, grid, wg, done, (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE) | SYSTEM_FENCES);
     CHECK(hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_EQ, 0, UINT64_MAX, HSA_WAIT_STATE_BLOCKED) == 0);
     OK(hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP, &after));
     hsa_amd_profiling_dispatch_time_t t;
@@ -301,19 +287,7 @@ static void test_pageable_faults(const env_t *e, kernel_t k) {
     void *args = kernarg_segment(e, k, &x, sizeof x, grid, wg);
     hsa_signal_t done;
     OK(hsa_signal_create(1, 0, NULL, &done));
-    uint64_t id = hsa_queue_add_write_index_relaxed(q, 1);
-    hsa_kernel_dispatch_packet_t *p = (hsa_kernel_dispatch_packet_t *)q->base_address + (id & (q->size - 1));
-    memset((uint8_t *)p + 4, 0, sizeof *p - 4);
-    p->workgroup_size_x = 64; p->workgroup_size_y = 1; p->workgroup_size_z = 1;
-    p->grid_size_x = n; p->grid_size_y = 1; p->grid_size_z = 1;
-    p->private_segment_size = k.private_size;
-    p->group_segment_size = k.group_size;
-    p->kernel_object = k.object;
-    p->kernarg_address = args;
-    p->completion_signal = done;
-    uint16_t header = HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE;
-    __atomic_store_n((uint32_t *)p, header | (1u << 16), __ATOMIC_RELEASE);
-    hsa_signal_store_relaxed(q->doorbell_signal, (hsa_signal_value_t)id);
+    submit_dispatch(q, k, args, grid, wg, done, HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE);
     for (int i = 0; i < 2000 && atomic_load(&g_fault_address) == 0; i++) usleep(5000);
     uint64_t at = atomic_load(&g_fault_address);
     CHECK(at >= (uintptr_t)c && at < (uintptr_t)(c + n));

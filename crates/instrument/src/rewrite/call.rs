@@ -396,6 +396,19 @@ fn arg_sources(a: &Arg, inst: &Instruction) -> Vec<u16> {
     }
 }
 
+/// VGPRs (numbered from v0) an argument's value is computed from; none
+/// for a reference, which passes where the register is, not its value.
+fn arg_vgpr_sources(a: &Arg, inst: &Instruction) -> Vec<u16> {
+    match a {
+        Arg::Reference(_) => Vec::new(),
+        _ => arg_sources(a, inst)
+            .into_iter()
+            .filter(|&b| (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b))
+            .map(|b| b - bits::VGPR_BASE)
+            .collect(),
+    }
+}
+
 /// Adds the registers an argument reads at the point to `set`.
 pub(super) fn add_arg_sources(a: &Arg, inst: &Instruction, set: &mut RegSet) {
     match a {
@@ -1436,22 +1449,12 @@ impl<'a> Ctx<'a> {
         let args = &p.req.call.args;
         let inst = &self.an.program.insts[p.req.inst].inst;
         let at = arg_vgprs(args);
-        let vgpr_sources = |a: &Arg| -> Vec<u16> {
-            match a {
-                Arg::Reference(_) => Vec::new(),
-                _ => arg_sources(a, inst)
-                    .into_iter()
-                    .filter(|&b| (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b))
-                    .map(|b| b - bits::VGPR_BASE)
-                    .collect(),
-            }
-        };
         args.iter().enumerate().any(|(k, a)| {
             let dest = at[k]..at[k] + a.dwords() as u16;
             let feeds_another = args
                 .iter()
                 .enumerate()
-                .any(|(j, b)| j != k && vgpr_sources(b).iter().any(|v| dest.contains(v)));
+                .any(|(j, b)| j != k && arg_vgpr_sources(b, inst).iter().any(|v| dest.contains(v)));
             let address_through = *a == Arg::Address
                 && address_operands(inst).is_some_and(|(vaddr, saddr, _)| {
                     saddr.is_some_and(|sb| self.overwritten(p, sb) || self.overwritten(p, sb + 1))
@@ -1518,17 +1521,7 @@ impl<'a> Ctx<'a> {
         let args = &p.req.call.args;
         let at = arg_vgprs(args);
         // VGPRs each argument reads and writes.
-        let mut sources: Vec<Vec<u16>> = args
-            .iter()
-            .map(|a| match a {
-                Arg::Reference(_) => Vec::new(),
-                _ => arg_sources(a, inst)
-                    .into_iter()
-                    .filter(|&b| (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b))
-                    .map(|b| b - bits::VGPR_BASE)
-                    .collect(),
-            })
-            .collect();
+        let mut sources: Vec<Vec<u16>> = args.iter().map(|a| arg_vgpr_sources(a, inst)).collect();
         let dests: Vec<Vec<u16>> = args
             .iter()
             .zip(&at)
