@@ -51,6 +51,7 @@ use super::call::{
     address_operands, arg_vgprs, constant, reg_bits, scalar_operand, CallPlan, Ctx, Request,
 };
 use super::preamble::Home;
+use super::simplify::{simplify, Facts};
 use super::snippet::{LiteralReloc, Snippet};
 use super::RewriteError;
 use crate::hooks::{Arg, HookInfo, LaunchValue, Placement};
@@ -59,7 +60,7 @@ use crate::regs::{self as bits, RegSet};
 
 /// What one body instruction becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Plain,
     /// A branch to the body instruction of this index.
     Branch(usize),
@@ -110,10 +111,6 @@ impl Body {
         ids.sort_by_key(|&i| prog.insts[i].addr);
         let index_of = |addr: u64| ids.iter().position(|&i| prog.insts[i].addr == addr);
         let mut insts = Vec::with_capacity(ids.len());
-        let mut tuples: Vec<(RegFile, u16, u16)> = Vec::new();
-        let mut written = RegSet::new();
-        let (mut writes_vcc, mut writes_m0, mut writes_scc, mut loads) =
-            (false, false, false, false);
         for (k, &id) in ids.iter().enumerate() {
             let ins = &prog.insts[id];
             let i = ins.inst;
@@ -140,6 +137,19 @@ impl Body {
                 Flow::Call => return Err(format!("it calls a function at {at:#x}")),
                 Flow::End => return Err(format!("it ends the wave at {at:#x}")),
             };
+            insts.push((at, i, kind));
+        }
+        Body::of(insts, h.address)
+    }
+
+    /// A body of these instructions (the hook's registers grouped into
+    /// runs), or why it cannot be inlined.
+    fn of(insts: Vec<(u64, Instruction, Kind)>, entry: u64) -> Result<Body, String> {
+        let mut tuples: Vec<(RegFile, u16, u16)> = Vec::new();
+        let mut written = RegSet::new();
+        let (mut writes_vcc, mut writes_m0, mut writes_scc, mut loads) =
+            (false, false, false, false);
+        for &(at, i, kind) in &insts {
             let is_memory = matches!(
                 i.encoding(),
                 Encoding::Smem
@@ -193,7 +203,6 @@ impl Body {
             }
             // The relocated literals of a s_getpc_b64 are added with SCC.
             writes_scc |= kind == Kind::Getpc;
-            insts.push((at, i, kind));
         }
         Ok(Body {
             insts,
@@ -203,8 +212,18 @@ impl Body {
             writes_m0,
             writes_scc,
             loads,
-            entry: h.address,
+            entry,
         })
+    }
+
+    /// The body optimised for what its point tells (see [`simplify`]).
+    fn simplified(&self, asm: &Asm, facts: &Facts) -> Result<Body, String> {
+        // Nothing of the hook's is read after it but EXEC (its registers
+        // are dead at the point; SCC, VCC and M0 are saved around it).
+        Body::of(
+            simplify(asm, &self.insts, facts, &RegSet::new()),
+            self.entry,
+        )
     }
 
     /// Instructions of the hook's code (what a call runs besides its own
@@ -334,16 +353,61 @@ pub(super) enum Placing<'r, 'a> {
     Inline(Inlined),
 }
 
-/// Each hook's body, or why it cannot be inlined, found once per rewrite.
+/// Each hook's body, or why it cannot be inlined, found once per rewrite,
+/// and its simplified forms, once per distinct set of facts.
 #[derive(Default)]
-pub(super) struct Bodies(std::collections::HashMap<*const HookInfo, Result<Arc<Body>, String>>);
+pub(super) struct Bodies {
+    hooks: std::collections::HashMap<*const HookInfo, Result<Arc<Body>, String>>,
+    simplified: std::collections::HashMap<(*const HookInfo, Facts), Result<Arc<Body>, String>>,
+}
 
 impl Bodies {
     fn get(&mut self, h: &HookInfo) -> Result<Arc<Body>, String> {
-        self.0
+        self.hooks
             .entry(h as *const HookInfo)
             .or_insert_with(|| Body::new(h).map(Arc::new))
             .clone()
+    }
+
+    /// `h`'s body simplified for `facts`.
+    fn get_simplified(
+        &mut self,
+        asm: &Asm,
+        h: &HookInfo,
+        facts: Facts,
+    ) -> Result<Arc<Body>, String> {
+        let key = (h as *const HookInfo, facts);
+        if let Some(b) = self.simplified.get(&key) {
+            return b.clone();
+        }
+        let b = self
+            .get(h)
+            .and_then(|b| b.simplified(asm, &key.1).map(Arc::new));
+        self.simplified.insert(key, b.clone());
+        b
+    }
+}
+
+/// What call `r`'s point tells about its hook's inputs: one lane for a
+/// once-per-wave hook, its constant arguments that are inline constants
+/// (a literal one is patched per copy, so its value is not the code's).
+fn facts(r: &Request<'_>) -> Facts {
+    let args = &r.call.args;
+    let at = arg_vgprs(args);
+    let mut vgprs = Vec::new();
+    for (a, &first) in args.iter().zip(&at) {
+        if matches!(a, Arg::Const32(_) | Arg::Const64(_)) {
+            for j in 0..a.dwords() as u8 {
+                let c = constant(a, j);
+                if !matches!(Asm::konst(c), Operand::Literal(_)) {
+                    vgprs.push((first + u16::from(j), c));
+                }
+            }
+        }
+    }
+    Facts {
+        one_lane: r.call.once_per_wave,
+        vgprs,
     }
 }
 
@@ -385,9 +449,11 @@ impl<'a> Ctx<'a> {
         if mode == Placement::Call {
             return Ok(Placing::Call(self.plan(r)?));
         }
-        let inlined = bodies
-            .get(r.hook)
-            .and_then(|b| self.inline(r, &b).map(|i| (b, i)));
+        // (The call runs the hook's whole code: compared with that.)
+        let inlined = bodies.get(r.hook).and_then(|whole| {
+            let b = bodies.get_simplified(self.asm, r.hook, facts(r))?;
+            self.inline(r, &b).map(|i| (whole, i))
+        });
         match (mode, inlined) {
             (Placement::Inline, Ok((_, i))) => Ok(Placing::Inline(i)),
             (_, Err(why)) if mode == Placement::Inline => {
@@ -939,7 +1005,8 @@ impl<'a> Ctx<'a> {
         };
         // 5. The body.
         let symbol: Arc<str> = r.call.hook.as_str().into();
-        let mut label = vec![0usize; body.insts.len()];
+        // (A branch may land at the end, `label[len]`.)
+        let mut label = vec![0usize; body.insts.len() + 1];
         let mut branches: Vec<(usize, usize)> = Vec::new();
         let mut to_end: Vec<usize> = Vec::new();
         let last = body.insts.len().saturating_sub(1);
@@ -1005,6 +1072,7 @@ impl<'a> Ctx<'a> {
             }
         }
         let end = s.insts.len();
+        label[body.insts.len()] = end;
         for (at, t) in branches {
             s.aim(at, label[t]);
         }
