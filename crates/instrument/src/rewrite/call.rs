@@ -298,6 +298,36 @@ pub(super) struct Ctx<'a> {
     pub(super) save_all: bool,
     /// Inlined hooks borrow every SGPR they need (`Plan::inline_borrowing`).
     pub(super) borrow_all: bool,
+    /// Registers the kernel's memory instructions write: at a point, a
+    /// load may still be writing them (see [`loaded_registers`]).
+    pub(super) loaded: RegSet,
+}
+
+/// Registers some memory instruction of the program writes (the only ones
+/// an outstanding memory operation can write at any point).
+pub(super) fn loaded_registers(an: &Analysis) -> RegSet {
+    let mut out = RegSet::new();
+    for ins in &an.program.insts {
+        if !matches!(
+            ins.inst.encoding(),
+            Encoding::Smem
+                | Encoding::Flat
+                | Encoding::Global
+                | Encoding::Scratch
+                | Encoding::Ds
+                | Encoding::Mubuf
+                | Encoding::Mtbuf
+                | Encoding::Mimg
+        ) {
+            continue;
+        }
+        for u in inlay_isa::info(&ins.inst).used_registers() {
+            if u.access.writes() {
+                out.union_with(&RegSet::of(&u.register));
+            }
+        }
+    }
+    out
 }
 
 /// The saves of one call, decided before its code (the save area's size
@@ -2178,6 +2208,7 @@ impl<'a> Calls<'a> {
             stack_base: self.stack_base,
             save_all,
             borrow_all,
+            loaded: loaded_registers(self.an),
         };
         // Calls with the same hook, argument kinds and plan get the same
         // code up to their constants: each distinct plan is kept once (in

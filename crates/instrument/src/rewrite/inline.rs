@@ -1104,6 +1104,18 @@ impl<'a> Ctx<'a> {
                 s.push(asm.lane("v_readlane_b32", v, x, lane as u8)?);
             }
         }
+        // The entry wait matters only if the code names a register an
+        // outstanding load of the kernel may still write.
+        let waits_for_nothing = s.insts[1..].iter().all(|i| {
+            info(i).used_registers().iter().all(|u| {
+                RegSet::of(&u.register)
+                    .intersection(&self.loaded)
+                    .is_empty()
+            })
+        });
+        if waits_for_nothing {
+            s.remove_first();
+        }
         s.resolve()?;
         let (mut max_sgpr, mut max_vgpr) = (0u16, 0u16);
         for i in &s.insts {

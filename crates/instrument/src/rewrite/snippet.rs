@@ -93,6 +93,24 @@ impl Snippet {
         self.branches.push((b, to));
     }
 
+    /// Removes the first instruction (before [`Snippet::resolve`]).
+    pub(super) fn remove_first(&mut self) {
+        if self.insts.is_empty() {
+            return;
+        }
+        self.insts.remove(0);
+        for r in &mut self.relocs {
+            r.inst -= 1;
+        }
+        for c in &mut self.constants {
+            c.0 -= 1;
+        }
+        for (b, to) in &mut self.branches {
+            *b -= 1;
+            *to = to.saturating_sub(1);
+        }
+    }
+
     /// Sets the branches' offsets (they are relative, so the snippet can go
     /// anywhere).
     pub(super) fn resolve(&mut self) -> Result<(), RewriteError> {
