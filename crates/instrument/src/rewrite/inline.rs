@@ -95,6 +95,9 @@ pub(super) struct Body {
     /// when the body ends.
     loads: bool,
     entry: u64,
+    /// Registers it reads before writing them (its inputs: arguments and
+    /// ABI inputs not in it need not be set).
+    live_in: RegSet,
 }
 
 impl Body {
@@ -213,6 +216,7 @@ impl Body {
             writes_scc,
             loads,
             entry,
+            live_in: RegSet::all(),
         })
     }
 
@@ -220,10 +224,12 @@ impl Body {
     fn simplified(&self, asm: &Asm, facts: &Facts) -> Result<Body, String> {
         // Nothing of the hook's is read after it but EXEC (its registers
         // are dead at the point; SCC, VCC and M0 are saved around it).
-        Body::of(
-            simplify(asm, &self.insts, facts, &RegSet::new()),
-            self.entry,
-        )
+        let insts = simplify(asm, &self.insts, facts, &RegSet::new());
+        let live_in = super::simplify::live_in(&insts, facts);
+        Ok(Body {
+            live_in,
+            ..Body::of(insts, self.entry)?
+        })
     }
 
     /// Instructions of the hook's code (what a call runs besides its own
@@ -300,6 +306,8 @@ struct Free {
     /// lanes of a VGPR and put back, as the call path does).
     borrow: RegSet,
     borrowed: Vec<u16>,
+    /// Registers the kernel's loads write (taken last).
+    loaded: RegSet,
 }
 
 impl Free {
@@ -321,7 +329,8 @@ impl Free {
             }
             None
         };
-        if let Some(n) = fits(&self.set) {
+        // Registers no load writes first: the entry wait is then not needed.
+        if let Some(n) = fits(&self.set.difference(&self.loaded)).or_else(|| fits(&self.set)) {
             self.set.remove_range(base + n, count);
             return Some(n);
         }
@@ -513,6 +522,7 @@ impl<'a> Ctx<'a> {
             ceiling: self.vgpr_ceiling,
             borrow,
             borrowed: Vec::new(),
+            loaded: self.loaded,
         };
         // Widest alignment first, then longest, so runs pack.
         let mut order: Vec<usize> = (0..body.runs.len()).collect();
@@ -754,7 +764,13 @@ impl<'a> Ctx<'a> {
             .chain((0..args.len()).filter(|&k| !scc(&args[k])));
         for k in order {
             let a = &args[k];
-            let d = |j: u16| map.vgpr(at[k] + j);
+            // Only the dwords the body reads (an address whole if any).
+            let read = |j: u16| body.live_in.contains(bits::VGPR_BASE + at[k] + j);
+            let any_read = (0..a.dwords() as u16).any(read);
+            let d = |j: u16| {
+                map.vgpr(at[k] + j)
+                    .filter(|_| read(j) || *a == Arg::Address && any_read)
+            };
             match a {
                 Arg::Const32(_) | Arg::Const64(_) => {
                     for j in 0..a.dwords() as u8 {
@@ -948,7 +964,8 @@ impl<'a> Ctx<'a> {
                 inlay_isa::BuildError::Unknown(format!("no {what} kept")),
             )
         };
-        if hi.workitem_id {
+        let reads = |bit: u16| body.live_in.contains(bit);
+        if hi.workitem_id && reads(bits::VGPR_BASE + 31) {
             if let Some(p) = map.vgpr(31) {
                 let w = homes.workitem.ok_or_else(|| missing("work-item ids"))?;
                 if p != w {
@@ -966,7 +983,7 @@ impl<'a> Ctx<'a> {
             }
             let h = home.ok_or_else(|| missing("launch pointer"))?;
             // (The pair is the hook's: renamed whole, aligned.)
-            for j in 0..2 {
+            for j in (0..2).filter(|&j| reads(at + j)) {
                 if let Some(p) = map.sgpr(at + j) {
                     s.push(self.read_home(p, h[usize::from(j)])?);
                 }
@@ -987,7 +1004,7 @@ impl<'a> Ctx<'a> {
             }
         }
         for d in 0..3u16 {
-            if hi.workgroup_id[usize::from(d)] {
+            if hi.workgroup_id[usize::from(d)] && reads(12 + d) {
                 if let Some(p) = map.sgpr(12 + d) {
                     let h = homes.workgroup_id[usize::from(d)]
                         .ok_or_else(|| missing("workgroup id"))?;

@@ -576,8 +576,13 @@ fn analyse(insts: &[(u64, Instruction, Kind)], facts: &Facts) -> Vec<Option<Stat
     at
 }
 
-/// Registers live after each instruction (`end` at the end).
-fn liveness(insts: &[(u64, Instruction, Kind)], at: &[Option<State>], end: &RegSet) -> Vec<RegSet> {
+/// Registers live after each instruction (`end` at the end), and before
+/// the first.
+fn liveness(
+    insts: &[(u64, Instruction, Kind)],
+    at: &[Option<State>],
+    end: &RegSet,
+) -> (Vec<RegSet>, RegSet) {
     let n = insts.len();
     // VGPR writes are whole only if EXEC is E wherever the body runs (or
     // no lane): then a write with EXEC = E writes every lane read later.
@@ -621,7 +626,8 @@ fn liveness(insts: &[(u64, Instruction, Kind)], at: &[Option<State>], end: &RegS
             before[k] = live;
         }
         if !changed {
-            return after;
+            let entry = before.first().copied().unwrap_or(*end);
+            return (after, entry);
         }
     }
 }
@@ -679,6 +685,23 @@ fn mov_of(asm: &Asm, writes: &[(u16, V)], st: &State) -> Option<Instruction> {
     }
 }
 
+/// A `v_cndmask_b32_e32` whose condition is known in every lane, as the
+/// move of the source it selects.
+fn select_of(asm: &Asm, i: &Instruction, st: &State) -> Option<Instruction> {
+    if i.mnemonic() != "v_cndmask_b32_e32" || !st.exec_is_entry() {
+        return None;
+    }
+    let pick = match [st.s[VCC], st.s[VCC + 1]] {
+        [ExecLo, ExecHi] => 2,
+        [C(0), C(0)] => 1,
+        _ => return None,
+    };
+    let Some(Operand::Vgpr { first, count: 1 }) = i.operand(0) else {
+        return None;
+    };
+    asm.vmov(first, i.operand(pick)?).ok()
+}
+
 fn scalar_reg(b: u16, count: u8) -> Operand {
     if b < bits::NUM_SGPRS {
         Operand::Sgpr { first: b, count }
@@ -713,6 +736,13 @@ pub(super) fn simplify(
     insts
 }
 
+/// Registers the body reads before writing them (EXEC read at its end).
+pub(super) fn live_in(body: &[(u64, Instruction, Kind)], facts: &Facts) -> RegSet {
+    let mut end = RegSet::new();
+    end.insert_range(bits::EXEC, 2);
+    liveness(body, &analyse(body, facts), &end).1
+}
+
 /// What a pass of folds keeps, so that its folds may be made together.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Pass {
@@ -733,7 +763,7 @@ fn fold(
     pass: Pass,
 ) -> bool {
     let at = analyse(insts, facts);
-    let live = liveness(insts, &at, end);
+    let (live, _) = liveness(insts, &at, end);
     // None: dropped; Some: kept or replaced.
     let mut out: Vec<Option<(u64, Instruction, Kind)>> = Vec::with_capacity(insts.len());
     let mut changed = false;
@@ -774,9 +804,15 @@ fn fold(
         // or those read later (EXEC always: moves made here may read it).
         let needed: Vec<(u16, V)> = transfer(&i, st, facts.one_lane)
             .into_iter()
-            .filter(|&(b, x)| match pass {
-                Pass::SameState => !(x != Unknown && st.get(b) == x),
-                Pass::SameLive => live[k].contains(b) || is_exec(b),
+            .filter(|&(b, x)| {
+                let same = x != Unknown && st.get(b) == x;
+                match pass {
+                    Pass::SameState => !same,
+                    // (EXEC's writes are never dropped as dead, so its
+                    // value is kept everywhere: one that writes what EXEC
+                    // holds may still go.)
+                    Pass::SameLive => live[k].contains(b) && !is_exec(b) || is_exec(b) && !same,
+                }
             })
             .collect();
         if needed.is_empty() {
@@ -788,7 +824,7 @@ fn fold(
             out.push(Some((addr, i, kind)));
             continue;
         }
-        match mov_of(asm, &needed, st) {
+        match mov_of(asm, &needed, st).or_else(|| select_of(asm, &i, st)) {
             Some(m) if m != i => {
                 changed = true;
                 out.push(Some((addr, m, kind)));
