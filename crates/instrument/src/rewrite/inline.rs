@@ -65,7 +65,9 @@ pub(super) enum Kind {
     /// A branch to the body instruction of this index.
     Branch(usize),
     Return,
-    Getpc,
+    /// `s_getpc_b64`, with the offset the adds that followed it in the
+    /// hook added to its pair (folded into its relocations).
+    Getpc(i64),
     /// The calling convention's `s_waitcnt 0` at the entry.
     EntryWait,
 }
@@ -126,7 +128,7 @@ impl Body {
                         "the instruction at {at:#x} runs on past the code the engine lifted"
                     ))
                 }
-                Flow::Next if i.mnemonic() == "s_getpc_b64" => Kind::Getpc,
+                Flow::Next if i.mnemonic() == "s_getpc_b64" => Kind::Getpc(0),
                 Flow::Next if k == 0 && is_full_wait(&i) => Kind::EntryWait,
                 Flow::Next => Kind::Plain,
                 Flow::Branch(t) | Flow::CondBranch(t) => Kind::Branch(
@@ -142,7 +144,7 @@ impl Body {
             };
             insts.push((at, i, kind));
         }
-        Body::of(insts, h.address)
+        Body::of(fold_pc_offsets(insts), h.address)
     }
 
     /// A body of these instructions (the hook's registers grouped into
@@ -205,7 +207,7 @@ impl Body {
                 }
             }
             // The relocated literals of a s_getpc_b64 are added with SCC.
-            writes_scc |= kind == Kind::Getpc;
+            writes_scc |= matches!(kind, Kind::Getpc(_));
         }
         Ok(Body {
             insts,
@@ -237,6 +239,64 @@ impl Body {
     pub(super) fn len(&self) -> usize {
         self.insts.len()
     }
+}
+
+/// Each `s_getpc_b64` followed by the `s_add_u32`/`s_addc_u32` of a
+/// 64-bit literal offset to its pair (how clang reaches a symbol) as one
+/// [`Kind::Getpc`] with that offset: its relocations give the sum.
+fn fold_pc_offsets(insts: Vec<(u64, Instruction, Kind)>) -> Vec<(u64, Instruction, Kind)> {
+    let targets: Vec<usize> = insts
+        .iter()
+        .filter_map(|&(_, _, k)| match k {
+            Kind::Branch(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let adds = |k: usize, d: u16| -> Option<i64> {
+        let lit = |j: usize, m: &str, r: u16| match insts.get(j) {
+            Some(&(_, i, Kind::Plain))
+                if i.mnemonic() == m
+                    && !targets.contains(&j)
+                    && i.operand(0) == Some(Asm::sgpr(r, 1))
+                    && i.operand(1) == Some(Asm::sgpr(r, 1)) =>
+            {
+                match i.operand(2) {
+                    Some(Operand::Literal(v)) => Some(u64::from(v)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let lo = lit(k + 1, "s_add_u32", d)?;
+        let hi = lit(k + 2, "s_addc_u32", d + 1)?;
+        Some((lo | hi << 32) as i64)
+    };
+    let mut keep = vec![true; insts.len()];
+    let mut out = insts.clone();
+    for (k, &(_, i, kind)) in insts.iter().enumerate() {
+        if let (Kind::Getpc(0), Some(Operand::Sgpr { first: d, count: 2 })) = (kind, i.operand(0)) {
+            if let Some(off) = adds(k, d) {
+                out[k].2 = Kind::Getpc(off);
+                keep[k + 1] = false;
+                keep[k + 2] = false;
+            }
+        }
+    }
+    let mut new_index = vec![0usize; insts.len() + 1];
+    let mut n = 0;
+    for k in 0..insts.len() {
+        new_index[k] = n;
+        n += usize::from(keep[k]);
+    }
+    new_index[insts.len()] = n;
+    out.into_iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|((a, i, kind), _)| match kind {
+            Kind::Branch(t) => (a, i, Kind::Branch(new_index[t])),
+            k => (a, i, k),
+        })
+        .collect()
 }
 
 fn is_full_wait(i: &Instruction) -> bool {
@@ -1061,13 +1121,13 @@ impl<'a> Ctx<'a> {
                 }
             }
             match kind {
-                Kind::Getpc => {
+                Kind::Getpc(offset) => {
                     let Some(Operand::Sgpr { first: d, .. }) = i.operand(0) else {
                         return Err(unplaced("s_getpc_b64's pair"));
                     };
                     // The address after the original s_getpc_b64, in the
                     // loaded module: the hook's symbol plus its distance.
-                    let dist = (addr + 4).wrapping_sub(body.entry) as i64;
+                    let dist = ((addr + 4).wrapping_sub(body.entry) as i64).wrapping_add(offset);
                     s.push(i);
                     s.relocs.push(LiteralReloc {
                         inst: s.insts.len(),
