@@ -2098,11 +2098,28 @@ impl<'a> Calls<'a> {
             .filter(|h| h.sites >= KEEP_ADDRESS_FROM)
             .map(|h| reqs[h.first].call.hook.as_str().into())
             .collect();
+        // The global-offset-table entries that hooks inlined from many
+        // sites read: loaded once, into homes.
+        let mut got: Vec<(std::sync::Arc<str>, i64)> = Vec::new();
+        for h in called.iter().filter(|h| h.sites >= KEEP_ADDRESS_FROM) {
+            let may_inline = reqs.iter().any(|r| {
+                std::ptr::eq(r.hook, h.info) && r.call.placement != crate::hooks::Placement::Call
+            });
+            if may_inline {
+                let symbol: std::sync::Arc<str> = reqs[h.first].call.hook.as_str().into();
+                for d in super::inline::got_slots(h.info) {
+                    if !got.iter().any(|(s, x)| *s == symbol && *x == d) {
+                        got.push((symbol.clone(), d));
+                    }
+                }
+            }
+        }
         let state = super::preamble::launch_state(
             asm,
             descriptor,
             &needs,
             &hooks,
+            &got,
             &an.program.kernel,
             &avoid,
         )

@@ -68,6 +68,11 @@ pub(super) enum Kind {
     /// `s_getpc_b64`, with the offset the adds that followed it in the
     /// hook added to its pair (folded into its relocations).
     Getpc(i64),
+    /// An `s_getpc_b64` of the pair that stands for `s_getpc_b64` and
+    /// `s_load_dwordx2` of the 64-bit entry of the module's global offset
+    /// table this far from the hook's entry (a global's address): read
+    /// from the kernel's home for it when there is one.
+    Got(i64),
     /// The calling convention's `s_waitcnt 0` at the entry.
     EntryWait,
 }
@@ -144,7 +149,7 @@ impl Body {
             };
             insts.push((at, i, kind));
         }
-        Body::of(fold_pc_offsets(insts), h.address)
+        Body::of(got_loads(fold_pc_offsets(insts), h), h.address)
     }
 
     /// A body of these instructions (the hook's registers grouped into
@@ -207,7 +212,7 @@ impl Body {
                 }
             }
             // The relocated literals of a s_getpc_b64 are added with SCC.
-            writes_scc |= matches!(kind, Kind::Getpc(_));
+            writes_scc |= matches!(kind, Kind::Getpc(_) | Kind::Got(_));
         }
         Ok(Body {
             insts,
@@ -297,6 +302,73 @@ fn fold_pc_offsets(insts: Vec<(u64, Instruction, Kind)>) -> Vec<(u64, Instructio
             k => (a, i, k),
         })
         .collect()
+}
+
+/// Each `s_getpc_b64` (with its offset) followed by the `s_load_dwordx2`
+/// of an entry of the module's global offset table into the same pair,
+/// as one [`Kind::Got`].
+fn got_loads(insts: Vec<(u64, Instruction, Kind)>, h: &HookInfo) -> Vec<(u64, Instruction, Kind)> {
+    let Some((start, end)) = h.got else {
+        return insts;
+    };
+    let targets: Vec<usize> = insts
+        .iter()
+        .filter_map(|&(_, _, k)| match k {
+            Kind::Branch(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::with_capacity(insts.len());
+    let mut new_index = vec![0usize; insts.len() + 1];
+    let mut skip = false;
+    for (k, &(addr, i, kind)) in insts.iter().enumerate() {
+        new_index[k] = out.len();
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        if let (Kind::Getpc(off), Some(pair @ Operand::Sgpr { count: 2, .. })) =
+            (kind, i.operand(0))
+        {
+            let dist = ((addr + 4).wrapping_sub(h.address) as i64).wrapping_add(off);
+            let slot = h.address.wrapping_add(dist as u64);
+            let load = insts.get(k + 1).filter(|&&(_, l, lk)| {
+                lk == Kind::Plain
+                    && !targets.contains(&(k + 1))
+                    && l.mnemonic() == "s_load_dwordx2"
+                    && l.operand(0) == Some(pair)
+                    && l.operand(1) == Some(pair)
+                    && l.operand(2) == Some(Operand::Imm(0))
+                    && l.words()[0] & (1 << 16) == 0 // no glc
+            });
+            if load.is_some() && slot % 8 == 0 && slot >= start && slot + 8 <= end {
+                out.push((addr, i, Kind::Got(dist)));
+                skip = true;
+                continue;
+            }
+        }
+        out.push((addr, i, kind));
+    }
+    new_index[insts.len()] = out.len();
+    out.into_iter()
+        .map(|(a, i, kind)| match kind {
+            Kind::Branch(t) => (a, i, Kind::Branch(new_index[t])),
+            k => (a, i, k),
+        })
+        .collect()
+}
+
+/// The global-offset-table entries (distances from the hook's entry) the
+/// hook's inlined code loads.
+pub(super) fn got_slots(h: &HookInfo) -> Vec<i64> {
+    Body::new(h).map_or(Vec::new(), |b| {
+        b.insts
+            .iter()
+            .filter_map(|&(_, _, k)| match k {
+                Kind::Got(d) => Some(d),
+                _ => None,
+            })
+            .collect()
+    })
 }
 
 fn is_full_wait(i: &Instruction) -> bool {
@@ -1087,6 +1159,8 @@ impl<'a> Ctx<'a> {
         let mut branches: Vec<(usize, usize)> = Vec::new();
         let mut to_end: Vec<usize> = Vec::new();
         let last = body.insts.len().saturating_sub(1);
+        // A table entry loaded here (no home keeps it).
+        let mut loads_got = false;
         for (k, &(addr, orig, kind)) in body.insts.iter().enumerate() {
             label[k] = s.insts.len();
             if kind == Kind::EntryWait {
@@ -1144,6 +1218,33 @@ impl<'a> Ctx<'a> {
                     });
                     s.push(asm.add_lit("s_addc_u32", d + 1, 0)?);
                 }
+                Kind::Got(dist) => {
+                    let Some(Operand::Sgpr { first: d, .. }) = i.operand(0) else {
+                        return Err(unplaced("s_getpc_b64's pair"));
+                    };
+                    let home = self
+                        .homes
+                        .got
+                        .iter()
+                        .find(|(h, x, _)| **h == *symbol && *x == dist)
+                        .map(|g| g.2);
+                    match home {
+                        Some(h) => s.push(b(
+                            Encoding::Sop1,
+                            "s_mov_b64",
+                            &[Asm::sgpr(d, 2), Asm::sgpr(h, 2)],
+                        )?),
+                        None => {
+                            loads_got = true;
+                            s.pc_relative_at(asm, d, symbol.clone(), dist)?;
+                            s.push(b(
+                                Encoding::Smem,
+                                "s_load_dwordx2",
+                                &[Asm::sgpr(d, 2), Asm::sgpr(d, 2), Operand::Imm(0)],
+                            )?);
+                        }
+                    }
+                }
                 Kind::Branch(t) => branches.push((s.branch(i), t)),
                 _ => s.push(i),
             }
@@ -1160,7 +1261,7 @@ impl<'a> Ctx<'a> {
             s.aim(j, end);
         }
         // 6. Loads land; EXEC, M0, VCC, SCC back.
-        if body.loads {
+        if body.loads || loads_got {
             s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0)])?);
         }
         if let Some(t) = save_exec {

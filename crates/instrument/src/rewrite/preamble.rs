@@ -250,6 +250,10 @@ pub(super) struct Homes {
     /// The address of each hook called, by symbol: a call jumps to it
     /// with no relocation of its own (the preamble's are the only ones).
     pub(super) hooks: Vec<(std::sync::Arc<str>, [Home; 2])>,
+    /// Entries of hook modules' global offset tables inlined hooks read (a
+    /// hook's symbol, the entry's distance from it, the SGPR pair holding
+    /// the entry's value): loaded once, by the preamble.
+    pub(super) got: Vec<(std::sync::Arc<str>, i64, u16)>,
     /// The registers the homes occupy (nothing else may use them).
     pub(super) taken: crate::RegSet,
 }
@@ -359,10 +363,11 @@ pub(super) fn launch_state(
     kd: &KernelDescriptor,
     needs: &Needs,
     hooks: &[std::sync::Arc<str>],
+    got: &[(std::sync::Arc<str>, i64)],
     kernel: &str,
     avoid: &Avoid,
 ) -> Result<LaunchState, String> {
-    if !needs.any() && hooks.is_empty() {
+    if !needs.any() && hooks.is_empty() && got.is_empty() {
         return Ok(LaunchState {
             homes: Homes::default(),
             descriptor: *kd,
@@ -456,6 +461,16 @@ pub(super) fn launch_state(
     }
     for h in hooks {
         homes.hooks.push((h.clone(), arr2(take(2, &mut taken)?)));
+    }
+    // Table entries only in aligned SGPR pairs (loaded straight there).
+    for (symbol, dist) in got {
+        match take(2, &mut taken)?[..] {
+            [Home::Sgpr(a), Home::Sgpr(_)] if a % 2 == 0 => {
+                homes.got.push((symbol.clone(), *dist, a))
+            }
+            // (Lanes: the inlined code loads the entry itself.)
+            _ => break,
+        }
     }
     if needs.workitem {
         let v = vgprs
@@ -656,6 +671,25 @@ pub(super) fn launch_state(
                 ],
             )
             .map_err(e)?,
+        );
+    }
+    for (symbol, dist, h) in &homes.got {
+        code.pc_relative_at(asm, *h, symbol.clone(), *dist)
+            .map_err(e)?;
+        code.push(
+            asm.build(
+                Encoding::Smem,
+                "s_load_dwordx2",
+                &[Asm::sgpr(*h, 2), Asm::sgpr(*h, 2), Operand::Imm(0)],
+            )
+            .map_err(e)?,
+        );
+    }
+    if !homes.got.is_empty() {
+        // lgkmcnt(0): the entries are there before the kernel's code.
+        code.push(
+            asm.build(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0xC07F)])
+                .map_err(e)?,
         );
     }
     Ok(LaunchState {

@@ -54,6 +54,17 @@ impl Snippet {
         d: u16,
         symbol: std::sync::Arc<str>,
     ) -> Result<(), RewriteError> {
+        self.pc_relative_at(asm, d, symbol, 0)
+    }
+
+    /// `s[d:d+1]` = the address `distance` bytes past `symbol`.
+    pub(super) fn pc_relative_at(
+        &mut self,
+        asm: &super::asm::Asm,
+        d: u16,
+        symbol: std::sync::Arc<str>,
+        distance: i64,
+    ) -> Result<(), RewriteError> {
         use super::asm::Asm;
         self.push(asm.build(inlay_isa::Encoding::Sop1, "s_getpc_b64", &[Asm::sgpr(d, 2)])?);
         // The getpc's value is the address after it: the low literal sits 4
@@ -62,14 +73,14 @@ impl Snippet {
             inst: self.insts.len(),
             symbol: symbol.clone(),
             high: false,
-            addend: 4,
+            addend: distance + 4,
         });
         self.push(asm.add_lit("s_add_u32", d, 0)?);
         self.relocs.push(LiteralReloc {
             inst: self.insts.len(),
             symbol,
             high: true,
-            addend: 12,
+            addend: distance + 12,
         });
         self.push(asm.add_lit("s_addc_u32", d + 1, 0)?);
         Ok(())
