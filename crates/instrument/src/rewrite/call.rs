@@ -6,7 +6,7 @@ use inlay_isa::{Encoding, Instruction, Operand, RegFile, Register};
 use super::asm::FastHash;
 use super::asm::{Asm, EXEC};
 use super::inline::Placing;
-use super::preamble::{Home, Homes, Needs};
+use super::preamble::{GotEntry, Home, Homes, Needs};
 use super::snippet::{Snippet, Template};
 use super::*;
 use crate::hooks::{clobberable, Arg, HookCall, HookInfo, LaunchValue, Point, ARG_VGPRS};
@@ -2100,20 +2100,41 @@ impl<'a> Calls<'a> {
             .collect();
         // The global-offset-table entries that hooks inlined from many
         // sites read: loaded once, into homes.
-        let mut got: Vec<(std::sync::Arc<str>, i64)> = Vec::new();
-        for h in called.iter().filter(|h| h.sites >= KEEP_ADDRESS_FROM) {
+        // (An entry and the sites of the hooks that read it.)
+        let mut got: Vec<(GotEntry, usize)> = Vec::new();
+        for h in &called {
+            let r = &reqs[h.first];
             let may_inline = reqs.iter().any(|r| {
                 std::ptr::eq(r.hook, h.info) && r.call.placement != crate::hooks::Placement::Call
             });
-            if may_inline {
-                let symbol: std::sync::Arc<str> = reqs[h.first].call.hook.as_str().into();
-                for d in super::inline::got_slots(h.info) {
-                    if !got.iter().any(|(s, x)| *s == symbol && *x == d) {
-                        got.push((symbol.clone(), d));
-                    }
+            if !may_inline {
+                continue;
+            }
+            let symbol: std::sync::Arc<str> = r.call.hook.as_str().into();
+            for distance in super::inline::got_slots(h.info) {
+                let address = h.info.address.wrapping_add(distance as u64);
+                match got
+                    .iter_mut()
+                    .find(|(g, _)| g.module == r.call.module && g.address == address)
+                {
+                    Some((_, sites)) => *sites += h.sites,
+                    None => got.push((
+                        GotEntry {
+                            module: r.call.module,
+                            address,
+                            symbol: symbol.clone(),
+                            distance,
+                        },
+                        h.sites,
+                    )),
                 }
             }
         }
+        let got: Vec<GotEntry> = got
+            .into_iter()
+            .filter(|&(_, sites)| sites >= KEEP_ADDRESS_FROM)
+            .map(|(g, _)| g)
+            .collect();
         let state = super::preamble::launch_state(
             asm,
             descriptor,

@@ -160,17 +160,7 @@ impl Body {
         let (mut writes_vcc, mut writes_m0, mut writes_scc, mut loads) =
             (false, false, false, false);
         for &(at, i, kind) in &insts {
-            let is_memory = matches!(
-                i.encoding(),
-                Encoding::Smem
-                    | Encoding::Flat
-                    | Encoding::Global
-                    | Encoding::Scratch
-                    | Encoding::Ds
-                    | Encoding::Mubuf
-                    | Encoding::Mtbuf
-                    | Encoding::Mimg
-            );
+            let is_memory = is_memory(&i);
             for u in info(&i).used_registers() {
                 let r = u.register;
                 match r.file {
@@ -369,6 +359,20 @@ pub(super) fn got_slots(h: &HookInfo) -> Vec<i64> {
             })
             .collect()
     })
+}
+
+fn is_memory(i: &Instruction) -> bool {
+    matches!(
+        i.encoding(),
+        Encoding::Smem
+            | Encoding::Flat
+            | Encoding::Global
+            | Encoding::Scratch
+            | Encoding::Ds
+            | Encoding::Mubuf
+            | Encoding::Mtbuf
+            | Encoding::Mimg
+    )
 }
 
 fn is_full_wait(i: &Instruction) -> bool {
@@ -681,7 +685,37 @@ impl<'a> Ctx<'a> {
             Some(Home::Sgpr(x)) => Some(x),
             _ => None,
         };
+        // A pair only table entries kept in a home are loaded into (and
+        // the same entry each time) is that home.
+        let got_pair = |n: u16| -> Option<u16> {
+            let mut home = None;
+            for &(_, i, kind) in &body.insts {
+                let writes = info(&i).used_registers().iter().any(|u| {
+                    u.access.writes()
+                        && u.register.file == RegFile::Sgpr
+                        && u.register.first < n + 2
+                        && n < u.register.first + u16::from(u.register.count)
+                });
+                if !writes {
+                    continue;
+                }
+                let (Kind::Got(d), Some(op)) = (kind, i.operand(0)) else {
+                    return None;
+                };
+                let h = self.got_home(r, body, d)?;
+                if op != Asm::sgpr(n, 2) || home.is_some_and(|x| x != h) {
+                    return None;
+                }
+                home = Some(h);
+            }
+            home
+        };
         let same_place = |run: &Run| -> Option<u16> {
+            if let (RegFile::Sgpr, 2) = (run.file, run.count) {
+                if let Some(h) = got_pair(run.first) {
+                    return Some(h);
+                }
+            }
             if !read_only(run) {
                 return None;
             }
@@ -793,6 +827,17 @@ impl<'a> Ctx<'a> {
         };
         self.inline_code(r, body, &map, &inst, &seq)
             .map_err(|e| e.to_string())
+    }
+
+    /// The SGPR pair keeping the table entry `distance` bytes from `r`'s
+    /// hook, if the kernel keeps it.
+    fn got_home(&self, r: &Request<'a>, body: &Body, distance: i64) -> Option<u16> {
+        let address = body.entry.wrapping_add(distance as u64);
+        self.homes
+            .got
+            .iter()
+            .find(|(g, _)| g.module == r.call.module && g.address == address)
+            .map(|&(_, h)| h)
     }
 
     /// `v[p]` = a home's value (through `s[t]` when it is a lane).
@@ -1161,11 +1206,27 @@ impl<'a> Ctx<'a> {
         let last = body.insts.len().saturating_sub(1);
         // A table entry loaded here (no home keeps it).
         let mut loads_got = false;
+        // A wait of the body before any memory instruction of it waits for
+        // nothing it reads (what the application's loads may still write
+        // is waited for at the entry, or not named): dropped, unless a
+        // branch back may bring it after one.
+        let back = body
+            .insts
+            .iter()
+            .enumerate()
+            .any(|(k, &(_, _, kind))| matches!(kind, Kind::Branch(t) if t <= k));
+        let mut memory_seen = back;
         for (k, &(addr, orig, kind)) in body.insts.iter().enumerate() {
             label[k] = s.insts.len();
             if kind == Kind::EntryWait {
                 continue;
             }
+            // (A table entry loaded by the previous instruction counts.)
+            memory_seen |= loads_got;
+            if orig.mnemonic() == "s_waitcnt" && !memory_seen {
+                continue;
+            }
+            memory_seen |= is_memory(&orig);
             if kind == Kind::Return {
                 if k != last {
                     to_end.push(s.branch(b(Encoding::Sopp, "s_branch", &[Operand::Imm(0)])?));
@@ -1222,13 +1283,9 @@ impl<'a> Ctx<'a> {
                     let Some(Operand::Sgpr { first: d, .. }) = i.operand(0) else {
                         return Err(unplaced("s_getpc_b64's pair"));
                     };
-                    let home = self
-                        .homes
-                        .got
-                        .iter()
-                        .find(|(h, x, _)| **h == *symbol && *x == dist)
-                        .map(|g| g.2);
-                    match home {
+                    match self.got_home(r, body, dist) {
+                        // Renamed onto it.
+                        Some(h) if h == d => {}
                         Some(h) => s.push(b(
                             Encoding::Sop1,
                             "s_mov_b64",
