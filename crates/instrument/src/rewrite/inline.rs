@@ -17,27 +17,33 @@
 //! even that fails the call path takes over (or, inlining forced, the tool
 //! gets the reason).
 //!
+//! The body placed is the hook's code simplified for what the point tells
+//! (its constant arguments, EXEC one lane for a once-per-wave hook: see
+//! [`super::simplify`]), once per hook and facts.
+//!
 //! At the point, in order:
-//! 1. `s_waitcnt 0` (the application's outstanding loads land before
-//!    their registers are reused, as before a call); borrowed SGPRs into
-//!    their lanes; SCC, VCC and M0 into
-//!    dead SGPRs when live and written by what follows; EXEC likewise for
-//!    a once-per-wave hook.
+//! 1. `s_waitcnt 0` when the code names a register a load of the kernel
+//!    writes (an outstanding load may still be writing it; registers no
+//!    load writes are taken first); borrowed SGPRs into their lanes; SCC,
+//!    VCC and M0 into dead SGPRs when live and written by what follows;
+//!    EXEC likewise for a once-per-wave hook.
 //! 2. EXEC: one lane for a once-per-wave hook (the lowest on, lane 0 when
 //!    none is), in which its arguments are computed, straight into the
-//!    registers the hook reads them from (a dword the hook never names is
-//!    not computed; a constant is an inline constant or a literal the
+//!    registers the hook reads them from (a dword the body does not read
+//!    is not computed; a constant is an inline constant or a literal the
 //!    template patches; EXEC and SCC come from their saves once changed).
-//! 3. The ABI inputs the hook reads, from their homes, into the registers
+//! 3. The ABI inputs the body reads, from their homes, into the registers
 //!    it reads them from (the call path's homes: see [`crate::hooks`]).
 //! 4. A per-lane hook's code is skipped when no lane is on.
 //! 5. The body: each instruction with its registers renamed, the leading
-//!    `s_waitcnt 0` of the calling convention dropped (step 1 did it),
+//!    `s_waitcnt 0` of the calling convention dropped (and any wait before
+//!    the body's first memory instruction: step 1 did what they did),
 //!    branches re-aimed inside the copy, `s_setpc_b64 s[30:31]` a branch to
-//!    the end (the last one falls through), and each `s_getpc_b64` followed
-//!    by an `s_add_u32`/`s_addc_u32` of relocated literals that give the
-//!    address the original would have had in the loaded hook module (so the
-//!    hook's globals are reached as from the module).
+//!    the end (the last one falls through), each `s_getpc_b64` (with the
+//!    offset clang adds to it) as an `s_getpc_b64` and relocated adds that
+//!    give the address the original would have had in the loaded hook
+//!    module, and a load of the module's global offset table (a global's
+//!    address) read from the kernel's home for it when it keeps one.
 //! 6. A `s_waitcnt 0` when a load of the hook may still be writing a
 //!    register, then EXEC, M0, VCC, SCC and borrowed SGPRs back. The hook's
 //!    code itself leaves EXEC as it found it (the calling convention).
