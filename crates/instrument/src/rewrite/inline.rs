@@ -111,6 +111,9 @@ pub(super) struct Body {
     /// Registers it reads before writing them (its inputs: arguments and
     /// ABI inputs not in it need not be set).
     live_in: RegSet,
+    /// SGPR pairs written only by [`Kind::Got`] of one table entry (its
+    /// distance): they may be the entry's home.
+    got_pairs: Vec<(u16, i64)>,
 }
 
 impl Body {
@@ -211,7 +214,6 @@ impl Body {
             writes_scc |= matches!(kind, Kind::Getpc(_) | Kind::Got(_));
         }
         Ok(Body {
-            insts,
             runs: runs(tuples),
             written,
             writes_vcc,
@@ -220,6 +222,8 @@ impl Body {
             loads,
             entry,
             live_in: RegSet::all(),
+            got_pairs: got_pairs(&insts),
+            insts,
         })
     }
 
@@ -350,6 +354,36 @@ fn got_loads(insts: Vec<(u64, Instruction, Kind)>, h: &HookInfo) -> Vec<(u64, In
             Kind::Branch(t) => (a, i, Kind::Branch(new_index[t])),
             k => (a, i, k),
         })
+        .collect()
+}
+
+/// The SGPR pairs written only by [`Kind::Got`] of one entry, each time.
+fn got_pairs(insts: &[(u64, Instruction, Kind)]) -> Vec<(u16, i64)> {
+    // Per pair written: the entry while only it is loaded there.
+    let mut seen: Vec<(u16, Option<i64>)> = Vec::new();
+    for &(_, i, kind) in insts {
+        let got = match (kind, i.operand(0)) {
+            (Kind::Got(d), Some(Operand::Sgpr { first, count: 2 })) => Some((first, d)),
+            _ => None,
+        };
+        for u in info(&i).used_registers() {
+            let r = u.register;
+            if !u.access.writes() || r.file != RegFile::Sgpr {
+                continue;
+            }
+            for n in r.first..r.first + u16::from(r.count) {
+                let pair = n & !1;
+                let d = got.filter(|&(p, _)| p == pair).map(|(_, d)| d);
+                match seen.iter_mut().find(|(p, _)| *p == pair) {
+                    Some((_, x)) if *x != d => *x = None,
+                    Some(_) => {}
+                    None => seen.push((pair, d)),
+                }
+            }
+        }
+    }
+    seen.into_iter()
+        .filter_map(|(p, d)| Some((p, d?)))
         .collect()
 }
 
@@ -691,30 +725,11 @@ impl<'a> Ctx<'a> {
             Some(Home::Sgpr(x)) => Some(x),
             _ => None,
         };
-        // A pair only table entries kept in a home are loaded into (and
-        // the same entry each time) is that home.
+        // A pair only a table entry kept in a home is loaded into is that
+        // home.
         let got_pair = |n: u16| -> Option<u16> {
-            let mut home = None;
-            for &(_, i, kind) in &body.insts {
-                let writes = info(&i).used_registers().iter().any(|u| {
-                    u.access.writes()
-                        && u.register.file == RegFile::Sgpr
-                        && u.register.first < n + 2
-                        && n < u.register.first + u16::from(u.register.count)
-                });
-                if !writes {
-                    continue;
-                }
-                let (Kind::Got(d), Some(op)) = (kind, i.operand(0)) else {
-                    return None;
-                };
-                let h = self.got_home(r, body, d)?;
-                if op != Asm::sgpr(n, 2) || home.is_some_and(|x| x != h) {
-                    return None;
-                }
-                home = Some(h);
-            }
-            home
+            let &(_, d) = body.got_pairs.iter().find(|&&(p, _)| p == n)?;
+            self.got_home(r, body, d)
         };
         let same_place = |run: &Run| -> Option<u16> {
             if let (RegFile::Sgpr, 2) = (run.file, run.count) {
@@ -1345,21 +1360,12 @@ impl<'a> Ctx<'a> {
                 s.push(asm.lane("v_readlane_b32", v, x, lane as u8)?);
             }
         }
-        // The entry wait matters only if the code names a register an
-        // outstanding load of the kernel may still write.
-        let waits_for_nothing = s.insts[1..].iter().all(|i| {
-            info(i).used_registers().iter().all(|u| {
-                RegSet::of(&u.register)
-                    .intersection(&self.loaded)
-                    .is_empty()
-            })
-        });
-        if waits_for_nothing {
-            s.remove_first();
-        }
-        s.resolve()?;
+        // The highest registers named, and whether the code names one an
+        // outstanding load of the kernel may still write (the entry wait
+        // matters only then).
         let (mut max_sgpr, mut max_vgpr) = (0u16, 0u16);
-        for i in &s.insts {
+        let mut names_loaded = false;
+        for i in &s.insts[1..] {
             for u in info(i).used_registers() {
                 let last = u.register.first + u16::from(u.register.count).max(1) - 1;
                 match u.register.file {
@@ -1367,8 +1373,14 @@ impl<'a> Ctx<'a> {
                     RegFile::Vgpr => max_vgpr = max_vgpr.max(last),
                     _ => {}
                 }
+                names_loaded |=
+                    bits::bits_of(&u.register).is_some_and(|(at, n)| self.loaded.any_in(at, n));
             }
         }
+        if !names_loaded {
+            s.remove_first();
+        }
+        s.resolve()?;
         Ok(Inlined {
             code: s,
             max_sgpr,

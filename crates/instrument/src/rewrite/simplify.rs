@@ -22,7 +22,7 @@
 //! here for certain (a short list of SALU and VALU operations); any other
 //! instruction makes what it writes unknown and is kept unless dead.
 
-use inlay_isa::{info, Encoding, Instruction, Operand, RegFile};
+use inlay_isa::{info, Encoding, Instruction, InstructionInfo, Operand, RegFile};
 
 use super::asm::Asm;
 use super::inline::Kind;
@@ -57,10 +57,14 @@ const SCC: usize = bits::SCC as usize;
 const EXEC: usize = bits::EXEC as usize;
 const VCC: usize = bits::VCC as usize;
 
+/// VGPRs tracked (hooks' arguments and ABI inputs are below 32; higher
+/// ones are always unknown, which keeps states small to copy).
+const VGPRS: usize = 64;
+
 #[derive(Clone, PartialEq)]
 struct State {
     s: [V; SCALARS],
-    v: [V; 256],
+    v: [V; VGPRS],
 }
 
 impl State {
@@ -89,7 +93,10 @@ impl State {
         if b < SCALARS {
             self.s[b]
         } else if (bits::VGPR_BASE..bits::AGPR_BASE).contains(&bit) {
-            self.v[b - usize::from(bits::VGPR_BASE)]
+            self.v
+                .get(b - usize::from(bits::VGPR_BASE))
+                .copied()
+                .unwrap_or(Unknown)
         } else {
             Unknown
         }
@@ -99,8 +106,12 @@ impl State {
         let b = usize::from(bit);
         if b < SCALARS {
             self.s[b] = x;
-        } else if (bits::VGPR_BASE..bits::AGPR_BASE).contains(&bit) {
-            self.v[b - usize::from(bits::VGPR_BASE)] = x;
+        } else if let Some(v) = (bits::VGPR_BASE..bits::AGPR_BASE)
+            .contains(&bit)
+            .then(|| self.v.get_mut(b - usize::from(bits::VGPR_BASE)))
+            .flatten()
+        {
+            *v = x;
         }
     }
 
@@ -231,7 +242,7 @@ fn full_vector_write(i: &Instruction) -> bool {
 
 /// Whether `i` does nothing but write registers (so it may go when they
 /// are dead, or be replaced by moves of what it writes).
-fn is_pure(i: &Instruction) -> bool {
+fn is_pure(i: &Instruction, inf: &InstructionInfo) -> bool {
     let m = i.mnemonic();
     let ok = match i.encoding() {
         Encoding::Sop1 => {
@@ -250,19 +261,19 @@ fn is_pure(i: &Instruction) -> bool {
     };
     // No registers written, nothing to drop it for (s_nop and the like
     // keep their wait states).
-    ok && info(i).used_registers().iter().any(|u| u.access.writes())
+    ok && inf.used_registers().iter().any(|u| u.access.writes())
 }
 
 /// What `i` writes, as (bit, value) pairs, run with state `st`;
 /// `one_lane`: EXEC at the entry is one lane.
-fn transfer(i: &Instruction, st: &State, one_lane: bool) -> Vec<(u16, V)> {
+fn transfer(i: &Instruction, inf: &InstructionInfo, st: &State, one_lane: bool) -> Vec<(u16, V)> {
     let mut out: Vec<(u16, V)> = Vec::new();
     if let Some(known) = evaluate(i, st, one_lane) {
         out = known;
     }
     // Everything else written (or the whole of an unknown instruction)
     // becomes unknown.
-    for u in info(i).used_registers() {
+    for u in inf.used_registers() {
         if !u.access.writes() {
             continue;
         }
@@ -533,10 +544,14 @@ fn branch_taken(i: &Instruction, st: &State) -> Option<bool> {
 }
 
 /// The state before each instruction (None: no path reaches it).
-fn analyse(insts: &[(u64, Instruction, Kind)], facts: &Facts) -> Vec<Option<State>> {
+fn analyse(
+    insts: &[(u64, Instruction, Kind)],
+    infos: &[InstructionInfo],
+    facts: &Facts,
+) -> Vec<Option<State>> {
     let mut entry = State {
         s: [Unknown; SCALARS],
-        v: [Unknown; 256],
+        v: [Unknown; VGPRS],
     };
     entry.s[EXEC] = ExecLo;
     entry.s[EXEC + 1] = ExecHi;
@@ -554,7 +569,7 @@ fn analyse(insts: &[(u64, Instruction, Kind)], facts: &Facts) -> Vec<Option<Stat
         let Some(st) = at[k].clone() else { continue };
         let (_, i, _) = &insts[k];
         let mut out = st.clone();
-        for (b, x) in transfer(i, &st, facts.one_lane) {
+        for (b, x) in transfer(i, &infos[k], &st, facts.one_lane) {
             out.set(b, x);
         }
         for s in successors(insts, k, branch_taken(i, &st)) {
@@ -580,6 +595,7 @@ fn analyse(insts: &[(u64, Instruction, Kind)], facts: &Facts) -> Vec<Option<Stat
 /// the first.
 fn liveness(
     insts: &[(u64, Instruction, Kind)],
+    infos: &[InstructionInfo],
     at: &[Option<State>],
     end: &RegSet,
 ) -> (Vec<RegSet>, RegSet) {
@@ -603,7 +619,7 @@ fn liveness(
             let mut live = out;
             let whole_vector =
                 stable && at[k].as_ref().is_some_and(State::exec_is_entry) && full_vector_write(i);
-            for u in info(i).used_registers() {
+            for u in infos[k].used_registers() {
                 let kills = matches!(u.access, inlay_isa::Access::Write)
                     && match u.register.file {
                         RegFile::Vgpr => whole_vector,
@@ -614,7 +630,7 @@ fn liveness(
                     live.subtract(&RegSet::of(&u.register));
                 }
             }
-            for u in info(i).used_registers() {
+            for u in infos[k].used_registers() {
                 if u.access.reads() {
                     live.union_with(&RegSet::of(&u.register));
                 }
@@ -740,7 +756,8 @@ pub(super) fn simplify(
 pub(super) fn live_in(body: &[(u64, Instruction, Kind)], facts: &Facts) -> RegSet {
     let mut end = RegSet::new();
     end.insert_range(bits::EXEC, 2);
-    liveness(body, &analyse(body, facts), &end).1
+    let infos: Vec<InstructionInfo> = body.iter().map(|(_, i, _)| info(i)).collect();
+    liveness(body, &infos, &analyse(body, &infos, facts), &end).1
 }
 
 /// What a pass of folds keeps, so that its folds may be made together.
@@ -762,8 +779,9 @@ fn fold(
     end: &RegSet,
     pass: Pass,
 ) -> bool {
-    let at = analyse(insts, facts);
-    let (live, _) = liveness(insts, &at, end);
+    let infos: Vec<InstructionInfo> = insts.iter().map(|(_, i, _)| info(i)).collect();
+    let at = analyse(insts, &infos, facts);
+    let (live, _) = liveness(insts, &infos, &at, end);
     // None: dropped; Some: kept or replaced.
     let mut out: Vec<Option<(u64, Instruction, Kind)>> = Vec::with_capacity(insts.len());
     let mut changed = false;
@@ -795,14 +813,14 @@ fn fold(
                 _ => {}
             }
         }
-        if kind != Kind::Plain || !is_pure(&i) {
+        if kind != Kind::Plain || !is_pure(&i, &infos[k]) {
             out.push(Some((addr, i, kind)));
             continue;
         }
         let is_exec = |b: u16| b == bits::EXEC || b == bits::EXEC + 1;
         // The writes the pass must keep: those that change the register,
         // or those read later (EXEC always: moves made here may read it).
-        let needed: Vec<(u16, V)> = transfer(&i, st, facts.one_lane)
+        let needed: Vec<(u16, V)> = transfer(&i, &infos[k], st, facts.one_lane)
             .into_iter()
             .filter(|&(b, x)| {
                 let same = x != Unknown && st.get(b) == x;
