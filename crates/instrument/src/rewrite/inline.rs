@@ -340,7 +340,7 @@ fn got_loads(insts: Vec<(u64, Instruction, Kind)>, h: &HookInfo) -> Vec<(u64, In
                     && l.operand(2) == Some(Operand::Imm(0))
                     && l.words()[0] & (1 << 16) == 0 // no glc
             });
-            if load.is_some() && slot % 8 == 0 && slot >= start && slot + 8 <= end {
+            if load.is_some() && slot.is_multiple_of(8) && slot >= start && slot + 8 <= end {
                 out.push((addr, i, Kind::Got(dist)));
                 skip = true;
                 continue;

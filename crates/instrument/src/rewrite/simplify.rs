@@ -687,9 +687,8 @@ fn mov_of(asm: &Asm, writes: &[(u16, V)], st: &State) -> Option<Instruction> {
                 },
                 (C(l), C(h)) => {
                     let v = u64::from(l) | u64::from(h) << 32;
-                    let small = i64::try_from(v as i64)
-                        .ok()
-                        .filter(|v| (-16..=64).contains(v))?;
+                    // (A 64-bit inline constant is sign-extended.)
+                    let small = Some(v as i64).filter(|v| (-16..=64).contains(v))?;
                     Asm::inline_int(small as i32)?
                 }
                 _ => return None,
