@@ -1191,4 +1191,149 @@ mod tests {
         assert!(compared > 4000, "{compared} runs compared");
         assert!(shorter > 200, "{shorter} bodies simplified");
     }
+
+    /// LLVM's atomic optimizer's code for a 64-bit atomic add of
+    /// `per_thread ? popcount(exec) : 1` (what clang makes of instr_count's
+    /// `count_vector`), the atomic standing as moves of its operands to
+    /// v3/v4: the sum reduced over the active lanes in s[4:5], then the
+    /// first lane alone.
+    fn atomic_optimizer_body(asm: &Asm) -> Vec<(u64, Instruction, Kind)> {
+        use Encoding::*;
+        let b = |e, m, ops: &[Operand]| asm.build(e, m, ops).unwrap();
+        let branch = |m| b(Sopp, m, &[Operand::Imm(0)]);
+        let exec_lo = Operand::Special {
+            code: 126,
+            count: 1,
+        };
+        let exec_hi = Operand::Special {
+            code: 127,
+            count: 1,
+        };
+        let vcc = Operand::Fixed("vcc");
+        let code = [
+            (
+                b(Vop3, "v_bcnt_u32_b32", &[v1(1), v1(1), Asm::konst(0)]),
+                Kind::Plain,
+            ),
+            (
+                b(Vop3, "v_bcnt_u32_b32", &[v1(2), v1(2), v1(1)]),
+                Kind::Plain,
+            ),
+            (
+                b(Vopc, "v_cmp_ne_u32_e32", &[vcc, Asm::konst(0), v1(0)]),
+                Kind::Plain,
+            ),
+            (b(Sop1, "s_mov_b64", &[s2(6), EXEC2]), Kind::Plain),
+            (asm.vmov(1, Asm::konst(0)).unwrap(), Kind::Plain),
+            (
+                b(
+                    Vop2,
+                    "v_cndmask_b32_e32",
+                    &[v1(0), Asm::konst(1), v1(2), vcc],
+                ),
+                Kind::Plain,
+            ),
+            (b(Sop1, "s_mov_b64", &[s2(4), Asm::konst(0)]), Kind::Plain),
+            // The loop over the active lanes.
+            (b(Sop1, "s_ff1_i32_b64", &[s1(8), s2(6)]), Kind::Plain),
+            (
+                b(Vop3, "v_readlane_b32", &[s1(10), v1(0), s1(8)]),
+                Kind::Plain,
+            ),
+            (
+                b(Vop3, "v_readlane_b32", &[s1(9), v1(1), s1(8)]),
+                Kind::Plain,
+            ),
+            (b(Sop2, "s_add_u32", &[s1(4), s1(4), s1(10)]), Kind::Plain),
+            (b(Sop2, "s_addc_u32", &[s1(5), s1(5), s1(9)]), Kind::Plain),
+            (
+                b(Sop2, "s_lshl_b64", &[s2(8), Asm::konst(1), s1(8)]),
+                Kind::Plain,
+            ),
+            (b(Sop2, "s_andn2_b64", &[s2(6), s2(6), s2(8)]), Kind::Plain),
+            (
+                b(Sopc, "s_cmp_lg_u64", &[s2(6), Asm::konst(0)]),
+                Kind::Plain,
+            ),
+            (branch("s_cbranch_scc1"), Kind::Branch(7)),
+            // The first lane alone.
+            (
+                b(Vop3, "v_mbcnt_lo_u32_b32", &[v1(0), exec_lo, Asm::konst(0)]),
+                Kind::Plain,
+            ),
+            (
+                b(Vop3, "v_mbcnt_hi_u32_b32", &[v1(0), exec_hi, v1(0)]),
+                Kind::Plain,
+            ),
+            (
+                b(Vopc, "v_cmp_eq_u32_e32", &[vcc, Asm::konst(0), v1(0)]),
+                Kind::Plain,
+            ),
+            (b(Sop1, "s_and_saveexec_b64", &[s2(6), VCC2]), Kind::Plain),
+            (b(Sop2, "s_xor_b64", &[s2(6), EXEC2, s2(6)]), Kind::Plain),
+            (branch("s_cbranch_execz"), Kind::Branch(24)),
+            (asm.vmov(3, s1(4)).unwrap(), Kind::Plain),
+            (asm.vmov(4, s1(5)).unwrap(), Kind::Plain),
+            (b(Sop2, "s_or_b64", &[EXEC2, EXEC2, s2(6)]), Kind::Plain),
+        ];
+        code.into_iter()
+            .enumerate()
+            .map(|(k, (i, kind))| (4 * k as u64, i, kind))
+            .collect()
+    }
+
+    #[test]
+    fn the_atomic_optimizers_lane_loop_runs_once_in_one_lane_and_goes() {
+        let asm = Asm::new(inlay_isa::Target::Gfx90a);
+        let body = atomic_optimizer_body(&asm);
+        let mut live_out = RegSet::new();
+        live_out.insert_range(bits::VGPR_BASE + 3, 2);
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for per_thread in [0, 1] {
+            let facts = Facts {
+                one_lane: true,
+                vgprs: vec![(0, per_thread)],
+            };
+            let simple = simplify(&asm, &body, &facts, &live_out);
+            // No branch is left; with a constant count, nothing but the
+            // moves of the sum's two halves.
+            assert!(
+                simple
+                    .iter()
+                    .all(|&(_, _, k)| !matches!(k, Kind::Branch(_))),
+                "{simple:?}"
+            );
+            if per_thread == 0 {
+                assert_eq!(simple.len(), 2, "{simple:?}");
+            }
+            for _ in 0..50 {
+                let mut w = Wave::new(0);
+                w.set_exec(1 << rng.below(64));
+                for x in w.s.iter_mut().take(usize::from(SGPRS)) {
+                    *x = rng.next() as u32;
+                }
+                w.scc = rng.below(2) == 1;
+                // The arguments: per_thread, EXEC as at the point (uniform).
+                let app_exec = rng.next();
+                for lane in 0..64 {
+                    w.v[0][lane] = per_thread;
+                    w.v[1][lane] = app_exec as u32;
+                    w.v[2][lane] = (app_exec >> 32) as u32;
+                    w.v[3][lane] = rng.next() as u32;
+                    w.v[4][lane] = rng.next() as u32;
+                }
+                let want = run(&body, &w, 500).expect("the original ends");
+                let got = run(&simple, &w, 500).expect("the simplified body ends");
+                assert_eq!(want.exec(), got.exec());
+                let sum = if per_thread == 1 {
+                    app_exec.count_ones()
+                } else {
+                    1
+                };
+                assert_eq!((want.v[3], want.v[4]), (got.v[3], got.v[4]));
+                let lane = w.exec().trailing_zeros() as usize;
+                assert_eq!((got.v[3][lane], got.v[4][lane]), (sum, 0));
+            }
+        }
+    }
 }
