@@ -1952,6 +1952,11 @@ impl SiteCode<'_> {
         self.templates().map(Template::bytes).sum()
     }
 
+    /// The instructions the calls run, in order.
+    pub(super) fn instructions(&self) -> impl Iterator<Item = &Instruction> {
+        self.templates().flat_map(|t| t.code.iter())
+    }
+
     pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {
         for c in self.calls {
             let args = c.args;

@@ -65,6 +65,7 @@
 mod asm;
 mod builtin;
 mod call;
+pub mod hazards;
 mod inline;
 mod layout;
 mod preamble;
@@ -671,15 +672,25 @@ pub fn rewrite(
     for (i, b) in before_bytes.iter_mut().enumerate() {
         *b += placed.at(Site::Before(i)).bytes();
     }
+    // Wait states the hardware does not enforce, at the seams of the
+    // inserted code (see `hazards`): nops at the start of each inserted
+    // sequence and right before each application instruction.
+    let seams = Seams::plan(an, &order, &preamble, &hook_code, &placed);
+    let nop_bytes = |s: usize| 4 * u64::from(seams.pads[s].div_ceil(8));
+    for (i, b) in before_bytes.iter_mut().enumerate() {
+        *b += nop_bytes(Seams::head(i)) + nop_bytes(Seams::mid(i)) + nop_bytes(Seams::tail(i));
+    }
+    added_by_hooks += seams.nops();
     // Calls after an instruction sit between it and the next one's label.
     let after_bytes: Vec<u64> = (0..prog.insts.len())
-        .map(|i| placed.at(Site::After(i)).bytes())
+        .map(|i| placed.at(Site::After(i)).bytes() + nop_bytes(Seams::after(i)))
         .collect();
     let mut own_bytes: Vec<u64> = (0..prog.insts.len())
         .map(|i| emits[i].size(&prog.insts[i].inst))
         .collect();
-    let head: u64 =
-        preamble.insts.iter().map(|i| i.len() as u64).sum::<u64>() + placed.at(Site::Entry).bytes();
+    let head: u64 = preamble.insts.iter().map(|i| i.len() as u64).sum::<u64>()
+        + nop_bytes(Seams::ENTRY)
+        + placed.at(Site::Entry).bytes();
     let (label, new_offset, at) = loop {
         let mut label = vec![0u64; prog.insts.len()];
         let mut new_offset = vec![0u64; prog.insts.len()];
@@ -718,13 +729,21 @@ pub fn rewrite(
 
     let mut code = Vec::with_capacity(at as usize);
     let mut relocations = Vec::with_capacity(preamble.relocs.len() + placed.relocations());
+    let nops = |s: usize, code: &mut Vec<u8>| {
+        for n in hazards::nops(prog.target, seams.pads[s]) {
+            encode_into(&n, code);
+        }
+    };
     preamble.encode(&mut code, &mut relocations);
+    nops(Seams::ENTRY, &mut code);
     placed.at(Site::Entry).encode(&mut code, &mut relocations);
     let mut added = preamble.insts.len() + added_by_hooks;
     for &i in &order {
+        nops(Seams::head(i), &mut code);
         for h in hook_code.get(&i).into_iter().flatten() {
             encode_into(h, &mut code);
         }
+        nops(Seams::mid(i), &mut code);
         placed
             .at(Site::Before(i))
             .encode(&mut code, &mut relocations);
@@ -737,6 +756,7 @@ pub fn rewrite(
             }
             debug_assert_eq!(code.len() as u64 - at, t.size());
         }
+        nops(Seams::tail(i), &mut code);
         let mut inst = prog.insts[i].inst;
         let here = new_offset[i];
         match emits[i] {
@@ -780,6 +800,7 @@ pub fn rewrite(
             }
         }
         encode_into(&inst, &mut code);
+        nops(Seams::after(i), &mut code);
         placed
             .at(Site::After(i))
             .encode(&mut code, &mut relocations);
@@ -844,4 +865,96 @@ pub fn rewrite(
         }),
         inlined: placed.inlined,
     })
+}
+
+/// Nops for hazards at the seams of inserted code: a slot before the entry
+/// calls, and for each instruction slots before its built-in hooks (at its
+/// label), before the calls placed before it, right before it, and before
+/// the calls placed after it; wait states per slot.
+struct Seams {
+    pads: Vec<u32>,
+}
+
+impl Seams {
+    const ENTRY: usize = 0;
+    fn head(i: InstId) -> usize {
+        1 + 4 * i
+    }
+    fn mid(i: InstId) -> usize {
+        2 + 4 * i
+    }
+    fn tail(i: InstId) -> usize {
+        3 + 4 * i
+    }
+    fn after(i: InstId) -> usize {
+        4 + 4 * i
+    }
+
+    /// Instructions the pads take.
+    fn nops(&self) -> usize {
+        self.pads.iter().map(|&p| p.div_ceil(8) as usize).sum()
+    }
+
+    /// Lays the stream out as the rewrite will (long branches and call
+    /// translations, scalar code with no hazard of its own, left out: they
+    /// only add distance) and finds the pads.
+    fn plan(
+        an: &Analysis,
+        order: &[InstId],
+        preamble: &snippet::Snippet,
+        hook_code: &BTreeMap<InstId, Vec<Instruction>>,
+        placed: &call::Placed<'_>,
+    ) -> Seams {
+        use hazards::Node;
+        let prog = &an.program;
+        let mut nodes = Vec::new();
+        let inserted = |nodes: &mut Vec<Node>, is: &mut dyn Iterator<Item = &Instruction>| {
+            nodes.extend(is.map(|&inst| Node::Inst {
+                inst,
+                inserted: true,
+            }))
+        };
+        inserted(&mut nodes, &mut preamble.insts.iter());
+        nodes.push(Node::Slot(Self::ENTRY));
+        inserted(&mut nodes, &mut placed.at(Site::Entry).instructions());
+        let mut block_end = vec![0; prog.blocks.len()];
+        for &i in order {
+            let ins = &prog.insts[i];
+            let b = ins.block;
+            if prog.blocks[b].insts.start == i {
+                nodes.push(Node::BlockStart(b));
+            }
+            nodes.push(Node::Slot(Self::head(i)));
+            inserted(&mut nodes, &mut hook_code.get(&i).into_iter().flatten());
+            nodes.push(Node::Slot(Self::mid(i)));
+            inserted(&mut nodes, &mut placed.at(Site::Before(i)).instructions());
+            nodes.push(Node::Slot(Self::tail(i)));
+            nodes.push(Node::Inst {
+                inst: ins.inst,
+                inserted: false,
+            });
+            nodes.push(Node::Slot(Self::after(i)));
+            inserted(&mut nodes, &mut placed.at(Site::After(i)).instructions());
+            block_end[b] = nodes.len();
+        }
+        let kernel_entry = prog
+            .functions
+            .first()
+            .and_then(|f| prog.inst_at(0, f.entry));
+        let flow = hazards::Flow {
+            block_end,
+            preds: prog.blocks.iter().map(|b| b.preds.clone()).collect(),
+            linear_entry: prog
+                .blocks
+                .iter()
+                .map(|b| Some(b.insts.start) == kernel_entry)
+                .collect(),
+        };
+        let mfma = prog.insts.iter().any(|i| {
+            i.inst.mnemonic().starts_with("v_mfma") || i.inst.mnemonic().starts_with("v_smfmac")
+        });
+        let slots = 1 + 4 * prog.insts.len();
+        let (pads, _inside) = hazards::pad(prog.target, &nodes, &flow, slots, mfma);
+        Seams { pads }
+    }
 }

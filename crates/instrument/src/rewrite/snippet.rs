@@ -168,6 +168,9 @@ pub(super) struct Template {
     bytes: Vec<u8>,
     /// Instructions in it (the static count).
     pub(super) insts: usize,
+    /// The instructions themselves (constants not patched in), for the
+    /// hazard check.
+    pub(super) code: Vec<Instruction>,
     /// Relocations by byte offset of their word.
     relocs: Vec<(u64, LiteralReloc)>,
     /// Literal words holding constant arguments: byte offset, argument,
@@ -194,6 +197,7 @@ impl Template {
         Template {
             bytes,
             insts: s.insts.len(),
+            code: s.insts.clone(),
             relocs,
             constants,
         }
