@@ -26,10 +26,10 @@
 //!   reader is counted, which is conservative;
 //! - `s_setreg` of a hardware register, then `s_getreg`/`s_setreg` of it:
 //!   2 (`checkSetRegHazards`, `checkGetRegHazards`);
-//! - gfx90a/gfx942: VALU writes an SGPR or VCC (`v_readlane`,
+//! - gfx942: VALU writes an SGPR or VCC (`v_readlane`,
 //!   `v_readfirstlane`, `v_cmp`, carries), a VALU reads it: 2; VALU writes
 //!   a VGPR, `v_readlane`/`v_readfirstlane` reads it: 1
-//!   (`checkVALUHazards`, the gfx90a branch);
+//!   (`checkVALUHazards`, `hasVDecCoExecHazard`);
 //! - VALU writes EXEC, `v_readlane`/`v_writelane` follows: 4 (gfx90a
 //!   table; applied to every target);
 //! - VALU writes a VGPR/AGPR that an MFMA or `v_accvgpr_write` reads: 2;
@@ -209,8 +209,11 @@ impl Facts {
     }
 }
 
-fn gfx90a_or_later(t: Target) -> bool {
-    matches!(t, Target::Gfx90a | Target::Gfx942)
+/// The rules LLVM applies only to gfx940-gfx942 (`hasVDecCoExecHazard`;
+/// llc-19 puts no nop between `v_readfirstlane` and a VALU reading its
+/// SGPR for gfx90a).
+fn gfx942(t: Target) -> bool {
+    t == Target::Gfx942
 }
 
 /// Wait states `r` needs after `w` (0: no rule applies).
@@ -225,7 +228,7 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
             if r.is_lane_op() && r.reads(&s, Some(2)) {
                 at_least(4);
             }
-            if gfx90a_or_later(t) && r.is_valu() && r.reads(&s, None) {
+            if gfx942(t) && r.is_valu() && r.reads(&s, None) {
                 at_least(2);
             }
             if s.file == RegFile::Vcc && r.name().starts_with("v_div_fmas") {
@@ -250,7 +253,7 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
             if (r.is_mfma() || r.name() == "v_accvgpr_write_b32") && r.reads(&v, None) {
                 at_least(2);
             }
-            if gfx90a_or_later(t)
+            if gfx942(t)
                 && matches!(r.name(), "v_readlane_b32" | "v_readfirstlane_b32")
                 && r.reads(&v, None)
             {
@@ -315,7 +318,7 @@ pub fn required_after_unknown(t: Target, r: &Facts, mfma: bool) -> u32 {
     if r.is_mfma() || r.name() == "v_accvgpr_write_b32" {
         at_least(4);
     }
-    if gfx90a_or_later(t) && r.is_valu() && reads_scalar {
+    if gfx942(t) && r.is_valu() && reads_scalar {
         at_least(2);
     }
     if r.name().starts_with("s_getreg") || r.name().starts_with("s_setreg") {
@@ -721,8 +724,9 @@ mod tests {
     fn valu_vgpr_then_readlane() {
         let (w, r) = ("v_add_u32_e32 v1, v2, v3", "v_readlane_b32 s4, v1, 0");
         assert_eq!(distance(Target::Gfx908, w, r), 0);
-        assert_eq!(distance(Target::Gfx90a, w, r), 1);
-        assert_eq!(distance(Target::Gfx90a, w, "v_readfirstlane_b32 s4, v1"), 1);
+        assert_eq!(distance(Target::Gfx90a, w, r), 0);
+        assert_eq!(distance(Target::Gfx942, w, r), 1);
+        assert_eq!(distance(Target::Gfx942, w, "v_readfirstlane_b32 s4, v1"), 1);
     }
 
     #[test]

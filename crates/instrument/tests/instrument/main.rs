@@ -7,6 +7,7 @@ mod harness;
 
 mod clobber_vgpu;
 mod fixtures;
+mod hazards;
 mod hooks_vgpu;
 mod liveness;
 mod record_vgpu;
