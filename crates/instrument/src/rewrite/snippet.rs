@@ -2,7 +2,11 @@
 //! call to a compiled hook, a compiled hook inlined), with branches inside
 //! it and the relocations its literals need.
 
-use inlay_isa::Instruction;
+use inlay_isa::{Instruction, Target};
+
+use super::hazards::{
+    falls_through, required, required_after_unknown, wait_states, Facts, MAX_WAIT_STATES,
+};
 
 use super::RewriteError;
 
@@ -122,9 +126,81 @@ impl Snippet {
         }
     }
 
+    /// Puts `s_nop`s where a pair inside the snippet is closer than its
+    /// hazard rule (see `hazards`), on every path through its branches:
+    /// the simplifier may have removed what separated them in clang's code.
+    fn pad_hazards(&mut self) {
+        let Some(t) = self.insts.first().map(Instruction::target) else {
+            return;
+        };
+        let mut k = 0;
+        while k < self.insts.len() {
+            let facts: Vec<Facts> = self.insts.iter().map(Facts::new).collect();
+            let need = self.deficit(t, &facts, k, k, 0, 0, false);
+            if need > 0 {
+                let nops = super::hazards::nops(t, need);
+                let c = nops.len();
+                self.insts.splice(k..k, nops);
+                for r in &mut self.relocs {
+                    r.inst += if r.inst >= k { c } else { 0 };
+                }
+                for x in &mut self.constants {
+                    x.0 += if x.0 >= k { c } else { 0 };
+                }
+                // Branches to `k` land before the nops.
+                for (b, to) in &mut self.branches {
+                    *b += if *b >= k { c } else { 0 };
+                    *to += if *to > k { c } else { 0 };
+                }
+                k += c;
+            }
+            k += 1;
+        }
+    }
+
+    /// Wait states reader `r` lacks from writers before position `end`,
+    /// `dist` wait states away, following branches that land on the way;
+    /// `via_branch`: `end - 1` is a branch to `end`.
+    #[allow(clippy::too_many_arguments)]
+    fn deficit(
+        &self,
+        t: Target,
+        facts: &[Facts],
+        r: usize,
+        end: usize,
+        mut dist: u32,
+        depth: u32,
+        via_branch: bool,
+    ) -> u32 {
+        let mut need = 0;
+        let mut q = end;
+        while q > 0 && dist < MAX_WAIT_STATES && depth < 16 {
+            for &(b, to) in &self.branches {
+                if to == q {
+                    need = need.max(self.deficit(t, facts, r, b + 1, dist, depth + 1, true));
+                }
+            }
+            let p = q - 1;
+            let entered_by_branch = via_branch && q == end;
+            if !entered_by_branch && !falls_through(&self.insts[p]) {
+                break;
+            }
+            if self.insts[p].mnemonic() == "s_swappc_b64" {
+                // The callee ran in between: what it did last is unknown.
+                need = need.max(required_after_unknown(t, &facts[r], false).saturating_sub(dist));
+                break;
+            }
+            need = need.max(required(t, &facts[p], &facts[r]).saturating_sub(dist));
+            dist += wait_states(&self.insts[p]);
+            q = p;
+        }
+        need
+    }
+
     /// Sets the branches' offsets (they are relative, so the snippet can go
-    /// anywhere).
+    /// anywhere), after padding hazards inside it.
     pub(super) fn resolve(&mut self) -> Result<(), RewriteError> {
+        self.pad_hazards();
         let mut at = Vec::with_capacity(self.insts.len() + 1);
         let mut a = 0u64;
         for i in &self.insts {
