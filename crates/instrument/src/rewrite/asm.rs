@@ -262,25 +262,15 @@ impl Code {
     pub(super) fn end(&mut self) {
         self.end = Some(self.insts.len());
     }
+    /// Sets the branches' offsets, after padding hazards inside the code
+    /// (as a snippet's).
     pub(super) fn resolve(&mut self) -> Result<(), RewriteError> {
-        let at: Vec<u64> = self
-            .insts
-            .iter()
-            .scan(0u64, |a, i| {
-                let here = *a;
-                *a += i.len() as u64;
-                Some(here)
-            })
-            .collect();
-        let end_at = match self.end {
-            Some(e) if e < at.len() => at[e],
-            _ => self.insts.iter().map(|i| i.len() as u64).sum(),
-        };
-        for &b in &self.to_end {
-            self.insts[b]
-                .set_branch_target(at[b], end_at)
-                .map_err(|e| RewriteError::Build("a branch in hook code", e))?;
-        }
+        let end = self.end.unwrap_or(self.insts.len()).min(self.insts.len());
+        let branches = self.to_end.iter().map(|&b| (b, end)).collect();
+        let mut s =
+            super::snippet::Snippet::with_branches(std::mem::take(&mut self.insts), branches);
+        s.resolve()?;
+        self.insts = s.insts;
         Ok(())
     }
 }

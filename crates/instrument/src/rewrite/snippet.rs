@@ -34,6 +34,15 @@ pub(super) struct Snippet {
 }
 
 impl Snippet {
+    /// Code with branches already placed: (branch index, label index).
+    pub(super) fn with_branches(insts: Vec<Instruction>, branches: Vec<(usize, usize)>) -> Snippet {
+        Snippet {
+            insts,
+            branches,
+            ..Default::default()
+        }
+    }
+
     pub(super) fn push(&mut self, i: Instruction) {
         self.insts.push(i);
     }

@@ -1,6 +1,6 @@
 //! Hazards at the seams of inserted code: every fixture kernel
 //! instrumented with calls before every instruction (called and inlined)
-//! and with a built-in hook before every instruction, then the rewritten
+//! and with built-in hooks (counting, recording) before every instruction, then the rewritten
 //! code decoded and scanned in straight lines for pairs the hardware does
 //! not interlock (`rewrite::hazards`, whose rules are tested against
 //! AMD's tables there): none may be closer than its rule where inserted
@@ -10,7 +10,7 @@
 use inlay_codeobj::CodeObject;
 use inlay_instrument::hooks::{Arg, HookCall, Placement, Point};
 use inlay_instrument::rewrite::hazards::violations;
-use inlay_instrument::rewrite::{rewrite, Hook, Plan, Rewritten};
+use inlay_instrument::rewrite::{rewrite, Hook, LaneValue, Plan, Rewritten, Trace, Value};
 use inlay_instrument::{analyse, Analysis};
 use inlay_isa::{Decoder, Instruction, RegFile, Register};
 
@@ -69,6 +69,40 @@ fn plans(an: &Analysis) -> Vec<(&'static str, Plan)> {
                                 offset: 8 * (i as u32 % 64),
                             },
                         )
+                    })
+                    .collect(),
+                ..Default::default()
+            },
+        ),
+        (
+            "recording",
+            Plan {
+                counters: 0x1000,
+                hooks: (0..n)
+                    .flat_map(|i| {
+                        let trace = Trace {
+                            cursor: 0,
+                            records: 0x10_0000,
+                            capacity: 1 << 20,
+                        };
+                        [
+                            (
+                                i,
+                                Hook::Record {
+                                    trace,
+                                    id: i as u32,
+                                    value: Value::Exec,
+                                },
+                            ),
+                            (
+                                i,
+                                Hook::RecordLanes {
+                                    trace,
+                                    id: i as u32,
+                                    value: LaneValue::Vgpr(0),
+                                },
+                            ),
+                        ]
                     })
                     .collect(),
                 ..Default::default()
