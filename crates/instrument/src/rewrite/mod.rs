@@ -12,8 +12,10 @@
 //! hook's code: built-in counting and records (`builtin`), a call to a
 //! compiled hook (`call`, see [`crate::hooks`]) or the compiled hook's
 //! own code placed inline on registers dead at the point (`inline`), as
-//! snippets (`snippet`) built with `asm`; and the layout with branch
-//! relaxation (`layout`).
+//! snippets (`snippet`) built with `asm`; wait states the hardware does
+//! not enforce, padded with `s_nop` inside each snippet and at the seams
+//! between inserted and application code ([`hazards`]); and the layout
+//! with branch relaxation (`layout`).
 //!
 //! # Where the new code points
 //! The rewritten code runs from an address known only once it is loaded,
