@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use inlay_codeobj::reloc::RelocType;
 use inlay_codeobj::symbols::{SymbolKind, SymbolTable};
 use inlay_codeobj::CodeObject;
-use inlay_isa::{info, Decoder, Encoding, Instruction, Operand, RegFile, Target};
+use inlay_isa::{info, Decoder, Encoding, Instruction, Operand, RegFile, Target, UsedRegister};
 
 /// Why a kernel could not be lifted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,9 +171,35 @@ pub struct Program {
     pub blocks: Vec<Block>,
     pub functions: Vec<Function>,
     pub calls: Vec<CallSite>,
+    /// Every instruction's def/use (inlay-isa's `info`), computed once at
+    /// lifting for liveness, register counts and rewriting, which all need
+    /// it: instruction `i`'s registers are `used[used_from[i]..used_from[i + 1]]`.
+    used: Vec<UsedRegister>,
+    used_from: Vec<u32>,
 }
 
 impl Program {
+    /// The registers instruction `i` reads and writes (inlay-isa's
+    /// [`info`]: explicit ones in printed order, then implicit ones); empty
+    /// for an out-of-range id.
+    pub fn used_registers(&self, i: InstId) -> &[UsedRegister] {
+        let (Some(&a), Some(&b)) = (self.used_from.get(i), self.used_from.get(i + 1)) else {
+            return &[];
+        };
+        self.used.get(a as usize..b as usize).unwrap_or(&[])
+    }
+
+    /// Fills the def/use table from `insts` (once, when lifting is done).
+    fn index_used_registers(&mut self) {
+        self.used = Vec::with_capacity(self.insts.len() * 4);
+        self.used_from = Vec::with_capacity(self.insts.len() + 1);
+        self.used_from.push(0);
+        for ins in &self.insts {
+            self.used.extend_from_slice(info(&ins.inst).used_registers());
+            self.used_from.push(self.used.len() as u32);
+        }
+    }
+
     /// Instructions of a block.
     pub fn block_insts(&self, b: BlockId) -> &[Inst] {
         self.blocks
@@ -609,6 +635,8 @@ fn lift_from(
         blocks: Vec::new(),
         functions: Vec::new(),
         calls: Vec::new(),
+        used: Vec::new(),
+        used_from: Vec::new(),
     };
     let mut by_entry: HashMap<u64, FuncId> = HashMap::new();
     let mut queue = vec![(entry, kind)];
@@ -652,6 +680,7 @@ fn lift_from(
     for f in &mut prog.functions {
         f.name = img.function_name(f.entry);
     }
+    prog.index_used_registers();
     Ok(prog)
 }
 

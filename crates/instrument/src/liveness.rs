@@ -163,7 +163,7 @@ impl Effects {
             let rel_write = name.starts_with("s_movreld") || name.starts_with("v_movreld");
             let idx = indexed[id];
             let mut writes_exec = false;
-            for u in info(i).used_registers() {
+            for u in prog.used_registers(id) {
                 writes_exec |= u.register.file == RegFile::Exec && u.access.writes();
                 let Some((b, n)) = regs::bits_of(&u.register) else {
                     continue;
