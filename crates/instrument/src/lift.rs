@@ -195,7 +195,8 @@ impl Program {
         self.used_from = Vec::with_capacity(self.insts.len() + 1);
         self.used_from.push(0);
         for ins in &self.insts {
-            self.used.extend_from_slice(info(&ins.inst).used_registers());
+            self.used
+                .extend_from_slice(info(&ins.inst).used_registers());
             self.used_from.push(self.used.len() as u32);
         }
     }

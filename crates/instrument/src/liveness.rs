@@ -357,17 +357,18 @@ impl Packed {
 
     fn get(&self, i: InstId) -> Live {
         let w = self.kept.len();
-        let mut words = [0u64; LIVE_WORDS];
+        let mut live = Live::default();
         if let Some(slot) = self.words.get(i * w..(i + 1) * w) {
             for (&s, &k) in slot.iter().zip(&self.kept) {
-                words[usize::from(k)] = s;
+                let k = usize::from(k);
+                if k < RegSet::WORDS {
+                    live.active.insert_mask(k, s);
+                } else {
+                    live.inactive.insert_mask(k - RegSet::WORDS, s);
+                }
             }
         }
-        let (a, b) = words.split_at(RegSet::WORDS);
-        Live {
-            active: RegSet::from_words(a),
-            inactive: RegSet::from_words(b),
-        }
+        live
     }
 
     /// Empties instruction `i`'s `inactive`.

@@ -228,15 +228,6 @@ impl RegSet {
         }
     }
 
-    /// The set of [`RegSet::words`] `w` (missing words are empty).
-    pub fn from_words(w: &[u64]) -> RegSet {
-        let mut s = RegSet::new();
-        for (a, b) in s.0.iter_mut().zip(w) {
-            *a = *b;
-        }
-        s
-    }
-
     /// The lowest set bit in `start..end`, if any (word by word).
     pub fn first_in(&self, start: u16, end: u16) -> Option<u16> {
         let end = end.min(NUM_BITS) as usize;
