@@ -143,6 +143,7 @@
 
 pub mod counting;
 pub mod emit;
+mod fast_hash;
 pub mod hooks;
 pub mod lift;
 pub mod liveness;
