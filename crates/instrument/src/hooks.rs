@@ -252,6 +252,9 @@ pub struct HookInfo {
     /// liveness: what inlining works from.
     pub program: Arc<Program>,
     pub liveness: Arc<Liveness>,
+    /// The module's global offset table (ELF virtual addresses, start and
+    /// end): symbols' addresses, written by the loader and only read after.
+    pub got: Option<(u64, u64)>,
 }
 
 /// Why a hook module or one of its hooks cannot be used.
@@ -541,6 +544,7 @@ fn analyse_hook(
         agprs: a,
         program: Arc::new(program),
         liveness: Arc::new(liveness),
+        got: co.section(".got").map(|g| (g.addr, g.addr + g.size)),
     })
 }
 

@@ -1313,9 +1313,21 @@ impl Wave {
 
     /// The VALU inlined into the caller, compiled with the caller's target
     /// features (the AVX2 wave loop in `workgroup`).
+    #[cfg(not(debug_assertions))]
     #[inline(always)]
     pub(crate) fn valu_inline(&mut self, i: &Inst) -> Result<(), Exception> {
         self.valu_impl(i)
+    }
+
+    /// Where tests run (debug assertions on), the AVX2 wave loop calls
+    /// the AVX2 VALU instead: one copy of the VALU fewer to compile, and the
+    /// VALU is the crate's largest function (see BENCHMARKS.md, cold CI run).
+    #[cfg(debug_assertions)]
+    #[inline(always)]
+    pub(crate) fn valu_inline(&mut self, i: &Inst) -> Result<(), Exception> {
+        // SAFETY: only the AVX2 wave loop calls this, which runs only where
+        // the CPU has AVX2 and FMA.
+        unsafe { self.valu_avx2(i) }
     }
 
     #[inline(never)]

@@ -5,7 +5,7 @@ use inlay_isa::{Encoding, Instruction, Operand, RegFile, Register};
 
 use super::asm::{Asm, EXEC};
 use super::inline::Placing;
-use super::preamble::{Home, Homes, Needs};
+use super::preamble::{GotEntry, Home, Homes, Needs};
 use super::snippet::{Snippet, Template};
 use super::*;
 use crate::fast_hash::FastHash;
@@ -298,6 +298,36 @@ pub(super) struct Ctx<'a> {
     pub(super) save_all: bool,
     /// Inlined hooks borrow every SGPR they need (`Plan::inline_borrowing`).
     pub(super) borrow_all: bool,
+    /// Registers the kernel's memory instructions write: at a point, a
+    /// load may still be writing them (see [`loaded_registers`]).
+    pub(super) loaded: RegSet,
+}
+
+/// Registers some memory instruction of the program writes (the only ones
+/// an outstanding memory operation can write at any point).
+pub(super) fn loaded_registers(an: &Analysis) -> RegSet {
+    let mut out = RegSet::new();
+    for ins in &an.program.insts {
+        if !matches!(
+            ins.inst.encoding(),
+            Encoding::Smem
+                | Encoding::Flat
+                | Encoding::Global
+                | Encoding::Scratch
+                | Encoding::Ds
+                | Encoding::Mubuf
+                | Encoding::Mtbuf
+                | Encoding::Mimg
+        ) {
+            continue;
+        }
+        for u in inlay_isa::info(&ins.inst).used_registers() {
+            if u.access.writes() {
+                out.union_with(&RegSet::of(&u.register));
+            }
+        }
+    }
+    out
 }
 
 /// The saves of one call, decided before its code (the save area's size
@@ -2068,11 +2098,49 @@ impl<'a> Calls<'a> {
             .filter(|h| h.sites >= KEEP_ADDRESS_FROM)
             .map(|h| reqs[h.first].call.hook.as_str().into())
             .collect();
+        // The global-offset-table entries that hooks inlined from many
+        // sites read: loaded once, into homes.
+        // (An entry and the sites of the hooks that read it.)
+        let mut got: Vec<(GotEntry, usize)> = Vec::new();
+        for h in &called {
+            let r = &reqs[h.first];
+            let may_inline = reqs.iter().any(|r| {
+                std::ptr::eq(r.hook, h.info) && r.call.placement != crate::hooks::Placement::Call
+            });
+            if !may_inline {
+                continue;
+            }
+            let symbol: std::sync::Arc<str> = r.call.hook.as_str().into();
+            for distance in super::inline::got_slots(h.info) {
+                let address = h.info.address.wrapping_add(distance as u64);
+                match got
+                    .iter_mut()
+                    .find(|(g, _)| g.module == r.call.module && g.address == address)
+                {
+                    Some((_, sites)) => *sites += h.sites,
+                    None => got.push((
+                        GotEntry {
+                            module: r.call.module,
+                            address,
+                            symbol: symbol.clone(),
+                            distance,
+                        },
+                        h.sites,
+                    )),
+                }
+            }
+        }
+        let got: Vec<GotEntry> = got
+            .into_iter()
+            .filter(|&(_, sites)| sites >= KEEP_ADDRESS_FROM)
+            .map(|(g, _)| g)
+            .collect();
         let state = super::preamble::launch_state(
             asm,
             descriptor,
             &needs,
             &hooks,
+            &got,
             &an.program.kernel,
             &avoid,
         )
@@ -2178,6 +2246,7 @@ impl<'a> Calls<'a> {
             stack_base: self.stack_base,
             save_all,
             borrow_all,
+            loaded: loaded_registers(self.an),
         };
         // Calls with the same hook, argument kinds and plan get the same
         // code up to their constants: each distinct plan is kept once (in

@@ -17,27 +17,33 @@
 //! even that fails the call path takes over (or, inlining forced, the tool
 //! gets the reason).
 //!
+//! The body placed is the hook's code simplified for what the point tells
+//! (its constant arguments, EXEC one lane for a once-per-wave hook: see
+//! [`super::simplify`]), once per hook and facts.
+//!
 //! At the point, in order:
-//! 1. `s_waitcnt 0` (the application's outstanding loads land before
-//!    their registers are reused, as before a call); borrowed SGPRs into
-//!    their lanes; SCC, VCC and M0 into
-//!    dead SGPRs when live and written by what follows; EXEC likewise for
-//!    a once-per-wave hook.
+//! 1. `s_waitcnt 0` when the code names a register a load of the kernel
+//!    writes (an outstanding load may still be writing it; registers no
+//!    load writes are taken first); borrowed SGPRs into their lanes; SCC,
+//!    VCC and M0 into dead SGPRs when live and written by what follows;
+//!    EXEC likewise for a once-per-wave hook.
 //! 2. EXEC: one lane for a once-per-wave hook (the lowest on, lane 0 when
 //!    none is), in which its arguments are computed, straight into the
-//!    registers the hook reads them from (a dword the hook never names is
-//!    not computed; a constant is an inline constant or a literal the
+//!    registers the hook reads them from (a dword the body does not read
+//!    is not computed; a constant is an inline constant or a literal the
 //!    template patches; EXEC and SCC come from their saves once changed).
-//! 3. The ABI inputs the hook reads, from their homes, into the registers
+//! 3. The ABI inputs the body reads, from their homes, into the registers
 //!    it reads them from (the call path's homes: see [`crate::hooks`]).
 //! 4. A per-lane hook's code is skipped when no lane is on.
 //! 5. The body: each instruction with its registers renamed, the leading
-//!    `s_waitcnt 0` of the calling convention dropped (step 1 did it),
+//!    `s_waitcnt 0` of the calling convention dropped (and any wait before
+//!    the body's first memory instruction: step 1 did what they did),
 //!    branches re-aimed inside the copy, `s_setpc_b64 s[30:31]` a branch to
-//!    the end (the last one falls through), and each `s_getpc_b64` followed
-//!    by an `s_add_u32`/`s_addc_u32` of relocated literals that give the
-//!    address the original would have had in the loaded hook module (so the
-//!    hook's globals are reached as from the module).
+//!    the end (the last one falls through), each `s_getpc_b64` (with the
+//!    offset clang adds to it) as an `s_getpc_b64` and relocated adds that
+//!    give the address the original would have had in the loaded hook
+//!    module, and a load of the module's global offset table (a global's
+//!    address) read from the kernel's home for it when it keeps one.
 //! 6. A `s_waitcnt 0` when a load of the hook may still be writing a
 //!    register, then EXEC, M0, VCC, SCC and borrowed SGPRs back. The hook's
 //!    code itself leaves EXEC as it found it (the calling convention).
@@ -51,6 +57,7 @@ use super::call::{
     address_operands, arg_vgprs, constant, reg_bits, scalar_operand, CallPlan, Ctx, Request,
 };
 use super::preamble::Home;
+use super::simplify::{simplify, Facts};
 use super::snippet::{LiteralReloc, Snippet};
 use super::RewriteError;
 use crate::hooks::{Arg, HookInfo, LaunchValue, Placement};
@@ -59,12 +66,19 @@ use crate::regs::{self as bits, RegSet};
 
 /// What one body instruction becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Plain,
     /// A branch to the body instruction of this index.
     Branch(usize),
     Return,
-    Getpc,
+    /// `s_getpc_b64`, with the offset the adds that followed it in the
+    /// hook added to its pair (folded into its relocations).
+    Getpc(i64),
+    /// An `s_getpc_b64` of the pair that stands for `s_getpc_b64` and
+    /// `s_load_dwordx2` of the 64-bit entry of the module's global offset
+    /// table this far from the hook's entry (a global's address): read
+    /// from the kernel's home for it when there is one.
+    Got(i64),
     /// The calling convention's `s_waitcnt 0` at the entry.
     EntryWait,
 }
@@ -94,6 +108,12 @@ pub(super) struct Body {
     /// when the body ends.
     loads: bool,
     entry: u64,
+    /// Registers it reads before writing them (its inputs: arguments and
+    /// ABI inputs not in it need not be set).
+    live_in: RegSet,
+    /// SGPR pairs written only by [`Kind::Got`] of one table entry (its
+    /// distance): they may be the entry's home.
+    got_pairs: Vec<(u16, i64)>,
 }
 
 impl Body {
@@ -110,10 +130,6 @@ impl Body {
         ids.sort_by_key(|&i| prog.insts[i].addr);
         let index_of = |addr: u64| ids.iter().position(|&i| prog.insts[i].addr == addr);
         let mut insts = Vec::with_capacity(ids.len());
-        let mut tuples: Vec<(RegFile, u16, u16)> = Vec::new();
-        let mut written = RegSet::new();
-        let (mut writes_vcc, mut writes_m0, mut writes_scc, mut loads) =
-            (false, false, false, false);
         for (k, &id) in ids.iter().enumerate() {
             let ins = &prog.insts[id];
             let i = ins.inst;
@@ -126,7 +142,7 @@ impl Body {
                         "the instruction at {at:#x} runs on past the code the engine lifted"
                     ))
                 }
-                Flow::Next if i.mnemonic() == "s_getpc_b64" => Kind::Getpc,
+                Flow::Next if i.mnemonic() == "s_getpc_b64" => Kind::Getpc(0),
                 Flow::Next if k == 0 && is_full_wait(&i) => Kind::EntryWait,
                 Flow::Next => Kind::Plain,
                 Flow::Branch(t) | Flow::CondBranch(t) => Kind::Branch(
@@ -140,17 +156,20 @@ impl Body {
                 Flow::Call => return Err(format!("it calls a function at {at:#x}")),
                 Flow::End => return Err(format!("it ends the wave at {at:#x}")),
             };
-            let is_memory = matches!(
-                i.encoding(),
-                Encoding::Smem
-                    | Encoding::Flat
-                    | Encoding::Global
-                    | Encoding::Scratch
-                    | Encoding::Ds
-                    | Encoding::Mubuf
-                    | Encoding::Mtbuf
-                    | Encoding::Mimg
-            );
+            insts.push((at, i, kind));
+        }
+        Body::of(got_loads(fold_pc_offsets(insts), h), h.address)
+    }
+
+    /// A body of these instructions (the hook's registers grouped into
+    /// runs), or why it cannot be inlined.
+    fn of(insts: Vec<(u64, Instruction, Kind)>, entry: u64) -> Result<Body, String> {
+        let mut tuples: Vec<(RegFile, u16, u16)> = Vec::new();
+        let mut written = RegSet::new();
+        let (mut writes_vcc, mut writes_m0, mut writes_scc, mut loads) =
+            (false, false, false, false);
+        for &(at, i, kind) in &insts {
+            let is_memory = is_memory(&i);
             for u in info(&i).used_registers() {
                 let r = u.register;
                 match r.file {
@@ -192,18 +211,31 @@ impl Body {
                 }
             }
             // The relocated literals of a s_getpc_b64 are added with SCC.
-            writes_scc |= kind == Kind::Getpc;
-            insts.push((at, i, kind));
+            writes_scc |= matches!(kind, Kind::Getpc(_) | Kind::Got(_));
         }
         Ok(Body {
-            insts,
             runs: runs(tuples),
             written,
             writes_vcc,
             writes_m0,
             writes_scc,
             loads,
-            entry: h.address,
+            entry,
+            live_in: RegSet::all(),
+            got_pairs: got_pairs(&insts),
+            insts,
+        })
+    }
+
+    /// The body optimised for what its point tells (see [`simplify`]).
+    fn simplified(&self, asm: &Asm, facts: &Facts) -> Result<Body, String> {
+        // Nothing of the hook's is read after it but EXEC (its registers
+        // are dead at the point; SCC, VCC and M0 are saved around it).
+        let insts = simplify(asm, &self.insts, facts, &RegSet::new());
+        let live_in = super::simplify::live_in(&insts, facts);
+        Ok(Body {
+            live_in,
+            ..Body::of(insts, self.entry)?
         })
     }
 
@@ -212,6 +244,175 @@ impl Body {
     pub(super) fn len(&self) -> usize {
         self.insts.len()
     }
+}
+
+/// Each `s_getpc_b64` followed by the `s_add_u32`/`s_addc_u32` of a
+/// 64-bit literal offset to its pair (how clang reaches a symbol) as one
+/// [`Kind::Getpc`] with that offset: its relocations give the sum.
+fn fold_pc_offsets(insts: Vec<(u64, Instruction, Kind)>) -> Vec<(u64, Instruction, Kind)> {
+    let targets: Vec<usize> = insts
+        .iter()
+        .filter_map(|&(_, _, k)| match k {
+            Kind::Branch(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let adds = |k: usize, d: u16| -> Option<i64> {
+        let lit = |j: usize, m: &str, r: u16| match insts.get(j) {
+            Some(&(_, i, Kind::Plain))
+                if i.mnemonic() == m
+                    && !targets.contains(&j)
+                    && i.operand(0) == Some(Asm::sgpr(r, 1))
+                    && i.operand(1) == Some(Asm::sgpr(r, 1)) =>
+            {
+                match i.operand(2) {
+                    Some(Operand::Literal(v)) => Some(u64::from(v)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let lo = lit(k + 1, "s_add_u32", d)?;
+        let hi = lit(k + 2, "s_addc_u32", d + 1)?;
+        Some((lo | hi << 32) as i64)
+    };
+    let mut keep = vec![true; insts.len()];
+    let mut out = insts.clone();
+    for (k, &(_, i, kind)) in insts.iter().enumerate() {
+        if let (Kind::Getpc(0), Some(Operand::Sgpr { first: d, count: 2 })) = (kind, i.operand(0)) {
+            if let Some(off) = adds(k, d) {
+                out[k].2 = Kind::Getpc(off);
+                keep[k + 1] = false;
+                keep[k + 2] = false;
+            }
+        }
+    }
+    let mut new_index = vec![0usize; insts.len() + 1];
+    let mut n = 0;
+    for k in 0..insts.len() {
+        new_index[k] = n;
+        n += usize::from(keep[k]);
+    }
+    new_index[insts.len()] = n;
+    out.into_iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|((a, i, kind), _)| match kind {
+            Kind::Branch(t) => (a, i, Kind::Branch(new_index[t])),
+            k => (a, i, k),
+        })
+        .collect()
+}
+
+/// Each `s_getpc_b64` (with its offset) followed by the `s_load_dwordx2`
+/// of an entry of the module's global offset table into the same pair,
+/// as one [`Kind::Got`].
+fn got_loads(insts: Vec<(u64, Instruction, Kind)>, h: &HookInfo) -> Vec<(u64, Instruction, Kind)> {
+    let Some((start, end)) = h.got else {
+        return insts;
+    };
+    let targets: Vec<usize> = insts
+        .iter()
+        .filter_map(|&(_, _, k)| match k {
+            Kind::Branch(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::with_capacity(insts.len());
+    let mut new_index = vec![0usize; insts.len() + 1];
+    let mut skip = false;
+    for (k, &(addr, i, kind)) in insts.iter().enumerate() {
+        new_index[k] = out.len();
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        if let (Kind::Getpc(off), Some(pair @ Operand::Sgpr { count: 2, .. })) =
+            (kind, i.operand(0))
+        {
+            let dist = ((addr + 4).wrapping_sub(h.address) as i64).wrapping_add(off);
+            let slot = h.address.wrapping_add(dist as u64);
+            let load = insts.get(k + 1).filter(|&&(_, l, lk)| {
+                lk == Kind::Plain
+                    && !targets.contains(&(k + 1))
+                    && l.mnemonic() == "s_load_dwordx2"
+                    && l.operand(0) == Some(pair)
+                    && l.operand(1) == Some(pair)
+                    && l.operand(2) == Some(Operand::Imm(0))
+                    && l.words()[0] & (1 << 16) == 0 // no glc
+            });
+            if load.is_some() && slot.is_multiple_of(8) && slot >= start && slot + 8 <= end {
+                out.push((addr, i, Kind::Got(dist)));
+                skip = true;
+                continue;
+            }
+        }
+        out.push((addr, i, kind));
+    }
+    new_index[insts.len()] = out.len();
+    out.into_iter()
+        .map(|(a, i, kind)| match kind {
+            Kind::Branch(t) => (a, i, Kind::Branch(new_index[t])),
+            k => (a, i, k),
+        })
+        .collect()
+}
+
+/// The SGPR pairs written only by [`Kind::Got`] of one entry, each time.
+fn got_pairs(insts: &[(u64, Instruction, Kind)]) -> Vec<(u16, i64)> {
+    // Per pair written: the entry while only it is loaded there.
+    let mut seen: Vec<(u16, Option<i64>)> = Vec::new();
+    for &(_, i, kind) in insts {
+        let got = match (kind, i.operand(0)) {
+            (Kind::Got(d), Some(Operand::Sgpr { first, count: 2 })) => Some((first, d)),
+            _ => None,
+        };
+        for u in info(&i).used_registers() {
+            let r = u.register;
+            if !u.access.writes() || r.file != RegFile::Sgpr {
+                continue;
+            }
+            for n in r.first..r.first + u16::from(r.count) {
+                let pair = n & !1;
+                let d = got.filter(|&(p, _)| p == pair).map(|(_, d)| d);
+                match seen.iter_mut().find(|(p, _)| *p == pair) {
+                    Some((_, x)) if *x != d => *x = None,
+                    Some(_) => {}
+                    None => seen.push((pair, d)),
+                }
+            }
+        }
+    }
+    seen.into_iter()
+        .filter_map(|(p, d)| Some((p, d?)))
+        .collect()
+}
+
+/// The global-offset-table entries (distances from the hook's entry) the
+/// hook's inlined code loads.
+pub(super) fn got_slots(h: &HookInfo) -> Vec<i64> {
+    Body::new(h).map_or(Vec::new(), |b| {
+        b.insts
+            .iter()
+            .filter_map(|&(_, _, k)| match k {
+                Kind::Got(d) => Some(d),
+                _ => None,
+            })
+            .collect()
+    })
+}
+
+fn is_memory(i: &Instruction) -> bool {
+    matches!(
+        i.encoding(),
+        Encoding::Smem
+            | Encoding::Flat
+            | Encoding::Global
+            | Encoding::Scratch
+            | Encoding::Ds
+            | Encoding::Mubuf
+            | Encoding::Mtbuf
+            | Encoding::Mimg
+    )
 }
 
 fn is_full_wait(i: &Instruction) -> bool {
@@ -281,6 +482,8 @@ struct Free {
     /// lanes of a VGPR and put back, as the call path does).
     borrow: RegSet,
     borrowed: Vec<u16>,
+    /// Registers the kernel's loads write (taken last).
+    loaded: RegSet,
 }
 
 impl Free {
@@ -302,7 +505,8 @@ impl Free {
             }
             None
         };
-        if let Some(n) = fits(&self.set) {
+        // Registers no load writes first: the entry wait is then not needed.
+        if let Some(n) = fits(&self.set.difference(&self.loaded)).or_else(|| fits(&self.set)) {
             self.set.remove_range(base + n, count);
             return Some(n);
         }
@@ -334,16 +538,61 @@ pub(super) enum Placing<'r, 'a> {
     Inline(Inlined),
 }
 
-/// Each hook's body, or why it cannot be inlined, found once per rewrite.
+/// Each hook's body, or why it cannot be inlined, found once per rewrite,
+/// and its simplified forms, once per distinct set of facts.
 #[derive(Default)]
-pub(super) struct Bodies(std::collections::HashMap<*const HookInfo, Result<Arc<Body>, String>>);
+pub(super) struct Bodies {
+    hooks: std::collections::HashMap<*const HookInfo, Result<Arc<Body>, String>>,
+    simplified: std::collections::HashMap<(*const HookInfo, Facts), Result<Arc<Body>, String>>,
+}
 
 impl Bodies {
     fn get(&mut self, h: &HookInfo) -> Result<Arc<Body>, String> {
-        self.0
+        self.hooks
             .entry(h as *const HookInfo)
             .or_insert_with(|| Body::new(h).map(Arc::new))
             .clone()
+    }
+
+    /// `h`'s body simplified for `facts`.
+    fn get_simplified(
+        &mut self,
+        asm: &Asm,
+        h: &HookInfo,
+        facts: Facts,
+    ) -> Result<Arc<Body>, String> {
+        let key = (h as *const HookInfo, facts);
+        if let Some(b) = self.simplified.get(&key) {
+            return b.clone();
+        }
+        let b = self
+            .get(h)
+            .and_then(|b| b.simplified(asm, &key.1).map(Arc::new));
+        self.simplified.insert(key, b.clone());
+        b
+    }
+}
+
+/// What call `r`'s point tells about its hook's inputs: one lane for a
+/// once-per-wave hook, its constant arguments that are inline constants
+/// (a literal one is patched per copy, so its value is not the code's).
+fn facts(r: &Request<'_>) -> Facts {
+    let args = &r.call.args;
+    let at = arg_vgprs(args);
+    let mut vgprs = Vec::new();
+    for (a, &first) in args.iter().zip(&at) {
+        if matches!(a, Arg::Const32(_) | Arg::Const64(_)) {
+            for j in 0..a.dwords() as u8 {
+                let c = constant(a, j);
+                if !matches!(Asm::konst(c), Operand::Literal(_)) {
+                    vgprs.push((first + u16::from(j), c));
+                }
+            }
+        }
+    }
+    Facts {
+        one_lane: r.call.once_per_wave,
+        vgprs,
     }
 }
 
@@ -385,9 +634,11 @@ impl<'a> Ctx<'a> {
         if mode == Placement::Call {
             return Ok(Placing::Call(self.plan(r)?));
         }
-        let inlined = bodies
-            .get(r.hook)
-            .and_then(|b| self.inline(r, &b).map(|i| (b, i)));
+        // (The call runs the hook's whole code: compared with that.)
+        let inlined = bodies.get(r.hook).and_then(|whole| {
+            let b = bodies.get_simplified(self.asm, r.hook, facts(r))?;
+            self.inline(r, &b).map(|i| (whole, i))
+        });
         match (mode, inlined) {
             (Placement::Inline, Ok((_, i))) => Ok(Placing::Inline(i)),
             (_, Err(why)) if mode == Placement::Inline => {
@@ -447,6 +698,7 @@ impl<'a> Ctx<'a> {
             ceiling: self.vgpr_ceiling,
             borrow,
             borrowed: Vec::new(),
+            loaded: self.loaded,
         };
         // Widest alignment first, then longest, so runs pack.
         let mut order: Vec<usize> = (0..body.runs.len()).collect();
@@ -473,7 +725,18 @@ impl<'a> Ctx<'a> {
             Some(Home::Sgpr(x)) => Some(x),
             _ => None,
         };
+        // A pair only a table entry kept in a home is loaded into is that
+        // home.
+        let got_pair = |n: u16| -> Option<u16> {
+            let &(_, d) = body.got_pairs.iter().find(|&&(p, _)| p == n)?;
+            self.got_home(r, body, d)
+        };
         let same_place = |run: &Run| -> Option<u16> {
+            if let (RegFile::Sgpr, 2) = (run.file, run.count) {
+                if let Some(h) = got_pair(run.first) {
+                    return Some(h);
+                }
+            }
             if !read_only(run) {
                 return None;
             }
@@ -587,6 +850,17 @@ impl<'a> Ctx<'a> {
             .map_err(|e| e.to_string())
     }
 
+    /// The SGPR pair keeping the table entry `distance` bytes from `r`'s
+    /// hook, if the kernel keeps it.
+    fn got_home(&self, r: &Request<'a>, body: &Body, distance: i64) -> Option<u16> {
+        let address = body.entry.wrapping_add(distance as u64);
+        self.homes
+            .got
+            .iter()
+            .find(|(g, _)| g.module == r.call.module && g.address == address)
+            .map(|&(_, h)| h)
+    }
+
     /// `v[p]` = a home's value (through `s[t]` when it is a lane).
     fn home_into_vgpr(
         &self,
@@ -688,7 +962,13 @@ impl<'a> Ctx<'a> {
             .chain((0..args.len()).filter(|&k| !scc(&args[k])));
         for k in order {
             let a = &args[k];
-            let d = |j: u16| map.vgpr(at[k] + j);
+            // Only the dwords the body reads (an address whole if any).
+            let read = |j: u16| body.live_in.contains(bits::VGPR_BASE + at[k] + j);
+            let any_read = (0..a.dwords() as u16).any(read);
+            let d = |j: u16| {
+                map.vgpr(at[k] + j)
+                    .filter(|_| read(j) || *a == Arg::Address && any_read)
+            };
             match a {
                 Arg::Const32(_) | Arg::Const64(_) => {
                     for j in 0..a.dwords() as u8 {
@@ -882,7 +1162,8 @@ impl<'a> Ctx<'a> {
                 inlay_isa::BuildError::Unknown(format!("no {what} kept")),
             )
         };
-        if hi.workitem_id {
+        let reads = |bit: u16| body.live_in.contains(bit);
+        if hi.workitem_id && reads(bits::VGPR_BASE + 31) {
             if let Some(p) = map.vgpr(31) {
                 let w = homes.workitem.ok_or_else(|| missing("work-item ids"))?;
                 if p != w {
@@ -900,7 +1181,7 @@ impl<'a> Ctx<'a> {
             }
             let h = home.ok_or_else(|| missing("launch pointer"))?;
             // (The pair is the hook's: renamed whole, aligned.)
-            for j in 0..2 {
+            for j in (0..2).filter(|&j| reads(at + j)) {
                 if let Some(p) = map.sgpr(at + j) {
                     s.push(self.read_home(p, h[usize::from(j)])?);
                 }
@@ -921,7 +1202,7 @@ impl<'a> Ctx<'a> {
             }
         }
         for d in 0..3u16 {
-            if hi.workgroup_id[usize::from(d)] {
+            if hi.workgroup_id[usize::from(d)] && reads(12 + d) {
                 if let Some(p) = map.sgpr(12 + d) {
                     let h = homes.workgroup_id[usize::from(d)]
                         .ok_or_else(|| missing("workgroup id"))?;
@@ -939,15 +1220,34 @@ impl<'a> Ctx<'a> {
         };
         // 5. The body.
         let symbol: Arc<str> = r.call.hook.as_str().into();
-        let mut label = vec![0usize; body.insts.len()];
+        // (A branch may land at the end, `label[len]`.)
+        let mut label = vec![0usize; body.insts.len() + 1];
         let mut branches: Vec<(usize, usize)> = Vec::new();
         let mut to_end: Vec<usize> = Vec::new();
         let last = body.insts.len().saturating_sub(1);
+        // A table entry loaded here (no home keeps it).
+        let mut loads_got = false;
+        // A wait of the body before any memory instruction of it waits for
+        // nothing it reads (what the application's loads may still write
+        // is waited for at the entry, or not named): dropped, unless a
+        // branch back may bring it after one.
+        let back = body
+            .insts
+            .iter()
+            .enumerate()
+            .any(|(k, &(_, _, kind))| matches!(kind, Kind::Branch(t) if t <= k));
+        let mut memory_seen = back;
         for (k, &(addr, orig, kind)) in body.insts.iter().enumerate() {
             label[k] = s.insts.len();
             if kind == Kind::EntryWait {
                 continue;
             }
+            // (A table entry loaded by the previous instruction counts.)
+            memory_seen |= loads_got;
+            if orig.mnemonic() == "s_waitcnt" && !memory_seen {
+                continue;
+            }
+            memory_seen |= is_memory(&orig);
             if kind == Kind::Return {
                 if k != last {
                     to_end.push(s.branch(b(Encoding::Sopp, "s_branch", &[Operand::Imm(0)])?));
@@ -977,13 +1277,13 @@ impl<'a> Ctx<'a> {
                 }
             }
             match kind {
-                Kind::Getpc => {
+                Kind::Getpc(offset) => {
                     let Some(Operand::Sgpr { first: d, .. }) = i.operand(0) else {
                         return Err(unplaced("s_getpc_b64's pair"));
                     };
                     // The address after the original s_getpc_b64, in the
                     // loaded module: the hook's symbol plus its distance.
-                    let dist = (addr + 4).wrapping_sub(body.entry) as i64;
+                    let dist = ((addr + 4).wrapping_sub(body.entry) as i64).wrapping_add(offset);
                     s.push(i);
                     s.relocs.push(LiteralReloc {
                         inst: s.insts.len(),
@@ -1000,11 +1300,35 @@ impl<'a> Ctx<'a> {
                     });
                     s.push(asm.add_lit("s_addc_u32", d + 1, 0)?);
                 }
+                Kind::Got(dist) => {
+                    let Some(Operand::Sgpr { first: d, .. }) = i.operand(0) else {
+                        return Err(unplaced("s_getpc_b64's pair"));
+                    };
+                    match self.got_home(r, body, dist) {
+                        // Renamed onto it.
+                        Some(h) if h == d => {}
+                        Some(h) => s.push(b(
+                            Encoding::Sop1,
+                            "s_mov_b64",
+                            &[Asm::sgpr(d, 2), Asm::sgpr(h, 2)],
+                        )?),
+                        None => {
+                            loads_got = true;
+                            s.pc_relative_at(asm, d, symbol.clone(), dist)?;
+                            s.push(b(
+                                Encoding::Smem,
+                                "s_load_dwordx2",
+                                &[Asm::sgpr(d, 2), Asm::sgpr(d, 2), Operand::Imm(0)],
+                            )?);
+                        }
+                    }
+                }
                 Kind::Branch(t) => branches.push((s.branch(i), t)),
                 _ => s.push(i),
             }
         }
         let end = s.insts.len();
+        label[body.insts.len()] = end;
         for (at, t) in branches {
             s.aim(at, label[t]);
         }
@@ -1015,7 +1339,7 @@ impl<'a> Ctx<'a> {
             s.aim(j, end);
         }
         // 6. Loads land; EXEC, M0, VCC, SCC back.
-        if body.loads {
+        if body.loads || loads_got {
             s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0)])?);
         }
         if let Some(t) = save_exec {
@@ -1036,9 +1360,12 @@ impl<'a> Ctx<'a> {
                 s.push(asm.lane("v_readlane_b32", v, x, lane as u8)?);
             }
         }
-        s.resolve()?;
+        // The highest registers named, and whether the code names one an
+        // outstanding load of the kernel may still write (the entry wait
+        // matters only then).
         let (mut max_sgpr, mut max_vgpr) = (0u16, 0u16);
-        for i in &s.insts {
+        let mut names_loaded = false;
+        for i in &s.insts[1..] {
             for u in info(i).used_registers() {
                 let last = u.register.first + u16::from(u.register.count).max(1) - 1;
                 match u.register.file {
@@ -1046,8 +1373,14 @@ impl<'a> Ctx<'a> {
                     RegFile::Vgpr => max_vgpr = max_vgpr.max(last),
                     _ => {}
                 }
+                names_loaded |=
+                    bits::bits_of(&u.register).is_some_and(|(at, n)| self.loaded.any_in(at, n));
             }
         }
+        if !names_loaded {
+            s.remove_first();
+        }
+        s.resolve()?;
         Ok(Inlined {
             code: s,
             max_sgpr,

@@ -69,6 +69,7 @@ mod inline;
 mod layout;
 mod preamble;
 mod regs;
+mod simplify;
 mod snippet;
 
 use std::collections::BTreeMap;

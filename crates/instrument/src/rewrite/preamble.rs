@@ -211,6 +211,17 @@ pub(super) enum Home {
     Lane(u16, u8),
 }
 
+/// An entry of a hook module's global offset table: the module (the
+/// plan's index), the entry's address in it, and a hook's symbol with the
+/// entry's distance from it (how the kernel reaches it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct GotEntry {
+    pub(super) module: usize,
+    pub(super) address: u64,
+    pub(super) symbol: std::sync::Arc<str>,
+    pub(super) distance: i64,
+}
+
 /// Launch values that calls read at any point, so the kernel keeps them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Needs {
@@ -250,6 +261,10 @@ pub(super) struct Homes {
     /// The address of each hook called, by symbol: a call jumps to it
     /// with no relocation of its own (the preamble's are the only ones).
     pub(super) hooks: Vec<(std::sync::Arc<str>, [Home; 2])>,
+    /// Entries of hook modules' global offset tables inlined hooks read
+    /// (see [`GotEntry`]), and the SGPR pair holding each one's value:
+    /// loaded once, by the preamble.
+    pub(super) got: Vec<(GotEntry, u16)>,
     /// The registers the homes occupy (nothing else may use them).
     pub(super) taken: crate::RegSet,
 }
@@ -359,10 +374,11 @@ pub(super) fn launch_state(
     kd: &KernelDescriptor,
     needs: &Needs,
     hooks: &[std::sync::Arc<str>],
+    got: &[GotEntry],
     kernel: &str,
     avoid: &Avoid,
 ) -> Result<LaunchState, String> {
-    if !needs.any() && hooks.is_empty() {
+    if !needs.any() && hooks.is_empty() && got.is_empty() {
         return Ok(LaunchState {
             homes: Homes::default(),
             descriptor: *kd,
@@ -456,6 +472,14 @@ pub(super) fn launch_state(
     }
     for h in hooks {
         homes.hooks.push((h.clone(), arr2(take(2, &mut taken)?)));
+    }
+    // Table entries only in aligned SGPR pairs (loaded straight there).
+    for g in got {
+        match take(2, &mut taken)?[..] {
+            [Home::Sgpr(a), Home::Sgpr(_)] if a % 2 == 0 => homes.got.push((g.clone(), a)),
+            // (Lanes: the inlined code loads the entry itself.)
+            _ => break,
+        }
     }
     if needs.workitem {
         let v = vgprs
@@ -656,6 +680,25 @@ pub(super) fn launch_state(
                 ],
             )
             .map_err(e)?,
+        );
+    }
+    for (g, h) in &homes.got {
+        code.pc_relative_at(asm, *h, g.symbol.clone(), g.distance)
+            .map_err(e)?;
+        code.push(
+            asm.build(
+                Encoding::Smem,
+                "s_load_dwordx2",
+                &[Asm::sgpr(*h, 2), Asm::sgpr(*h, 2), Operand::Imm(0)],
+            )
+            .map_err(e)?,
+        );
+    }
+    if !homes.got.is_empty() {
+        // lgkmcnt(0): the entries are there before the kernel's code.
+        code.push(
+            asm.build(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0xC07F)])
+                .map_err(e)?,
         );
     }
     Ok(LaunchState {

@@ -54,6 +54,17 @@ impl Snippet {
         d: u16,
         symbol: std::sync::Arc<str>,
     ) -> Result<(), RewriteError> {
+        self.pc_relative_at(asm, d, symbol, 0)
+    }
+
+    /// `s[d:d+1]` = the address `distance` bytes past `symbol`.
+    pub(super) fn pc_relative_at(
+        &mut self,
+        asm: &super::asm::Asm,
+        d: u16,
+        symbol: std::sync::Arc<str>,
+        distance: i64,
+    ) -> Result<(), RewriteError> {
         use super::asm::Asm;
         self.push(asm.build(inlay_isa::Encoding::Sop1, "s_getpc_b64", &[Asm::sgpr(d, 2)])?);
         // The getpc's value is the address after it: the low literal sits 4
@@ -62,14 +73,14 @@ impl Snippet {
             inst: self.insts.len(),
             symbol: symbol.clone(),
             high: false,
-            addend: 4,
+            addend: distance + 4,
         });
         self.push(asm.add_lit("s_add_u32", d, 0)?);
         self.relocs.push(LiteralReloc {
             inst: self.insts.len(),
             symbol,
             high: true,
-            addend: 12,
+            addend: distance + 12,
         });
         self.push(asm.add_lit("s_addc_u32", d + 1, 0)?);
         Ok(())
@@ -91,6 +102,24 @@ impl Snippet {
     /// at resolve time is the end).
     pub(super) fn aim(&mut self, b: usize, to: usize) {
         self.branches.push((b, to));
+    }
+
+    /// Removes the first instruction (before [`Snippet::resolve`]).
+    pub(super) fn remove_first(&mut self) {
+        if self.insts.is_empty() {
+            return;
+        }
+        self.insts.remove(0);
+        for r in &mut self.relocs {
+            r.inst -= 1;
+        }
+        for c in &mut self.constants {
+            c.0 -= 1;
+        }
+        for (b, to) in &mut self.branches {
+            *b -= 1;
+            *to = to.saturating_sub(1);
+        }
     }
 
     /// Sets the branches' offsets (they are relative, so the snippet can go
