@@ -215,8 +215,8 @@ pub fn lane_region_starts(prog: &Program) -> Vec<usize> {
         starts.push(b.insts.start);
         for i in b.insts.clone() {
             let changes = prog.call_at(i).is_some()
-                || inlay_isa::info(&prog.insts[i].inst)
-                    .used_registers()
+                || prog
+                    .used_registers(i)
                     .iter()
                     .any(|u| u.access.writes() && u.register.file == inlay_isa::RegFile::Exec);
             if changes && i + 1 < b.insts.end {

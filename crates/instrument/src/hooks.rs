@@ -95,7 +95,7 @@ use std::sync::{Arc, OnceLock};
 
 use inlay_codeobj::symbols::{Binding, SymbolKind};
 use inlay_codeobj::CodeObject;
-use inlay_isa::{info, RegFile, Register};
+use inlay_isa::{RegFile, Register};
 
 use crate::lift::{lift_function, Callee, InstId, Program};
 use crate::liveness::Liveness;
@@ -477,8 +477,8 @@ fn analyse_hook(
     }
     let mut writes = RegSet::new();
     let (mut s, mut v, mut a) = (0u32, 0u32, 0u32);
-    for i in &program.insts {
-        for u in info(&i.inst).used_registers() {
+    for i in 0..program.insts.len() {
+        for u in program.used_registers(i) {
             let r = u.register;
             let end = u32::from(r.first) + u32::from(r.count);
             match r.file {
@@ -561,12 +561,10 @@ fn vgprs_read_before_written(prog: &Program) -> [bool; 32] {
         (((1u64 << n) - 1) << r.first) as u32
     };
     // Per instruction: (reads, writes) over v0..v31.
-    let effects: Vec<(u32, u32)> = prog
-        .insts
-        .iter()
+    let effects: Vec<(u32, u32)> = (0..prog.insts.len())
         .map(|i| {
             let (mut rd, mut wr) = (0u32, 0u32);
-            for u in info(&i.inst).used_registers() {
+            for u in prog.used_registers(i) {
                 if u.access.reads() {
                     rd |= mask(&u.register);
                 }

@@ -143,6 +143,7 @@
 
 pub mod counting;
 pub mod emit;
+mod fast_hash;
 pub mod hooks;
 pub mod lift;
 pub mod liveness;
@@ -158,7 +159,7 @@ pub use regs::RegSet;
 
 use inlay_codeobj::target::Family;
 use inlay_codeobj::CodeObject;
-use inlay_isa::{info, RegFile};
+use inlay_isa::RegFile;
 
 /// Registers the kernel descriptor allocates and the code uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,8 +263,8 @@ fn launch_facts(co: &CodeObject<'_>, kernel: &str) -> LaunchFacts {
 
 fn resources(co: &CodeObject<'_>, kernel: &str, prog: &Program) -> Resources {
     let (mut s, mut v, mut a) = (0u32, 0u32, 0u32);
-    for i in &prog.insts {
-        for u in info(&i.inst).used_registers() {
+    for i in 0..prog.insts.len() {
+        for u in prog.used_registers(i) {
             let end = u.register.first as u32 + u.register.count as u32;
             match u.register.file {
                 RegFile::Sgpr => s = s.max(end),

@@ -21,10 +21,12 @@
 
 use std::collections::HashMap;
 
+use crate::fast_hash::FastHash;
+
 use inlay_codeobj::reloc::RelocType;
 use inlay_codeobj::symbols::{SymbolKind, SymbolTable};
 use inlay_codeobj::CodeObject;
-use inlay_isa::{info, Decoder, Encoding, Instruction, Operand, RegFile, Target};
+use inlay_isa::{info, Decoder, Encoding, Instruction, Operand, RegFile, Target, UsedRegister};
 
 /// Why a kernel could not be lifted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,9 +173,46 @@ pub struct Program {
     pub blocks: Vec<Block>,
     pub functions: Vec<Function>,
     pub calls: Vec<CallSite>,
+    /// Every instruction's def/use (inlay-isa's `info`), computed once at
+    /// lifting for liveness, register counts and rewriting, which all need
+    /// it: instruction `i`'s registers are `used[used_from[i]..used_from[i + 1]]`.
+    used: Vec<UsedRegister>,
+    used_from: Vec<u32>,
 }
 
 impl Program {
+    /// The registers instruction `i` reads and writes (inlay-isa's
+    /// [`info`]: explicit ones in printed order, then implicit ones); empty
+    /// for an out-of-range id.
+    pub fn used_registers(&self, i: InstId) -> &[UsedRegister] {
+        let (Some(&a), Some(&b)) = (self.used_from.get(i), self.used_from.get(i + 1)) else {
+            return &[];
+        };
+        self.used.get(a as usize..b as usize).unwrap_or(&[])
+    }
+
+    /// Fills the def/use table from `insts` (once, when lifting is done;
+    /// an encoding met before copies its registers).
+    fn index_used_registers(&mut self) {
+        self.used = Vec::with_capacity(self.insts.len() * 4);
+        self.used_from = Vec::with_capacity(self.insts.len() + 1);
+        self.used_from.push(0);
+        let mut seen: HashMap<u64, (u32, u32), FastHash> = HashMap::default();
+        for ins in &self.insts {
+            let key = encoding_key(&ins.inst);
+            match seen.get(&key) {
+                Some(&(a, b)) => self.used.extend_from_within(a as usize..b as usize),
+                None => {
+                    let a = self.used.len() as u32;
+                    self.used
+                        .extend_from_slice(info(&ins.inst).used_registers());
+                    seen.insert(key, (a, self.used.len() as u32));
+                }
+            }
+            self.used_from.push(self.used.len() as u32);
+        }
+    }
+
     /// Instructions of a block.
     pub fn block_insts(&self, b: BlockId) -> &[Inst] {
         self.blocks
@@ -542,6 +581,65 @@ impl Scan {
     }
 }
 
+/// An instruction's words as one key: a valid instruction's length, and so
+/// whether its second word counts, follows from its first word.
+fn encoding_key(i: &Instruction) -> u64 {
+    let w = i.words();
+    let word = |k: usize| u64::from(w.get(k).copied().unwrap_or(0));
+    word(0) | word(1) << 32
+}
+
+/// The decoder, with the valid instructions it has decoded by their words:
+/// a kernel repeats encodings (its 20,000 instructions have a few thousand
+/// distinct ones), and decoding was most of lifting's time.
+struct Decoded {
+    dec: Decoder,
+    /// 4-byte instructions by their word; 8-byte ones by both words. (The
+    /// length of a valid instruction follows from its first word, and a
+    /// 4-byte one depends on nothing else.)
+    short: HashMap<u32, Instruction, FastHash>,
+    long: HashMap<u64, Instruction, FastHash>,
+}
+
+impl Decoded {
+    fn new(target: Target) -> Decoded {
+        Decoded {
+            dec: Decoder::new(target),
+            short: HashMap::default(),
+            long: HashMap::default(),
+        }
+    }
+
+    fn decode(&mut self, bytes: &[u8]) -> Result<Instruction, inlay_isa::DecodeError> {
+        let word = |k: usize| -> Option<u32> {
+            let b = bytes.get(4 * k..4 * k + 4)?;
+            Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        if let Some(w0) = word(0) {
+            if let Some(i) = self.short.get(&w0) {
+                return Ok(*i);
+            }
+            let both = word(1).map(|w1| u64::from(w0) | u64::from(w1) << 32);
+            if let Some(i) = both.and_then(|k| self.long.get(&k)) {
+                return Ok(*i);
+            }
+        }
+        let i = self.dec.decode(bytes)?;
+        if i.is_valid() {
+            match i.len() {
+                4 => {
+                    self.short.insert(encoding_key(&i) as u32, i);
+                }
+                8 => {
+                    self.long.insert(encoding_key(&i), i);
+                }
+                _ => {}
+            }
+        }
+        Ok(i)
+    }
+}
+
 /// Lifts `kernel` of `co` and every device function it can reach.
 pub fn lift(co: &CodeObject<'_>, kernel: &str) -> Result<Program, LiftError> {
     let k = co
@@ -601,7 +699,7 @@ fn lift_from(
     entry: u64,
     kind: FuncKind,
 ) -> Result<Program, LiftError> {
-    let dec = Decoder::new(target);
+    let mut dec = Decoded::new(target);
     let mut prog = Program {
         target,
         kernel: root.to_string(),
@@ -609,6 +707,8 @@ fn lift_from(
         blocks: Vec::new(),
         functions: Vec::new(),
         calls: Vec::new(),
+        used: Vec::new(),
+        used_from: Vec::new(),
     };
     let mut by_entry: HashMap<u64, FuncId> = HashMap::new();
     let mut queue = vec![(entry, kind)];
@@ -618,7 +718,7 @@ fn lift_from(
         let (entry, kind) = queue[next];
         let f = next;
         next += 1;
-        lift_function_at(img, &dec, &mut prog, f, entry, kind)?;
+        lift_function_at(img, &mut dec, &mut prog, f, entry, kind)?;
         // Resolve its calls; new callees join the queue.
         let sites: Vec<usize> = prog.functions[f].calls.clone();
         for s in sites {
@@ -652,6 +752,7 @@ fn lift_from(
     for f in &mut prog.functions {
         f.name = img.function_name(f.entry);
     }
+    prog.index_used_registers();
     Ok(prog)
 }
 
@@ -671,7 +772,7 @@ fn func_id(
 /// `Callee::Table` (turned into function ids by the caller).
 fn lift_function_at(
     img: &Image<'_, '_>,
-    dec: &Decoder,
+    dec: &mut Decoded,
     prog: &mut Program,
     f: FuncId,
     entry: u64,

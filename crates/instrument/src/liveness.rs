@@ -86,9 +86,16 @@ const READ_ALL_LANES: u8 = 2;
 
 /// Per-instruction effects, precomputed from inlay-isa's def/use.
 pub(crate) struct Effects {
-    ranges: Vec<(u16, u16, u8)>,
-    /// (first range, number of ranges, exec effect, call site + 1 or 0)
+    /// Word operations on `active` (and `inactive`): (kind, word, mask);
+    /// an instruction's kills come before its reads.
+    ops: Vec<(u8, u8, u64)>,
+    /// (first op, number of ops, exec effect, call site + 1 or 0)
     per_inst: Vec<(u32, u16, ExecEffect, u32)>,
+}
+
+/// Appends `(kind, word, mask)` operations covering bits `b..b + n`.
+fn push_ops(ops: &mut Vec<(u8, u8, u64)>, kind: u8, b: u16, n: u16) {
+    ops.extend(regs::word_masks(b, n).map(|(w, m)| (kind, w as u8, m)));
 }
 
 fn is_exec(op: Option<Operand>) -> bool {
@@ -139,7 +146,8 @@ fn reads_other_lanes(i: &inlay_isa::Instruction) -> bool {
 
 impl Effects {
     pub(crate) fn new(prog: &Program) -> Effects {
-        let mut ranges = Vec::with_capacity(prog.insts.len() * 4);
+        let mut ops = Vec::with_capacity(prog.insts.len() * 4);
+        let mut reads = Vec::new();
         let mut per_inst = Vec::with_capacity(prog.insts.len());
         let mut call_of = vec![0u32; prog.insts.len()];
         for (k, c) in prog.calls.iter().enumerate() {
@@ -152,7 +160,8 @@ impl Effects {
         let indexed = gpr_indexed(prog);
         for (id, ins) in prog.insts.iter().enumerate() {
             let i = &ins.inst;
-            let start = ranges.len() as u32;
+            let start = ops.len() as u32;
+            reads.clear();
             let all_lanes = reads_other_lanes(i);
             let name = i.opcode().map(|o| o.name()).unwrap_or("");
             // M0-relative moves read / write a register M0 past the named
@@ -163,7 +172,7 @@ impl Effects {
             let rel_write = name.starts_with("s_movreld") || name.starts_with("v_movreld");
             let idx = indexed[id];
             let mut writes_exec = false;
-            for u in info(i).used_registers() {
+            for u in prog.used_registers(id) {
                 writes_exec |= u.register.file == RegFile::Exec && u.access.writes();
                 let Some((b, n)) = regs::bits_of(&u.register) else {
                     continue;
@@ -186,7 +195,7 @@ impl Effects {
                     n
                 };
                 if u.access == inlay_isa::Access::Write && !relative {
-                    ranges.push((b, n, KILL));
+                    push_ops(&mut ops, KILL, b, n);
                 }
                 if u.access.reads() && !(relative && u.access == inlay_isa::Access::Write) {
                     let kind = if vector && all_lanes {
@@ -194,13 +203,14 @@ impl Effects {
                     } else {
                         READ
                     };
-                    ranges.push((b, n, kind));
+                    push_ops(&mut reads, kind, b, n);
                 }
             }
-            let n = (ranges.len() as u32 - start) as u16;
+            ops.extend_from_slice(&reads);
+            let n = (ops.len() as u32 - start) as u16;
             per_inst.push((start, n, exec_effect_of(i, writes_exec), call_of[id]));
         }
-        Effects { ranges, per_inst }
+        Effects { ops, per_inst }
     }
 }
 
@@ -294,7 +304,7 @@ impl Summary {
 #[derive(Debug, Clone)]
 pub struct Liveness {
     /// State before each instruction.
-    before: Vec<Live>,
+    before: Packed,
     /// Callee summaries by function (the kernel's is unused).
     pub summaries: Vec<Summary>,
     /// State at the returns of each function (union over its call sites).
@@ -304,7 +314,73 @@ pub struct Liveness {
 impl Liveness {
     /// State before instruction `i` (empty for an out-of-range id).
     pub fn before(&self, i: InstId) -> Live {
-        self.before.get(i).copied().unwrap_or_default()
+        self.before.get(i)
+    }
+}
+
+/// Words of a [`Live`]: `active`'s, then `inactive`'s.
+const LIVE_WORDS: usize = 2 * RegSet::WORDS;
+
+/// One state per instruction, keeping only the words of [`Live`] that can
+/// be non-zero in this program (a kernel naming no AGPR never has one
+/// live, say): a state is 192 bytes, and storing every instruction's in
+/// full was most of liveness' time (memory written, and its page faults).
+#[derive(Debug, Clone)]
+struct Packed {
+    /// The words kept, by index in [`LIVE_WORDS`].
+    kept: Vec<u8>,
+    words: Vec<u64>,
+}
+
+impl Packed {
+    fn new(kept: Vec<u8>, n: usize) -> Packed {
+        Packed {
+            words: vec![0; kept.len() * n],
+            kept,
+        }
+    }
+
+    /// Stores `st` as instruction `i`'s state; false if a word of it that
+    /// is not kept is non-zero (the state is then not stored whole).
+    fn set(&mut self, i: InstId, st: &Live) -> bool {
+        let w = self.kept.len();
+        let mut words = [0u64; LIVE_WORDS];
+        words[..RegSet::WORDS].copy_from_slice(st.active.words());
+        words[RegSet::WORDS..].copy_from_slice(st.inactive.words());
+        if let Some(slot) = self.words.get_mut(i * w..(i + 1) * w) {
+            for (s, &k) in slot.iter_mut().zip(&self.kept) {
+                *s = std::mem::take(&mut words[usize::from(k)]);
+            }
+        }
+        words.iter().all(|&x| x == 0)
+    }
+
+    fn get(&self, i: InstId) -> Live {
+        let w = self.kept.len();
+        let mut live = Live::default();
+        if let Some(slot) = self.words.get(i * w..(i + 1) * w) {
+            for (&s, &k) in slot.iter().zip(&self.kept) {
+                let k = usize::from(k);
+                if k < RegSet::WORDS {
+                    live.active.insert_mask(k, s);
+                } else {
+                    live.inactive.insert_mask(k - RegSet::WORDS, s);
+                }
+            }
+        }
+        live
+    }
+
+    /// Empties instruction `i`'s `inactive`.
+    fn clear_inactive(&mut self, i: InstId) {
+        let w = self.kept.len();
+        if let Some(slot) = self.words.get_mut(i * w..(i + 1) * w) {
+            for (s, &k) in slot.iter_mut().zip(&self.kept) {
+                if usize::from(k) >= RegSet::WORDS {
+                    *s = 0;
+                }
+            }
+        }
     }
 }
 
@@ -376,17 +452,15 @@ impl Solver<'_> {
                 st.inactive.union_with(&u);
             }
         }
-        let rs = &self.fx.ranges[start as usize..start as usize + n as usize];
-        for &(b, len, kind) in rs {
-            if kind == KILL {
-                st.active.remove_range(b, len);
-            }
-        }
-        for &(b, len, kind) in rs {
-            if kind != KILL {
-                st.active.insert_range(b, len);
-                if kind == READ_ALL_LANES {
-                    st.inactive.insert_range(b, len);
+        // Kills first, then reads (the order `Effects` keeps).
+        for &(kind, w, m) in &self.fx.ops[start as usize..start as usize + n as usize] {
+            let w = usize::from(w);
+            match kind {
+                KILL => st.active.remove_mask(w, m),
+                READ => st.active.insert_mask(w, m),
+                _ => {
+                    st.active.insert_mask(w, m);
+                    st.inactive.insert_mask(w, m);
                 }
             }
         }
@@ -418,22 +492,29 @@ impl Solver<'_> {
         let blocks = self.prog.functions[f].blocks.clone();
         let base = blocks.start;
         let mut live_in = vec![Live::default(); blocks.len()];
-        // Worklist, seeded in reverse address order (roughly postorder for
-        // backward flow); a block is revisited only when a successor changed.
-        let mut queued = vec![true; blocks.len()];
-        let mut work: Vec<usize> = blocks.clone().collect();
-        while let Some(b) = work.pop() {
-            queued[b - base] = false;
-            let mut st = self.exit_state(f, b, ctx, &live_in);
-            for id in self.prog.blocks[b].insts.clone().rev() {
-                self.transfer(id, &mut st);
-            }
-            if st != live_in[b - base] {
-                live_in[b - base] = st;
-                for &p in &self.prog.blocks[b].preds {
-                    if !queued[p - base] {
-                        queued[p - base] = true;
-                        work.push(p);
+        // Sweeps over the blocks in postorder (successors first, but along
+        // back edges), each visiting the blocks whose successors changed:
+        // most blocks are visited once or twice.
+        let order = self.postorder(f);
+        let mut dirty = vec![true; blocks.len()];
+        let mut any = true;
+        while any {
+            any = false;
+            for &b in &order {
+                if !std::mem::replace(&mut dirty[b - base], false) {
+                    continue;
+                }
+                any = true;
+                let mut st = self.exit_state(f, b, ctx, &live_in);
+                for id in self.prog.blocks[b].insts.clone().rev() {
+                    self.transfer(id, &mut st);
+                }
+                if st != live_in[b - base] {
+                    live_in[b - base] = st;
+                    for &p in &self.prog.blocks[b].preds {
+                        if let Some(d) = dirty.get_mut(p.wrapping_sub(base)) {
+                            *d = true;
+                        }
                     }
                 }
             }
@@ -441,18 +522,69 @@ impl Solver<'_> {
         live_in
     }
 
+    /// The blocks of `f` in postorder of a depth-first walk from its entry
+    /// (then any block the walk did not reach).
+    fn postorder(&self, f: FuncId) -> Vec<usize> {
+        let fun = &self.prog.functions[f];
+        let (blocks, base) = (fun.blocks.clone(), fun.blocks.start);
+        let entry = self
+            .prog
+            .inst_at(f, fun.entry)
+            .map_or(base, |i| self.prog.insts[i].block);
+        let mut seen = vec![false; blocks.len()];
+        let mut order = Vec::with_capacity(blocks.len());
+        // (block, next successor to look at)
+        let mut stack: Vec<(usize, usize)> = Vec::new();
+        for root in std::iter::once(entry).chain(blocks) {
+            if std::mem::replace(&mut seen[root - base], true) {
+                continue;
+            }
+            stack.push((root, 0));
+            while let Some((b, k)) = stack.last_mut() {
+                let b = *b;
+                match self.prog.blocks[b].succs.get(*k) {
+                    Some(&s) => {
+                        *k += 1;
+                        if let Some(seen) = seen.get_mut(s.wrapping_sub(base)) {
+                            if !std::mem::replace(seen, true) {
+                                stack.push((s, 0));
+                            }
+                        }
+                    }
+                    None => {
+                        order.push(b);
+                        stack.pop();
+                    }
+                }
+            }
+        }
+        order
+    }
+
     /// The states before each instruction of block `b` (of function `f`,
     /// whose block entry states are `live_in`), in instruction order,
     /// appended to `out`.
     fn block_states(&self, f: FuncId, b: usize, ctx: &Live, live_in: &[Live], out: &mut Vec<Live>) {
-        let insts = self.prog.blocks[b].insts.clone();
         let start = out.len();
-        let mut st = self.exit_state(f, b, ctx, live_in);
-        for id in insts.rev() {
-            self.transfer(id, &mut st);
-            out.push(st);
-        }
+        self.block_states_back(f, b, ctx, live_in, |_, st| out.push(*st));
         out[start..].reverse();
+    }
+
+    /// Calls `visit(i, state before i)` for each instruction `i` of block
+    /// `b`, last to first.
+    fn block_states_back(
+        &self,
+        f: FuncId,
+        b: usize,
+        ctx: &Live,
+        live_in: &[Live],
+        mut visit: impl FnMut(InstId, &Live),
+    ) {
+        let mut st = self.exit_state(f, b, ctx, live_in);
+        for id in self.prog.blocks[b].insts.clone().rev() {
+            self.transfer(id, &mut st);
+            visit(id, &st);
+        }
     }
 
     fn summarise(&self, f: FuncId) -> Summary {
@@ -469,6 +601,34 @@ impl Solver<'_> {
             }),
         }
     }
+}
+
+/// The words of [`Live`] a first try at packing keeps: those non-zero in
+/// some block entry state or return state, or named by a read (and for
+/// vector words, in both halves: EXEC writes move registers between them).
+fn kept_words(fx: &Effects, live_ins: &[Vec<Live>], contexts: &[Live]) -> Vec<u8> {
+    let mut any = RegSet::new();
+    for st in live_ins.iter().flatten().chain(contexts) {
+        any.union_with(&st.any());
+    }
+    for &(kind, w, m) in &fx.ops {
+        if kind != KILL {
+            any.insert_mask(usize::from(w), m);
+        }
+    }
+    let vector = VECTOR.words();
+    let mut kept = Vec::new();
+    for (k, &w) in any.words().iter().enumerate() {
+        if w != 0 {
+            kept.push(k as u8);
+        }
+    }
+    for (k, &w) in any.words().iter().enumerate() {
+        if w != 0 && vector[k] != 0 {
+            kept.push((RegSet::WORDS + k) as u8);
+        }
+    }
+    kept
 }
 
 /// Instructions of the kernel reached only along paths from its entry with
@@ -597,34 +757,28 @@ pub fn analyse(prog: &Program) -> Liveness {
         .flat_map(|f| prog.functions[f].blocks.clone().map(move |b| (f, b)))
         .collect();
     order.sort_by_key(|&(_, b)| prog.blocks[b].insts.start);
-    let mut before: Vec<Live> = Vec::with_capacity(prog.insts.len());
-    let mut in_order = true;
-    for &(f, b) in &order {
-        in_order &= prog.blocks[b].insts.start == before.len();
-        if !in_order {
-            break;
-        }
-        s.block_states(f, b, &contexts[f], &live_ins[f], &mut before);
-    }
-    if !in_order || before.len() != prog.insts.len() {
-        before = vec![Live::default(); prog.insts.len()];
+    // Stored packed: the words kept are those any block's entry state,
+    // any function's return state or any read makes non-zero (the first
+    // try; all words if a state has another).
+    let mut kept = kept_words(&fx, &live_ins, &contexts);
+    let mut before = loop {
+        let mut before = Packed::new(kept, prog.insts.len());
+        let mut whole = true;
         for &(f, b) in &order {
-            states.clear();
-            s.block_states(f, b, &contexts[f], &live_ins[f], &mut states);
-            for (id, st) in prog.blocks[b].insts.clone().zip(&states) {
-                if let Some(slot) = before.get_mut(id) {
-                    *slot = *st;
-                }
-            }
+            s.block_states_back(f, b, &contexts[f], &live_ins[f], |id, st| {
+                whole &= before.set(id, st);
+            });
         }
-    }
+        if whole {
+            break before;
+        }
+        kept = (0..LIVE_WORDS as u8).collect();
+    };
     // Lanes EXEC disables at launch are never written until EXEC is first
     // written or a function is called, so up to that point (on every path
     // from the entry) nothing can need their values: `inactive` is empty.
     for id in prologue(prog, &fx) {
-        if let Some(st) = before.get_mut(id) {
-            st.inactive = RegSet::new();
-        }
+        before.clear_inactive(id);
     }
     Liveness {
         before,

@@ -66,6 +66,9 @@ pub fn bit_name(b: u16) -> String {
 }
 
 impl RegSet {
+    /// 64-bit words in a set.
+    pub const WORDS: usize = WORDS;
+
     pub const fn new() -> RegSet {
         RegSet([0; WORDS])
     }
@@ -124,21 +127,8 @@ impl RegSet {
     /// Applies `f(word, mask)` to the words covering bits `start..start + len`.
     #[inline]
     fn for_range(&mut self, start: u16, len: u16, mut f: impl FnMut(&mut u64, u64)) {
-        let (mut b, end) = (
-            start as usize,
-            (start as usize + len as usize).min(NUM_BITS as usize),
-        );
-        while b < end {
-            let w = b / 64;
-            let lo = b % 64;
-            let hi = (end - w * 64).min(64);
-            let mask = if hi - lo == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << (hi - lo)) - 1) << lo
-            };
+        for (w, mask) in word_masks(start, len) {
             f(&mut self.0[w], mask);
-            b = w * 64 + hi;
         }
     }
 
@@ -222,6 +212,22 @@ impl RegSet {
         &self.0
     }
 
+    /// Adds the bits of `mask` to word `w` (bits `64 * w..`).
+    #[inline]
+    pub fn insert_mask(&mut self, w: usize, mask: u64) {
+        if let Some(x) = self.0.get_mut(w) {
+            *x |= mask;
+        }
+    }
+
+    /// Removes the bits of `mask` from word `w`.
+    #[inline]
+    pub fn remove_mask(&mut self, w: usize, mask: u64) {
+        if let Some(x) = self.0.get_mut(w) {
+            *x &= !mask;
+        }
+    }
+
     /// The lowest set bit in `start..end`, if any (word by word).
     pub fn first_in(&self, start: u16, end: u16) -> Option<u16> {
         let end = end.min(NUM_BITS) as usize;
@@ -270,6 +276,29 @@ impl RegSet {
     pub fn has_agpr(&self, n: u16) -> bool {
         n < 256 && self.contains(AGPR_BASE + n)
     }
+}
+
+/// The words covering bits `start..start + len` (clipped to a set's size),
+/// each with the mask of those bits in it.
+#[inline]
+pub fn word_masks(start: u16, len: u16) -> impl Iterator<Item = (usize, u64)> {
+    let end = (start as usize + len as usize).min(NUM_BITS as usize);
+    let mut b = start as usize;
+    std::iter::from_fn(move || {
+        if b >= end {
+            return None;
+        }
+        let w = b / 64;
+        let lo = b % 64;
+        let hi = (end - w * 64).min(64);
+        let mask = if hi - lo == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << (hi - lo)) - 1) << lo
+        };
+        b = w * 64 + hi;
+        Some((w, mask))
+    })
 }
 
 /// First bit and number of bits of a register, if liveness tracks its file.

@@ -3,12 +3,12 @@
 
 use inlay_isa::{Encoding, Instruction, Operand, RegFile, Register};
 
-use super::asm::FastHash;
 use super::asm::{Asm, EXEC};
 use super::inline::Placing;
 use super::preamble::{GotEntry, Home, Homes, Needs};
 use super::snippet::{Snippet, Template};
 use super::*;
+use crate::fast_hash::FastHash;
 use crate::hooks::{clobberable, Arg, HookCall, HookInfo, LaunchValue, Point, ARG_VGPRS};
 use crate::regs::{self as bits, RegSet};
 

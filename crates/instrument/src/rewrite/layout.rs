@@ -248,8 +248,7 @@ pub(super) fn call_sequence(an: &Analysis, call: InstId) -> Option<(InstId, Inst
             }
             let pair = [target, target + 1];
             let reads_pair = |m: InstId| {
-                let info = inlay_isa::info(&prog.insts[m].inst);
-                info.used_registers().iter().any(|u| {
+                prog.used_registers(m).iter().any(|u| {
                     u.access.reads()
                         && u.register.file == inlay_isa::RegFile::Sgpr
                         && pair.iter().any(|&p| u.register.overlaps(&sgpr_reg(p)))

@@ -51,8 +51,8 @@ impl Launch {
             .iter()
             .any(|c| matches!(c.callee, Callee::External(_) | Callee::Unresolved));
         let mut written: Vec<bool> = (0..SGPRS).map(|n| opaque || by_calls.has_sgpr(n)).collect();
-        for ins in prog.insts.iter().filter(|_| check_writes) {
-            for u in inlay_isa::info(&ins.inst).used_registers() {
+        for i in (0..prog.insts.len()).filter(|_| check_writes) {
+            for u in prog.used_registers(i) {
                 if u.access.writes() && u.register.file == inlay_isa::RegFile::Sgpr {
                     let r = u.register;
                     for n in r.first..r.first + u16::from(r.count) {

@@ -15,9 +15,10 @@ pub(super) struct Free<'a> {
 impl Free<'_> {
     /// Dead SGPRs before `i`, and whether SCC is live there.
     pub(super) fn sgprs_before(&self, i: InstId) -> (Vec<u16>, bool) {
-        let (mut s, scc) = self.an.free_sgprs_before(i);
-        s.retain(|&n| !self.taken.has_sgpr(n));
-        (s, scc)
+        let live = self.an.live_before(i).any();
+        let usable = self.an.resources.sgprs_usable as u16;
+        let free = live.union(&self.taken).absent_sgprs(usable);
+        (free, live.contains(crate::regs::SCC))
     }
 
     pub(super) fn before(&self, i: InstId) -> crate::FreeRegisters {

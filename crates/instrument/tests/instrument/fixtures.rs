@@ -66,6 +66,42 @@ fn every_fixture_kernel_lifts_with_sound_structure() {
                 covered.iter().all(|c| *c == 1),
                 "{ctx}: instruction not in exactly one block"
             );
+            // Each instruction is what the decoder makes of the file's
+            // bytes at its address, and its registers what inlay-isa's
+            // info says (lifting decodes each distinct encoding once).
+            let dec = inlay_isa::Decoder::new(p.target);
+            for (i, ins) in p.insts.iter().enumerate() {
+                let text = co
+                    .sections
+                    .iter()
+                    .find(|s| {
+                        let base = if co.is_relocatable() {
+                            s.offset
+                        } else {
+                            s.addr
+                        };
+                        s.flags & 0x4 != 0 && ins.addr >= base && ins.addr - base < s.size
+                    })
+                    .unwrap_or_else(|| panic!("{ctx}: {:#x} in no code section", ins.addr));
+                let base = if co.is_relocatable() {
+                    text.offset
+                } else {
+                    text.addr
+                };
+                let at = (ins.addr - base + text.offset) as usize;
+                assert_eq!(
+                    Some(ins.inst),
+                    dec.decode(&bytes[at..]).ok(),
+                    "{ctx}: {:#x}",
+                    ins.addr
+                );
+                assert_eq!(
+                    p.used_registers(i),
+                    inlay_isa::info(&ins.inst).used_registers(),
+                    "{ctx}: {:#x}",
+                    ins.addr
+                );
+            }
             for (fi, f) in p.functions.iter().enumerate() {
                 let entry_block = &p.blocks[f.blocks.start];
                 assert_eq!(p.insts[entry_block.insts.start].addr, f.entry, "{ctx}");
