@@ -467,9 +467,12 @@ pub(super) fn pad(
             found: Vec::new(),
         };
         walk.back(p, 0, 0);
-        for (q, had, need) in walk.found {
+        for (q, had, need, crossed) in walk.found {
+            // Paddable when the writer lies before the reader's slot on
+            // its path: found through a label (another path), or before
+            // the slot in the stream.
             match slot_before {
-                Some(_) if q == usize::MAX || q < slot_pos => {
+                Some(_) if crossed || q == usize::MAX || q < slot_pos => {
                     worst_at_slot = worst_at_slot.max(need - had)
                 }
                 _ => inside.push(Violation {
@@ -498,8 +501,8 @@ struct Walk<'a> {
     reader_inserted: bool,
     mfma: bool,
     /// (writer position, or usize::MAX for unknown history; wait states
-    /// between; wait states needed).
-    found: Vec<(usize, u32, u32)>,
+    /// between; wait states needed; reached through a label).
+    found: Vec<(usize, u32, u32, bool)>,
 }
 
 impl Walk<'_> {
@@ -516,7 +519,7 @@ impl Walk<'_> {
                     if *inserted || self.reader_inserted {
                         let need = required(self.t, w, self.reader);
                         if need > dist {
-                            self.found.push((q, dist, need));
+                            self.found.push((q, dist, need, depth > 0));
                         }
                     }
                     if inst.mnemonic() == "s_swappc_b64" {
@@ -548,7 +551,7 @@ impl Walk<'_> {
         if self.reader_inserted {
             let need = required_after_unknown(self.t, self.reader, self.mfma);
             if need > dist {
-                self.found.push((usize::MAX, dist, need));
+                self.found.push((usize::MAX, dist, need, true));
             }
         }
     }
@@ -868,6 +871,24 @@ mod tests {
         assert!(inside.is_empty());
         // Through the branch: one wait state (the branch) of five.
         assert_eq!(pads, vec![0, 4]);
+        // A loop: the reader's block is its own predecessor, and the
+        // inserted writer at the block's end lies after the reader in the
+        // stream; the reader's slot still takes the nops.
+        let nodes = vec![
+            Node::BlockStart(0),
+            Node::Slot(0),
+            node(r, false),
+            node(w, true),
+            node(br, false),
+        ];
+        let flow = Flow {
+            block_end: vec![5],
+            preds: vec![vec![0]],
+            linear_entry: vec![true],
+        };
+        let (pads, inside) = pad(t, &nodes, &flow, 1, false);
+        assert!(inside.is_empty());
+        assert_eq!(pads, vec![4]);
         // A function entry (no predecessors, not the kernel's): unknown
         // history, an inserted VMEM read of an SGPR takes the worst case.
         let nodes = vec![Node::BlockStart(0), Node::Slot(0), node(r, true)];
