@@ -153,3 +153,58 @@ fn random_code_never_panics_the_rewriter() {
         );
     }
 }
+
+/// Code loaded anywhere: every `s_getpc_b64` the rewrite turns into moves
+/// of the original address moves exactly that address, and the code after
+/// it stays where the layout put it, whether the address's halves are
+/// small enough for inline constants (a low load address) or not.
+#[test]
+fn getpc_becomes_the_original_address_at_any_load_address() {
+    use inlay_isa::{Decoder, Operand};
+    let value = |op: Option<Operand>| match op {
+        Some(Operand::Literal(v)) => Some(v),
+        Some(Operand::Inline(c @ 128..=192)) => Some(u32::from(c) - 128),
+        _ => None,
+    };
+    let mut moved = 0;
+    for load_delta in [0, 0x1000, 0x7000_0000, 0x7f12_3400_0000] {
+        for (file, kernel) in crate::harness::kernels(5) {
+            let bytes = crate::harness::fixture(5, &file);
+            let co = CodeObject::parse(&bytes).unwrap();
+            let an = analyse(&co, &kernel).unwrap();
+            let kd = co.kernel(&kernel).unwrap().descriptor;
+            let rw = rewrite(&an, load_delta, &kd, &Plan::default())
+                .unwrap_or_else(|e| panic!("{file}/{kernel} at {load_delta:#x}: {e}"));
+            let d = Decoder::new(an.program.target);
+            for (i, ins) in an.program.insts.iter().enumerate() {
+                if ins.inst.mnemonic() != "s_getpc_b64" {
+                    continue;
+                }
+                let at = rw.new_offset[i] as usize;
+                let lo = d.decode(&rw.code[at..]).unwrap();
+                if lo.mnemonic() != "s_mov_b32" {
+                    continue; // kept: a call's s_getpc_b64
+                }
+                let hi = d.decode(&rw.code[at + lo.len()..]).unwrap();
+                let pc = load_delta + ins.addr + 4;
+                assert_eq!(
+                    (value(lo.operand(1)), value(hi.operand(1))),
+                    (Some(pc as u32), Some((pc >> 32) as u32)),
+                    "{file}/{kernel} at {load_delta:#x}: {} / {}",
+                    lo.mnemonic(),
+                    hi.mnemonic()
+                );
+                assert_eq!(
+                    rw.new_offset.get(i + 1).copied(),
+                    Some((at + lo.len() + hi.len()) as u64),
+                    "{file}/{kernel} at {load_delta:#x}: the next instruction moved"
+                );
+                moved += 1;
+            }
+        }
+    }
+    assert!(
+        moved > 0,
+        "no fixture kernel has an s_getpc_b64 made into moves"
+    );
+}
