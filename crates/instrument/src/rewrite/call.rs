@@ -307,21 +307,11 @@ pub(super) struct Ctx<'a> {
 /// an outstanding memory operation can write at any point).
 pub(super) fn loaded_registers(an: &Analysis) -> RegSet {
     let mut out = RegSet::new();
-    for ins in &an.program.insts {
-        if !matches!(
-            ins.inst.encoding(),
-            Encoding::Smem
-                | Encoding::Flat
-                | Encoding::Global
-                | Encoding::Scratch
-                | Encoding::Ds
-                | Encoding::Mubuf
-                | Encoding::Mtbuf
-                | Encoding::Mimg
-        ) {
+    for (id, ins) in an.program.insts.iter().enumerate() {
+        if !super::inline::is_memory(&ins.inst) {
             continue;
         }
-        for u in inlay_isa::info(&ins.inst).used_registers() {
+        for u in an.program.used_registers(id) {
             if u.access.writes() {
                 out.union_with(&RegSet::of(&u.register));
             }

@@ -246,17 +246,23 @@ impl Body {
     }
 }
 
-/// Each `s_getpc_b64` followed by the `s_add_u32`/`s_addc_u32` of a
-/// 64-bit literal offset to its pair (how clang reaches a symbol) as one
-/// [`Kind::Getpc`] with that offset: its relocations give the sum.
-fn fold_pc_offsets(insts: Vec<(u64, Instruction, Kind)>) -> Vec<(u64, Instruction, Kind)> {
-    let targets: Vec<usize> = insts
+/// The body's instructions some branch of it lands on (a fold that joins
+/// an instruction with the one before must not take a target's place).
+fn branch_targets(insts: &[(u64, Instruction, Kind)]) -> Vec<usize> {
+    insts
         .iter()
         .filter_map(|&(_, _, k)| match k {
             Kind::Branch(t) => Some(t),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// Each `s_getpc_b64` followed by the `s_add_u32`/`s_addc_u32` of a
+/// 64-bit literal offset to its pair (how clang reaches a symbol) as one
+/// [`Kind::Getpc`] with that offset: its relocations give the sum.
+fn fold_pc_offsets(insts: Vec<(u64, Instruction, Kind)>) -> Vec<(u64, Instruction, Kind)> {
+    let targets = branch_targets(&insts);
     let adds = |k: usize, d: u16| -> Option<i64> {
         let lit = |j: usize, m: &str, r: u16| match insts.get(j) {
             Some(&(_, i, Kind::Plain))
@@ -311,13 +317,7 @@ fn got_loads(insts: Vec<(u64, Instruction, Kind)>, h: &HookInfo) -> Vec<(u64, In
     let Some((start, end)) = h.got else {
         return insts;
     };
-    let targets: Vec<usize> = insts
-        .iter()
-        .filter_map(|&(_, _, k)| match k {
-            Kind::Branch(t) => Some(t),
-            _ => None,
-        })
-        .collect();
+    let targets = branch_targets(&insts);
     let mut out = Vec::with_capacity(insts.len());
     let mut new_index = vec![0usize; insts.len() + 1];
     let mut skip = false;
@@ -401,7 +401,8 @@ pub(super) fn got_slots(h: &HookInfo) -> Vec<i64> {
     })
 }
 
-fn is_memory(i: &Instruction) -> bool {
+/// A memory instruction: one whose results may still be outstanding.
+pub(super) fn is_memory(i: &Instruction) -> bool {
     matches!(
         i.encoding(),
         Encoding::Smem
