@@ -1931,7 +1931,7 @@ pub(super) struct SiteCode<'p> {
     templates: &'p [Template],
 }
 
-impl SiteCode<'_> {
+impl<'p> SiteCode<'p> {
     fn templates(&self) -> impl Iterator<Item = &Template> {
         self.calls
             .iter()
@@ -1942,9 +1942,13 @@ impl SiteCode<'_> {
         self.templates().map(Template::bytes).sum()
     }
 
-    /// The instructions the calls run, in order.
-    pub(super) fn instructions(&self) -> impl Iterator<Item = &Instruction> {
-        self.templates().flat_map(|t| t.code.iter())
+    /// What the hazard rules need of the instructions the calls run, in
+    /// order.
+    pub(super) fn facts(&self) -> impl Iterator<Item = &'p super::hazards::Facts> {
+        let templates = self.templates;
+        self.calls
+            .iter()
+            .flat_map(move |c| templates[c.template as usize].facts.iter())
     }
 
     pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {

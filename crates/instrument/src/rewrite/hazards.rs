@@ -78,19 +78,105 @@ pub fn nops(target: Target, mut n: u32) -> Vec<Instruction> {
     out
 }
 
+/// Kinds of writer the rules name: bits of [`Facts`]' `kinds` (what a
+/// writer is) and `hit_by` (what a reader has a rule against).
+mod kind {
+    /// A VALU writing an SGPR, VCC or a TTMP.
+    pub const VALU_SCALAR: u8 = 1;
+    pub const VALU_EXEC: u8 = 2;
+    /// A VALU writing a VGPR or an AGPR.
+    pub const VALU_VECTOR: u8 = 4;
+    pub const MFMA: u8 = 8;
+    pub const SALU_M0: u8 = 16;
+    pub const SETREG: u8 = 32;
+    /// A VMEM store of more than 64 bits of data.
+    pub const WIDE_STORE: u8 = 64;
+}
+
 /// What the rules need of one instruction, computed once.
 #[derive(Clone, Copy)]
 pub struct Facts {
     inst: Instruction,
     info: InstructionInfo,
+    /// The kinds of writer it is, and those some rule of it as the reader
+    /// names ([`kind`]): a pair whose writer is no kind its reader is hit
+    /// by needs no wait state ([`required`] is 0), and a reader hit by
+    /// none needs none after anything ([`required_after_unknown`]). Most
+    /// pairs of inserted code are such, which spares their rules.
+    kinds: u8,
+    hit_by: u8,
+    /// The most wait states any writer can ask before it (every rule it
+    /// is the reader of: [`required_after_unknown`] with MFMAs): a search
+    /// for its writers stops this far back.
+    reach: u32,
+}
+
+impl std::fmt::Debug for Facts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Facts").field("inst", &self.inst).finish()
+    }
 }
 
 impl Facts {
     pub fn new(inst: &Instruction) -> Facts {
-        Facts {
+        use kind::*;
+        let f = Facts {
             inst: *inst,
             info: info(inst),
+            kinds: 0,
+            hit_by: 0,
+            reach: MAX_WAIT_STATES,
+        };
+        // Each side as the rules of `required` and
+        // `required_after_unknown` test it.
+        let valu = f.is_valu();
+        let gfx942 = gfx942(inst.target());
+        let (dpp, lane_op, name) = (inst.encoding().is_dpp(), f.is_lane_op(), f.name());
+        let mfma_like = f.is_mfma() || name == "v_accvgpr_write_b32";
+        let setreg = name.starts_with("s_setreg");
+        let vector = |file: RegFile| matches!(file, RegFile::Vgpr | RegFile::Agpr);
+        let bit = |on: bool, k: u8| if on { k } else { 0 };
+        let kinds = bit(valu && f.valu_scalar_writes().next().is_some(), VALU_SCALAR)
+            | bit(valu && f.writes_any(RegFile::Exec), VALU_EXEC)
+            | bit(
+                valu && f.writes_any(RegFile::Vgpr) || valu && f.writes_any(RegFile::Agpr),
+                VALU_VECTOR,
+            )
+            | bit(f.is_mfma(), MFMA)
+            | bit(f.is_salu() && f.writes_any(RegFile::M0), SALU_M0)
+            | bit(setreg, SETREG)
+            | bit(f.wide_store_data().next().is_some(), WIDE_STORE);
+        let readlane = matches!(name, "v_readlane_b32" | "v_readfirstlane_b32");
+        let hit_by = bit(
+            f.is_vmem() || lane_op || gfx942 && valu || name.starts_with("v_div_fmas"),
+            VALU_SCALAR,
+        ) | bit(dpp || lane_op || mfma_like, VALU_EXEC)
+            | bit(dpp || mfma_like || gfx942 && readlane, VALU_VECTOR)
+            | bit(
+                f.info
+                    .used_registers()
+                    .iter()
+                    .any(|u| vector(u.register.file)),
+                MFMA,
+            )
+            | bit(f.reads_m0_as_hazard(), SALU_M0)
+            | bit(setreg || name.starts_with("s_getreg"), SETREG)
+            | bit(valu, WIDE_STORE);
+        let f = Facts { kinds, hit_by, ..f };
+        Facts {
+            reach: required_after_unknown(inst.target(), &f, true),
+            ..f
         }
+    }
+
+    /// See [`Facts::reach`].
+    pub fn reach(&self) -> u32 {
+        self.reach
+    }
+
+    /// The instruction.
+    pub fn inst(&self) -> &Instruction {
+        &self.inst
     }
 
     fn name(&self) -> &'static str {
@@ -218,6 +304,9 @@ fn gfx942(t: Target) -> bool {
 
 /// Wait states `r` needs after `w` (0: no rule applies).
 pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
+    if w.kinds & r.hit_by == 0 {
+        return 0;
+    }
     let mut need = 0;
     let mut at_least = |n: u32| need = need.max(n);
     if w.is_valu() {
@@ -297,6 +386,9 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
 /// function's entry, the return from a call): the most any rule it is the
 /// reader of can ask; MFMA rules only when the code has MFMAs.
 pub fn required_after_unknown(t: Target, r: &Facts, mfma: bool) -> u32 {
+    if r.hit_by == 0 {
+        return 0;
+    }
     let mut need = 0;
     let mut at_least = |n: u32| need = need.max(n);
     let reads_scalar = r.info.used_registers().iter().any(|u| {
@@ -395,11 +487,10 @@ pub fn falls_through(i: &Instruction) -> bool {
 }
 
 /// One node of the rewritten stream, in layout order.
-pub(super) enum Node {
-    Inst {
-        inst: Instruction,
-        inserted: bool,
-    },
+pub(super) enum Node<'a> {
+    /// An instruction (its facts computed once wherever it comes from: a
+    /// sequence copied to many points shares them).
+    Inst { facts: &'a Facts, inserted: bool },
     /// A place nops may go: on every path to what follows it up to the
     /// next label.
     Slot(usize),
@@ -421,44 +512,54 @@ pub(super) struct Flow {
 /// Wait states to add at each slot of `nodes` so that no pair with an
 /// inserted side is closer than its rule, on any path. Also returns the
 /// pairs inside one inserted sequence (no slot between them), which
-/// padding at seams cannot fix.
+/// padding at seams cannot fix, as far as they are looked for: a reader
+/// further than its rules reach from the sequence's start (and from a
+/// call in it) is not looked at, as nothing padding a slot could help it
+/// lies in its reach (sequences are padded inside when built:
+/// `Snippet::resolve`).
 pub(super) fn pad(
     t: Target,
-    nodes: &[Node],
+    nodes: &[Node<'_>],
     flow: &Flow,
     slots: usize,
     mfma: bool,
 ) -> (Vec<u32>, Vec<Violation>) {
-    let facts: Vec<Option<Facts>> = nodes
-        .iter()
-        .map(|n| match n {
-            Node::Inst { inst, .. } => Some(Facts::new(inst)),
-            _ => None,
-        })
-        .collect();
     let mut pads = vec![0u32; slots];
     let mut inside = Vec::new();
     let mut slot_before = None;
     let mut slot_pos = 0;
+    // Wait states of the instructions since the last slot, label or call:
+    // a reader as far from all of them as its rules reach finds only
+    // writers of its own sequence (or none, for a reader of no rule).
+    let mut since_seam = 0u32;
     for (p, n) in nodes.iter().enumerate() {
-        let (reader, reader_inserted) = match (n, &facts[p]) {
-            (Node::Slot(s), _) => {
+        let (reader, reader_inserted) = match n {
+            Node::Slot(s) => {
                 slot_before = Some(*s);
                 slot_pos = p;
+                since_seam = 0;
                 continue;
             }
-            (Node::BlockStart(_), _) => {
+            Node::BlockStart(_) => {
                 slot_before = None;
+                since_seam = 0;
                 continue;
             }
-            (Node::Inst { inserted, .. }, Some(f)) => (f, *inserted),
-            _ => continue,
+            Node::Inst { facts, inserted } => (*facts, *inserted),
         };
+        let far = since_seam >= reader.reach;
+        since_seam = if reader.inst.mnemonic() == "s_swappc_b64" {
+            0
+        } else {
+            since_seam.saturating_add(wait_states(&reader.inst))
+        };
+        if far {
+            continue;
+        }
         let mut worst_at_slot = 0u32;
         let mut walk = Walk {
             t,
             nodes,
-            facts: &facts,
             flow,
             pads: &pads,
             reader,
@@ -491,10 +592,9 @@ pub(super) fn pad(
 }
 
 /// A backward search from one reader over every path into it.
-struct Walk<'a> {
+struct Walk<'a, 'n> {
     t: Target,
-    nodes: &'a [Node],
-    facts: &'a [Option<Facts>],
+    nodes: &'a [Node<'n>],
     flow: &'a Flow,
     pads: &'a [u32],
     reader: &'a Facts,
@@ -505,29 +605,29 @@ struct Walk<'a> {
     found: Vec<(usize, u32, u32, bool)>,
 }
 
-impl Walk<'_> {
+impl Walk<'_, '_> {
     /// Looks at the nodes before position `end`, `dist` wait states from
     /// the reader; `depth` bounds the paths followed through labels.
     fn back(&mut self, end: usize, mut dist: u32, depth: u32) {
         let mut q = end;
-        while q > 0 && dist < MAX_WAIT_STATES {
+        // (No writer asks for more than the reader's reach.)
+        while q > 0 && dist < self.reader.reach {
             q -= 1;
             match &self.nodes[q] {
                 Node::Slot(s) => dist += self.pads[*s],
-                Node::Inst { inst, inserted } => {
-                    let Some(w) = &self.facts[q] else { continue };
+                Node::Inst { facts: w, inserted } => {
                     if *inserted || self.reader_inserted {
                         let need = required(self.t, w, self.reader);
                         if need > dist {
                             self.found.push((q, dist, need, depth > 0));
                         }
                     }
-                    if inst.mnemonic() == "s_swappc_b64" {
+                    if w.inst.mnemonic() == "s_swappc_b64" {
                         // The callee ran between: unknown history.
                         self.unknown(dist + 1);
                         return;
                     }
-                    dist += wait_states(inst);
+                    dist += wait_states(&w.inst);
                 }
                 Node::BlockStart(b) => {
                     let b = *b;
@@ -832,8 +932,8 @@ mod tests {
         assert_eq!(wait_states(&s.insts[1]), 5);
     }
 
-    fn node(i: Instruction, inserted: bool) -> Node {
-        Node::Inst { inst: i, inserted }
+    fn node(facts: &Facts, inserted: bool) -> Node<'_> {
+        Node::Inst { facts, inserted }
     }
 
     /// Padding across a block start: the reader's block has two
@@ -842,10 +942,11 @@ mod tests {
     #[test]
     fn pad_follows_predecessors() {
         let t = Target::Gfx90a;
-        let w = asm(t, "v_readlane_b32 s4, v1, 0")[0];
-        let br = asm(t, "s_branch 0")[0];
-        let other = asm(t, "s_add_u32 s80, s81, s82")[0];
-        let r = asm(t, "global_load_dword v2, v3, s[4:5]")[0];
+        let facts = |text: &str| Facts::new(&asm(t, text)[0]);
+        let w = &facts("v_readlane_b32 s4, v1, 0");
+        let br = &facts("s_branch 0");
+        let other = &facts("s_add_u32 s80, s81, s82");
+        let r = &facts("global_load_dword v2, v3, s[4:5]");
         // block 0: w(inserted) branch; block 1: other other other; block 2: r
         let nodes = vec![
             Node::BlockStart(0),

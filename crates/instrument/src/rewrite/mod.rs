@@ -909,18 +909,26 @@ impl Seams {
         hook_code: &BTreeMap<InstId, Vec<Instruction>>,
         placed: &call::Placed<'_>,
     ) -> Seams {
-        use hazards::Node;
+        use hazards::{Facts, Node};
         let prog = &an.program;
+        // What the rules need of each instruction, computed once: copied
+        // call and inlined sequences share their template's.
+        let app: Vec<Facts> = prog.insts.iter().map(|i| Facts::new(&i.inst)).collect();
+        let preamble: Vec<Facts> = preamble.insts.iter().map(Facts::new).collect();
+        let hook_code: BTreeMap<InstId, Vec<Facts>> = hook_code
+            .iter()
+            .map(|(&i, c)| (i, c.iter().map(Facts::new).collect()))
+            .collect();
         let mut nodes = Vec::new();
-        let inserted = |nodes: &mut Vec<Node>, is: &mut dyn Iterator<Item = &Instruction>| {
-            nodes.extend(is.map(|&inst| Node::Inst {
-                inst,
+        fn inserted<'f>(nodes: &mut Vec<Node<'f>>, facts: impl Iterator<Item = &'f Facts>) {
+            nodes.extend(facts.map(|facts| Node::Inst {
+                facts,
                 inserted: true,
             }))
-        };
-        inserted(&mut nodes, &mut preamble.insts.iter());
+        }
+        inserted(&mut nodes, preamble.iter());
         nodes.push(Node::Slot(Self::ENTRY));
-        inserted(&mut nodes, &mut placed.at(Site::Entry).instructions());
+        inserted(&mut nodes, placed.at(Site::Entry).facts());
         let mut block_end = vec![0; prog.blocks.len()];
         for &i in order {
             let ins = &prog.insts[i];
@@ -929,16 +937,16 @@ impl Seams {
                 nodes.push(Node::BlockStart(b));
             }
             nodes.push(Node::Slot(Self::head(i)));
-            inserted(&mut nodes, &mut hook_code.get(&i).into_iter().flatten());
+            inserted(&mut nodes, hook_code.get(&i).into_iter().flatten());
             nodes.push(Node::Slot(Self::mid(i)));
-            inserted(&mut nodes, &mut placed.at(Site::Before(i)).instructions());
+            inserted(&mut nodes, placed.at(Site::Before(i)).facts());
             nodes.push(Node::Slot(Self::tail(i)));
             nodes.push(Node::Inst {
-                inst: ins.inst,
+                facts: &app[i],
                 inserted: false,
             });
             nodes.push(Node::Slot(Self::after(i)));
-            inserted(&mut nodes, &mut placed.at(Site::After(i)).instructions());
+            inserted(&mut nodes, placed.at(Site::After(i)).facts());
             block_end[b] = nodes.len();
         }
         let kernel_entry = prog

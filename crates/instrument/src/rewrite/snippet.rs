@@ -4,9 +4,7 @@
 
 use inlay_isa::{Instruction, Target};
 
-use super::hazards::{
-    falls_through, required, required_after_unknown, wait_states, Facts, MAX_WAIT_STATES,
-};
+use super::hazards::{falls_through, required, required_after_unknown, wait_states, Facts};
 
 use super::RewriteError;
 
@@ -142,13 +140,14 @@ impl Snippet {
         let Some(t) = self.insts.first().map(Instruction::target) else {
             return;
         };
+        let mut facts: Vec<Facts> = self.insts.iter().map(Facts::new).collect();
         let mut k = 0;
         while k < self.insts.len() {
-            let facts: Vec<Facts> = self.insts.iter().map(Facts::new).collect();
             let need = self.deficit(t, &facts, k, k, 0, 0, false);
             if need > 0 {
                 let nops = super::hazards::nops(t, need);
                 let c = nops.len();
+                facts.splice(k..k, nops.iter().map(Facts::new));
                 self.insts.splice(k..k, nops);
                 for r in &mut self.relocs {
                     r.inst += if r.inst >= k { c } else { 0 };
@@ -183,7 +182,7 @@ impl Snippet {
     ) -> u32 {
         let mut need = 0;
         let mut q = end;
-        while q > 0 && dist < MAX_WAIT_STATES && depth < 16 {
+        while q > 0 && dist < facts[r].reach() && depth < 16 {
             for &(b, to) in &self.branches {
                 if to == q {
                     need = need.max(self.deficit(t, facts, r, b + 1, dist, depth + 1, true));
@@ -253,9 +252,9 @@ pub(super) struct Template {
     bytes: Vec<u8>,
     /// Instructions in it (the static count).
     pub(super) insts: usize,
-    /// The instructions themselves (constants not patched in), for the
-    /// hazard check.
-    pub(super) code: Vec<Instruction>,
+    /// What the hazard rules need of its instructions (constants not
+    /// patched in: they are no registers), computed once for every copy.
+    pub(super) facts: Vec<Facts>,
     /// Relocations by byte offset of their word.
     relocs: Vec<(u64, LiteralReloc)>,
     /// Literal words holding constant arguments: byte offset, argument,
@@ -282,7 +281,7 @@ impl Template {
         Template {
             bytes,
             insts: s.insts.len(),
-            code: s.insts.clone(),
+            facts: s.insts.iter().map(Facts::new).collect(),
             relocs,
             constants,
         }
