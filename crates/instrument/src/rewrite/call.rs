@@ -2261,6 +2261,7 @@ impl<'a> Calls<'a> {
             Default::default();
         let mut inputs = Vec::new();
         let mut bodies = super::inline::Bodies::default();
+        let mut inline_ids: std::collections::HashMap<usize, usize, FastHash> = Default::default();
         for r in &self.reqs {
             ctx.call_key(r, &mut inputs);
             inputs.push(r.call.placement as u64);
@@ -2281,10 +2282,15 @@ impl<'a> Calls<'a> {
                         }
                     }
                 }
-                inlined => {
-                    distinct.push(inlined);
-                    distinct.len() - 1
-                }
+                // (Points placing the same copy share its template.)
+                Placing::Inline(i) => match inline_ids.get(&i.copy) {
+                    Some(&id) => id,
+                    None => {
+                        inline_ids.insert(i.copy, distinct.len());
+                        distinct.push(Placing::Inline(i));
+                        distinct.len() - 1
+                    }
+                },
             };
             by_inputs.insert(inputs.clone().into_boxed_slice(), id);
             plan_of.push(id);
@@ -2317,10 +2323,10 @@ impl<'a> Calls<'a> {
         out.templates = distinct
             .iter()
             .map(|d| {
-                Ok(Template::new(&match d {
-                    Placing::Call(p) => ctx.code(p, area)?,
-                    Placing::Inline(i) => i.code.clone(),
-                }))
+                Ok(match d {
+                    Placing::Call(p) => Template::new(&ctx.code(p, area)?),
+                    Placing::Inline(i) => Template::new(&i.code),
+                })
             })
             .collect::<Result<Vec<_>, RewriteError>>()?;
         for d in &distinct {

@@ -106,9 +106,11 @@ pub struct Facts {
     kinds: u8,
     hit_by: u8,
     /// The most wait states any writer can ask before it (every rule it
-    /// is the reader of: [`required_after_unknown`] with MFMAs): a search
-    /// for its writers stops this far back.
+    /// is the reader of: [`required_after_unknown`]), when no writer is an
+    /// MFMA and when one may be: a search for its writers stops this far
+    /// back.
     reach: u32,
+    reach_mfma: u32,
 }
 
 impl std::fmt::Debug for Facts {
@@ -126,6 +128,7 @@ impl Facts {
             kinds: 0,
             hit_by: 0,
             reach: MAX_WAIT_STATES,
+            reach_mfma: MAX_WAIT_STATES,
         };
         // Each side as the rules of `required` and
         // `required_after_unknown` test it.
@@ -164,14 +167,25 @@ impl Facts {
             | bit(valu, WIDE_STORE);
         let f = Facts { kinds, hit_by, ..f };
         Facts {
-            reach: required_after_unknown(inst.target(), &f, true),
+            reach: required_after_unknown(inst.target(), &f, false),
+            reach_mfma: required_after_unknown(inst.target(), &f, true),
             ..f
         }
     }
 
-    /// See [`Facts::reach`].
-    pub fn reach(&self) -> u32 {
-        self.reach
+    /// The most wait states a writer can ask before it, when `mfma` says
+    /// whether one may be an MFMA.
+    pub fn reach(&self, mfma: bool) -> u32 {
+        if mfma {
+            self.reach_mfma
+        } else {
+            self.reach
+        }
+    }
+
+    /// An MFMA (a writer of the longest rule).
+    pub fn mfma(&self) -> bool {
+        self.kinds & kind::MFMA != 0
     }
 
     /// The instruction.
@@ -526,6 +540,11 @@ pub(super) fn pad(
 ) -> (Vec<u32>, Vec<Violation>) {
     let mut pads = vec![0u32; slots];
     let mut inside = Vec::new();
+    // How far back writers may be: as far as MFMA rules go only if some
+    // writer is one (inserted code may have its own).
+    let any_mfma = nodes
+        .iter()
+        .any(|n| matches!(n, Node::Inst { facts, .. } if facts.mfma()));
     let mut slot_before = None;
     let mut slot_pos = 0;
     // Wait states of the instructions since the last slot, label or call:
@@ -547,7 +566,8 @@ pub(super) fn pad(
             }
             Node::Inst { facts, inserted } => (*facts, *inserted),
         };
-        let far = since_seam >= reader.reach;
+        let reach = reader.reach(any_mfma);
+        let far = since_seam >= reach;
         since_seam = if reader.inst.mnemonic() == "s_swappc_b64" {
             0
         } else {
@@ -563,6 +583,7 @@ pub(super) fn pad(
             flow,
             pads: &pads,
             reader,
+            reach,
             reader_inserted,
             mfma,
             found: Vec::new(),
@@ -598,6 +619,8 @@ struct Walk<'a, 'n> {
     flow: &'a Flow,
     pads: &'a [u32],
     reader: &'a Facts,
+    /// No writer asks for more wait states than this before the reader.
+    reach: u32,
     reader_inserted: bool,
     mfma: bool,
     /// (writer position, or usize::MAX for unknown history; wait states
@@ -610,8 +633,7 @@ impl Walk<'_, '_> {
     /// the reader; `depth` bounds the paths followed through labels.
     fn back(&mut self, end: usize, mut dist: u32, depth: u32) {
         let mut q = end;
-        // (No writer asks for more than the reader's reach.)
-        while q > 0 && dist < self.reader.reach {
+        while q > 0 && dist < self.reach {
             q -= 1;
             match &self.nodes[q] {
                 Node::Slot(s) => dist += self.pads[*s],

@@ -60,6 +60,7 @@ use super::preamble::Home;
 use super::simplify::{simplify, Facts};
 use super::snippet::{LiteralReloc, Snippet};
 use super::RewriteError;
+use crate::fast_hash::FastHash;
 use crate::hooks::{Arg, HookInfo, LaunchValue, Placement};
 use crate::lift::{flow, Flow};
 use crate::regs::{self as bits, RegSet};
@@ -536,15 +537,21 @@ impl Free {
 /// How one call is made.
 pub(super) enum Placing<'r, 'a> {
     Call(CallPlan<'r, 'a>),
-    Inline(Inlined),
+    /// Inlined: one of the distinct copies (shared by the points that
+    /// place the same body on the same registers).
+    Inline(Arc<Inlined>),
 }
 
 /// Each hook's body, or why it cannot be inlined, found once per rewrite,
-/// and its simplified forms, once per distinct set of facts.
+/// its simplified forms, once per distinct set of facts, and its inlined
+/// copies, once per distinct placing (see [`Ctx::inline`]).
 #[derive(Default)]
 pub(super) struct Bodies {
     hooks: std::collections::HashMap<*const HookInfo, Result<Arc<Body>, String>>,
     simplified: std::collections::HashMap<(*const HookInfo, Facts), Result<Arc<Body>, String>>,
+    copies: std::collections::HashMap<Box<[u64]>, Arc<Inlined>, FastHash>,
+    /// The key being looked up (kept to spare an allocation per point).
+    key: Vec<u64>,
 }
 
 impl Bodies {
@@ -598,6 +605,7 @@ fn facts(r: &Request<'_>) -> Facts {
 }
 
 /// The registers the sequence around an inlined body uses.
+#[derive(Debug)]
 struct Sequence {
     /// An SGPR pair for temporaries (once-per-wave lane, launch values,
     /// address carries).
@@ -613,11 +621,34 @@ struct Sequence {
     lanes: Option<u16>,
 }
 
+impl Sequence {
+    /// Its registers as words (a part of a copy's key).
+    fn key(&self, key: &mut Vec<u64>) {
+        let none = u64::MAX;
+        for r in [
+            self.temp,
+            self.offset_temp,
+            self.save_scc,
+            self.save_vcc,
+            self.save_m0,
+            self.save_exec,
+            self.lanes,
+        ] {
+            key.push(r.map_or(none, u64::from));
+        }
+        key.push(self.borrowed.len() as u64);
+        key.extend(self.borrowed.iter().map(|&b| u64::from(b)));
+    }
+}
+
 /// One inlined hook: its code, and the highest registers it names.
 pub(super) struct Inlined {
     pub(super) code: Snippet,
     pub(super) max_sgpr: u16,
     pub(super) max_vgpr: u16,
+    /// Which of the rewrite's distinct copies it is (numbered from 0 in
+    /// order of first use).
+    pub(super) copy: usize,
 }
 
 impl<'a> Ctx<'a> {
@@ -638,7 +669,7 @@ impl<'a> Ctx<'a> {
         // (The call runs the hook's whole code: compared with that.)
         let inlined = bodies.get(r.hook).and_then(|whole| {
             let b = bodies.get_simplified(self.asm, r.hook, facts(r))?;
-            self.inline(r, &b).map(|i| (whole, i))
+            self.inline(r, &b, bodies).map(|i| (whole, i))
         });
         match (mode, inlined) {
             (Placement::Inline, Ok((_, i))) => Ok(Placing::Inline(i)),
@@ -661,8 +692,18 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The code of `r`'s hook inlined at its point, or why it cannot be.
-    pub(super) fn inline(&self, r: &Request<'a>, body: &Body) -> Result<Inlined, String> {
+    /// The code of `r`'s hook inlined at its point, or why it cannot be:
+    /// `body` placed on registers free there, and the sequence around it.
+    /// The code is a function of the call (its hook, its arguments up to
+    /// literal constants, which a template patches per copy), the body,
+    /// and the registers chosen: points that choose the same share one
+    /// copy, built once (`bodies`).
+    pub(super) fn inline(
+        &self,
+        r: &Request<'a>,
+        body: &Arc<Body>,
+        bodies: &mut Bodies,
+    ) -> Result<Arc<Inlined>, String> {
         let an = self.an;
         let args = &r.call.args;
         if args.iter().any(|a| matches!(a, Arg::Reference(_))) {
@@ -847,8 +888,29 @@ impl<'a> Ctx<'a> {
             borrowed: std::mem::take(&mut free.borrowed),
             lanes,
         };
-        self.inline_code(r, body, &map, &inst, &seq)
-            .map_err(|e| e.to_string())
+        // Everything the code is built from but the kernel-wide context.
+        let mut key = std::mem::take(&mut bodies.key);
+        self.call_key(r, &mut key);
+        key.push(r.call.module as u64);
+        key.push(Arc::as_ptr(body) as u64);
+        key.extend(map.to.iter().map(|&t| u64::from(t)));
+        seq.key(&mut key);
+        if let Some(c) = bodies.copies.get(key.as_slice()) {
+            let c = c.clone();
+            bodies.key = key;
+            return Ok(c);
+        }
+        let copy = bodies.copies.len();
+        let inlined = self
+            .inline_code(r, body, &map, &inst, &seq, copy)
+            .map(Arc::new)
+            .map_err(|e| e.to_string());
+        // (Errors name the point: not shared.)
+        if let Ok(i) = &inlined {
+            bodies.copies.insert(key.as_slice().into(), i.clone());
+        }
+        bodies.key = key;
+        inlined
     }
 
     /// The SGPR pair keeping the table entry `distance` bytes from `r`'s
@@ -888,6 +950,7 @@ impl<'a> Ctx<'a> {
         map: &Renaming<'_>,
         inst: &Instruction,
         seq: &Sequence,
+        copy: usize,
     ) -> Result<Inlined, RewriteError> {
         let Sequence {
             temp,
@@ -1386,6 +1449,7 @@ impl<'a> Ctx<'a> {
             code: s,
             max_sgpr,
             max_vgpr,
+            copy,
         })
     }
 }

@@ -141,9 +141,10 @@ impl Snippet {
             return;
         };
         let mut facts: Vec<Facts> = self.insts.iter().map(Facts::new).collect();
+        let mfma = facts.iter().any(Facts::mfma);
         let mut k = 0;
         while k < self.insts.len() {
-            let need = self.deficit(t, &facts, k, k, 0, 0, false);
+            let need = self.deficit(t, &facts, k, facts[k].reach(mfma), k, 0, 0, false);
             if need > 0 {
                 let nops = super::hazards::nops(t, need);
                 let c = nops.len();
@@ -168,13 +169,15 @@ impl Snippet {
 
     /// Wait states reader `r` lacks from writers before position `end`,
     /// `dist` wait states away, following branches that land on the way;
-    /// `via_branch`: `end - 1` is a branch to `end`.
+    /// `via_branch`: `end - 1` is a branch to `end`. No writer asks for
+    /// more than `reach`.
     #[allow(clippy::too_many_arguments)]
     fn deficit(
         &self,
         t: Target,
         facts: &[Facts],
         r: usize,
+        reach: u32,
         end: usize,
         mut dist: u32,
         depth: u32,
@@ -182,10 +185,10 @@ impl Snippet {
     ) -> u32 {
         let mut need = 0;
         let mut q = end;
-        while q > 0 && dist < facts[r].reach() && depth < 16 {
+        while q > 0 && dist < reach && depth < 16 {
             for &(b, to) in &self.branches {
                 if to == q {
-                    need = need.max(self.deficit(t, facts, r, b + 1, dist, depth + 1, true));
+                    need = need.max(self.deficit(t, facts, r, reach, b + 1, dist, depth + 1, true));
                 }
             }
             let p = q - 1;
