@@ -1942,13 +1942,12 @@ impl<'p> SiteCode<'p> {
         self.templates().map(Template::bytes).sum()
     }
 
-    /// What the hazard rules need of the instructions the calls run, in
-    /// order.
-    pub(super) fn facts(&self) -> impl Iterator<Item = &'p super::hazards::Facts> {
+    /// What the hazard padding needs of the calls' code, in order.
+    pub(super) fn seqs(&self) -> impl Iterator<Item = &'p super::hazards::SeqFacts> {
         let templates = self.templates;
         self.calls
             .iter()
-            .flat_map(move |c| templates[c.template as usize].facts.iter())
+            .map(move |c| &templates[c.template as usize].seq)
     }
 
     pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {

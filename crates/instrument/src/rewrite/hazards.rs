@@ -111,6 +111,10 @@ pub struct Facts {
     /// back.
     reach: u32,
     reach_mfma: u32,
+    /// [`wait_states`], and whether it is a call (`s_swappc_b64`: what
+    /// ran before what follows it is the callee).
+    wait: u32,
+    call: bool,
 }
 
 impl std::fmt::Debug for Facts {
@@ -122,55 +126,70 @@ impl std::fmt::Debug for Facts {
 impl Facts {
     pub fn new(inst: &Instruction) -> Facts {
         use kind::*;
-        let f = Facts {
+        let mut f = Facts {
             inst: *inst,
             info: info(inst),
             kinds: 0,
             hit_by: 0,
             reach: MAX_WAIT_STATES,
             reach_mfma: MAX_WAIT_STATES,
+            wait: wait_states(inst),
+            call: inst.mnemonic() == "s_swappc_b64",
         };
         // Each side as the rules of `required` and
-        // `required_after_unknown` test it.
+        // `required_after_unknown` test it, the registers in one pass.
+        let (mut writes_scalar, mut writes_exec, mut writes_vector, mut writes_m0) =
+            (false, false, false, false);
+        let (mut names_vector, mut writes_vgpr, mut reads_wide_vgpr) = (false, false, false);
+        for u in f.info.used_registers() {
+            let w = u.access.writes();
+            match u.register.file {
+                RegFile::Sgpr | RegFile::Vcc | RegFile::Ttmp => writes_scalar |= w,
+                RegFile::Exec => writes_exec |= w,
+                RegFile::Vgpr | RegFile::Agpr => {
+                    names_vector = true;
+                    writes_vector |= w;
+                    if u.register.file == RegFile::Vgpr {
+                        writes_vgpr |= w;
+                        reads_wide_vgpr |= u.access == Access::Read && u.register.count > 2;
+                    }
+                }
+                RegFile::M0 => writes_m0 |= w,
+                _ => {}
+            }
+        }
         let valu = f.is_valu();
         let gfx942 = gfx942(inst.target());
         let (dpp, lane_op, name) = (inst.encoding().is_dpp(), f.is_lane_op(), f.name());
         let mfma_like = f.is_mfma() || name == "v_accvgpr_write_b32";
         let setreg = name.starts_with("s_setreg");
-        let vector = |file: RegFile| matches!(file, RegFile::Vgpr | RegFile::Agpr);
+        let wide_store = f.is_vmem() && !writes_vgpr && reads_wide_vgpr;
         let bit = |on: bool, k: u8| if on { k } else { 0 };
-        let kinds = bit(valu && f.valu_scalar_writes().next().is_some(), VALU_SCALAR)
-            | bit(valu && f.writes_any(RegFile::Exec), VALU_EXEC)
-            | bit(
-                valu && f.writes_any(RegFile::Vgpr) || valu && f.writes_any(RegFile::Agpr),
-                VALU_VECTOR,
-            )
+        f.kinds = bit(valu && writes_scalar, VALU_SCALAR)
+            | bit(valu && writes_exec, VALU_EXEC)
+            | bit(valu && writes_vector, VALU_VECTOR)
             | bit(f.is_mfma(), MFMA)
-            | bit(f.is_salu() && f.writes_any(RegFile::M0), SALU_M0)
+            | bit(f.is_salu() && writes_m0, SALU_M0)
             | bit(setreg, SETREG)
-            | bit(f.wide_store_data().next().is_some(), WIDE_STORE);
+            | bit(wide_store, WIDE_STORE);
         let readlane = matches!(name, "v_readlane_b32" | "v_readfirstlane_b32");
-        let hit_by = bit(
+        f.hit_by = bit(
             f.is_vmem() || lane_op || gfx942 && valu || name.starts_with("v_div_fmas"),
             VALU_SCALAR,
         ) | bit(dpp || lane_op || mfma_like, VALU_EXEC)
             | bit(dpp || mfma_like || gfx942 && readlane, VALU_VECTOR)
-            | bit(
-                f.info
-                    .used_registers()
-                    .iter()
-                    .any(|u| vector(u.register.file)),
-                MFMA,
-            )
+            | bit(names_vector, MFMA)
             | bit(f.reads_m0_as_hazard(), SALU_M0)
             | bit(setreg || name.starts_with("s_getreg"), SETREG)
             | bit(valu, WIDE_STORE);
-        let f = Facts { kinds, hit_by, ..f };
-        Facts {
-            reach: required_after_unknown(inst.target(), &f, false),
-            reach_mfma: required_after_unknown(inst.target(), &f, true),
-            ..f
-        }
+        f.reach = required_after_unknown(inst.target(), &f, false);
+        // (MFMA rules ask the most of any reader naming a vector register.)
+        f.reach_mfma = if names_vector {
+            f.reach.max(MAX_WAIT_STATES)
+        } else {
+            f.reach
+        };
+        f
     }
 
     /// The most wait states a writer can ask before it, when `mfma` says
@@ -375,7 +394,7 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
             at_least(MAX_WAIT_STATES);
         }
     }
-    if w.is_salu() && w.writes_any(RegFile::M0) && r.reads_m0_as_hazard() {
+    if w.kinds & r.hit_by & kind::SALU_M0 != 0 {
         at_least(1);
     }
     if w.name().starts_with("s_setreg") && r.name().starts_with("s_getreg")
@@ -430,7 +449,7 @@ pub fn required_after_unknown(t: Target, r: &Facts, mfma: bool) -> u32 {
     if r.name().starts_with("s_getreg") || r.name().starts_with("s_setreg") {
         at_least(2);
     }
-    if r.reads_m0_as_hazard() || r.is_valu() {
+    if r.hit_by & kind::SALU_M0 != 0 || r.is_valu() {
         at_least(1);
     }
     let vector = r
@@ -502,14 +521,59 @@ pub fn falls_through(i: &Instruction) -> bool {
 
 /// One node of the rewritten stream, in layout order.
 pub(super) enum Node<'a> {
-    /// An instruction (its facts computed once wherever it comes from: a
-    /// sequence copied to many points shares them).
+    /// An instruction (its facts computed once wherever it comes from).
     Inst { facts: &'a Facts, inserted: bool },
+    /// An inserted sequence, its facts computed once for every copy.
+    Seq(&'a SeqFacts),
     /// A place nops may go: on every path to what follows it up to the
     /// next label.
     Slot(usize),
     /// The label of a block's first instruction (its hook code follows).
     BlockStart(usize),
+}
+
+/// What padding the seams needs of an inserted sequence (a template of
+/// call or inlined code copied to many points), found once for all
+/// copies: its instructions' facts, and the few of them whose search for
+/// writers can leave it or meet a call in it — the others find only
+/// writers of the sequence itself, padded when it was built
+/// (`Snippet::resolve`).
+#[derive(Debug)]
+pub(super) struct SeqFacts {
+    facts: Vec<Facts>,
+    /// Those readers: (index, wait states before it since the sequence's
+    /// start or, when `after_call`, since the last call before it).
+    readers: Vec<(usize, u32, bool)>,
+    /// Wait states at its end since its start or its last call, and
+    /// whether it has a call.
+    tail: u32,
+    calls: bool,
+}
+
+impl SeqFacts {
+    pub(super) fn new(insts: &[Instruction]) -> SeqFacts {
+        let facts: Vec<Facts> = insts.iter().map(Facts::new).collect();
+        let mut readers = Vec::new();
+        let (mut since, mut calls) = (0u32, false);
+        for (k, f) in facts.iter().enumerate() {
+            // (Whatever lies before the sequence and MFMAs or not.)
+            if since < f.reach_mfma {
+                readers.push((k, since, calls));
+            }
+            if f.call {
+                since = 0;
+                calls = true;
+            } else {
+                since += f.wait;
+            }
+        }
+        SeqFacts {
+            facts,
+            readers,
+            tail: since,
+            calls,
+        }
+    }
 }
 
 /// The control flow of the stream's blocks: for each block, the stream
@@ -530,7 +594,8 @@ pub(super) struct Flow {
 /// further than its rules reach from the sequence's start (and from a
 /// call in it) is not looked at, as nothing padding a slot could help it
 /// lies in its reach (sequences are padded inside when built:
-/// `Snippet::resolve`).
+/// `Snippet::resolve`). Positions are the nodes' (a sequence's
+/// instructions share its node's).
 pub(super) fn pad(
     t: Target,
     nodes: &[Node<'_>],
@@ -538,66 +603,115 @@ pub(super) fn pad(
     slots: usize,
     mfma: bool,
 ) -> (Vec<u32>, Vec<Violation>) {
-    let mut pads = vec![0u32; slots];
-    let mut inside = Vec::new();
     // How far back writers may be: as far as MFMA rules go only if some
     // writer is one (inserted code may have its own).
-    let any_mfma = nodes
-        .iter()
-        .any(|n| matches!(n, Node::Inst { facts, .. } if facts.mfma()));
-    let mut slot_before = None;
-    let mut slot_pos = 0;
+    let any_mfma = nodes.iter().any(|n| match n {
+        Node::Inst { facts, .. } => facts.mfma(),
+        Node::Seq(q) => q.facts.iter().any(Facts::mfma),
+        _ => false,
+    });
+    let mut pad = Pad {
+        walk: Walk {
+            t,
+            nodes,
+            flow,
+            pads: vec![0u32; slots],
+            reader: None,
+            reach: 0,
+            reader_inserted: false,
+            mfma,
+            found: Vec::new(),
+        },
+        any_mfma,
+        inside: Vec::new(),
+        slot_before: None,
+        slot_pos: 0,
+    };
     // Wait states of the instructions since the last slot, label or call:
     // a reader as far from all of them as its rules reach finds only
     // writers of its own sequence (or none, for a reader of no rule).
     let mut since_seam = 0u32;
     for (p, n) in nodes.iter().enumerate() {
-        let (reader, reader_inserted) = match n {
+        match n {
             Node::Slot(s) => {
-                slot_before = Some(*s);
-                slot_pos = p;
+                pad.slot_before = Some(*s);
+                pad.slot_pos = p;
                 since_seam = 0;
-                continue;
             }
             Node::BlockStart(_) => {
-                slot_before = None;
+                pad.slot_before = None;
                 since_seam = 0;
-                continue;
             }
-            Node::Inst { facts, inserted } => (*facts, *inserted),
-        };
-        let reach = reader.reach(any_mfma);
-        let far = since_seam >= reach;
-        since_seam = if reader.inst.mnemonic() == "s_swappc_b64" {
-            0
-        } else {
-            since_seam.saturating_add(wait_states(&reader.inst))
-        };
-        if far {
-            continue;
+            Node::Inst { facts, inserted } => {
+                pad.reader(p, None, facts, *inserted, since_seam);
+                since_seam = if facts.call {
+                    0
+                } else {
+                    since_seam.saturating_add(facts.wait)
+                };
+            }
+            Node::Seq(q) => {
+                for &(k, before, after_call) in &q.readers {
+                    let since = if after_call {
+                        before
+                    } else {
+                        since_seam.saturating_add(before)
+                    };
+                    pad.reader(p, Some(k), &q.facts[k], true, since);
+                }
+                since_seam = if q.calls {
+                    q.tail
+                } else {
+                    since_seam.saturating_add(q.tail)
+                };
+            }
         }
+    }
+    (pad.walk.pads, pad.inside)
+}
+
+/// The state of [`pad`] along the stream.
+struct Pad<'a, 'n> {
+    walk: Walk<'a, 'n>,
+    any_mfma: bool,
+    inside: Vec<Violation>,
+    /// The slot the current node follows (none past a label), and where.
+    slot_before: Option<usize>,
+    slot_pos: usize,
+}
+
+impl<'a> Pad<'a, '_> {
+    /// Pads the slot before reader `reader` (node `p`, instruction
+    /// `inner` of it when it is a sequence) for its writers on every path,
+    /// `since` wait states past the last slot, label or call.
+    fn reader(
+        &mut self,
+        p: usize,
+        inner: Option<usize>,
+        reader: &'a Facts,
+        inserted: bool,
+        since: u32,
+    ) {
+        let reach = reader.reach(self.any_mfma);
+        if since >= reach {
+            return;
+        }
+        let walk = &mut self.walk;
+        walk.reader = Some(reader);
+        walk.reach = reach;
+        walk.reader_inserted = inserted;
+        walk.found.clear();
+        walk.back(p, inner, 0, 0);
         let mut worst_at_slot = 0u32;
-        let mut walk = Walk {
-            t,
-            nodes,
-            flow,
-            pads: &pads,
-            reader,
-            reach,
-            reader_inserted,
-            mfma,
-            found: Vec::new(),
-        };
-        walk.back(p, 0, 0);
-        for (q, had, need, crossed) in walk.found {
+        for &(q, had, need, crossed) in &walk.found {
             // Paddable when the writer lies before the reader's slot on
             // its path: found through a label (another path), or before
             // the slot in the stream.
-            match slot_before {
-                Some(_) if crossed || q == usize::MAX || q < slot_pos => {
+            match self.slot_before {
+                Some(_) if crossed || q == usize::MAX || q < self.slot_pos => {
                     worst_at_slot = worst_at_slot.max(need - had)
                 }
-                _ => inside.push(Violation {
+                _ => self.inside.push(Violation {
                     writer: q,
                     reader: p,
                     had,
@@ -605,11 +719,10 @@ pub(super) fn pad(
                 }),
             }
         }
-        if let Some(s) = slot_before.filter(|_| worst_at_slot > 0) {
-            pads[s] += worst_at_slot;
+        if let Some(s) = self.slot_before.filter(|_| worst_at_slot > 0) {
+            walk.pads[s] += worst_at_slot;
         }
     }
-    (pads, inside)
 }
 
 /// A backward search from one reader over every path into it.
@@ -617,8 +730,8 @@ struct Walk<'a, 'n> {
     t: Target,
     nodes: &'a [Node<'n>],
     flow: &'a Flow,
-    pads: &'a [u32],
-    reader: &'a Facts,
+    pads: Vec<u32>,
+    reader: Option<&'a Facts>,
     /// No writer asks for more wait states than this before the reader.
     reach: u32,
     reader_inserted: bool,
@@ -629,27 +742,31 @@ struct Walk<'a, 'n> {
 }
 
 impl Walk<'_, '_> {
-    /// Looks at the nodes before position `end`, `dist` wait states from
-    /// the reader; `depth` bounds the paths followed through labels.
-    fn back(&mut self, end: usize, mut dist: u32, depth: u32) {
+    /// Looks at the nodes before position `end` (and, when `inner` is
+    /// given, at the instructions before that one of the sequence at
+    /// `end`), `dist` wait states from the reader; `depth` bounds the
+    /// paths followed through labels.
+    fn back(&mut self, end: usize, inner: Option<usize>, mut dist: u32, depth: u32) {
+        if let Some(Node::Seq(s)) = inner.and_then(|_| self.nodes.get(end)) {
+            let k = inner.unwrap_or(0);
+            if !self.sequence(end, &s.facts[..k], &mut dist, depth) {
+                return;
+            }
+        }
         let mut q = end;
         while q > 0 && dist < self.reach {
             q -= 1;
             match &self.nodes[q] {
                 Node::Slot(s) => dist += self.pads[*s],
                 Node::Inst { facts: w, inserted } => {
-                    if *inserted || self.reader_inserted {
-                        let need = required(self.t, w, self.reader);
-                        if need > dist {
-                            self.found.push((q, dist, need, depth > 0));
-                        }
-                    }
-                    if w.inst.mnemonic() == "s_swappc_b64" {
-                        // The callee ran between: unknown history.
-                        self.unknown(dist + 1);
+                    if !self.writer(q, w, *inserted, &mut dist, depth) {
                         return;
                     }
-                    dist += wait_states(&w.inst);
+                }
+                Node::Seq(s) => {
+                    if !self.sequence(q, &s.facts, &mut dist, depth) {
+                        return;
+                    }
                 }
                 Node::BlockStart(b) => {
                     let b = *b;
@@ -659,7 +776,7 @@ impl Walk<'_, '_> {
                     }
                     for k in 0..self.flow.preds[b].len() {
                         let pb = self.flow.preds[b][k];
-                        self.back(self.flow.block_end[pb], dist, depth + 1);
+                        self.back(self.flow.block_end[pb], None, dist, depth + 1);
                     }
                     if !self.flow.linear_entry[b] {
                         return;
@@ -669,9 +786,45 @@ impl Walk<'_, '_> {
         }
     }
 
+    /// The instructions of the sequence at node `q`, last first, as
+    /// writers; false when the search ends in it (at a call).
+    fn sequence(&mut self, q: usize, facts: &[Facts], dist: &mut u32, depth: u32) -> bool {
+        for w in facts.iter().rev() {
+            if *dist >= self.reach {
+                break;
+            }
+            if !self.writer(q, w, true, dist, depth) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// `w` (at node `q`) as a writer, `dist` wait states from the reader
+    /// (moved past it); false when the search ends there (a call).
+    fn writer(&mut self, q: usize, w: &Facts, inserted: bool, dist: &mut u32, depth: u32) -> bool {
+        let Some(reader) = self.reader else {
+            return false;
+        };
+        if inserted || self.reader_inserted {
+            let need = required(self.t, w, reader);
+            if need > *dist {
+                self.found.push((q, *dist, need, depth > 0));
+            }
+        }
+        if w.call {
+            // The callee ran between: unknown history.
+            self.unknown(*dist + 1);
+            return false;
+        }
+        *dist += w.wait;
+        true
+    }
+
     fn unknown(&mut self, dist: u32) {
+        let Some(reader) = self.reader else { return };
         if self.reader_inserted {
-            let need = required_after_unknown(self.t, self.reader, self.mfma);
+            let need = required_after_unknown(self.t, reader, self.mfma);
             if need > dist {
                 self.found.push((usize::MAX, dist, need, true));
             }

@@ -911,8 +911,8 @@ impl Seams {
     ) -> Seams {
         use hazards::{Facts, Node};
         let prog = &an.program;
-        // What the rules need of each instruction, computed once: copied
-        // call and inlined sequences share their template's.
+        // What the rules need of each instruction, computed once: copies
+        // of a call or inlined sequence share their template's.
         let app: Vec<Facts> = prog.insts.iter().map(|i| Facts::new(&i.inst)).collect();
         let preamble: Vec<Facts> = preamble.insts.iter().map(Facts::new).collect();
         let hook_code: BTreeMap<InstId, Vec<Facts>> = hook_code
@@ -928,7 +928,7 @@ impl Seams {
         }
         inserted(&mut nodes, preamble.iter());
         nodes.push(Node::Slot(Self::ENTRY));
-        inserted(&mut nodes, placed.at(Site::Entry).facts());
+        nodes.extend(placed.at(Site::Entry).seqs().map(Node::Seq));
         let mut block_end = vec![0; prog.blocks.len()];
         for &i in order {
             let ins = &prog.insts[i];
@@ -939,14 +939,14 @@ impl Seams {
             nodes.push(Node::Slot(Self::head(i)));
             inserted(&mut nodes, hook_code.get(&i).into_iter().flatten());
             nodes.push(Node::Slot(Self::mid(i)));
-            inserted(&mut nodes, placed.at(Site::Before(i)).facts());
+            nodes.extend(placed.at(Site::Before(i)).seqs().map(Node::Seq));
             nodes.push(Node::Slot(Self::tail(i)));
             nodes.push(Node::Inst {
                 facts: &app[i],
                 inserted: false,
             });
             nodes.push(Node::Slot(Self::after(i)));
-            inserted(&mut nodes, placed.at(Site::After(i)).facts());
+            nodes.extend(placed.at(Site::After(i)).seqs().map(Node::Seq));
             block_end[b] = nodes.len();
         }
         let kernel_entry = prog

@@ -255,9 +255,9 @@ pub(super) struct Template {
     bytes: Vec<u8>,
     /// Instructions in it (the static count).
     pub(super) insts: usize,
-    /// What the hazard rules need of its instructions (constants not
-    /// patched in: they are no registers), computed once for every copy.
-    pub(super) facts: Vec<Facts>,
+    /// What the seams' hazard padding needs of it (constants not patched
+    /// in: they are no registers), found once for every copy.
+    pub(super) seq: super::hazards::SeqFacts,
     /// Relocations by byte offset of their word.
     relocs: Vec<(u64, LiteralReloc)>,
     /// Literal words holding constant arguments: byte offset, argument,
@@ -284,7 +284,7 @@ impl Template {
         Template {
             bytes,
             insts: s.insts.len(),
-            facts: s.insts.iter().map(Facts::new).collect(),
+            seq: super::hazards::SeqFacts::new(&s.insts),
             relocs,
             constants,
         }
