@@ -212,6 +212,11 @@ impl Facts {
         &self.inst
     }
 
+    /// The registers it reads and writes (inlay-isa's `info`).
+    pub fn used_registers(&self) -> &[inlay_isa::UsedRegister] {
+        self.info.used_registers()
+    }
+
     fn name(&self) -> &'static str {
         self.inst.mnemonic()
     }
@@ -551,8 +556,8 @@ pub(super) struct SeqFacts {
 }
 
 impl SeqFacts {
-    pub(super) fn new(insts: &[Instruction]) -> SeqFacts {
-        let facts: Vec<Facts> = insts.iter().map(Facts::new).collect();
+    /// Of the sequence whose instructions' facts these are.
+    pub(super) fn new(facts: Vec<Facts>) -> SeqFacts {
         let mut readers = Vec::new();
         let (mut since, mut calls) = (0u32, false);
         for (k, f) in facts.iter().enumerate() {

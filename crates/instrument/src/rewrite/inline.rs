@@ -98,6 +98,10 @@ struct Run {
 #[derive(Debug)]
 pub(super) struct Body {
     insts: Vec<(u64, Instruction, Kind)>,
+    /// Per instruction, the register operands a renaming sets: (slot,
+    /// file, first register), as its def/use lists them (fixed slots that
+    /// name one included, a GLOBAL saddr).
+    operands: Vec<Vec<(u8, RegFile, u16)>>,
     runs: Vec<Run>,
     /// SGPRs and VGPRs (RegSet bits, the hook's numbers) it writes.
     written: RegSet,
@@ -169,12 +173,17 @@ impl Body {
         let mut written = RegSet::new();
         let (mut writes_vcc, mut writes_m0, mut writes_scc, mut loads) =
             (false, false, false, false);
+        let mut operands = Vec::with_capacity(insts.len());
         for &(at, i, kind) in &insts {
             let is_memory = is_memory(&i);
+            let mut named = Vec::new();
             for u in info(&i).used_registers() {
                 let r = u.register;
                 match r.file {
                     RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr => {
+                        if let Some(slot) = u.operand {
+                            named.push((slot, r.file, r.first));
+                        }
                         if kind == Kind::Return {
                             continue;
                         }
@@ -213,8 +222,10 @@ impl Body {
             }
             // The relocated literals of a s_getpc_b64 are added with SCC.
             writes_scc |= matches!(kind, Kind::Getpc(_) | Kind::Got(_));
+            operands.push(named);
         }
         Ok(Body {
+            operands,
             runs: runs(tuples),
             written,
             writes_vcc,
@@ -1318,19 +1329,9 @@ impl<'a> Ctx<'a> {
                 }
                 continue;
             }
-            // Every register operand, fixed slots that name one included
-            // (a GLOBAL saddr), as the instruction's def/use lists them.
             let mut i = orig;
-            for u in info(&orig).used_registers() {
-                let (Some(slot), r) = (u.operand, u.register) else {
-                    continue;
-                };
-                if !matches!(r.file, RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr) {
-                    continue;
-                }
-                let to = map
-                    .get(r.file, r.first)
-                    .ok_or_else(|| unplaced("a register"))?;
+            for &(slot, file, first) in &body.operands[k] {
+                let to = map.get(file, first).ok_or_else(|| unplaced("a register"))?;
                 if !i.set_register(usize::from(slot), to) {
                     return Err(RewriteError::Build(
                         "an inlined hook",
@@ -1429,8 +1430,8 @@ impl<'a> Ctx<'a> {
         // matters only then).
         let (mut max_sgpr, mut max_vgpr) = (0u16, 0u16);
         let mut names_loaded = false;
-        for i in &s.insts[1..] {
-            for u in info(i).used_registers() {
+        for f in s.facts().iter().skip(1) {
+            for u in f.used_registers() {
                 let last = u.register.first + u16::from(u.register.count).max(1) - 1;
                 match u.register.file {
                     RegFile::Sgpr => max_sgpr = max_sgpr.max(last),

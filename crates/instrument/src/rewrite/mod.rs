@@ -913,7 +913,22 @@ impl Seams {
         let prog = &an.program;
         // What the rules need of each instruction, computed once: copies
         // of a call or inlined sequence share their template's.
-        let app: Vec<Facts> = prog.insts.iter().map(|i| Facts::new(&i.inst)).collect();
+        // (The application's by encoding: a kernel repeats them.)
+        let mut app: Vec<Facts> = Vec::new();
+        let mut of_encoding: std::collections::HashMap<u64, usize, crate::fast_hash::FastHash> =
+            Default::default();
+        let app_facts: Vec<usize> = prog
+            .insts
+            .iter()
+            .map(|i| {
+                *of_encoding
+                    .entry(crate::lift::encoding_key(&i.inst))
+                    .or_insert_with(|| {
+                        app.push(Facts::new(&i.inst));
+                        app.len() - 1
+                    })
+            })
+            .collect();
         let preamble: Vec<Facts> = preamble.insts.iter().map(Facts::new).collect();
         let hook_code: BTreeMap<InstId, Vec<Facts>> = hook_code
             .iter()
@@ -942,7 +957,7 @@ impl Seams {
             nodes.extend(placed.at(Site::Before(i)).seqs().map(Node::Seq));
             nodes.push(Node::Slot(Self::tail(i)));
             nodes.push(Node::Inst {
-                facts: &app[i],
+                facts: &app[app_facts[i]],
                 inserted: false,
             });
             nodes.push(Node::Slot(Self::after(i)));

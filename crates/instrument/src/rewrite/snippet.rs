@@ -29,6 +29,11 @@ pub(super) struct Snippet {
     /// Indices of branches to a label, and the labels (instruction indices
     /// they land before; `insts.len()` is the end).
     branches: Vec<(usize, usize)>,
+    /// What the hazard rules need of `insts`, once found
+    /// ([`Snippet::facts`]; kept in step when instructions are removed or
+    /// nops inserted, found again when others are added): a template of
+    /// the snippet takes them as they are.
+    facts: Vec<Facts>,
 }
 
 impl Snippet {
@@ -115,10 +120,21 @@ impl Snippet {
         self.branches.push((b, to));
     }
 
+    /// What the hazard rules need of each instruction (found once).
+    pub(super) fn facts(&mut self) -> &[Facts] {
+        if self.facts.len() != self.insts.len() {
+            self.facts = self.insts.iter().map(Facts::new).collect();
+        }
+        &self.facts
+    }
+
     /// Removes the first instruction (before [`Snippet::resolve`]).
     pub(super) fn remove_first(&mut self) {
         if self.insts.is_empty() {
             return;
+        }
+        if self.facts.len() == self.insts.len() {
+            self.facts.remove(0);
         }
         self.insts.remove(0);
         for r in &mut self.relocs {
@@ -140,7 +156,8 @@ impl Snippet {
         let Some(t) = self.insts.first().map(Instruction::target) else {
             return;
         };
-        let mut facts: Vec<Facts> = self.insts.iter().map(Facts::new).collect();
+        self.facts();
+        let mut facts = std::mem::take(&mut self.facts);
         let mfma = facts.iter().any(Facts::mfma);
         let mut k = 0;
         while k < self.insts.len() {
@@ -165,6 +182,7 @@ impl Snippet {
             }
             k += 1;
         }
+        self.facts = facts;
     }
 
     /// Wait states reader `r` lacks from writers before position `end`,
@@ -223,6 +241,9 @@ impl Snippet {
             self.insts[b]
                 .set_branch_target(at[b], at[to])
                 .map_err(|e| RewriteError::Build("a branch in hook code", e))?;
+            if let Some(f) = self.facts.get_mut(b) {
+                *f = Facts::new(&self.insts[b]);
+            }
         }
         Ok(())
     }
@@ -284,7 +305,10 @@ impl Template {
         Template {
             bytes,
             insts: s.insts.len(),
-            seq: super::hazards::SeqFacts::new(&s.insts),
+            seq: super::hazards::SeqFacts::new(match s.facts.len() == s.insts.len() {
+                true => s.facts.clone(),
+                false => s.insts.iter().map(Facts::new).collect(),
+            }),
             relocs,
             constants,
         }
