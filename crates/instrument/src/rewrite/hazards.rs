@@ -1,3 +1,5 @@
+// LEAD NOTE (16:35 UTC): read /work/wt/inspeed/NOTE-FROM-LEAD.md now — hazards.rs belongs to the
+// j-call-speed helper, who has already rewritten it; please stop changing this file. Delete this note.
 //! Software-managed hazards at the seams of inserted code.
 //!
 //! CDNA hardware does not interlock some register dependencies: the
@@ -47,7 +49,7 @@
 //! DMA's M0 beyond the conservative rule above, the `s_setprio`/trap
 //! rules, and exact MFMA pass counts (the bound above stands for them).
 
-use inlay_isa::{info, Access, Decoder, Encoding, Instruction, InstructionInfo, RegFile, Target};
+use inlay_isa::{info, Access, Decoder, Encoding, Instruction, RegFile, Target, UsedRegister};
 
 /// The longest distance any rule asks for (wait states).
 pub const MAX_WAIT_STATES: u32 = 19;
@@ -97,7 +99,10 @@ mod kind {
 #[derive(Clone, Copy)]
 pub struct Facts {
     inst: Instruction,
-    info: InstructionInfo,
+    /// The registers it reads and writes (inlay-isa's `info`: at most
+    /// [`MAX_REGISTERS`]), `regs[..len]`.
+    regs: [UsedRegister; MAX_REGISTERS],
+    len: u8,
     /// The kinds of writer it is, and those some rule of it as the reader
     /// names ([`kind`]): a pair whose writer is no kind its reader is hit
     /// by needs no wait state ([`required`] is 0), and a reader hit by
@@ -123,12 +128,30 @@ impl std::fmt::Debug for Facts {
     }
 }
 
+/// Registers an instruction's def/use lists at most (inlay-isa's
+/// `info::CAPACITY`).
+const MAX_REGISTERS: usize = 16;
+
 impl Facts {
     pub fn new(inst: &Instruction) -> Facts {
+        Facts::with_registers(inst, info(inst).used_registers())
+    }
+
+    /// The facts of `inst`, whose def/use (`info`) is `used`, known.
+    pub fn with_registers(inst: &Instruction, used: &[UsedRegister]) -> Facts {
         use kind::*;
+        let blank = UsedRegister {
+            register: inlay_isa::Register::new(RegFile::Sgpr, 0, 0),
+            access: Access::Read,
+            operand: None,
+        };
+        let mut regs = [blank; MAX_REGISTERS];
+        let len = used.len().min(MAX_REGISTERS);
+        regs[..len].copy_from_slice(&used[..len]);
         let mut f = Facts {
             inst: *inst,
-            info: info(inst),
+            regs,
+            len: len as u8,
             kinds: 0,
             hit_by: 0,
             reach: MAX_WAIT_STATES,
@@ -141,7 +164,7 @@ impl Facts {
         let (mut writes_scalar, mut writes_exec, mut writes_vector, mut writes_m0) =
             (false, false, false, false);
         let (mut names_vector, mut writes_vgpr, mut reads_wide_vgpr) = (false, false, false);
-        for u in f.info.used_registers() {
+        for u in f.used_registers() {
             let w = u.access.writes();
             match u.register.file {
                 RegFile::Sgpr | RegFile::Vcc | RegFile::Ttmp => writes_scalar |= w,
@@ -212,9 +235,25 @@ impl Facts {
         &self.inst
     }
 
+    /// The facts of `inst`, which is this instruction with the register
+    /// operands `to` gives a new first register for renamed so (what a
+    /// rule asks of an instruction depends on its registers' files, not
+    /// their numbers): no decoding again.
+    pub fn renamed(&self, inst: Instruction, to: impl Fn(&UsedRegister) -> Option<u16>) -> Facts {
+        let mut f = Facts { inst, ..*self };
+        for u in &mut f.regs[..usize::from(f.len)] {
+            if u.operand.is_some() {
+                if let Some(first) = to(u) {
+                    u.register.first = first;
+                }
+            }
+        }
+        f
+    }
+
     /// The registers it reads and writes (inlay-isa's `info`).
-    pub fn used_registers(&self) -> &[inlay_isa::UsedRegister] {
-        self.info.used_registers()
+    pub fn used_registers(&self) -> &[UsedRegister] {
+        &self.regs[..usize::from(self.len)]
     }
 
     fn name(&self) -> &'static str {
@@ -261,8 +300,7 @@ impl Facts {
     }
 
     fn writes(&self, file: RegFile) -> impl Iterator<Item = inlay_isa::Register> + '_ {
-        self.info
-            .used_registers()
+        self.used_registers()
             .iter()
             .filter(move |u| u.access.writes() && u.register.file == file)
             .map(|u| u.register)
@@ -275,23 +313,19 @@ impl Facts {
     /// Whether it reads a register overlapping `r` (in operand slot
     /// `slot` when given).
     fn reads(&self, r: &inlay_isa::Register, slot: Option<u8>) -> bool {
-        self.info.used_registers().iter().any(|u| {
+        self.used_registers().iter().any(|u| {
             u.access.reads() && u.register.overlaps(r) && (slot.is_none() || u.operand == slot)
         })
     }
 
     fn writes_reg(&self, r: &inlay_isa::Register) -> bool {
-        self.info
-            .used_registers()
+        self.used_registers()
             .iter()
             .any(|u| u.access.writes() && u.register.overlaps(r))
     }
 
     fn touches(&self, r: &inlay_isa::Register) -> bool {
-        self.info
-            .used_registers()
-            .iter()
-            .any(|u| u.register.overlaps(r))
+        self.used_registers().iter().any(|u| u.register.overlaps(r))
     }
 
     /// SGPRs and VCC a VALU writes (the scalar results of compares,
@@ -320,8 +354,7 @@ impl Facts {
     /// VGPRs of a store's data wider than 64 bits.
     fn wide_store_data(&self) -> impl Iterator<Item = inlay_isa::Register> + '_ {
         let store = self.is_vmem() && !self.writes_any(RegFile::Vgpr);
-        self.info
-            .used_registers()
+        self.used_registers()
             .iter()
             .filter(move |u| {
                 store
@@ -389,7 +422,7 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
         }
     }
     if w.is_mfma() {
-        let writes_what_w_touches = w.info.used_registers().iter().any(|u| {
+        let writes_what_w_touches = w.used_registers().iter().any(|u| {
             let vector = matches!(u.register.file, RegFile::Vgpr | RegFile::Agpr);
             vector
                 && ((u.access.writes() && r.touches(&u.register))
@@ -429,7 +462,7 @@ pub fn required_after_unknown(t: Target, r: &Facts, mfma: bool) -> u32 {
     }
     let mut need = 0;
     let mut at_least = |n: u32| need = need.max(n);
-    let reads_scalar = r.info.used_registers().iter().any(|u| {
+    let reads_scalar = r.used_registers().iter().any(|u| {
         u.access.reads()
             && matches!(
                 u.register.file,
@@ -458,7 +491,6 @@ pub fn required_after_unknown(t: Target, r: &Facts, mfma: bool) -> u32 {
         at_least(1);
     }
     let vector = r
-        .info
         .used_registers()
         .iter()
         .any(|u| matches!(u.register.file, RegFile::Vgpr | RegFile::Agpr));
@@ -553,6 +585,8 @@ pub(super) struct SeqFacts {
     /// whether it has a call.
     tail: u32,
     calls: bool,
+    /// It has an MFMA.
+    mfma: bool,
 }
 
 impl SeqFacts {
@@ -573,6 +607,7 @@ impl SeqFacts {
             }
         }
         SeqFacts {
+            mfma: facts.iter().any(Facts::mfma),
             facts,
             readers,
             tail: since,
@@ -612,7 +647,7 @@ pub(super) fn pad(
     // writer is one (inserted code may have its own).
     let any_mfma = nodes.iter().any(|n| match n {
         Node::Inst { facts, .. } => facts.mfma(),
-        Node::Seq(q) => q.facts.iter().any(Facts::mfma),
+        Node::Seq(q) => q.mfma,
         _ => false,
     });
     let mut pad = Pad {

@@ -913,18 +913,18 @@ impl Seams {
         let prog = &an.program;
         // What the rules need of each instruction, computed once: copies
         // of a call or inlined sequence share their template's.
-        // (The application's by encoding: a kernel repeats them.)
+        // (The application's from its def/use, by encoding: a kernel
+        // repeats them.)
         let mut app: Vec<Facts> = Vec::new();
         let mut of_encoding: std::collections::HashMap<u64, usize, crate::fast_hash::FastHash> =
             Default::default();
-        let app_facts: Vec<usize> = prog
-            .insts
-            .iter()
-            .map(|i| {
+        let app_facts: Vec<usize> = (0..prog.insts.len())
+            .map(|id| {
+                let inst = &prog.insts[id].inst;
                 *of_encoding
-                    .entry(crate::lift::encoding_key(&i.inst))
+                    .entry(crate::lift::encoding_key(inst))
                     .or_insert_with(|| {
-                        app.push(Facts::new(&i.inst));
+                        app.push(Facts::with_registers(inst, prog.used_registers(id)));
                         app.len() - 1
                     })
             })

@@ -29,17 +29,18 @@ pub(super) struct Snippet {
     /// Indices of branches to a label, and the labels (instruction indices
     /// they land before; `insts.len()` is the end).
     branches: Vec<(usize, usize)>,
-    /// What the hazard rules need of `insts`, once found
-    /// ([`Snippet::facts`]; kept in step when instructions are removed or
-    /// nops inserted, found again when others are added): a template of
-    /// the snippet takes them as they are.
-    facts: Vec<Facts>,
+    /// What the hazard rules need of each of `insts`, where known (given
+    /// with the instruction, [`Snippet::push_known`], or found once,
+    /// [`Snippet::facts`]): a template of the snippet takes them as they
+    /// are.
+    facts: Vec<Option<Facts>>,
 }
 
 impl Snippet {
     /// Code with branches already placed: (branch index, label index).
     pub(super) fn with_branches(insts: Vec<Instruction>, branches: Vec<(usize, usize)>) -> Snippet {
         Snippet {
+            facts: vec![None; insts.len()],
             insts,
             branches,
             ..Default::default()
@@ -48,10 +49,23 @@ impl Snippet {
 
     pub(super) fn push(&mut self, i: Instruction) {
         self.insts.push(i);
+        self.facts.push(None);
+    }
+
+    /// Pushes an instruction whose facts are known (a renamed copy's).
+    pub(super) fn push_known(&mut self, i: Instruction, facts: Facts) {
+        debug_assert!(
+            facts.used_registers() == Facts::new(&i).used_registers(),
+            "facts given for {i:?} are not its own"
+        );
+        self.insts.push(i);
+        self.facts.push(Some(facts));
     }
 
     pub(super) fn extend(&mut self, is: impl IntoIterator<Item = Instruction>) {
-        self.insts.extend(is);
+        for i in is {
+            self.push(i);
+        }
     }
 
     /// Pushes an instruction whose literal holds dword `dword` of constant
@@ -59,7 +73,7 @@ impl Snippet {
     pub(super) fn push_constant(&mut self, i: Instruction, arg: usize, dword: u8) {
         self.constants
             .push((self.insts.len(), arg.min(255) as u8, dword));
-        self.insts.push(i);
+        self.push(i);
     }
 
     /// `s[d:d+1]` = the address of `symbol`: `s_getpc_b64` and the two
@@ -104,7 +118,7 @@ impl Snippet {
 
     /// Pushes a branch whose target is fixed later with [`Snippet::land`].
     pub(super) fn branch(&mut self, i: Instruction) -> usize {
-        self.insts.push(i);
+        self.push(i);
         self.insts.len() - 1
     }
 
@@ -121,11 +135,13 @@ impl Snippet {
     }
 
     /// What the hazard rules need of each instruction (found once).
-    pub(super) fn facts(&mut self) -> &[Facts] {
-        if self.facts.len() != self.insts.len() {
-            self.facts = self.insts.iter().map(Facts::new).collect();
+    pub(super) fn facts(&mut self) -> impl Iterator<Item = &Facts> {
+        for (f, i) in self.facts.iter_mut().zip(&self.insts) {
+            if f.is_none() {
+                *f = Some(Facts::new(i));
+            }
         }
-        &self.facts
+        self.facts.iter().flatten()
     }
 
     /// Removes the first instruction (before [`Snippet::resolve`]).
@@ -133,9 +149,7 @@ impl Snippet {
         if self.insts.is_empty() {
             return;
         }
-        if self.facts.len() == self.insts.len() {
-            self.facts.remove(0);
-        }
+        self.facts.remove(0);
         self.insts.remove(0);
         for r in &mut self.relocs {
             r.inst -= 1;
@@ -156,8 +170,7 @@ impl Snippet {
         let Some(t) = self.insts.first().map(Instruction::target) else {
             return;
         };
-        self.facts();
-        let mut facts = std::mem::take(&mut self.facts);
+        let mut facts: Vec<Facts> = self.facts().copied().collect();
         let mfma = facts.iter().any(Facts::mfma);
         let mut k = 0;
         while k < self.insts.len() {
@@ -182,7 +195,7 @@ impl Snippet {
             }
             k += 1;
         }
-        self.facts = facts;
+        self.facts = facts.into_iter().map(Some).collect();
     }
 
     /// Wait states reader `r` lacks from writers before position `end`,
@@ -241,9 +254,7 @@ impl Snippet {
             self.insts[b]
                 .set_branch_target(at[b], at[to])
                 .map_err(|e| RewriteError::Build("a branch in hook code", e))?;
-            if let Some(f) = self.facts.get_mut(b) {
-                *f = Facts::new(&self.insts[b]);
-            }
+            // (Its facts, the old offset's, name the same registers.)
         }
         Ok(())
     }
@@ -305,10 +316,13 @@ impl Template {
         Template {
             bytes,
             insts: s.insts.len(),
-            seq: super::hazards::SeqFacts::new(match s.facts.len() == s.insts.len() {
-                true => s.facts.clone(),
-                false => s.insts.iter().map(Facts::new).collect(),
-            }),
+            seq: super::hazards::SeqFacts::new(
+                s.facts
+                    .iter()
+                    .zip(&s.insts)
+                    .map(|(f, i)| f.unwrap_or_else(|| Facts::new(i)))
+                    .collect(),
+            ),
             relocs,
             constants,
         }
