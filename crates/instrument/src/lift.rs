@@ -583,7 +583,7 @@ impl Scan {
 
 /// An instruction's words as one key: a valid instruction's length, and so
 /// whether its second word counts, follows from its first word.
-pub(crate) fn encoding_key(i: &Instruction) -> u64 {
+fn encoding_key(i: &Instruction) -> u64 {
     let w = i.words();
     let word = |k: usize| u64::from(w.get(k).copied().unwrap_or(0));
     word(0) | word(1) << 32

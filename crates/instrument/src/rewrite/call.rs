@@ -1931,7 +1931,7 @@ pub(super) struct SiteCode<'p> {
     templates: &'p [Template],
 }
 
-impl<'p> SiteCode<'p> {
+impl SiteCode<'_> {
     fn templates(&self) -> impl Iterator<Item = &Template> {
         self.calls
             .iter()
@@ -1942,12 +1942,9 @@ impl<'p> SiteCode<'p> {
         self.templates().map(Template::bytes).sum()
     }
 
-    /// What the hazard padding needs of the calls' code, in order.
-    pub(super) fn seqs(&self) -> impl Iterator<Item = &'p super::hazards::SeqFacts> {
-        let templates = self.templates;
-        self.calls
-            .iter()
-            .map(move |c| &templates[c.template as usize].seq)
+    /// The instructions the calls run, in order.
+    pub(super) fn instructions(&self) -> impl Iterator<Item = &Instruction> {
+        self.templates().flat_map(|t| t.code.iter())
     }
 
     pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {

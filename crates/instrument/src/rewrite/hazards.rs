@@ -1,5 +1,3 @@
-// LEAD NOTE (16:35 UTC): read /work/wt/inspeed/NOTE-FROM-LEAD.md now — hazards.rs belongs to the
-// j-call-speed helper, who has already rewritten it; please stop changing this file. Delete this note.
 //! Software-managed hazards at the seams of inserted code.
 //!
 //! CDNA hardware does not interlock some register dependencies: the
@@ -49,7 +47,7 @@
 //! DMA's M0 beyond the conservative rule above, the `s_setprio`/trap
 //! rules, and exact MFMA pass counts (the bound above stands for them).
 
-use inlay_isa::{info, Access, Decoder, Encoding, Instruction, RegFile, Target, UsedRegister};
+use inlay_isa::{info, Access, Decoder, Encoding, Instruction, InstructionInfo, RegFile, Target};
 
 /// The longest distance any rule asks for (wait states).
 pub const MAX_WAIT_STATES: u32 = 19;
@@ -80,180 +78,19 @@ pub fn nops(target: Target, mut n: u32) -> Vec<Instruction> {
     out
 }
 
-/// Kinds of writer the rules name: bits of [`Facts`]' `kinds` (what a
-/// writer is) and `hit_by` (what a reader has a rule against).
-mod kind {
-    /// A VALU writing an SGPR, VCC or a TTMP.
-    pub const VALU_SCALAR: u8 = 1;
-    pub const VALU_EXEC: u8 = 2;
-    /// A VALU writing a VGPR or an AGPR.
-    pub const VALU_VECTOR: u8 = 4;
-    pub const MFMA: u8 = 8;
-    pub const SALU_M0: u8 = 16;
-    pub const SETREG: u8 = 32;
-    /// A VMEM store of more than 64 bits of data.
-    pub const WIDE_STORE: u8 = 64;
-}
-
 /// What the rules need of one instruction, computed once.
 #[derive(Clone, Copy)]
 pub struct Facts {
     inst: Instruction,
-    /// The registers it reads and writes (inlay-isa's `info`: at most
-    /// [`MAX_REGISTERS`]), `regs[..len]`.
-    regs: [UsedRegister; MAX_REGISTERS],
-    len: u8,
-    /// The kinds of writer it is, and those some rule of it as the reader
-    /// names ([`kind`]): a pair whose writer is no kind its reader is hit
-    /// by needs no wait state ([`required`] is 0), and a reader hit by
-    /// none needs none after anything ([`required_after_unknown`]). Most
-    /// pairs of inserted code are such, which spares their rules.
-    kinds: u8,
-    hit_by: u8,
-    /// The most wait states any writer can ask before it (every rule it
-    /// is the reader of: [`required_after_unknown`]), when no writer is an
-    /// MFMA and when one may be: a search for its writers stops this far
-    /// back.
-    reach: u32,
-    reach_mfma: u32,
-    /// [`wait_states`], and whether it is a call (`s_swappc_b64`: what
-    /// ran before what follows it is the callee).
-    wait: u32,
-    call: bool,
+    info: InstructionInfo,
 }
-
-impl std::fmt::Debug for Facts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Facts").field("inst", &self.inst).finish()
-    }
-}
-
-/// Registers an instruction's def/use lists at most (inlay-isa's
-/// `info::CAPACITY`).
-const MAX_REGISTERS: usize = 16;
 
 impl Facts {
     pub fn new(inst: &Instruction) -> Facts {
-        Facts::with_registers(inst, info(inst).used_registers())
-    }
-
-    /// The facts of `inst`, whose def/use (`info`) is `used`, known.
-    pub fn with_registers(inst: &Instruction, used: &[UsedRegister]) -> Facts {
-        use kind::*;
-        let blank = UsedRegister {
-            register: inlay_isa::Register::new(RegFile::Sgpr, 0, 0),
-            access: Access::Read,
-            operand: None,
-        };
-        let mut regs = [blank; MAX_REGISTERS];
-        let len = used.len().min(MAX_REGISTERS);
-        regs[..len].copy_from_slice(&used[..len]);
-        let mut f = Facts {
+        Facts {
             inst: *inst,
-            regs,
-            len: len as u8,
-            kinds: 0,
-            hit_by: 0,
-            reach: MAX_WAIT_STATES,
-            reach_mfma: MAX_WAIT_STATES,
-            wait: wait_states(inst),
-            call: inst.mnemonic() == "s_swappc_b64",
-        };
-        // Each side as the rules of `required` and
-        // `required_after_unknown` test it, the registers in one pass.
-        let (mut writes_scalar, mut writes_exec, mut writes_vector, mut writes_m0) =
-            (false, false, false, false);
-        let (mut names_vector, mut writes_vgpr, mut reads_wide_vgpr) = (false, false, false);
-        for u in f.used_registers() {
-            let w = u.access.writes();
-            match u.register.file {
-                RegFile::Sgpr | RegFile::Vcc | RegFile::Ttmp => writes_scalar |= w,
-                RegFile::Exec => writes_exec |= w,
-                RegFile::Vgpr | RegFile::Agpr => {
-                    names_vector = true;
-                    writes_vector |= w;
-                    if u.register.file == RegFile::Vgpr {
-                        writes_vgpr |= w;
-                        reads_wide_vgpr |= u.access == Access::Read && u.register.count > 2;
-                    }
-                }
-                RegFile::M0 => writes_m0 |= w,
-                _ => {}
-            }
+            info: info(inst),
         }
-        let valu = f.is_valu();
-        let gfx942 = gfx942(inst.target());
-        let (dpp, lane_op, name) = (inst.encoding().is_dpp(), f.is_lane_op(), f.name());
-        let mfma_like = f.is_mfma() || name == "v_accvgpr_write_b32";
-        let setreg = name.starts_with("s_setreg");
-        let wide_store = f.is_vmem() && !writes_vgpr && reads_wide_vgpr;
-        let bit = |on: bool, k: u8| if on { k } else { 0 };
-        f.kinds = bit(valu && writes_scalar, VALU_SCALAR)
-            | bit(valu && writes_exec, VALU_EXEC)
-            | bit(valu && writes_vector, VALU_VECTOR)
-            | bit(f.is_mfma(), MFMA)
-            | bit(f.is_salu() && writes_m0, SALU_M0)
-            | bit(setreg, SETREG)
-            | bit(wide_store, WIDE_STORE);
-        let readlane = matches!(name, "v_readlane_b32" | "v_readfirstlane_b32");
-        f.hit_by = bit(
-            f.is_vmem() || lane_op || gfx942 && valu || name.starts_with("v_div_fmas"),
-            VALU_SCALAR,
-        ) | bit(dpp || lane_op || mfma_like, VALU_EXEC)
-            | bit(dpp || mfma_like || gfx942 && readlane, VALU_VECTOR)
-            | bit(names_vector, MFMA)
-            | bit(f.reads_m0_as_hazard(), SALU_M0)
-            | bit(setreg || name.starts_with("s_getreg"), SETREG)
-            | bit(valu, WIDE_STORE);
-        f.reach = required_after_unknown(inst.target(), &f, false);
-        // (MFMA rules ask the most of any reader naming a vector register.)
-        f.reach_mfma = if names_vector {
-            f.reach.max(MAX_WAIT_STATES)
-        } else {
-            f.reach
-        };
-        f
-    }
-
-    /// The most wait states a writer can ask before it, when `mfma` says
-    /// whether one may be an MFMA.
-    pub fn reach(&self, mfma: bool) -> u32 {
-        if mfma {
-            self.reach_mfma
-        } else {
-            self.reach
-        }
-    }
-
-    /// An MFMA (a writer of the longest rule).
-    pub fn mfma(&self) -> bool {
-        self.kinds & kind::MFMA != 0
-    }
-
-    /// The instruction.
-    pub fn inst(&self) -> &Instruction {
-        &self.inst
-    }
-
-    /// The facts of `inst`, which is this instruction with the register
-    /// operands `to` gives a new first register for renamed so (what a
-    /// rule asks of an instruction depends on its registers' files, not
-    /// their numbers): no decoding again.
-    pub fn renamed(&self, inst: Instruction, to: impl Fn(&UsedRegister) -> Option<u16>) -> Facts {
-        let mut f = Facts { inst, ..*self };
-        for u in &mut f.regs[..usize::from(f.len)] {
-            if u.operand.is_some() {
-                if let Some(first) = to(u) {
-                    u.register.first = first;
-                }
-            }
-        }
-        f
-    }
-
-    /// The registers it reads and writes (inlay-isa's `info`).
-    pub fn used_registers(&self) -> &[UsedRegister] {
-        &self.regs[..usize::from(self.len)]
     }
 
     fn name(&self) -> &'static str {
@@ -300,7 +137,8 @@ impl Facts {
     }
 
     fn writes(&self, file: RegFile) -> impl Iterator<Item = inlay_isa::Register> + '_ {
-        self.used_registers()
+        self.info
+            .used_registers()
             .iter()
             .filter(move |u| u.access.writes() && u.register.file == file)
             .map(|u| u.register)
@@ -313,19 +151,23 @@ impl Facts {
     /// Whether it reads a register overlapping `r` (in operand slot
     /// `slot` when given).
     fn reads(&self, r: &inlay_isa::Register, slot: Option<u8>) -> bool {
-        self.used_registers().iter().any(|u| {
+        self.info.used_registers().iter().any(|u| {
             u.access.reads() && u.register.overlaps(r) && (slot.is_none() || u.operand == slot)
         })
     }
 
     fn writes_reg(&self, r: &inlay_isa::Register) -> bool {
-        self.used_registers()
+        self.info
+            .used_registers()
             .iter()
             .any(|u| u.access.writes() && u.register.overlaps(r))
     }
 
     fn touches(&self, r: &inlay_isa::Register) -> bool {
-        self.used_registers().iter().any(|u| u.register.overlaps(r))
+        self.info
+            .used_registers()
+            .iter()
+            .any(|u| u.register.overlaps(r))
     }
 
     /// SGPRs and VCC a VALU writes (the scalar results of compares,
@@ -354,7 +196,8 @@ impl Facts {
     /// VGPRs of a store's data wider than 64 bits.
     fn wide_store_data(&self) -> impl Iterator<Item = inlay_isa::Register> + '_ {
         let store = self.is_vmem() && !self.writes_any(RegFile::Vgpr);
-        self.used_registers()
+        self.info
+            .used_registers()
             .iter()
             .filter(move |u| {
                 store
@@ -375,9 +218,6 @@ fn gfx942(t: Target) -> bool {
 
 /// Wait states `r` needs after `w` (0: no rule applies).
 pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
-    if w.kinds & r.hit_by == 0 {
-        return 0;
-    }
     let mut need = 0;
     let mut at_least = |n: u32| need = need.max(n);
     if w.is_valu() {
@@ -422,7 +262,7 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
         }
     }
     if w.is_mfma() {
-        let writes_what_w_touches = w.used_registers().iter().any(|u| {
+        let writes_what_w_touches = w.info.used_registers().iter().any(|u| {
             let vector = matches!(u.register.file, RegFile::Vgpr | RegFile::Agpr);
             vector
                 && ((u.access.writes() && r.touches(&u.register))
@@ -432,7 +272,7 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
             at_least(MAX_WAIT_STATES);
         }
     }
-    if w.kinds & r.hit_by & kind::SALU_M0 != 0 {
+    if w.is_salu() && w.writes_any(RegFile::M0) && r.reads_m0_as_hazard() {
         at_least(1);
     }
     if w.name().starts_with("s_setreg") && r.name().starts_with("s_getreg")
@@ -457,12 +297,9 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
 /// function's entry, the return from a call): the most any rule it is the
 /// reader of can ask; MFMA rules only when the code has MFMAs.
 pub fn required_after_unknown(t: Target, r: &Facts, mfma: bool) -> u32 {
-    if r.hit_by == 0 {
-        return 0;
-    }
     let mut need = 0;
     let mut at_least = |n: u32| need = need.max(n);
-    let reads_scalar = r.used_registers().iter().any(|u| {
+    let reads_scalar = r.info.used_registers().iter().any(|u| {
         u.access.reads()
             && matches!(
                 u.register.file,
@@ -487,10 +324,11 @@ pub fn required_after_unknown(t: Target, r: &Facts, mfma: bool) -> u32 {
     if r.name().starts_with("s_getreg") || r.name().starts_with("s_setreg") {
         at_least(2);
     }
-    if r.hit_by & kind::SALU_M0 != 0 || r.is_valu() {
+    if r.reads_m0_as_hazard() || r.is_valu() {
         at_least(1);
     }
     let vector = r
+        .info
         .used_registers()
         .iter()
         .any(|u| matches!(u.register.file, RegFile::Vgpr | RegFile::Agpr));
@@ -557,63 +395,16 @@ pub fn falls_through(i: &Instruction) -> bool {
 }
 
 /// One node of the rewritten stream, in layout order.
-pub(super) enum Node<'a> {
-    /// An instruction (its facts computed once wherever it comes from).
-    Inst { facts: &'a Facts, inserted: bool },
-    /// An inserted sequence, its facts computed once for every copy.
-    Seq(&'a SeqFacts),
+pub(super) enum Node {
+    Inst {
+        inst: Instruction,
+        inserted: bool,
+    },
     /// A place nops may go: on every path to what follows it up to the
     /// next label.
     Slot(usize),
     /// The label of a block's first instruction (its hook code follows).
     BlockStart(usize),
-}
-
-/// What padding the seams needs of an inserted sequence (a template of
-/// call or inlined code copied to many points), found once for all
-/// copies: its instructions' facts, and the few of them whose search for
-/// writers can leave it or meet a call in it — the others find only
-/// writers of the sequence itself, padded when it was built
-/// (`Snippet::resolve`).
-#[derive(Debug)]
-pub(super) struct SeqFacts {
-    facts: Vec<Facts>,
-    /// Those readers: (index, wait states before it since the sequence's
-    /// start or, when `after_call`, since the last call before it).
-    readers: Vec<(usize, u32, bool)>,
-    /// Wait states at its end since its start or its last call, and
-    /// whether it has a call.
-    tail: u32,
-    calls: bool,
-    /// It has an MFMA.
-    mfma: bool,
-}
-
-impl SeqFacts {
-    /// Of the sequence whose instructions' facts these are.
-    pub(super) fn new(facts: Vec<Facts>) -> SeqFacts {
-        let mut readers = Vec::new();
-        let (mut since, mut calls) = (0u32, false);
-        for (k, f) in facts.iter().enumerate() {
-            // (Whatever lies before the sequence and MFMAs or not.)
-            if since < f.reach_mfma {
-                readers.push((k, since, calls));
-            }
-            if f.call {
-                since = 0;
-                calls = true;
-            } else {
-                since += f.wait;
-            }
-        }
-        SeqFacts {
-            mfma: facts.iter().any(Facts::mfma),
-            facts,
-            readers,
-            tail: since,
-            calls,
-        }
-    }
 }
 
 /// The control flow of the stream's blocks: for each block, the stream
@@ -630,128 +421,61 @@ pub(super) struct Flow {
 /// Wait states to add at each slot of `nodes` so that no pair with an
 /// inserted side is closer than its rule, on any path. Also returns the
 /// pairs inside one inserted sequence (no slot between them), which
-/// padding at seams cannot fix, as far as they are looked for: a reader
-/// further than its rules reach from the sequence's start (and from a
-/// call in it) is not looked at, as nothing padding a slot could help it
-/// lies in its reach (sequences are padded inside when built:
-/// `Snippet::resolve`). Positions are the nodes' (a sequence's
-/// instructions share its node's).
+/// padding at seams cannot fix.
 pub(super) fn pad(
     t: Target,
-    nodes: &[Node<'_>],
+    nodes: &[Node],
     flow: &Flow,
     slots: usize,
     mfma: bool,
 ) -> (Vec<u32>, Vec<Violation>) {
-    // How far back writers may be: as far as MFMA rules go only if some
-    // writer is one (inserted code may have its own).
-    let any_mfma = nodes.iter().any(|n| match n {
-        Node::Inst { facts, .. } => facts.mfma(),
-        Node::Seq(q) => q.mfma,
-        _ => false,
-    });
-    let mut pad = Pad {
-        walk: Walk {
+    let facts: Vec<Option<Facts>> = nodes
+        .iter()
+        .map(|n| match n {
+            Node::Inst { inst, .. } => Some(Facts::new(inst)),
+            _ => None,
+        })
+        .collect();
+    let mut pads = vec![0u32; slots];
+    let mut inside = Vec::new();
+    let mut slot_before = None;
+    let mut slot_pos = 0;
+    for (p, n) in nodes.iter().enumerate() {
+        let (reader, reader_inserted) = match (n, &facts[p]) {
+            (Node::Slot(s), _) => {
+                slot_before = Some(*s);
+                slot_pos = p;
+                continue;
+            }
+            (Node::BlockStart(_), _) => {
+                slot_before = None;
+                continue;
+            }
+            (Node::Inst { inserted, .. }, Some(f)) => (f, *inserted),
+            _ => continue,
+        };
+        let mut worst_at_slot = 0u32;
+        let mut walk = Walk {
             t,
             nodes,
+            facts: &facts,
             flow,
-            pads: vec![0u32; slots],
-            reader: None,
-            reach: 0,
-            reader_inserted: false,
+            pads: &pads,
+            reader,
+            reader_inserted,
             mfma,
             found: Vec::new(),
-        },
-        any_mfma,
-        inside: Vec::new(),
-        slot_before: None,
-        slot_pos: 0,
-    };
-    // Wait states of the instructions since the last slot, label or call:
-    // a reader as far from all of them as its rules reach finds only
-    // writers of its own sequence (or none, for a reader of no rule).
-    let mut since_seam = 0u32;
-    for (p, n) in nodes.iter().enumerate() {
-        match n {
-            Node::Slot(s) => {
-                pad.slot_before = Some(*s);
-                pad.slot_pos = p;
-                since_seam = 0;
-            }
-            Node::BlockStart(_) => {
-                pad.slot_before = None;
-                since_seam = 0;
-            }
-            Node::Inst { facts, inserted } => {
-                pad.reader(p, None, facts, *inserted, since_seam);
-                since_seam = if facts.call {
-                    0
-                } else {
-                    since_seam.saturating_add(facts.wait)
-                };
-            }
-            Node::Seq(q) => {
-                for &(k, before, after_call) in &q.readers {
-                    let since = if after_call {
-                        before
-                    } else {
-                        since_seam.saturating_add(before)
-                    };
-                    pad.reader(p, Some(k), &q.facts[k], true, since);
-                }
-                since_seam = if q.calls {
-                    q.tail
-                } else {
-                    since_seam.saturating_add(q.tail)
-                };
-            }
-        }
-    }
-    (pad.walk.pads, pad.inside)
-}
-
-/// The state of [`pad`] along the stream.
-struct Pad<'a, 'n> {
-    walk: Walk<'a, 'n>,
-    any_mfma: bool,
-    inside: Vec<Violation>,
-    /// The slot the current node follows (none past a label), and where.
-    slot_before: Option<usize>,
-    slot_pos: usize,
-}
-
-impl<'a> Pad<'a, '_> {
-    /// Pads the slot before reader `reader` (node `p`, instruction
-    /// `inner` of it when it is a sequence) for its writers on every path,
-    /// `since` wait states past the last slot, label or call.
-    fn reader(
-        &mut self,
-        p: usize,
-        inner: Option<usize>,
-        reader: &'a Facts,
-        inserted: bool,
-        since: u32,
-    ) {
-        let reach = reader.reach(self.any_mfma);
-        if since >= reach {
-            return;
-        }
-        let walk = &mut self.walk;
-        walk.reader = Some(reader);
-        walk.reach = reach;
-        walk.reader_inserted = inserted;
-        walk.found.clear();
-        walk.back(p, inner, 0, 0);
-        let mut worst_at_slot = 0u32;
-        for &(q, had, need, crossed) in &walk.found {
+        };
+        walk.back(p, 0, 0);
+        for (q, had, need, crossed) in walk.found {
             // Paddable when the writer lies before the reader's slot on
             // its path: found through a label (another path), or before
             // the slot in the stream.
-            match self.slot_before {
-                Some(_) if crossed || q == usize::MAX || q < self.slot_pos => {
+            match slot_before {
+                Some(_) if crossed || q == usize::MAX || q < slot_pos => {
                     worst_at_slot = worst_at_slot.max(need - had)
                 }
-                _ => self.inside.push(Violation {
+                _ => inside.push(Violation {
                     writer: q,
                     reader: p,
                     had,
@@ -759,21 +483,21 @@ impl<'a> Pad<'a, '_> {
                 }),
             }
         }
-        if let Some(s) = self.slot_before.filter(|_| worst_at_slot > 0) {
-            walk.pads[s] += worst_at_slot;
+        if let Some(s) = slot_before.filter(|_| worst_at_slot > 0) {
+            pads[s] += worst_at_slot;
         }
     }
+    (pads, inside)
 }
 
 /// A backward search from one reader over every path into it.
-struct Walk<'a, 'n> {
+struct Walk<'a> {
     t: Target,
-    nodes: &'a [Node<'n>],
+    nodes: &'a [Node],
+    facts: &'a [Option<Facts>],
     flow: &'a Flow,
-    pads: Vec<u32>,
-    reader: Option<&'a Facts>,
-    /// No writer asks for more wait states than this before the reader.
-    reach: u32,
+    pads: &'a [u32],
+    reader: &'a Facts,
     reader_inserted: bool,
     mfma: bool,
     /// (writer position, or usize::MAX for unknown history; wait states
@@ -781,32 +505,29 @@ struct Walk<'a, 'n> {
     found: Vec<(usize, u32, u32, bool)>,
 }
 
-impl Walk<'_, '_> {
-    /// Looks at the nodes before position `end` (and, when `inner` is
-    /// given, at the instructions before that one of the sequence at
-    /// `end`), `dist` wait states from the reader; `depth` bounds the
-    /// paths followed through labels.
-    fn back(&mut self, end: usize, inner: Option<usize>, mut dist: u32, depth: u32) {
-        if let Some(Node::Seq(s)) = inner.and_then(|_| self.nodes.get(end)) {
-            let k = inner.unwrap_or(0);
-            if !self.sequence(end, &s.facts[..k], &mut dist, depth) {
-                return;
-            }
-        }
+impl Walk<'_> {
+    /// Looks at the nodes before position `end`, `dist` wait states from
+    /// the reader; `depth` bounds the paths followed through labels.
+    fn back(&mut self, end: usize, mut dist: u32, depth: u32) {
         let mut q = end;
-        while q > 0 && dist < self.reach {
+        while q > 0 && dist < MAX_WAIT_STATES {
             q -= 1;
             match &self.nodes[q] {
                 Node::Slot(s) => dist += self.pads[*s],
-                Node::Inst { facts: w, inserted } => {
-                    if !self.writer(q, w, *inserted, &mut dist, depth) {
+                Node::Inst { inst, inserted } => {
+                    let Some(w) = &self.facts[q] else { continue };
+                    if *inserted || self.reader_inserted {
+                        let need = required(self.t, w, self.reader);
+                        if need > dist {
+                            self.found.push((q, dist, need, depth > 0));
+                        }
+                    }
+                    if inst.mnemonic() == "s_swappc_b64" {
+                        // The callee ran between: unknown history.
+                        self.unknown(dist + 1);
                         return;
                     }
-                }
-                Node::Seq(s) => {
-                    if !self.sequence(q, &s.facts, &mut dist, depth) {
-                        return;
-                    }
+                    dist += wait_states(inst);
                 }
                 Node::BlockStart(b) => {
                     let b = *b;
@@ -816,7 +537,7 @@ impl Walk<'_, '_> {
                     }
                     for k in 0..self.flow.preds[b].len() {
                         let pb = self.flow.preds[b][k];
-                        self.back(self.flow.block_end[pb], None, dist, depth + 1);
+                        self.back(self.flow.block_end[pb], dist, depth + 1);
                     }
                     if !self.flow.linear_entry[b] {
                         return;
@@ -826,45 +547,9 @@ impl Walk<'_, '_> {
         }
     }
 
-    /// The instructions of the sequence at node `q`, last first, as
-    /// writers; false when the search ends in it (at a call).
-    fn sequence(&mut self, q: usize, facts: &[Facts], dist: &mut u32, depth: u32) -> bool {
-        for w in facts.iter().rev() {
-            if *dist >= self.reach {
-                break;
-            }
-            if !self.writer(q, w, true, dist, depth) {
-                return false;
-            }
-        }
-        true
-    }
-
-    /// `w` (at node `q`) as a writer, `dist` wait states from the reader
-    /// (moved past it); false when the search ends there (a call).
-    fn writer(&mut self, q: usize, w: &Facts, inserted: bool, dist: &mut u32, depth: u32) -> bool {
-        let Some(reader) = self.reader else {
-            return false;
-        };
-        if inserted || self.reader_inserted {
-            let need = required(self.t, w, reader);
-            if need > *dist {
-                self.found.push((q, *dist, need, depth > 0));
-            }
-        }
-        if w.call {
-            // The callee ran between: unknown history.
-            self.unknown(*dist + 1);
-            return false;
-        }
-        *dist += w.wait;
-        true
-    }
-
     fn unknown(&mut self, dist: u32) {
-        let Some(reader) = self.reader else { return };
         if self.reader_inserted {
-            let need = required_after_unknown(self.t, reader, self.mfma);
+            let need = required_after_unknown(self.t, self.reader, self.mfma);
             if need > dist {
                 self.found.push((usize::MAX, dist, need, true));
             }
@@ -1147,8 +832,8 @@ mod tests {
         assert_eq!(wait_states(&s.insts[1]), 5);
     }
 
-    fn node(facts: &Facts, inserted: bool) -> Node<'_> {
-        Node::Inst { facts, inserted }
+    fn node(i: Instruction, inserted: bool) -> Node {
+        Node::Inst { inst: i, inserted }
     }
 
     /// Padding across a block start: the reader's block has two
@@ -1157,11 +842,10 @@ mod tests {
     #[test]
     fn pad_follows_predecessors() {
         let t = Target::Gfx90a;
-        let facts = |text: &str| Facts::new(&asm(t, text)[0]);
-        let w = &facts("v_readlane_b32 s4, v1, 0");
-        let br = &facts("s_branch 0");
-        let other = &facts("s_add_u32 s80, s81, s82");
-        let r = &facts("global_load_dword v2, v3, s[4:5]");
+        let w = asm(t, "v_readlane_b32 s4, v1, 0")[0];
+        let br = asm(t, "s_branch 0")[0];
+        let other = asm(t, "s_add_u32 s80, s81, s82")[0];
+        let r = asm(t, "global_load_dword v2, v3, s[4:5]")[0];
         // block 0: w(inserted) branch; block 1: other other other; block 2: r
         let nodes = vec![
             Node::BlockStart(0),

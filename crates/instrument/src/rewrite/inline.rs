@@ -56,9 +56,8 @@ use super::asm::{Asm, EXEC};
 use super::call::{
     address_operands, arg_vgprs, constant, reg_bits, scalar_operand, CallPlan, Ctx, Request,
 };
-use super::hazards::Facts;
 use super::preamble::Home;
-use super::simplify::{self, simplify};
+use super::simplify::{simplify, Facts};
 use super::snippet::{LiteralReloc, Snippet};
 use super::RewriteError;
 use crate::fast_hash::FastHash;
@@ -103,9 +102,6 @@ pub(super) struct Body {
     /// file, first register), as its def/use lists them (fixed slots that
     /// name one included, a GLOBAL saddr).
     operands: Vec<Vec<(u8, RegFile, u16)>>,
-    /// What the hazard rules need of each instruction: a renamed copy's
-    /// are these renamed.
-    facts: Vec<Facts>,
     runs: Vec<Run>,
     /// SGPRs and VGPRs (RegSet bits, the hook's numbers) it writes.
     written: RegSet,
@@ -230,7 +226,6 @@ impl Body {
         }
         Ok(Body {
             operands,
-            facts: insts.iter().map(|(_, i, _)| Facts::new(i)).collect(),
             runs: runs(tuples),
             written,
             writes_vcc,
@@ -245,7 +240,7 @@ impl Body {
     }
 
     /// The body optimised for what its point tells (see [`simplify`]).
-    fn simplified(&self, asm: &Asm, facts: &simplify::Facts) -> Result<Body, String> {
+    fn simplified(&self, asm: &Asm, facts: &Facts) -> Result<Body, String> {
         // Nothing of the hook's is read after it but EXEC (its registers
         // are dead at the point; SCC, VCC and M0 are saved around it).
         let insts = simplify(asm, &self.insts, facts, &RegSet::new());
@@ -564,8 +559,7 @@ pub(super) enum Placing<'r, 'a> {
 #[derive(Default)]
 pub(super) struct Bodies {
     hooks: std::collections::HashMap<*const HookInfo, Result<Arc<Body>, String>>,
-    simplified:
-        std::collections::HashMap<(*const HookInfo, simplify::Facts), Result<Arc<Body>, String>>,
+    simplified: std::collections::HashMap<(*const HookInfo, Facts), Result<Arc<Body>, String>>,
     copies: std::collections::HashMap<Box<[u64]>, Arc<Inlined>, FastHash>,
     /// The key being looked up (kept to spare an allocation per point).
     key: Vec<u64>,
@@ -584,7 +578,7 @@ impl Bodies {
         &mut self,
         asm: &Asm,
         h: &HookInfo,
-        facts: simplify::Facts,
+        facts: Facts,
     ) -> Result<Arc<Body>, String> {
         let key = (h as *const HookInfo, facts);
         if let Some(b) = self.simplified.get(&key) {
@@ -601,7 +595,7 @@ impl Bodies {
 /// What call `r`'s point tells about its hook's inputs: one lane for a
 /// once-per-wave hook, its constant arguments that are inline constants
 /// (a literal one is patched per copy, so its value is not the code's).
-fn facts(r: &Request<'_>) -> simplify::Facts {
+fn facts(r: &Request<'_>) -> Facts {
     let args = &r.call.args;
     let at = arg_vgprs(args);
     let mut vgprs = Vec::new();
@@ -615,7 +609,7 @@ fn facts(r: &Request<'_>) -> simplify::Facts {
             }
         }
     }
-    simplify::Facts {
+    Facts {
         one_lane: r.call.once_per_wave,
         vgprs,
     }
@@ -1395,15 +1389,7 @@ impl<'a> Ctx<'a> {
                     }
                 }
                 Kind::Branch(t) => branches.push((s.branch(i), t)),
-                _ => s.push_known(
-                    i,
-                    body.facts[k].renamed(i, |u| match u.register.file {
-                        RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr => {
-                            map.get(u.register.file, u.register.first)
-                        }
-                        _ => None,
-                    }),
-                ),
+                _ => s.push(i),
             }
         }
         let end = s.insts.len();
@@ -1444,8 +1430,8 @@ impl<'a> Ctx<'a> {
         // matters only then).
         let (mut max_sgpr, mut max_vgpr) = (0u16, 0u16);
         let mut names_loaded = false;
-        for f in s.facts().skip(1) {
-            for u in f.used_registers() {
+        for i in &s.insts[1..] {
+            for u in info(i).used_registers() {
                 let last = u.register.first + u16::from(u.register.count).max(1) - 1;
                 match u.register.file {
                     RegFile::Sgpr => max_sgpr = max_sgpr.max(last),

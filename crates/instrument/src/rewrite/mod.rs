@@ -912,41 +912,18 @@ impl Seams {
         hook_code: &BTreeMap<InstId, Vec<Instruction>>,
         placed: &call::Placed<'_>,
     ) -> Seams {
-        use hazards::{Facts, Node};
+        use hazards::Node;
         let prog = &an.program;
-        // What the rules need of each instruction, computed once: copies
-        // of a call or inlined sequence share their template's.
-        // (The application's from its def/use, by encoding: a kernel
-        // repeats them.)
-        let mut app: Vec<Facts> = Vec::new();
-        let mut of_encoding: std::collections::HashMap<u64, usize, crate::fast_hash::FastHash> =
-            Default::default();
-        let app_facts: Vec<usize> = (0..prog.insts.len())
-            .map(|id| {
-                let inst = &prog.insts[id].inst;
-                *of_encoding
-                    .entry(crate::lift::encoding_key(inst))
-                    .or_insert_with(|| {
-                        app.push(Facts::with_registers(inst, prog.used_registers(id)));
-                        app.len() - 1
-                    })
-            })
-            .collect();
-        let preamble: Vec<Facts> = preamble.insts.iter().map(Facts::new).collect();
-        let hook_code: BTreeMap<InstId, Vec<Facts>> = hook_code
-            .iter()
-            .map(|(&i, c)| (i, c.iter().map(Facts::new).collect()))
-            .collect();
         let mut nodes = Vec::new();
-        fn inserted<'f>(nodes: &mut Vec<Node<'f>>, facts: impl Iterator<Item = &'f Facts>) {
-            nodes.extend(facts.map(|facts| Node::Inst {
-                facts,
+        let inserted = |nodes: &mut Vec<Node>, is: &mut dyn Iterator<Item = &Instruction>| {
+            nodes.extend(is.map(|&inst| Node::Inst {
+                inst,
                 inserted: true,
             }))
-        }
-        inserted(&mut nodes, preamble.iter());
+        };
+        inserted(&mut nodes, &mut preamble.insts.iter());
         nodes.push(Node::Slot(Self::ENTRY));
-        nodes.extend(placed.at(Site::Entry).seqs().map(Node::Seq));
+        inserted(&mut nodes, &mut placed.at(Site::Entry).instructions());
         let mut block_end = vec![0; prog.blocks.len()];
         for &i in order {
             let ins = &prog.insts[i];
@@ -955,16 +932,16 @@ impl Seams {
                 nodes.push(Node::BlockStart(b));
             }
             nodes.push(Node::Slot(Self::head(i)));
-            inserted(&mut nodes, hook_code.get(&i).into_iter().flatten());
+            inserted(&mut nodes, &mut hook_code.get(&i).into_iter().flatten());
             nodes.push(Node::Slot(Self::mid(i)));
-            nodes.extend(placed.at(Site::Before(i)).seqs().map(Node::Seq));
+            inserted(&mut nodes, &mut placed.at(Site::Before(i)).instructions());
             nodes.push(Node::Slot(Self::tail(i)));
             nodes.push(Node::Inst {
-                facts: &app[app_facts[i]],
+                inst: ins.inst,
                 inserted: false,
             });
             nodes.push(Node::Slot(Self::after(i)));
-            nodes.extend(placed.at(Site::After(i)).seqs().map(Node::Seq));
+            inserted(&mut nodes, &mut placed.at(Site::After(i)).instructions());
             block_end[b] = nodes.len();
         }
         let kernel_entry = prog

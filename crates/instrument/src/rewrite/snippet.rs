@@ -4,7 +4,9 @@
 
 use inlay_isa::{Instruction, Target};
 
-use super::hazards::{falls_through, required, required_after_unknown, wait_states, Facts};
+use super::hazards::{
+    falls_through, required, required_after_unknown, wait_states, Facts, MAX_WAIT_STATES,
+};
 
 use super::RewriteError;
 
@@ -29,18 +31,12 @@ pub(super) struct Snippet {
     /// Indices of branches to a label, and the labels (instruction indices
     /// they land before; `insts.len()` is the end).
     branches: Vec<(usize, usize)>,
-    /// What the hazard rules need of each of `insts`, where known (given
-    /// with the instruction, [`Snippet::push_known`], or found once,
-    /// [`Snippet::facts`]): a template of the snippet takes them as they
-    /// are.
-    facts: Vec<Option<Facts>>,
 }
 
 impl Snippet {
     /// Code with branches already placed: (branch index, label index).
     pub(super) fn with_branches(insts: Vec<Instruction>, branches: Vec<(usize, usize)>) -> Snippet {
         Snippet {
-            facts: vec![None; insts.len()],
             insts,
             branches,
             ..Default::default()
@@ -49,23 +45,10 @@ impl Snippet {
 
     pub(super) fn push(&mut self, i: Instruction) {
         self.insts.push(i);
-        self.facts.push(None);
-    }
-
-    /// Pushes an instruction whose facts are known (a renamed copy's).
-    pub(super) fn push_known(&mut self, i: Instruction, facts: Facts) {
-        debug_assert!(
-            facts.used_registers() == Facts::new(&i).used_registers(),
-            "facts given for {i:?} are not its own"
-        );
-        self.insts.push(i);
-        self.facts.push(Some(facts));
     }
 
     pub(super) fn extend(&mut self, is: impl IntoIterator<Item = Instruction>) {
-        for i in is {
-            self.push(i);
-        }
+        self.insts.extend(is);
     }
 
     /// Pushes an instruction whose literal holds dword `dword` of constant
@@ -73,7 +56,7 @@ impl Snippet {
     pub(super) fn push_constant(&mut self, i: Instruction, arg: usize, dword: u8) {
         self.constants
             .push((self.insts.len(), arg.min(255) as u8, dword));
-        self.push(i);
+        self.insts.push(i);
     }
 
     /// `s[d:d+1]` = the address of `symbol`: `s_getpc_b64` and the two
@@ -118,7 +101,7 @@ impl Snippet {
 
     /// Pushes a branch whose target is fixed later with [`Snippet::land`].
     pub(super) fn branch(&mut self, i: Instruction) -> usize {
-        self.push(i);
+        self.insts.push(i);
         self.insts.len() - 1
     }
 
@@ -134,22 +117,11 @@ impl Snippet {
         self.branches.push((b, to));
     }
 
-    /// What the hazard rules need of each instruction (found once).
-    pub(super) fn facts(&mut self) -> impl Iterator<Item = &Facts> {
-        for (f, i) in self.facts.iter_mut().zip(&self.insts) {
-            if f.is_none() {
-                *f = Some(Facts::new(i));
-            }
-        }
-        self.facts.iter().flatten()
-    }
-
     /// Removes the first instruction (before [`Snippet::resolve`]).
     pub(super) fn remove_first(&mut self) {
         if self.insts.is_empty() {
             return;
         }
-        self.facts.remove(0);
         self.insts.remove(0);
         for r in &mut self.relocs {
             r.inst -= 1;
@@ -170,15 +142,13 @@ impl Snippet {
         let Some(t) = self.insts.first().map(Instruction::target) else {
             return;
         };
-        let mut facts: Vec<Facts> = self.facts().copied().collect();
-        let mfma = facts.iter().any(Facts::mfma);
         let mut k = 0;
         while k < self.insts.len() {
-            let need = self.deficit(t, &facts, k, facts[k].reach(mfma), k, 0, 0, false);
+            let facts: Vec<Facts> = self.insts.iter().map(Facts::new).collect();
+            let need = self.deficit(t, &facts, k, k, 0, 0, false);
             if need > 0 {
                 let nops = super::hazards::nops(t, need);
                 let c = nops.len();
-                facts.splice(k..k, nops.iter().map(Facts::new));
                 self.insts.splice(k..k, nops);
                 for r in &mut self.relocs {
                     r.inst += if r.inst >= k { c } else { 0 };
@@ -195,20 +165,17 @@ impl Snippet {
             }
             k += 1;
         }
-        self.facts = facts.into_iter().map(Some).collect();
     }
 
     /// Wait states reader `r` lacks from writers before position `end`,
     /// `dist` wait states away, following branches that land on the way;
-    /// `via_branch`: `end - 1` is a branch to `end`. No writer asks for
-    /// more than `reach`.
+    /// `via_branch`: `end - 1` is a branch to `end`.
     #[allow(clippy::too_many_arguments)]
     fn deficit(
         &self,
         t: Target,
         facts: &[Facts],
         r: usize,
-        reach: u32,
         end: usize,
         mut dist: u32,
         depth: u32,
@@ -216,10 +183,10 @@ impl Snippet {
     ) -> u32 {
         let mut need = 0;
         let mut q = end;
-        while q > 0 && dist < reach && depth < 16 {
+        while q > 0 && dist < MAX_WAIT_STATES && depth < 16 {
             for &(b, to) in &self.branches {
                 if to == q {
-                    need = need.max(self.deficit(t, facts, r, reach, b + 1, dist, depth + 1, true));
+                    need = need.max(self.deficit(t, facts, r, b + 1, dist, depth + 1, true));
                 }
             }
             let p = q - 1;
@@ -254,7 +221,6 @@ impl Snippet {
             self.insts[b]
                 .set_branch_target(at[b], at[to])
                 .map_err(|e| RewriteError::Build("a branch in hook code", e))?;
-            // (Its facts, the old offset's, name the same registers.)
         }
         Ok(())
     }
@@ -287,9 +253,9 @@ pub(super) struct Template {
     bytes: Vec<u8>,
     /// Instructions in it (the static count).
     pub(super) insts: usize,
-    /// What the seams' hazard padding needs of it (constants not patched
-    /// in: they are no registers), found once for every copy.
-    pub(super) seq: super::hazards::SeqFacts,
+    /// The instructions themselves (constants not patched in), for the
+    /// hazard check.
+    pub(super) code: Vec<Instruction>,
     /// Relocations by byte offset of their word.
     relocs: Vec<(u64, LiteralReloc)>,
     /// Literal words holding constant arguments: byte offset, argument,
@@ -316,13 +282,7 @@ impl Template {
         Template {
             bytes,
             insts: s.insts.len(),
-            seq: super::hazards::SeqFacts::new(
-                s.facts
-                    .iter()
-                    .zip(&s.insts)
-                    .map(|(f, i)| f.unwrap_or_else(|| Facts::new(i)))
-                    .collect(),
-            ),
+            code: s.insts.clone(),
             relocs,
             constants,
         }
