@@ -2256,7 +2256,7 @@ impl<'a> Calls<'a> {
         let mut by_inputs: std::collections::HashMap<Box<[u64]>, usize, FastHash> =
             Default::default();
         let mut inputs = Vec::new();
-        let mut bodies = super::inline::Bodies::default();
+        let mut bodies = super::inline::Bodies::new(&self.reqs);
         for r in &self.reqs {
             ctx.call_key(r, &mut inputs);
             inputs.push(r.call.placement as u64);

@@ -107,6 +107,10 @@ pub(super) struct Body {
     /// A memory instruction writes registers: they may still be arriving
     /// when the body ends.
     loads: bool,
+    /// It names EXEC, VGPRs or AGPRs (or runs under EXEC): a once-per-wave
+    /// hook's body then runs in one lane; one that does not runs as it
+    /// finds the wave (its scalar code runs once whatever EXEC holds).
+    vector: bool,
     entry: u64,
     /// Registers it reads before writing them (its inputs: arguments and
     /// ABI inputs not in it need not be set).
@@ -168,10 +172,13 @@ impl Body {
         let mut written = RegSet::new();
         let (mut writes_vcc, mut writes_m0, mut writes_scc, mut loads) =
             (false, false, false, false);
+        let mut vector = false;
         for &(at, i, kind) in &insts {
             let is_memory = is_memory(&i);
             for u in info(&i).used_registers() {
                 let r = u.register;
+                vector |= matches!(r.file, RegFile::Vgpr | RegFile::Agpr | RegFile::Exec)
+                    && kind != Kind::Return;
                 match r.file {
                     RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr => {
                         if kind == Kind::Return {
@@ -210,8 +217,9 @@ impl Body {
                     }
                 }
             }
-            // The relocated literals of a s_getpc_b64 are added with SCC.
-            writes_scc |= matches!(kind, Kind::Getpc(_) | Kind::Got(_));
+            // The relocated literals of a s_getpc_b64 are added with SCC
+            // (a table entry's: when no home keeps it, see `got_scc`).
+            writes_scc |= matches!(kind, Kind::Getpc(_));
         }
         Ok(Body {
             runs: runs(tuples),
@@ -220,6 +228,7 @@ impl Body {
             writes_m0,
             writes_scc,
             loads,
+            vector,
             entry,
             live_in: RegSet::all(),
             got_pairs: got_pairs(&insts),
@@ -416,6 +425,41 @@ pub(super) fn is_memory(i: &Instruction) -> bool {
     )
 }
 
+/// Per instruction: whether a wait there may be needed by the body — some
+/// instruction after it is a memory instruction (a table entry's load
+/// included) or reads a register a memory instruction of the body writes
+/// (meaningful without branches back). A wait that is not needed guards
+/// only the body's stores and non-returning atomics (or nothing): dropped,
+/// the operations stay outstanding past the body. That is exact: what the
+/// body's loads still write is waited for after it (step 6), and the
+/// application's own waits only become stricter with one more operation
+/// outstanding — a wait for count <= N lets at most N of the
+/// application's operations be outstanding still, and it relied on them
+/// completing in order among themselves (vmcnt; LLVM waits lgkmcnt(0) for
+/// SMEM, which completes out of order), which the extra one does not
+/// change.
+fn waits_for_something(insts: &[(u64, Instruction, Kind)]) -> Vec<bool> {
+    let mut loaded = RegSet::new();
+    for &(_, i, kind) in insts {
+        for u in info(&i).used_registers() {
+            if (is_memory(&i) || matches!(kind, Kind::Got(_))) && u.access.writes() {
+                loaded.union_with(&RegSet::of(&u.register));
+            }
+        }
+    }
+    let mut out = vec![false; insts.len()];
+    let mut later = false;
+    for (k, &(_, i, kind)) in insts.iter().enumerate().rev() {
+        out[k] = later;
+        later |= is_memory(&i)
+            || matches!(kind, Kind::Got(_))
+            || info(&i).used_registers().iter().any(|u| {
+                u.access.reads() && !RegSet::of(&u.register).intersection(&loaded).is_empty()
+            });
+    }
+    out
+}
+
 fn is_full_wait(i: &Instruction) -> bool {
     i.mnemonic() == "s_waitcnt" && i.operand(0) == Some(Operand::Imm(0))
 }
@@ -545,9 +589,36 @@ pub(super) enum Placing<'r, 'a> {
 pub(super) struct Bodies {
     hooks: std::collections::HashMap<*const HookInfo, Result<Arc<Body>, String>>,
     simplified: std::collections::HashMap<(*const HookInfo, Facts), Result<Arc<Body>, String>>,
+    /// Per hook module (index): the one atomic family every memory access
+    /// of its hooks placed in the kernel makes (see [`Facts`]).
+    families: std::collections::HashMap<usize, Option<&'static str>>,
 }
 
 impl Bodies {
+    /// Bodies for the hooks of `reqs`.
+    pub(super) fn new(reqs: &[Request<'_>]) -> Bodies {
+        let mut b = Bodies::default();
+        let mut modules: Vec<usize> = reqs.iter().map(|r| r.call.module).collect();
+        modules.sort_unstable();
+        modules.dedup();
+        for m in modules {
+            let mut family = None;
+            let mut seen: Vec<*const HookInfo> = Vec::new();
+            let mut ok = true;
+            for r in reqs.iter().filter(|r| r.call.module == m) {
+                if seen.contains(&(r.hook as *const HookInfo)) {
+                    continue;
+                }
+                seen.push(r.hook);
+                ok &= b
+                    .get(r.hook)
+                    .is_ok_and(|body| accesses_commute(&body.insts, &mut family));
+            }
+            b.families.insert(m, family.filter(|_| ok));
+        }
+        b
+    }
+
     fn get(&mut self, h: &HookInfo) -> Result<Arc<Body>, String> {
         self.hooks
             .entry(h as *const HookInfo)
@@ -574,10 +645,34 @@ impl Bodies {
     }
 }
 
+/// Whether every memory access of `insts` (global-offset-table loads
+/// aside) is a non-returning global atomic of one family, the same as
+/// `family`'s when it is set (it is set to it then).
+fn accesses_commute(insts: &[(u64, Instruction, Kind)], family: &mut Option<&'static str>) -> bool {
+    insts.iter().all(|&(_, i, kind)| {
+        if matches!(kind, Kind::Got(_)) || !is_memory(&i) {
+            return true;
+        }
+        let op = i.mnemonic().strip_prefix("global_atomic_");
+        let f = op.and_then(|op| super::simplify::atomic_family(op.trim_end_matches("_x2")));
+        let returns = i.words()[0] & 1 << 16 != 0;
+        match (f, *family) {
+            (Some(f), None) if !returns => {
+                *family = Some(f);
+                true
+            }
+            (Some(f), Some(g)) => f == g && !returns,
+            _ => false,
+        }
+    })
+}
+
 /// What call `r`'s point tells about its hook's inputs: one lane for a
 /// once-per-wave hook, its constant arguments that are inline constants
-/// (a literal one is patched per copy, so its value is not the code's).
-fn facts(r: &Request<'_>) -> Facts {
+/// (a literal one is patched per copy, so its value is not the code's);
+/// the alignment of the globals its module's offset table gives, and the
+/// atomic family of the module's accesses.
+fn facts(r: &Request<'_>, bodies: &Bodies) -> Facts {
     let args = &r.call.args;
     let at = arg_vgprs(args);
     let mut vgprs = Vec::new();
@@ -591,9 +686,16 @@ fn facts(r: &Request<'_>) -> Facts {
             }
         }
     }
+    let h = r.hook;
     Facts {
         one_lane: r.call.once_per_wave,
         vgprs,
+        got_align: h
+            .got_align
+            .iter()
+            .map(|&(slot, align)| (slot.wrapping_sub(h.address) as i64, align))
+            .collect(),
+        scalar_atomics: bodies.families.get(&r.call.module).copied().flatten(),
     }
 }
 
@@ -637,7 +739,8 @@ impl<'a> Ctx<'a> {
         }
         // (The call runs the hook's whole code: compared with that.)
         let inlined = bodies.get(r.hook).and_then(|whole| {
-            let b = bodies.get_simplified(self.asm, r.hook, facts(r))?;
+            let facts = facts(r, bodies);
+            let b = bodies.get_simplified(self.asm, r.hook, facts)?;
             self.inline(r, &b).map(|i| (whole, i))
         });
         match (mode, inlined) {
@@ -789,7 +892,9 @@ impl<'a> Ctx<'a> {
             runs: &body.runs,
             to,
         };
-        let once = r.call.once_per_wave;
+        // A once-per-wave hook's body that names nothing of the vector
+        // unit needs no lane set: EXEC is left alone.
+        let once = r.call.once_per_wave && body.vector;
         let needs_temp = once
             || args.iter().any(|a| {
                 matches!(a, Arg::Address | Arg::Launch(_))
@@ -815,7 +920,12 @@ impl<'a> Ctx<'a> {
         let launch_scc = args
             .iter()
             .any(|a| matches!(a, Arg::Launch(LaunchValue::WorkgroupSize(_))));
-        let writes_scc = body.writes_scc || once || launch_scc;
+        // A table entry no home keeps is found with s_getpc_b64 and adds.
+        let got_scc = body.insts.iter().any(|&(_, _, k)| match k {
+            Kind::Got(d) => self.got_home(r, body, d).is_none(),
+            _ => false,
+        });
+        let writes_scc = body.writes_scc || got_scc || once || launch_scc;
         let scc_arg = args
             .iter()
             .any(|a| matches!(a, Arg::Value(reg) if reg.file == RegFile::Scc));
@@ -943,7 +1053,7 @@ impl<'a> Ctx<'a> {
         }
         // EXEC as the hook runs, and its arguments are computed: one lane
         // (the lowest on, lane 0 if none) for a once-per-wave hook.
-        if let (Some(t), true) = (temp, r.call.once_per_wave) {
+        if let (Some(t), Some(_)) = (temp, save_exec) {
             s.push(b(Encoding::Sop1, "s_ff1_i32_b64", &[s1(t), EXEC])?);
             s.push(b(Encoding::Sop2, "s_max_i32", &[s1(t), s1(t), zero])?);
             s.push(b(
@@ -1238,6 +1348,7 @@ impl<'a> Ctx<'a> {
             .enumerate()
             .any(|(k, &(_, _, kind))| matches!(kind, Kind::Branch(t) if t <= k));
         let mut memory_seen = back;
+        let waits_for = waits_for_something(&body.insts);
         for (k, &(addr, orig, kind)) in body.insts.iter().enumerate() {
             label[k] = s.insts.len();
             if kind == Kind::EntryWait {
@@ -1245,7 +1356,7 @@ impl<'a> Ctx<'a> {
             }
             // (A table entry loaded by the previous instruction counts.)
             memory_seen |= loads_got;
-            if orig.mnemonic() == "s_waitcnt" && !memory_seen {
+            if orig.mnemonic() == "s_waitcnt" && (!memory_seen || !back && !waits_for[k]) {
                 continue;
             }
             memory_seen |= is_memory(&orig);
