@@ -44,8 +44,9 @@
 //!   the targets asks for (a 16-pass XDL op on gfx942; gfx908/gfx90a ask
 //!   for at most 18) — conservative, as the pass count is not modelled
 //!   (`checkMAIVALUHazards`, `checkMAIHazards90A`);
-//! - a VMEM store of more than 64 bits of data, then a VALU write of its
-//!   data VGPRs: 1 (`checkVALUHazardsHelper`, `has12DWordStoreHazard`).
+//! - a VMEM store or atomic of more than 64 bits of data, then a VALU
+//!   write of its data registers: 1, gfx942 2 (`checkVALUHazardsHelper`,
+//!   `has12DWordStoreHazard`).
 //!
 //! Not covered: LDS DMA's M0 beyond the conservative rule above, the
 //! `s_setprio`/trap rules, and exact MFMA pass counts (the bound above
@@ -226,16 +227,19 @@ impl Facts {
             || self.reads(&m0, None) && !self.is_salu()
     }
 
-    /// VGPRs of a store's data wider than 64 bits.
+    /// Vector registers of a VMEM instruction's data wider than 64 bits
+    /// (stores and atomics, with or without a returned value). Addresses
+    /// are at most 64 bits except an image's, which are counted too:
+    /// conservative, like a MUBUF store with an SGPR `soffset`, which
+    /// LLVM exempts.
     fn wide_store_data(&self) -> impl Iterator<Item = inlay_isa::Register> + '_ {
-        let store = self.is_vmem() && !self.writes_any(RegFile::Vgpr);
+        let vmem = self.is_vmem();
         self.info
             .used_registers()
             .iter()
             .filter(move |u| {
-                store
-                    && u.access == Access::Read
-                    && u.register.file == RegFile::Vgpr
+                vmem && u.access == Access::Read
+                    && matches!(u.register.file, RegFile::Vgpr | RegFile::Agpr)
                     && u.register.count > 2
             })
             .map(|u| u.register)
@@ -323,7 +327,7 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
     if r.is_valu() {
         for d in w.wide_store_data() {
             if r.writes_reg(&d) {
-                at_least(1);
+                at_least(if gfx942(t) { 2 } else { 1 });
             }
         }
     }
@@ -946,12 +950,37 @@ mod tests {
 
     #[test]
     fn wide_store_then_valu_write() {
+        let mov = |r: &str| {
+            let asm = format!("v_mov_b32_e32 {r}, 0");
+            (
+                asm,
+                format!("$vgpr{} = V_MOV_B32_e32 0, implicit $exec", &r[1..]),
+            )
+        };
+        let cases = [
+            ("global_store_dwordx4 v[0:1], v[4:7], off", "GLOBAL_STORE_DWORDX4 $vgpr0_vgpr1, $vgpr4_vgpr5_vgpr6_vgpr7, 0, 0, implicit $exec", "v5"),
+            ("global_store_dwordx4 v[0:1], v[4:7], off", "GLOBAL_STORE_DWORDX4 $vgpr0_vgpr1, $vgpr4_vgpr5_vgpr6_vgpr7, 0, 0, implicit $exec", "v8"),
+            ("global_store_dwordx4 v[0:1], v[4:7], off", "GLOBAL_STORE_DWORDX4 $vgpr0_vgpr1, $vgpr4_vgpr5_vgpr6_vgpr7, 0, 0, implicit $exec", "v0"),
+            ("global_store_dwordx2 v[0:1], v[4:5], off", "GLOBAL_STORE_DWORDX2 $vgpr0_vgpr1, $vgpr4_vgpr5, 0, 0, implicit $exec", "v5"),
+            ("global_store_dwordx3 v0, v[2:4], s[0:1]", "GLOBAL_STORE_DWORDX3_SADDR $vgpr0, $vgpr2_vgpr3_vgpr4, $sgpr0_sgpr1, 0, 0, implicit $exec", "v3"),
+            ("flat_store_dwordx3 v[0:1], v[2:4]", "FLAT_STORE_DWORDX3 $vgpr0_vgpr1, $vgpr2_vgpr3_vgpr4, 0, 0, implicit $exec, implicit $flat_scr", "v4"),
+            ("buffer_store_dwordx3 v[2:4], off, s[0:3], 0", "BUFFER_STORE_DWORDX3_OFFSET $vgpr2_vgpr3_vgpr4, $sgpr0_sgpr1_sgpr2_sgpr3, 0, 0, 0, 0, implicit $exec", "v3"),
+            // An atomic returning its old value reads wide data too.
+            ("global_atomic_cmpswap_x2 v[6:7], v[0:1], v[2:5], off glc", "$vgpr6_vgpr7 = GLOBAL_ATOMIC_CMPSWAP_X2_RTN $vgpr0_vgpr1, $vgpr2_vgpr3_vgpr4_vgpr5, 0, 1, implicit $exec", "v4"),
+            ("global_atomic_cmpswap_x2 v[0:1], v[2:5], off", "GLOBAL_ATOMIC_CMPSWAP_X2 $vgpr0_vgpr1, $vgpr2_vgpr3_vgpr4_vgpr5, 0, 0, implicit $exec", "v2"),
+            ("global_load_dwordx4 v[2:5], v[0:1], off", "$vgpr2_vgpr3_vgpr4_vgpr5 = GLOBAL_LOAD_DWORDX4 $vgpr0_vgpr1, 0, 0, implicit $exec", "v0"),
+        ];
         for t in ALL {
-            let w = "global_store_dwordx4 v[0:1], v[4:7], off";
-            assert_eq!(distance(t, w, "v_mov_b32_e32 v5, 0"), 1);
-            assert_eq!(distance(t, w, "v_mov_b32_e32 v8, 0"), 0);
-            let narrow = "global_store_dwordx2 v[0:1], v[4:5], off";
-            assert_eq!(distance(t, narrow, "v_mov_b32_e32 v5, 0"), 0);
+            for (w, w_mir, reg) in cases {
+                let (r, r_mir) = mov(reg);
+                // gfx942 spells "return the old value" sc0.
+                let w = &match t {
+                    Target::Gfx942 => w.replace(" glc", " sc0"),
+                    _ => w.to_string(),
+                };
+                let want = llc_wait_states(t, w_mir, &r_mir);
+                assert_eq!(distance(t, w, &r), want, "{w} / {r} on {}", t.name());
+            }
         }
     }
 
