@@ -29,7 +29,11 @@
 //! - gfx942: VALU writes an SGPR or VCC (`v_readlane`,
 //!   `v_readfirstlane`, `v_cmp`, carries), a VALU reads it: 2; VALU writes
 //!   a VGPR, `v_readlane`/`v_readfirstlane` reads it: 1
-//!   (`checkVALUHazards`, `hasVDecCoExecHazard`);
+//!   (`checkVALUHazards`, `hasVDecCoExecHazard`); a transcendental VALU
+//!   writes a VGPR, a non-transcendental VALU reads it: 1
+//!   (`hasTransForwardingHazard`); a VALU writes part of a VGPR (SDWA
+//!   `dst_sel`, VOP3 `op_sel[3]`), a VALU reads it: 1
+//!   (`hasDstSelForwardingHazard`);
 //! - VALU writes EXEC, `v_readlane`/`v_writelane` follows: 4 (gfx90a
 //!   table; applied to every target);
 //! - VALU writes a VGPR/AGPR that an MFMA or `v_accvgpr_write` reads: 2;
@@ -40,12 +44,15 @@
 //!   the targets asks for (a 16-pass XDL op on gfx942; gfx908/gfx90a ask
 //!   for at most 18) — conservative, as the pass count is not modelled
 //!   (`checkMAIVALUHazards`, `checkMAIHazards90A`);
-//! - a VMEM store of more than 64 bits of data, then a VALU write of its
-//!   data VGPRs: 1 (`checkVALUHazardsHelper`, `has12DWordStoreHazard`).
+//! - a VMEM store or atomic of more than 64 bits of data, then a VALU
+//!   write of its data registers: 1, gfx942 2 (`checkVALUHazardsHelper`,
+//!   `has12DWordStoreHazard`).
 //!
-//! Not covered: gfx942's transcendental-VALU and `v_permlane` rules, LDS
-//! DMA's M0 beyond the conservative rule above, the `s_setprio`/trap
-//! rules, and exact MFMA pass counts (the bound above stands for them).
+//! Not covered: LDS DMA's M0 beyond the conservative rule above, the
+//! `s_setprio`/trap rules, and exact MFMA pass counts (the bound above
+//! stands for them). Not needed on these targets: a VALU SGPR write read
+//! by SMEM (`checkSMRDHazards` applies to gfx6 only) and the
+//! `v_permlane*` rules (gfx942 has no `v_permlane`; gfx950 does).
 
 use inlay_isa::{info, Access, Decoder, Encoding, Instruction, InstructionInfo, RegFile, Target};
 
@@ -132,6 +139,33 @@ impl Facts {
         n.starts_with("v_mfma") || n.starts_with("v_smfmac")
     }
 
+    /// Transcendental VALU operations (gfx942 forwards their results late).
+    fn is_trans(&self) -> bool {
+        let n = self.name();
+        self.is_valu()
+            && [
+                "v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_",
+            ]
+            .iter()
+            .any(|p| n.starts_with(p))
+    }
+
+    /// A VALU whose VGPR result is a partial write gfx942 forwards late:
+    /// SDWA with `dst_sel` other than DWORD, or VOP3 `op_sel[3]` (the
+    /// destination's high half). For VOP3P llc-19 tests the same modifier
+    /// bit, which there is src0's `op_sel_hi` (set by default), and pads
+    /// after it; we follow it, as an extra wait state is always safe.
+    fn forwards_partial_dst(&self) -> bool {
+        let w = self.inst.words();
+        match self.inst.encoding() {
+            Encoding::Vop1Sdwa | Encoding::Vop2Sdwa => w.get(1).is_some_and(|d| (d >> 8) & 7 != 6),
+            // VOP3B (carry-out forms) keep their SGPR destination there.
+            Encoding::Vop3 => w[0] & 1 << 14 != 0 && self.valu_scalar_writes().next().is_none(),
+            Encoding::Vop3p => w.get(1).is_some_and(|d| d & 1 << 27 != 0),
+            _ => false,
+        }
+    }
+
     fn is_lane_op(&self) -> bool {
         matches!(self.name(), "v_readlane_b32" | "v_writelane_b32")
     }
@@ -193,16 +227,19 @@ impl Facts {
             || self.reads(&m0, None) && !self.is_salu()
     }
 
-    /// VGPRs of a store's data wider than 64 bits.
+    /// Vector registers of a VMEM instruction's data wider than 64 bits
+    /// (stores and atomics, with or without a returned value). Addresses
+    /// are at most 64 bits except an image's, which are counted too:
+    /// conservative, like a MUBUF store with an SGPR `soffset`, which
+    /// LLVM exempts.
     fn wide_store_data(&self) -> impl Iterator<Item = inlay_isa::Register> + '_ {
-        let store = self.is_vmem() && !self.writes_any(RegFile::Vgpr);
+        let vmem = self.is_vmem();
         self.info
             .used_registers()
             .iter()
             .filter(move |u| {
-                store
-                    && u.access == Access::Read
-                    && u.register.file == RegFile::Vgpr
+                vmem && u.access == Access::Read
+                    && matches!(u.register.file, RegFile::Vgpr | RegFile::Agpr)
                     && u.register.count > 2
             })
             .map(|u| u.register)
@@ -259,6 +296,10 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
             {
                 at_least(1);
             }
+            let late = w.is_trans() && !r.is_trans() || w.forwards_partial_dst();
+            if gfx942(t) && late && r.is_valu() && r.reads(&v, None) {
+                at_least(1);
+            }
         }
     }
     if w.is_mfma() {
@@ -286,7 +327,7 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
     if r.is_valu() {
         for d in w.wide_store_data() {
             if r.writes_reg(&d) {
-                at_least(1);
+                at_least(if gfx942(t) { 2 } else { 1 });
             }
         }
     }
@@ -736,6 +777,151 @@ mod tests {
         assert_eq!(distance(Target::Gfx942, w, "v_readfirstlane_b32 s4, v1"), 1);
     }
 
+    /// Wait states llc-19's hazard recognizer puts between two
+    /// instructions given in MIR (`post-RA-hazard-rec`): the oracle for
+    /// the rules below.
+    fn llc_wait_states(t: Target, writer: &str, reader: &str) -> u32 {
+        let mir = format!(
+            "---\nname: pair\nbody: |\n  bb.0:\n    {writer}\n    {reader}\n    S_ENDPGM 0\n...\n"
+        );
+        let out = std::process::Command::new("llc-19")
+            .args([
+                "-march=amdgcn",
+                &format!("-mcpu={}", t.name()),
+                "-run-pass=post-RA-hazard-rec",
+                "-x",
+                "mir",
+                "-",
+                "-o",
+                "-",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().map(|mut s| s.write_all(mir.as_bytes()));
+                c.wait_with_output()
+            })
+            .expect("llc-19 (scripts/install-deps installs llvm-19)");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{mir}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text.lines()
+            .filter_map(|l| l.trim().strip_prefix("S_NOP "))
+            .map(|n| n.trim().parse::<u32>().unwrap() + 1)
+            .sum()
+    }
+
+    #[test]
+    fn gfx942_late_forwarding_matches_llc() {
+        const MODE: &str = "implicit $mode, implicit $exec";
+        // (writer asm, writer MIR, reader asm, reader MIR)
+        let add = (
+            "v_add_f32_e32 v2, v0, v3",
+            format!("$vgpr2 = V_ADD_F32_e32 $vgpr0, $vgpr3, {MODE}"),
+        );
+        let exp = (
+            "v_exp_f32_e32 v0, v1",
+            format!("$vgpr0 = V_EXP_F32_e32 $vgpr1, {MODE}"),
+        );
+        let sqrt64 = (
+            "v_sqrt_f64_e32 v[0:1], v[4:5]",
+            format!("$vgpr0_vgpr1 = V_SQRT_F64_e32 $vgpr4_vgpr5, {MODE}"),
+        );
+        let word1 = (
+            "v_mov_b32_sdwa v0, v1 dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE src0_sel:DWORD",
+            "$vgpr0 = V_MOV_B32_sdwa 0, $vgpr1, 0, 5, 2, 6, implicit $exec, implicit $vgpr0(tied-def 0)"
+                .to_string(),
+        );
+        let dword = (
+            "v_mov_b32_sdwa v0, v1 dst_sel:DWORD src0_sel:WORD_1",
+            "$vgpr0 = V_MOV_B32_sdwa 0, $vgpr1, 0, 6, 2, 5, implicit $exec, implicit $vgpr0(tied-def 0)"
+                .to_string(),
+        );
+        let opsel = (
+            "v_mad_u16 v0, v1, v6, v3 op_sel:[0,0,0,1]",
+            "$vgpr0 = V_MAD_U16_gfx9_e64 8, $vgpr1, 0, $vgpr6, 0, $vgpr3, 0, 0, implicit $exec"
+                .to_string(),
+        );
+        let pk = (
+            "v_pk_add_f16 v0, v1, v6",
+            format!("$vgpr0 = V_PK_ADD_F16 8, $vgpr1, 8, $vgpr6, 0, 0, 0, 0, 0, {MODE}"),
+        );
+        let carry = (
+            "v_add_co_u32_e64 v0, s[64:65], v1, v6",
+            "$vgpr0, $sgpr64_sgpr65 = V_ADD_CO_U32_e64 $vgpr1, $vgpr6, 0, implicit $exec"
+                .to_string(),
+        );
+        let cases = [
+            (&exp, add.clone()),
+            (
+                &exp,
+                (
+                    "v_sqrt_f32_e32 v2, v0",
+                    format!("$vgpr2 = V_SQRT_F32_e32 $vgpr0, {MODE}"),
+                ),
+            ),
+            (
+                &exp,
+                (
+                    "v_add_f32_e32 v0, v4, v3",
+                    format!("$vgpr0 = V_ADD_F32_e32 $vgpr4, $vgpr3, {MODE}"),
+                ),
+            ),
+            (
+                &exp,
+                (
+                    "v_readfirstlane_b32 s0, v0",
+                    "$sgpr0 = V_READFIRSTLANE_B32 $vgpr0, implicit $exec".into(),
+                ),
+            ),
+            (
+                &exp,
+                (
+                    "global_store_dword v[2:3], v0, off",
+                    "GLOBAL_STORE_DWORD $vgpr2_vgpr3, $vgpr0, 0, 0, implicit $exec".into(),
+                ),
+            ),
+            (
+                &sqrt64,
+                (
+                    "v_add_f32_e32 v2, v1, v3",
+                    format!("$vgpr2 = V_ADD_F32_e32 $vgpr1, $vgpr3, {MODE}"),
+                ),
+            ),
+            (&word1, add.clone()),
+            (
+                &word1,
+                (
+                    "v_readfirstlane_b32 s0, v0",
+                    "$sgpr0 = V_READFIRSTLANE_B32 $vgpr0, implicit $exec".into(),
+                ),
+            ),
+            (&dword, add.clone()),
+            (&opsel, add.clone()),
+            (&pk, add.clone()),
+            (&carry, add.clone()),
+        ];
+        for t in [Target::Gfx90a, Target::Gfx942] {
+            for (w, r) in &cases {
+                let want = llc_wait_states(t, &w.1, &r.1);
+                assert_eq!(
+                    distance(t, w.0, r.0),
+                    want,
+                    "{} / {} on {}",
+                    w.0,
+                    r.0,
+                    t.name()
+                );
+            }
+        }
+    }
+
     #[test]
     fn valu_exec_then_lane_ops_and_mfma() {
         for t in ALL {
@@ -764,12 +950,37 @@ mod tests {
 
     #[test]
     fn wide_store_then_valu_write() {
+        let mov = |r: &str| {
+            let asm = format!("v_mov_b32_e32 {r}, 0");
+            (
+                asm,
+                format!("$vgpr{} = V_MOV_B32_e32 0, implicit $exec", &r[1..]),
+            )
+        };
+        let cases = [
+            ("global_store_dwordx4 v[0:1], v[4:7], off", "GLOBAL_STORE_DWORDX4 $vgpr0_vgpr1, $vgpr4_vgpr5_vgpr6_vgpr7, 0, 0, implicit $exec", "v5"),
+            ("global_store_dwordx4 v[0:1], v[4:7], off", "GLOBAL_STORE_DWORDX4 $vgpr0_vgpr1, $vgpr4_vgpr5_vgpr6_vgpr7, 0, 0, implicit $exec", "v8"),
+            ("global_store_dwordx4 v[0:1], v[4:7], off", "GLOBAL_STORE_DWORDX4 $vgpr0_vgpr1, $vgpr4_vgpr5_vgpr6_vgpr7, 0, 0, implicit $exec", "v0"),
+            ("global_store_dwordx2 v[0:1], v[4:5], off", "GLOBAL_STORE_DWORDX2 $vgpr0_vgpr1, $vgpr4_vgpr5, 0, 0, implicit $exec", "v5"),
+            ("global_store_dwordx3 v0, v[2:4], s[0:1]", "GLOBAL_STORE_DWORDX3_SADDR $vgpr0, $vgpr2_vgpr3_vgpr4, $sgpr0_sgpr1, 0, 0, implicit $exec", "v3"),
+            ("flat_store_dwordx3 v[0:1], v[2:4]", "FLAT_STORE_DWORDX3 $vgpr0_vgpr1, $vgpr2_vgpr3_vgpr4, 0, 0, implicit $exec, implicit $flat_scr", "v4"),
+            ("buffer_store_dwordx3 v[2:4], off, s[0:3], 0", "BUFFER_STORE_DWORDX3_OFFSET $vgpr2_vgpr3_vgpr4, $sgpr0_sgpr1_sgpr2_sgpr3, 0, 0, 0, 0, implicit $exec", "v3"),
+            // An atomic returning its old value reads wide data too.
+            ("global_atomic_cmpswap_x2 v[6:7], v[0:1], v[2:5], off glc", "$vgpr6_vgpr7 = GLOBAL_ATOMIC_CMPSWAP_X2_RTN $vgpr0_vgpr1, $vgpr2_vgpr3_vgpr4_vgpr5, 0, 1, implicit $exec", "v4"),
+            ("global_atomic_cmpswap_x2 v[0:1], v[2:5], off", "GLOBAL_ATOMIC_CMPSWAP_X2 $vgpr0_vgpr1, $vgpr2_vgpr3_vgpr4_vgpr5, 0, 0, implicit $exec", "v2"),
+            ("global_load_dwordx4 v[2:5], v[0:1], off", "$vgpr2_vgpr3_vgpr4_vgpr5 = GLOBAL_LOAD_DWORDX4 $vgpr0_vgpr1, 0, 0, implicit $exec", "v0"),
+        ];
         for t in ALL {
-            let w = "global_store_dwordx4 v[0:1], v[4:7], off";
-            assert_eq!(distance(t, w, "v_mov_b32_e32 v5, 0"), 1);
-            assert_eq!(distance(t, w, "v_mov_b32_e32 v8, 0"), 0);
-            let narrow = "global_store_dwordx2 v[0:1], v[4:5], off";
-            assert_eq!(distance(t, narrow, "v_mov_b32_e32 v5, 0"), 0);
+            for (w, w_mir, reg) in cases {
+                let (r, r_mir) = mov(reg);
+                // gfx942 spells "return the old value" sc0.
+                let w = &match t {
+                    Target::Gfx942 => w.replace(" glc", " sc0"),
+                    _ => w.to_string(),
+                };
+                let want = llc_wait_states(t, w_mir, &r_mir);
+                assert_eq!(distance(t, w, &r), want, "{w} / {r} on {}", t.name());
+            }
         }
     }
 
