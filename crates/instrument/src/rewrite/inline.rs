@@ -28,7 +28,9 @@
 //!    VCC and M0 into dead SGPRs when live and written by what follows;
 //!    EXEC likewise for a once-per-wave hook.
 //! 2. EXEC: one lane for a once-per-wave hook (the lowest on, lane 0 when
-//!    none is), in which its arguments are computed, straight into the
+//!    none is) whose simplified body names anything vector (a body left
+//!    scalar runs once whatever EXEC holds: EXEC is left alone), in which
+//!    its arguments are computed, straight into the
 //!    registers the hook reads them from (a dword the body does not read
 //!    is not computed; a constant is an inline constant or a literal the
 //!    template patches; EXEC and SCC come from their saves once changed).
@@ -37,7 +39,9 @@
 //! 4. A per-lane hook's code is skipped when no lane is on.
 //! 5. The body: each instruction with its registers renamed, the leading
 //!    `s_waitcnt 0` of the calling convention dropped (and any wait before
-//!    the body's first memory instruction: step 1 did what they did),
+//!    the body's first memory instruction: step 1 did what they did; and
+//!    any wait no later instruction of the body needs: see
+//!    [`waits_for_something`]),
 //!    branches re-aimed inside the copy, `s_setpc_b64 s[30:31]` a branch to
 //!    the end (the last one falls through), each `s_getpc_b64` (with the
 //!    offset clang adds to it) as an `s_getpc_b64` and relocated adds that
@@ -118,6 +122,10 @@ pub(super) struct Body {
     /// SGPR pairs written only by [`Kind::Got`] of one table entry (its
     /// distance): they may be the entry's home.
     got_pairs: Vec<(u16, i64)>,
+    /// SGPR pairs written only by `s_mov_b64` of one 64-bit inline
+    /// constant (its value): when the body does not read them first, they
+    /// may be a home of that constant.
+    constant_pairs: Vec<(u16, u64)>,
 }
 
 impl Body {
@@ -232,6 +240,7 @@ impl Body {
             entry,
             live_in: RegSet::all(),
             got_pairs: got_pairs(&insts),
+            constant_pairs: constant_pairs(&insts),
             insts,
         })
     }
@@ -246,6 +255,15 @@ impl Body {
             live_in,
             ..Body::of(insts, self.entry)?
         })
+    }
+
+    /// The constants of [`Body::constant_pairs`] the body does not read
+    /// before setting (a home of one may stand for its pair).
+    fn home_constants(&self) -> impl Iterator<Item = u64> + '_ {
+        self.constant_pairs
+            .iter()
+            .filter(|&&(p, _)| !self.live_in.any_in(p, 2))
+            .map(|&(_, c)| c)
     }
 
     /// Instructions of the hook's code (what a call runs besides its own
@@ -393,6 +411,40 @@ fn got_pairs(insts: &[(u64, Instruction, Kind)]) -> Vec<(u16, i64)> {
     }
     seen.into_iter()
         .filter_map(|(p, d)| Some((p, d?)))
+        .collect()
+}
+
+/// See [`Body::constant_pairs`].
+fn constant_pairs(insts: &[(u64, Instruction, Kind)]) -> Vec<(u16, u64)> {
+    let mut seen: Vec<(u16, Option<u64>)> = Vec::new();
+    for &(_, i, kind) in insts {
+        let constant = match (kind, i.mnemonic(), i.operand(0), i.operand(1)) {
+            (
+                Kind::Plain,
+                "s_mov_b64",
+                Some(Operand::Sgpr { first, count: 2 }),
+                Some(Operand::Inline(c)),
+            ) => super::simplify::inline_int(c).map(|v| (first, i64::from(v) as u64)),
+            _ => None,
+        };
+        for u in info(&i).used_registers() {
+            let r = u.register;
+            if !u.access.writes() || r.file != RegFile::Sgpr {
+                continue;
+            }
+            for n in r.first..r.first + u16::from(r.count) {
+                let pair = n & !1;
+                let c = constant.filter(|&(p, _)| p == pair).map(|(_, c)| c);
+                match seen.iter_mut().find(|(p, _)| *p == pair) {
+                    Some((_, x)) if *x != c => *x = None,
+                    Some(_) => {}
+                    None => seen.push((pair, c)),
+                }
+            }
+        }
+    }
+    seen.into_iter()
+        .filter_map(|(p, c)| Some((p, c?)))
         .collect()
 }
 
@@ -619,6 +671,35 @@ impl Bodies {
         b
     }
 
+    /// The 64-bit constants the simplified bodies of `reqs` that may be
+    /// inlined set into a pair they only read otherwise, each set at
+    /// `min_sites` sites or more (in order of first use).
+    pub(super) fn constants(
+        &mut self,
+        asm: &Asm,
+        reqs: &[Request<'_>],
+        min_sites: usize,
+    ) -> Vec<u64> {
+        let mut count: Vec<(u64, usize)> = Vec::new();
+        for r in reqs.iter().filter(|r| r.call.placement != Placement::Call) {
+            let facts = facts(r, self);
+            let Ok(body) = self.get_simplified(asm, r.hook, facts) else {
+                continue;
+            };
+            for c in body.home_constants() {
+                match count.iter_mut().find(|(x, _)| *x == c) {
+                    Some((_, n)) => *n += 1,
+                    None => count.push((c, 1)),
+                }
+            }
+        }
+        count
+            .into_iter()
+            .filter(|&(_, n)| n >= min_sites)
+            .map(|(c, _)| c)
+            .collect()
+    }
+
     fn get(&mut self, h: &HookInfo) -> Result<Arc<Body>, String> {
         self.hooks
             .entry(h as *const HookInfo)
@@ -835,9 +916,17 @@ impl<'a> Ctx<'a> {
             let &(_, d) = body.got_pairs.iter().find(|&&(p, _)| p == n)?;
             self.got_home(r, body, d)
         };
+        // A pair set only to a constant a home keeps is that home.
+        let constant_pair = |n: u16| -> Option<u16> {
+            let &(_, c) = body
+                .constant_pairs
+                .iter()
+                .find(|&&(p, _)| p == n && !body.live_in.any_in(p, 2))?;
+            self.constant_home(c)
+        };
         let same_place = |run: &Run| -> Option<u16> {
             if let (RegFile::Sgpr, 2) = (run.file, run.count) {
-                if let Some(h) = got_pair(run.first) {
+                if let Some(h) = got_pair(run.first).or_else(|| constant_pair(run.first)) {
                     return Some(h);
                 }
             }
@@ -969,6 +1058,15 @@ impl<'a> Ctx<'a> {
             .got
             .iter()
             .find(|(g, _)| g.module == r.call.module && g.address == address)
+            .map(|&(_, h)| h)
+    }
+
+    /// The SGPR pair keeping the constant `c`, if the kernel keeps it.
+    fn constant_home(&self, c: u64) -> Option<u16> {
+        self.homes
+            .constants
+            .iter()
+            .find(|&&(x, _)| x == c)
             .map(|&(_, h)| h)
     }
 
@@ -1331,6 +1429,13 @@ impl<'a> Ctx<'a> {
         };
         // 5. The body.
         let symbol: Arc<str> = r.call.hook.as_str().into();
+        let is_home_move = |i: &Instruction| match (i.mnemonic(), i.operand(0), i.operand(1)) {
+            ("s_mov_b64", Some(Operand::Sgpr { first, count: 2 }), Some(Operand::Inline(c))) => {
+                super::simplify::inline_int(c)
+                    .is_some_and(|v| self.constant_home(i64::from(v) as u64) == Some(first))
+            }
+            _ => false,
+        };
         // (A branch may land at the end, `label[len]`.)
         let mut label = vec![0usize; body.insts.len() + 1];
         let mut branches: Vec<(usize, usize)> = Vec::new();
@@ -1436,6 +1541,9 @@ impl<'a> Ctx<'a> {
                     }
                 }
                 Kind::Branch(t) => branches.push((s.branch(i), t)),
+                // The move of a constant into its home, renamed onto it:
+                // the home holds it already.
+                Kind::Plain if is_home_move(&i) => {}
                 _ => s.push(i),
             }
         }

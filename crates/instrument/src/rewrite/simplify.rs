@@ -4,8 +4,10 @@
 //!
 //! Three exact steps, repeated while they change something:
 //! 1. What every register holds before each instruction, as far as it is
-//!    known — a constant, EXEC's value at the entry (`E`, a half of it), or
-//!    the index of its one lane when it has one — found over the paths
+//!    known — a constant, EXEC's value at the entry (`E`, a half of it),
+//!    the index of its one lane when it has one, what an SGPR holds (a
+//!    copy), a half of the address a global-offset-table entry holds —
+//!    found over the paths
 //!    that can run (a branch whose condition is known has one successor),
 //!    so a loop whose exit is known on its first pass is seen to run once.
 //!    A VGPR's value means its value in every lane of `E`.
@@ -17,6 +19,13 @@
 //!    read before being written again or before the body ends (where only
 //!    EXEC is read: the hook's registers are dead at its point, and SCC,
 //!    VCC and M0 are saved around the body when the point needs them).
+//!
+//! And two rewrites the values make possible: a global atomic run in one
+//! lane on uniform operands becomes the scalar atomic (instruction
+//! selection: see [`scalar_atomic`] for when that is exact), after which
+//! nothing vector may be left and the inliner sets no lane; and a 32-bit
+//! move of a constant becomes a 64-bit one when that saves the move of
+//! the pair's other half.
 //!
 //! Each fold is made only when the instruction's AMD semantics are known
 //! here for certain (a short list of SALU and VALU operations); any other
@@ -187,7 +196,7 @@ impl State {
 }
 
 /// An integer inline constant's value.
-fn inline_int(c: u8) -> Option<i32> {
+pub(super) fn inline_int(c: u8) -> Option<i32> {
     match c {
         128..=192 => Some(i32::from(c) - 128),
         193..=208 => Some(192 - i32::from(c)),
