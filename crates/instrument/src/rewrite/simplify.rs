@@ -443,6 +443,13 @@ fn evaluate(i: &Instruction, st: &State, one_lane: bool) -> Option<Vec<(u16, V)>
                 ("s_addc_u32", _) => return None,
                 _ => 0,
             };
+            // Adding 0 (no carry in): the other operand, no carry out.
+            match (m, s32(1), s32(2)) {
+                (_, x, C(0)) | ("s_add_u32" | "s_addc_u32", C(0), x) if carry_in == 0 => {
+                    return Some(vec![(d?, x), (scc, C(0))])
+                }
+                _ => {}
+            }
             let (C(a), C(b)) = (s32(1), s32(2)) else {
                 return None;
             };
@@ -1006,6 +1013,23 @@ fn scalar_atomic(
     Some(code)
 }
 
+/// `v_readlane_b32` of the one lane of `E` with EXEC `E`, as the
+/// `v_readfirstlane_b32` reading the same (it needs no lane index).
+fn first_lane_read(asm: &Asm, i: &Instruction, st: &State, facts: &Facts) -> Option<Instruction> {
+    if i.mnemonic() != "v_readlane_b32" || !facts.one_lane || !st.exec_is_entry() {
+        return None;
+    }
+    if st.op32(i.operand(2)) != Lane || i.words()[0] & 0xff00 != 0 || i.words()[1] >> 29 != 0 {
+        return None;
+    }
+    asm.build(
+        Encoding::Vop1,
+        "v_readfirstlane_b32",
+        &[i.operand(0)?, i.operand(1)?],
+    )
+    .ok()
+}
+
 /// The scalar atomic of a global one's operation (`add_x2`, ...).
 fn scalar_name(op: &str) -> Option<&'static str> {
     const NAMES: [&str; 18] = [
@@ -1163,6 +1187,13 @@ fn fold(
                 }
                 _ => {}
             }
+        }
+        if let (Kind::Plain, Pass::SameState, Some(m)) =
+            (kind, pass, first_lane_read(asm, &i, st, facts))
+        {
+            changed = true;
+            out.push(vec![(addr, m, kind)]);
+            continue;
         }
         if let (Kind::Plain, Pass::SameState) = (kind, pass) {
             let fresh = || unnamed_sgprs(&infos, end, 2);
