@@ -2140,9 +2140,11 @@ impl<'a> Calls<'a> {
             asm,
             descriptor,
             &needs,
-            &hooks,
-            &got,
-            &constants,
+            &super::preamble::Kept {
+                hooks: &hooks,
+                got: &got,
+                constants: &constants,
+            },
             &an.program.kernel,
             &avoid,
         )

@@ -369,19 +369,32 @@ fn initial_values(s: &InitialSgprs) -> Vec<(u16, u16)> {
     out
 }
 
-/// Plans the homes of the launch values `needs` lists and of the addresses
-/// of `hooks` (symbols), and the preamble that fills them; `kernel` names
-/// the implicit-argument block the code object may carry.
+/// Values hooks read from many sites, kept in homes for the whole kernel.
+pub(super) struct Kept<'k> {
+    /// Hooks' addresses (their symbols).
+    pub(super) hooks: &'k [std::sync::Arc<str>],
+    /// Entries of hook modules' global offset tables.
+    pub(super) got: &'k [GotEntry],
+    /// 64-bit inline constants inlined bodies read.
+    pub(super) constants: &'k [u64],
+}
+
+/// Plans the homes of the launch values `needs` lists and of the values
+/// `kept` lists, and the preamble that fills them; `kernel` names the
+/// implicit-argument block the code object may carry.
 pub(super) fn launch_state(
     asm: &Asm,
     kd: &KernelDescriptor,
     needs: &Needs,
-    hooks: &[std::sync::Arc<str>],
-    got: &[GotEntry],
-    constants: &[u64],
+    kept: &Kept<'_>,
     kernel: &str,
     avoid: &Avoid,
 ) -> Result<LaunchState, String> {
+    let Kept {
+        hooks,
+        got,
+        constants,
+    } = *kept;
     if !needs.any() && hooks.is_empty() && got.is_empty() && constants.is_empty() {
         return Ok(LaunchState {
             homes: Homes::default(),
