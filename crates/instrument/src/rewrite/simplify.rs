@@ -827,7 +827,7 @@ pub(super) fn simplify(
     let mut insts = body.to_vec();
     for _ in 0..8 {
         let mut changed = false;
-        for pass in [Pass::SameState, Pass::SameLive, Pass::Widen] {
+        for pass in [Pass::SameState, Pass::SameLive] {
             changed |= fold(asm, &mut insts, facts, &end, pass);
         }
         if !changed {
@@ -850,16 +850,12 @@ pub(super) fn live_in(body: &[(u64, Instruction, Kind)], facts: &Facts) -> RegSe
 enum Pass {
     /// Every register's value at every point (branches on known
     /// conditions, code no path reaches, writes of what the register
-    /// already holds, global atomics made scalar).
+    /// already holds, global atomics made scalar, a 32-bit constant move
+    /// made the 64-bit one when the pair's other half holds what that
+    /// gives it — a move that set it may then go).
     SameState,
     /// The values of the registers live at every point (dead writes).
     SameLive,
-    /// Only the registers live at every point, with one kind of fold: an
-    /// `s_mov_b32` of a constant becomes the `s_mov_b64` of an inline
-    /// constant when the other half of the pair is dead there or already
-    /// holds what it gives it (a move that set that half may then go). A
-    /// pass of its own, as it writes registers the instruction did not.
-    Widen,
 }
 
 /// The family of an atomic operation (`add`, `or`, ... without `_x2`)
@@ -1154,18 +1150,6 @@ fn fold(
             out.push(Vec::new());
             continue;
         };
-        if pass == Pass::Widen {
-            // The other half is dead, or already holds what it is given.
-            let fine = |b: u16, x: u32| !live[k].contains(b) || st.get(b) == C(x);
-            match widened(asm, &i, fine).filter(|_| kind == Kind::Plain) {
-                Some(m) => {
-                    changed = true;
-                    out.push(vec![(addr, m, kind)]);
-                }
-                None => out.push(vec![(addr, i, kind)]),
-            }
-            continue;
-        }
         if let (Kind::Branch(t), Pass::SameState) = (kind, pass) {
             match branch_taken(&i, st) {
                 Some(false) => {
@@ -1188,9 +1172,13 @@ fn fold(
                 _ => {}
             }
         }
-        if let (Kind::Plain, Pass::SameState, Some(m)) =
-            (kind, pass, first_lane_read(asm, &i, st, facts))
-        {
+        let same_half = |b: u16, x: u32| st.get(b) == C(x);
+        let one_lane_read = || first_lane_read(asm, &i, st, facts);
+        if let (Kind::Plain, Pass::SameState, Some(m)) = (
+            kind,
+            pass,
+            widened(asm, &i, same_half).or_else(one_lane_read),
+        ) {
             changed = true;
             out.push(vec![(addr, m, kind)]);
             continue;
@@ -1215,7 +1203,7 @@ fn fold(
             .filter(|&(b, x)| {
                 let same = x != Unknown && st.get(b) == x;
                 match pass {
-                    Pass::SameState | Pass::Widen => !same,
+                    Pass::SameState => !same,
                     // (EXEC's writes are never dropped as dead, so its
                     // value is kept everywhere: one that writes what EXEC
                     // holds may still go.)
@@ -1232,7 +1220,7 @@ fn fold(
             out.push(vec![(addr, i, kind)]);
             continue;
         }
-        // (Not a 64-bit move back into a 32-bit one: the Widen pass made it.)
+        // (Not a 64-bit move back into a 32-bit one: it was made wide.)
         let narrowing =
             |m: &Instruction| i.mnemonic() == "s_mov_b64" && m.mnemonic() == "s_mov_b32";
         match mov_of(asm, &needed, st).or_else(|| select_of(asm, &i, st)) {
