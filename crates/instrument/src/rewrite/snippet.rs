@@ -5,7 +5,8 @@
 use inlay_isa::{Instruction, Target};
 
 use super::hazards::{
-    falls_through, required, required_after_unknown, wait_states, Facts, MAX_WAIT_STATES,
+    continues_clause, falls_through, required_after_unknown, required_at, wait_states, Facts,
+    MAX_WAIT_STATES,
 };
 
 use super::RewriteError;
@@ -145,7 +146,7 @@ impl Snippet {
         let mut k = 0;
         while k < self.insts.len() {
             let facts: Vec<Facts> = self.insts.iter().map(Facts::new).collect();
-            let need = self.deficit(t, &facts, k, k, 0, 0, false);
+            let need = self.deficit(t, &facts, k, k, 0, true, 0, false);
             if need > 0 {
                 let nops = super::hazards::nops(t, need);
                 let c = nops.len();
@@ -168,7 +169,8 @@ impl Snippet {
     }
 
     /// Wait states reader `r` lacks from writers before position `end`,
-    /// `dist` wait states away, following branches that land on the way;
+    /// `dist` wait states away (`run`: all of them memory instructions of
+    /// `r`'s soft-clause kind), following branches that land on the way;
     /// `via_branch`: `end - 1` is a branch to `end`.
     #[allow(clippy::too_many_arguments)]
     fn deficit(
@@ -178,15 +180,17 @@ impl Snippet {
         r: usize,
         end: usize,
         mut dist: u32,
+        mut run: bool,
         depth: u32,
         via_branch: bool,
     ) -> u32 {
         let mut need = 0;
         let mut q = end;
-        while q > 0 && dist < MAX_WAIT_STATES && depth < 16 {
+        while q > 0 && (dist < MAX_WAIT_STATES || run) && depth < 16 {
             for &(b, to) in &self.branches {
                 if to == q {
-                    need = need.max(self.deficit(t, facts, r, b + 1, dist, depth + 1, true));
+                    let via = self.deficit(t, facts, r, b + 1, dist, run, depth + 1, true);
+                    need = need.max(via);
                 }
             }
             let p = q - 1;
@@ -199,7 +203,8 @@ impl Snippet {
                 need = need.max(required_after_unknown(t, &facts[r], false).saturating_sub(dist));
                 break;
             }
-            need = need.max(required(t, &facts[p], &facts[r]).saturating_sub(dist));
+            need = need.max(required_at(t, &facts[p], &facts[r], dist, run).saturating_sub(dist));
+            run &= continues_clause(&facts[p], &facts[r]);
             dist += wait_states(&self.insts[p]);
             q = p;
         }
