@@ -1942,9 +1942,10 @@ impl SiteCode<'_> {
         self.templates().map(Template::bytes).sum()
     }
 
-    /// The instructions the calls run, in order.
-    pub(super) fn instructions(&self) -> impl Iterator<Item = &Instruction> {
-        self.templates().flat_map(|t| t.code.iter())
+    /// The templates the calls copy, in order (indices in
+    /// [`Placed::templates`]).
+    pub(super) fn template_ids(&self) -> impl Iterator<Item = usize> + '_ {
+        self.calls.iter().map(|c| c.template as usize)
     }
 
     pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {
@@ -1998,6 +1999,11 @@ impl<'a> Placed<'a> {
             calls,
             templates: &self.templates,
         }
+    }
+
+    /// Each distinct call sequence.
+    pub(super) fn templates(&self) -> &[Template] {
+        &self.templates
     }
 
     /// Relocations the placed code makes.

@@ -47,7 +47,9 @@
 //! DMA's M0 beyond the conservative rule above, the `s_setprio`/trap
 //! rules, and exact MFMA pass counts (the bound above stands for them).
 
-use inlay_isa::{info, Access, Decoder, Encoding, Instruction, InstructionInfo, RegFile, Target};
+use inlay_isa::{info, Access, Decoder, Encoding, Instruction, RegFile, Target, UsedRegister};
+
+use crate::regs::{self as bits, RegSet};
 
 /// The longest distance any rule asks for (wait states).
 pub const MAX_WAIT_STATES: u32 = 19;
@@ -78,19 +80,203 @@ pub fn nops(target: Target, mut n: u32) -> Vec<Instruction> {
     out
 }
 
-/// What the rules need of one instruction, computed once.
-#[derive(Clone, Copy)]
+/// What the rules need of one instruction, computed once: its kind, and
+/// the registers it reads and writes as bit sets, so that a rule is a few
+/// set intersections (the seam search asks for millions of pairs when a
+/// call goes before every instruction).
+#[derive(Clone)]
 pub struct Facts {
     inst: Instruction,
-    info: InstructionInfo,
+    kind: u32,
+    /// Wait states it gives those after it (see [`wait_states`]).
+    waits: u8,
+    /// Registers (bits of [`crate::regs`]) read, read as operand 2 (the
+    /// lane select of `v_readlane`/`v_writelane`), written, named at all,
+    /// and a store's data VGPRs when wider than 64 bits.
+    reads: RegSet,
+    lane_select: RegSet,
+    writes: RegSet,
+    touches: RegSet,
+    wide_store: RegSet,
+    /// Hardware registers (`s_getreg`/`s_setreg` ids below 64) written
+    /// and named.
+    hw_writes: u64,
+    hw_touches: u64,
+    /// Every register it names maps to bits whole: the sets above say all
+    /// the rules ask. Otherwise the rules read `used` register by register.
+    exact: bool,
+    used: Vec<UsedRegister>,
+    /// Wait states it needs after unknown code: without MFMAs in the
+    /// program, and with.
+    unknown: [u8; 2],
+}
+
+// Kinds (bits of `Facts::kind`).
+const VALU: u32 = 1;
+const SALU: u32 = 1 << 1;
+const VMEM: u32 = 1 << 2;
+const MFMA: u32 = 1 << 3;
+const LANE_OP: u32 = 1 << 4;
+const DPP: u32 = 1 << 5;
+const DIV_FMAS: u32 = 1 << 6;
+const ACC_WRITE: u32 = 1 << 7;
+const READLANE: u32 = 1 << 8;
+const SETREG: u32 = 1 << 9;
+const GETREG: u32 = 1 << 10;
+const M0_READER: u32 = 1 << 11;
+const SWAPPC: u32 = 1 << 12;
+const GFX942: u32 = 1 << 13;
+/// It may be the writer of some rule: a VALU, an SALU writing M0, an
+/// `s_setreg`, a wide store.
+const MAY_WRITE: u32 = 1 << 14;
+/// It may be the reader of some rule (or need wait states after unknown
+/// code): a VALU, a VMEM reading a scalar register, anything naming a
+/// vector register (MFMA results), an M0 reader, `s_getreg`/`s_setreg`.
+const MAY_READ: u32 = 1 << 15;
+
+/// Scalar registers a VALU's scalar results land in: SGPRs, VCC, TTMPs.
+fn scalar_results() -> RegSet {
+    let mut s = RegSet::new();
+    s.insert_range(0, bits::NUM_SGPRS);
+    s.insert_range(bits::VCC, 2);
+    s.insert_range(bits::TTMP_BASE, 16);
+    s
 }
 
 impl Facts {
     pub fn new(inst: &Instruction) -> Facts {
-        Facts {
+        Facts::with_registers(inst, info(inst).used_registers())
+    }
+
+    /// The facts of `inst`, whose registers (inlay-isa's `info`) are `used`.
+    pub fn with_registers(inst: &Instruction, used: &[UsedRegister]) -> Facts {
+        use Encoding::*;
+        let name = inst.mnemonic();
+        let enc = inst.encoding();
+        let mut f = Facts {
             inst: *inst,
-            info: info(inst),
+            kind: 0,
+            waits: 1,
+            reads: RegSet::new(),
+            lane_select: RegSet::new(),
+            writes: RegSet::new(),
+            touches: RegSet::new(),
+            wide_store: RegSet::new(),
+            hw_writes: 0,
+            hw_touches: 0,
+            exact: true,
+            used: used.to_vec(),
+            unknown: [0; 2],
+        };
+        if name == "s_nop" {
+            f.waits = ((inst.words()[0] & 0xf) + 1) as u8;
         }
+        let mut kind = 0;
+        let mut flag = |on: bool, k: u32| {
+            if on {
+                kind |= k;
+            }
+        };
+        flag(
+            matches!(
+                enc,
+                Vop1 | Vop2
+                    | Vopc
+                    | Vop3
+                    | Vop3p
+                    | Vop1Sdwa
+                    | Vop1Dpp
+                    | Vop2Sdwa
+                    | Vop2Dpp
+                    | VopcSdwa
+                    | VopcDpp
+            ),
+            VALU,
+        );
+        flag(matches!(enc, Sop1 | Sop2 | Sopk | Sopc | Sopp), SALU);
+        flag(
+            matches!(enc, Mubuf | Mtbuf | Mimg | Flat | Global | Scratch),
+            VMEM,
+        );
+        flag(
+            name.starts_with("v_mfma") || name.starts_with("v_smfmac"),
+            MFMA,
+        );
+        flag(
+            matches!(name, "v_readlane_b32" | "v_writelane_b32"),
+            LANE_OP,
+        );
+        flag(enc.is_dpp(), DPP);
+        flag(name.starts_with("v_div_fmas"), DIV_FMAS);
+        flag(name == "v_accvgpr_write_b32", ACC_WRITE);
+        flag(
+            matches!(name, "v_readlane_b32" | "v_readfirstlane_b32"),
+            READLANE,
+        );
+        flag(name.starts_with("s_setreg"), SETREG);
+        flag(name.starts_with("s_getreg"), GETREG);
+        flag(name == "s_swappc_b64", SWAPPC);
+        flag(inst.target() == Target::Gfx942, GFX942);
+        f.kind = kind;
+        for u in used {
+            let r = &u.register;
+            if r.file == RegFile::HwReg {
+                let bit = 1u64.checked_shl(u32::from(r.first)).unwrap_or(0);
+                f.exact &= bit != 0 && r.count == 1;
+                f.hw_touches |= bit;
+                if u.access.writes() {
+                    f.hw_writes |= bit;
+                }
+                continue;
+            }
+            if r.file == RegFile::Pc {
+                continue;
+            }
+            match bits::bits_of(r) {
+                Some((_, n)) if n == u16::from(r.count) => {}
+                _ => f.exact = false,
+            }
+            let set = RegSet::of(r);
+            f.touches.union_with(&set);
+            if u.access.reads() {
+                f.reads.union_with(&set);
+                if u.operand == Some(2) {
+                    f.lane_select.union_with(&set);
+                }
+            }
+            if u.access.writes() {
+                f.writes.union_with(&set);
+            }
+        }
+        let store = f.is_vmem() && !f.writes_any(RegFile::Vgpr);
+        for u in used {
+            let r = &u.register;
+            if store && u.access == Access::Read && r.file == RegFile::Vgpr && r.count > 2 {
+                f.wide_store.union_with(&RegSet::of(r));
+            }
+        }
+        if f.reads_m0_as_hazard() {
+            f.kind |= M0_READER;
+        }
+        let may_write = !f.exact
+            || f.is_valu()
+            || f.is_mfma()
+            || f.is_salu() && f.writes_any(RegFile::M0)
+            || f.kind & SETREG != 0
+            || !f.wide_store.is_empty();
+        let reads_scalar = f.reads.meets(&scalar_results());
+        let may_read = !f.exact
+            || f.is_valu()
+            || f.is_vmem() && reads_scalar
+            || f.touches.meets(&RegSet::vector())
+            || f.kind & (M0_READER | SETREG | GETREG) != 0;
+        f.kind |= if may_write { MAY_WRITE } else { 0 } | if may_read { MAY_READ } else { 0 };
+        let t = inst.target();
+        f.unknown = [
+            required_after_unknown_listed(t, &f, false) as u8,
+            required_after_unknown_listed(t, &f, true) as u8,
+        ];
+        f
     }
 
     fn name(&self) -> &'static str {
@@ -98,47 +284,43 @@ impl Facts {
     }
 
     fn is_valu(&self) -> bool {
-        use Encoding::*;
-        matches!(
-            self.inst.encoding(),
-            Vop1 | Vop2
-                | Vopc
-                | Vop3
-                | Vop3p
-                | Vop1Sdwa
-                | Vop1Dpp
-                | Vop2Sdwa
-                | Vop2Dpp
-                | VopcSdwa
-                | VopcDpp
-        )
+        self.kind & VALU != 0
     }
 
     fn is_salu(&self) -> bool {
-        use Encoding::*;
-        matches!(self.inst.encoding(), Sop1 | Sop2 | Sopk | Sopc | Sopp)
+        self.kind & SALU != 0
     }
 
     fn is_vmem(&self) -> bool {
-        use Encoding::*;
-        matches!(
-            self.inst.encoding(),
-            Mubuf | Mtbuf | Mimg | Flat | Global | Scratch
-        )
+        self.kind & VMEM != 0
     }
 
     fn is_mfma(&self) -> bool {
-        let n = self.name();
-        n.starts_with("v_mfma") || n.starts_with("v_smfmac")
+        self.kind & MFMA != 0
     }
 
     fn is_lane_op(&self) -> bool {
-        matches!(self.name(), "v_readlane_b32" | "v_writelane_b32")
+        self.kind & LANE_OP != 0
+    }
+
+    /// Wait states it gives to those after it.
+    pub(super) fn wait_states(&self) -> u32 {
+        u32::from(self.waits)
+    }
+
+    /// Whether it is an `s_swappc_b64` (a callee runs after it).
+    pub(super) fn is_call(&self) -> bool {
+        self.kind & SWAPPC != 0
+    }
+
+    /// Whether some rule may ask wait states before it (after some writer
+    /// or after unknown code).
+    pub(super) fn may_read(&self) -> bool {
+        self.kind & MAY_READ != 0
     }
 
     fn writes(&self, file: RegFile) -> impl Iterator<Item = inlay_isa::Register> + '_ {
-        self.info
-            .used_registers()
+        self.used
             .iter()
             .filter(move |u| u.access.writes() && u.register.file == file)
             .map(|u| u.register)
@@ -151,23 +333,19 @@ impl Facts {
     /// Whether it reads a register overlapping `r` (in operand slot
     /// `slot` when given).
     fn reads(&self, r: &inlay_isa::Register, slot: Option<u8>) -> bool {
-        self.info.used_registers().iter().any(|u| {
+        self.used.iter().any(|u| {
             u.access.reads() && u.register.overlaps(r) && (slot.is_none() || u.operand == slot)
         })
     }
 
     fn writes_reg(&self, r: &inlay_isa::Register) -> bool {
-        self.info
-            .used_registers()
+        self.used
             .iter()
             .any(|u| u.access.writes() && u.register.overlaps(r))
     }
 
     fn touches(&self, r: &inlay_isa::Register) -> bool {
-        self.info
-            .used_registers()
-            .iter()
-            .any(|u| u.register.overlaps(r))
+        self.used.iter().any(|u| u.register.overlaps(r))
     }
 
     /// SGPRs and VCC a VALU writes (the scalar results of compares,
@@ -196,8 +374,7 @@ impl Facts {
     /// VGPRs of a store's data wider than 64 bits.
     fn wide_store_data(&self) -> impl Iterator<Item = inlay_isa::Register> + '_ {
         let store = self.is_vmem() && !self.writes_any(RegFile::Vgpr);
-        self.info
-            .used_registers()
+        self.used
             .iter()
             .filter(move |u| {
                 store
@@ -218,6 +395,72 @@ fn gfx942(t: Target) -> bool {
 
 /// Wait states `r` needs after `w` (0: no rule applies).
 pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
+    if w.kind & MAY_WRITE == 0 || r.kind & MAY_READ == 0 {
+        return 0;
+    }
+    if !(w.exact && r.exact) {
+        return required_listed(t, w, r);
+    }
+    let mut need = 0;
+    let mut at_least = |n: u32| need = need.max(n);
+    let (wk, rk) = (w.kind, r.kind);
+    if wk & VALU != 0 {
+        let mut scalar = w.writes;
+        scalar.intersect_with(&scalar_results());
+        if !scalar.is_empty() {
+            if rk & VMEM != 0 && scalar.meets(&r.reads) {
+                at_least(5);
+            }
+            if rk & LANE_OP != 0 && scalar.meets(&r.lane_select) {
+                at_least(4);
+            }
+            if gfx942(t) && rk & VALU != 0 && scalar.meets(&r.reads) {
+                at_least(2);
+            }
+            if scalar.any_in(bits::VCC, 2) && rk & DIV_FMAS != 0 {
+                at_least(4);
+            }
+        }
+        if w.writes.any_in(bits::EXEC, 2) {
+            if rk & DPP != 0 {
+                at_least(5);
+            }
+            if rk & (LANE_OP | MFMA | ACC_WRITE) != 0 {
+                at_least(4);
+            }
+        }
+        let vector = w.writes.intersection(&RegSet::vector());
+        if !vector.is_empty() && vector.meets(&r.reads) {
+            if rk & (DPP | MFMA | ACC_WRITE) != 0 {
+                at_least(2);
+            }
+            if gfx942(t) && rk & READLANE != 0 {
+                at_least(1);
+            }
+        }
+    }
+    if wk & MFMA != 0 {
+        let written = w.writes.intersection(&RegSet::vector());
+        let read = w.reads.intersection(&RegSet::vector());
+        if written.meets(&r.touches) || read.meets(&r.writes) {
+            at_least(MAX_WAIT_STATES);
+        }
+    }
+    if wk & SALU != 0 && w.writes.contains(bits::M0) && rk & M0_READER != 0 {
+        at_least(1);
+    }
+    if wk & SETREG != 0 && rk & (GETREG | SETREG) != 0 && w.hw_writes & r.hw_touches != 0 {
+        at_least(2);
+    }
+    if rk & VALU != 0 && w.wide_store.meets(&r.writes) {
+        at_least(1);
+    }
+    need
+}
+
+/// [`required`] register by register (for instructions naming registers
+/// the bit sets do not hold whole).
+fn required_listed(t: Target, w: &Facts, r: &Facts) -> u32 {
     let mut need = 0;
     let mut at_least = |n: u32| need = need.max(n);
     if w.is_valu() {
@@ -262,7 +505,7 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
         }
     }
     if w.is_mfma() {
-        let writes_what_w_touches = w.info.used_registers().iter().any(|u| {
+        let writes_what_w_touches = w.used.iter().any(|u| {
             let vector = matches!(u.register.file, RegFile::Vgpr | RegFile::Agpr);
             vector
                 && ((u.access.writes() && r.touches(&u.register))
@@ -296,10 +539,14 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
 /// Wait states `r` needs when what ran before it is unknown (a device
 /// function's entry, the return from a call): the most any rule it is the
 /// reader of can ask; MFMA rules only when the code has MFMAs.
-pub fn required_after_unknown(t: Target, r: &Facts, mfma: bool) -> u32 {
+pub fn required_after_unknown(_t: Target, r: &Facts, mfma: bool) -> u32 {
+    u32::from(r.unknown[usize::from(mfma)])
+}
+
+fn required_after_unknown_listed(t: Target, r: &Facts, mfma: bool) -> u32 {
     let mut need = 0;
     let mut at_least = |n: u32| need = need.max(n);
-    let reads_scalar = r.info.used_registers().iter().any(|u| {
+    let reads_scalar = r.used.iter().any(|u| {
         u.access.reads()
             && matches!(
                 u.register.file,
@@ -328,8 +575,7 @@ pub fn required_after_unknown(t: Target, r: &Facts, mfma: bool) -> u32 {
         at_least(1);
     }
     let vector = r
-        .info
-        .used_registers()
+        .used
         .iter()
         .any(|u| matches!(u.register.file, RegFile::Vgpr | RegFile::Agpr));
     if mfma && vector {
@@ -397,7 +643,8 @@ pub fn falls_through(i: &Instruction) -> bool {
 /// One node of the rewritten stream, in layout order.
 pub(super) enum Node {
     Inst {
-        inst: Instruction,
+        /// Its facts, by index in the stream's [`FactsTable`].
+        facts: u32,
         inserted: bool,
     },
     /// A place nops may go: on every path to what follows it up to the
@@ -405,6 +652,43 @@ pub(super) enum Node {
     Slot(usize),
     /// The label of a block's first instruction (its hook code follows).
     BlockStart(usize),
+}
+
+/// The facts of a stream's instructions, each distinct instruction's
+/// computed once (a call at every instruction repeats a few hundred).
+#[derive(Default)]
+pub(super) struct FactsTable {
+    pub(super) facts: Vec<Facts>,
+    ids: std::collections::HashMap<(u64, u64), u32, crate::fast_hash::FastHash>,
+}
+
+impl FactsTable {
+    /// The index of `inst`'s facts.
+    pub(super) fn id(&mut self, inst: &Instruction) -> u32 {
+        self.id_with(inst, |i| info(i).used_registers().to_vec())
+    }
+
+    /// The index of `inst`'s facts, its registers given by `used` when
+    /// they are new.
+    pub(super) fn id_with(
+        &mut self,
+        inst: &Instruction,
+        used: impl FnOnce(&Instruction) -> Vec<UsedRegister>,
+    ) -> u32 {
+        let w = inst.words();
+        let word = |k: usize| u64::from(w.get(k).copied().unwrap_or(0));
+        let key = (
+            word(0) | word(1) << 32,
+            inst.len() as u64 | (inst.encoding() as u64) << 8 | (inst.target() as u64) << 16,
+        );
+        if let Some(&id) = self.ids.get(&key) {
+            return id;
+        }
+        let id = self.facts.len() as u32;
+        self.facts.push(Facts::with_registers(inst, &used(inst)));
+        self.ids.insert(key, id);
+        id
+    }
 }
 
 /// The control flow of the stream's blocks: for each block, the stream
@@ -419,55 +703,82 @@ pub(super) struct Flow {
 }
 
 /// Wait states to add at each slot of `nodes` so that no pair with an
-/// inserted side is closer than its rule, on any path. Also returns the
-/// pairs inside one inserted sequence (no slot between them), which
-/// padding at seams cannot fix.
+/// inserted side is closer than its rule, on any path. With
+/// `report_inside`, also returns the pairs inside one inserted sequence
+/// (no slot between them), which padding at seams cannot fix; without,
+/// they are not looked for (each sequence was padded inside when built),
+/// and readers only search what lies before their slot.
 pub(super) fn pad(
     t: Target,
     nodes: &[Node],
+    facts: &[Facts],
     flow: &Flow,
     slots: usize,
     mfma: bool,
+    report_inside: bool,
 ) -> (Vec<u32>, Vec<Violation>) {
-    let facts: Vec<Option<Facts>> = nodes
-        .iter()
-        .map(|n| match n {
-            Node::Inst { inst, .. } => Some(Facts::new(inst)),
-            _ => None,
-        })
-        .collect();
     let mut pads = vec![0u32; slots];
     let mut inside = Vec::new();
+    let mut found = Vec::new();
     let mut slot_before = None;
     let mut slot_pos = 0;
+    // Wait states of the instructions since the slot, and their count
+    // just past the last call among them.
+    let mut since_slot = 0u32;
+    let mut since_call: Option<u32> = None;
     for (p, n) in nodes.iter().enumerate() {
-        let (reader, reader_inserted) = match (n, &facts[p]) {
-            (Node::Slot(s), _) => {
-                slot_before = Some(*s);
+        let (reader, reader_inserted) = match *n {
+            Node::Slot(s) => {
+                slot_before = Some(s);
                 slot_pos = p;
+                (since_slot, since_call) = (0, None);
                 continue;
             }
-            (Node::BlockStart(_), _) => {
+            Node::BlockStart(_) => {
                 slot_before = None;
+                (since_slot, since_call) = (0, None);
                 continue;
             }
-            (Node::Inst { inserted, .. }, Some(f)) => (f, *inserted),
-            _ => continue,
+            Node::Inst {
+                facts: id,
+                inserted,
+            } => (&facts[id as usize], inserted),
         };
-        let mut worst_at_slot = 0u32;
+        let (dist_to_slot, after_call) = (since_slot, since_call);
+        since_slot = since_slot.saturating_add(reader.wait_states());
+        if reader.is_call() {
+            since_call = Some(since_slot);
+        }
         let mut walk = Walk {
             t,
             nodes,
-            facts: &facts,
+            facts,
             flow,
             pads: &pads,
             reader,
             reader_inserted,
             mfma,
-            found: Vec::new(),
+            found: &mut found,
         };
-        walk.back(p, 0, 0);
-        for (q, had, need, crossed) in walk.found {
+        if report_inside {
+            walk.back(p, 0, 0);
+        } else {
+            // Only what the reader's slot can pad: writers before the slot
+            // (or unknown history), for a reader some rule may concern.
+            if slot_before.is_none() || !reader.may_read() {
+                continue;
+            }
+            match after_call {
+                // A call between the slot and the reader: what ran last
+                // before the reader is the callee, whatever precedes it.
+                Some(a) if dist_to_slot - a < MAX_WAIT_STATES => walk.unknown(dist_to_slot - a + 1),
+                Some(_) => {}
+                None if dist_to_slot < MAX_WAIT_STATES => walk.back(slot_pos + 1, dist_to_slot, 0),
+                None => {}
+            }
+        }
+        let mut worst_at_slot = 0u32;
+        for (q, had, need, crossed) in found.drain(..) {
             // Paddable when the writer lies before the reader's slot on
             // its path: found through a label (another path), or before
             // the slot in the stream.
@@ -494,7 +805,7 @@ pub(super) fn pad(
 struct Walk<'a> {
     t: Target,
     nodes: &'a [Node],
-    facts: &'a [Option<Facts>],
+    facts: &'a [Facts],
     flow: &'a Flow,
     pads: &'a [u32],
     reader: &'a Facts,
@@ -502,7 +813,7 @@ struct Walk<'a> {
     mfma: bool,
     /// (writer position, or usize::MAX for unknown history; wait states
     /// between; wait states needed; reached through a label).
-    found: Vec<(usize, u32, u32, bool)>,
+    found: &'a mut Vec<(usize, u32, u32, bool)>,
 }
 
 impl Walk<'_> {
@@ -512,25 +823,24 @@ impl Walk<'_> {
         let mut q = end;
         while q > 0 && dist < MAX_WAIT_STATES {
             q -= 1;
-            match &self.nodes[q] {
-                Node::Slot(s) => dist += self.pads[*s],
-                Node::Inst { inst, inserted } => {
-                    let Some(w) = &self.facts[q] else { continue };
-                    if *inserted || self.reader_inserted {
+            match self.nodes[q] {
+                Node::Slot(s) => dist += self.pads[s],
+                Node::Inst { facts, inserted } => {
+                    let w = &self.facts[facts as usize];
+                    if inserted || self.reader_inserted {
                         let need = required(self.t, w, self.reader);
                         if need > dist {
                             self.found.push((q, dist, need, depth > 0));
                         }
                     }
-                    if inst.mnemonic() == "s_swappc_b64" {
+                    if w.is_call() {
                         // The callee ran between: unknown history.
                         self.unknown(dist + 1);
                         return;
                     }
-                    dist += wait_states(inst);
+                    dist += w.wait_states();
                 }
                 Node::BlockStart(b) => {
-                    let b = *b;
                     if depth > 64 || !self.flow.linear_entry[b] && self.flow.preds[b].is_empty() {
                         self.unknown(dist);
                         return;
@@ -832,8 +1142,27 @@ mod tests {
         assert_eq!(wait_states(&s.insts[1]), 5);
     }
 
-    fn node(i: Instruction, inserted: bool) -> Node {
-        Node::Inst { inst: i, inserted }
+    fn node(tb: &mut FactsTable, i: Instruction, inserted: bool) -> Node {
+        Node::Inst {
+            facts: tb.id(&i),
+            inserted,
+        }
+    }
+
+    /// `pad`, which also reports the pairs inside sequences; the pads
+    /// found without looking for those are the same.
+    fn pad_both(
+        t: Target,
+        nodes: &[Node],
+        tb: &FactsTable,
+        flow: &Flow,
+        slots: usize,
+    ) -> (Vec<u32>, Vec<Violation>) {
+        let full = pad(t, nodes, &tb.facts, flow, slots, false, true);
+        let seams = pad(t, nodes, &tb.facts, flow, slots, false, false);
+        assert_eq!(full.0, seams.0);
+        assert!(seams.1.is_empty());
+        full
     }
 
     /// Padding across a block start: the reader's block has two
@@ -846,28 +1175,29 @@ mod tests {
         let br = asm(t, "s_branch 0")[0];
         let other = asm(t, "s_add_u32 s80, s81, s82")[0];
         let r = asm(t, "global_load_dword v2, v3, s[4:5]")[0];
+        let mut tb = FactsTable::default();
         // block 0: w(inserted) branch; block 1: other other other; block 2: r
         let nodes = vec![
             Node::BlockStart(0),
             Node::Slot(0),
-            node(w, true),
-            node(br, false),
+            node(&mut tb, w, true),
+            node(&mut tb, br, false),
             Node::BlockStart(1),
-            node(other, false),
-            node(other, false),
-            node(other, false),
-            node(other, false),
-            node(other, false),
+            node(&mut tb, other, false),
+            node(&mut tb, other, false),
+            node(&mut tb, other, false),
+            node(&mut tb, other, false),
+            node(&mut tb, other, false),
             Node::BlockStart(2),
             Node::Slot(1),
-            node(r, false),
+            node(&mut tb, r, false),
         ];
         let flow = Flow {
             block_end: vec![4, 10, 13],
             preds: vec![vec![], vec![], vec![0, 1]],
             linear_entry: vec![true, false, false],
         };
-        let (pads, inside) = pad(t, &nodes, &flow, 2, false);
+        let (pads, inside) = pad_both(t, &nodes, &tb, &flow, 2);
         assert!(inside.is_empty());
         // Through the branch: one wait state (the branch) of five.
         assert_eq!(pads, vec![0, 4]);
@@ -877,35 +1207,39 @@ mod tests {
         let nodes = vec![
             Node::BlockStart(0),
             Node::Slot(0),
-            node(r, false),
-            node(w, true),
-            node(br, false),
+            node(&mut tb, r, false),
+            node(&mut tb, w, true),
+            node(&mut tb, br, false),
         ];
         let flow = Flow {
             block_end: vec![5],
             preds: vec![vec![0]],
             linear_entry: vec![true],
         };
-        let (pads, inside) = pad(t, &nodes, &flow, 1, false);
+        let (pads, inside) = pad_both(t, &nodes, &tb, &flow, 1);
         assert!(inside.is_empty());
         assert_eq!(pads, vec![4]);
         // A function entry (no predecessors, not the kernel's): unknown
         // history, an inserted VMEM read of an SGPR takes the worst case.
-        let nodes = vec![Node::BlockStart(0), Node::Slot(0), node(r, true)];
+        let nodes = vec![Node::BlockStart(0), Node::Slot(0), node(&mut tb, r, true)];
         let flow = Flow {
             block_end: vec![3],
             preds: vec![vec![]],
             linear_entry: vec![false],
         };
-        assert_eq!(pad(t, &nodes, &flow, 1, false).0, vec![5]);
+        assert_eq!(pad_both(t, &nodes, &tb, &flow, 1).0, vec![5]);
         // A writer and reader inside one inserted sequence: reported.
-        let nodes = vec![Node::Slot(0), node(w, true), node(r, true)];
+        let nodes = vec![
+            Node::Slot(0),
+            node(&mut tb, w, true),
+            node(&mut tb, r, true),
+        ];
         let flow = Flow {
             block_end: vec![],
             preds: vec![],
             linear_entry: vec![],
         };
-        let (pads, inside) = pad(t, &nodes, &flow, 1, false);
+        let (pads, inside) = pad_both(t, &nodes, &tb, &flow, 1);
         assert_eq!(pads, vec![0]);
         assert_eq!(inside.len(), 1);
     }

@@ -911,16 +911,33 @@ impl Seams {
     ) -> Seams {
         use hazards::Node;
         let prog = &an.program;
+        let mut table = hazards::FactsTable::default();
+        // Each call template's instructions looked up once.
+        let templates: Vec<Vec<u32>> = placed
+            .templates()
+            .iter()
+            .map(|t| t.code.iter().map(|i| table.id(i)).collect())
+            .collect();
         let mut nodes = Vec::new();
-        let inserted = |nodes: &mut Vec<Node>, is: &mut dyn Iterator<Item = &Instruction>| {
-            nodes.extend(is.map(|&inst| Node::Inst {
-                inst,
+        let inserted = |nodes: &mut Vec<Node>,
+                        table: &mut hazards::FactsTable,
+                        is: &mut dyn Iterator<Item = &Instruction>| {
+            nodes.extend(is.map(|inst| Node::Inst {
+                facts: table.id(inst),
                 inserted: true,
             }))
         };
-        inserted(&mut nodes, &mut preamble.insts.iter());
+        let calls = |nodes: &mut Vec<Node>, site: Site| {
+            for t in placed.at(site).template_ids() {
+                nodes.extend(templates[t].iter().map(|&facts| Node::Inst {
+                    facts,
+                    inserted: true,
+                }));
+            }
+        };
+        inserted(&mut nodes, &mut table, &mut preamble.insts.iter());
         nodes.push(Node::Slot(Self::ENTRY));
-        inserted(&mut nodes, &mut placed.at(Site::Entry).instructions());
+        calls(&mut nodes, Site::Entry);
         let mut block_end = vec![0; prog.blocks.len()];
         for &i in order {
             let ins = &prog.insts[i];
@@ -929,16 +946,20 @@ impl Seams {
                 nodes.push(Node::BlockStart(b));
             }
             nodes.push(Node::Slot(Self::head(i)));
-            inserted(&mut nodes, &mut hook_code.get(&i).into_iter().flatten());
+            inserted(
+                &mut nodes,
+                &mut table,
+                &mut hook_code.get(&i).into_iter().flatten(),
+            );
             nodes.push(Node::Slot(Self::mid(i)));
-            inserted(&mut nodes, &mut placed.at(Site::Before(i)).instructions());
+            calls(&mut nodes, Site::Before(i));
             nodes.push(Node::Slot(Self::tail(i)));
             nodes.push(Node::Inst {
-                inst: ins.inst,
+                facts: table.id_with(&ins.inst, |_| prog.used_registers(i).to_vec()),
                 inserted: false,
             });
             nodes.push(Node::Slot(Self::after(i)));
-            inserted(&mut nodes, &mut placed.at(Site::After(i)).instructions());
+            calls(&mut nodes, Site::After(i));
             block_end[b] = nodes.len();
         }
         let kernel_entry = prog
@@ -960,7 +981,7 @@ impl Seams {
         let slots = 1 + 4 * prog.insts.len();
         // Pairs inside one sequence were padded when its snippet was
         // resolved; the seam check test finds none left.
-        let (pads, _inside) = hazards::pad(prog.target, &nodes, &flow, slots, mfma);
+        let (pads, _) = hazards::pad(prog.target, &nodes, &table.facts, &flow, slots, mfma, false);
         Seams { pads }
     }
 }

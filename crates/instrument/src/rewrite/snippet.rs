@@ -142,13 +142,14 @@ impl Snippet {
         let Some(t) = self.insts.first().map(Instruction::target) else {
             return;
         };
+        let mut facts: Vec<Facts> = self.insts.iter().map(Facts::new).collect();
         let mut k = 0;
         while k < self.insts.len() {
-            let facts: Vec<Facts> = self.insts.iter().map(Facts::new).collect();
             let need = self.deficit(t, &facts, k, k, 0, 0, false);
             if need > 0 {
                 let nops = super::hazards::nops(t, need);
                 let c = nops.len();
+                facts.splice(k..k, nops.iter().map(Facts::new));
                 self.insts.splice(k..k, nops);
                 for r in &mut self.relocs {
                     r.inst += if r.inst >= k { c } else { 0 };
