@@ -49,7 +49,19 @@
 
 use inlay_isa::{info, Access, Decoder, Encoding, Instruction, RegFile, Target, UsedRegister};
 
+use inlay_isa::info::CAPACITY;
+
 use crate::regs::{self as bits, RegSet};
+
+const BLANK: UsedRegister = UsedRegister {
+    register: inlay_isa::Register {
+        file: RegFile::Sgpr,
+        first: 0,
+        count: 0,
+    },
+    access: Access::Read,
+    operand: None,
+};
 
 /// The longest distance any rule asks for (wait states).
 pub const MAX_WAIT_STATES: u32 = 19;
@@ -103,9 +115,11 @@ pub struct Facts {
     hw_writes: u64,
     hw_touches: u64,
     /// Every register it names maps to bits whole: the sets above say all
-    /// the rules ask. Otherwise the rules read `used` register by register.
+    /// the rules ask. Otherwise the rules read its registers one by one.
     exact: bool,
-    used: Vec<UsedRegister>,
+    /// Its registers (inlay-isa's `info` holds at most [`CAPACITY`]).
+    used: [UsedRegister; CAPACITY],
+    used_len: u8,
     /// Wait states it needs after unknown code: without MFMAs in the
     /// program, and with.
     unknown: [u8; 2],
@@ -165,12 +179,15 @@ impl Facts {
             hw_writes: 0,
             hw_touches: 0,
             exact: true,
-            used: used.to_vec(),
+            used: [BLANK; CAPACITY],
+            used_len: used.len().min(CAPACITY) as u8,
             unknown: [0; 2],
         };
         if name == "s_nop" {
             f.waits = ((inst.words()[0] & 0xf) + 1) as u8;
         }
+        let n = usize::from(f.used_len);
+        f.used[..n].copy_from_slice(&used[..n]);
         let mut kind = 0;
         let mut flag = |on: bool, k: u32| {
             if on {
@@ -248,7 +265,10 @@ impl Facts {
                 f.writes.union_with(&set);
             }
         }
-        let store = f.is_vmem() && !f.writes_any(RegFile::Vgpr);
+        let store = f.is_vmem()
+            && !used
+                .iter()
+                .any(|u| u.access.writes() && u.register.file == RegFile::Vgpr);
         for u in used {
             let r = &u.register;
             if store && u.access == Access::Read && r.file == RegFile::Vgpr && r.count > 2 {
@@ -261,7 +281,10 @@ impl Facts {
         let may_write = !f.exact
             || f.is_valu()
             || f.is_mfma()
-            || f.is_salu() && f.writes_any(RegFile::M0)
+            || f.is_salu()
+                && used
+                    .iter()
+                    .any(|u| u.access.writes() && u.register.file == RegFile::M0)
             || f.kind & SETREG != 0
             || !f.wide_store.is_empty();
         let reads_scalar = f.reads.meets(&scalar_results());
@@ -271,12 +294,45 @@ impl Facts {
             || f.touches.meets(&RegSet::vector())
             || f.kind & (M0_READER | SETREG | GETREG) != 0;
         f.kind |= if may_write { MAY_WRITE } else { 0 } | if may_read { MAY_READ } else { 0 };
-        let t = inst.target();
-        f.unknown = [
-            required_after_unknown_listed(t, &f, false) as u8,
-            required_after_unknown_listed(t, &f, true) as u8,
-        ];
+        f.unknown = [false, true].map(|mfma| {
+            if f.exact {
+                f.after_unknown(mfma)
+            } else {
+                required_after_unknown_listed(inst.target(), &f, mfma)
+            }
+        } as u8);
         f
+    }
+
+    /// [`required_after_unknown`] from the bit sets.
+    fn after_unknown(&self, mfma: bool) -> u32 {
+        let k = self.kind;
+        let reads_scalar = self.reads.meets(&scalar_results());
+        let mut need = 0;
+        let mut at_least = |n: u32| need = need.max(n);
+        if k & VMEM != 0 && reads_scalar || k & DPP != 0 {
+            at_least(5);
+        }
+        if k & (LANE_OP | DIV_FMAS | MFMA | ACC_WRITE) != 0 {
+            at_least(4);
+        }
+        if k & GFX942 != 0 && k & VALU != 0 && reads_scalar {
+            at_least(2);
+        }
+        if k & (GETREG | SETREG) != 0 {
+            at_least(2);
+        }
+        if k & (M0_READER | VALU) != 0 {
+            at_least(1);
+        }
+        if mfma && self.touches.meets(&RegSet::vector()) {
+            at_least(MAX_WAIT_STATES);
+        }
+        need
+    }
+
+    fn used(&self) -> &[UsedRegister] {
+        &self.used[..usize::from(self.used_len)]
     }
 
     fn name(&self) -> &'static str {
@@ -320,7 +376,7 @@ impl Facts {
     }
 
     fn writes(&self, file: RegFile) -> impl Iterator<Item = inlay_isa::Register> + '_ {
-        self.used
+        self.used()
             .iter()
             .filter(move |u| u.access.writes() && u.register.file == file)
             .map(|u| u.register)
@@ -333,19 +389,19 @@ impl Facts {
     /// Whether it reads a register overlapping `r` (in operand slot
     /// `slot` when given).
     fn reads(&self, r: &inlay_isa::Register, slot: Option<u8>) -> bool {
-        self.used.iter().any(|u| {
+        self.used().iter().any(|u| {
             u.access.reads() && u.register.overlaps(r) && (slot.is_none() || u.operand == slot)
         })
     }
 
     fn writes_reg(&self, r: &inlay_isa::Register) -> bool {
-        self.used
+        self.used()
             .iter()
             .any(|u| u.access.writes() && u.register.overlaps(r))
     }
 
     fn touches(&self, r: &inlay_isa::Register) -> bool {
-        self.used.iter().any(|u| u.register.overlaps(r))
+        self.used().iter().any(|u| u.register.overlaps(r))
     }
 
     /// SGPRs and VCC a VALU writes (the scalar results of compares,
@@ -358,7 +414,6 @@ impl Facts {
     }
 
     fn reads_m0_as_hazard(&self) -> bool {
-        let m0 = inlay_isa::Register::new(RegFile::M0, 0, 1);
         let n = self.name();
         // s_sendmsg, s_ttracedata, LDS add-TID and GDS read M0 without
         // naming it (GDS: the DS word's bit 16).
@@ -368,13 +423,13 @@ impl Facts {
             || n == "s_ttracedata"
             || n.contains("addtid")
             || gds
-            || self.reads(&m0, None) && !self.is_salu()
+            || self.reads.contains(bits::M0) && !self.is_salu()
     }
 
     /// VGPRs of a store's data wider than 64 bits.
     fn wide_store_data(&self) -> impl Iterator<Item = inlay_isa::Register> + '_ {
         let store = self.is_vmem() && !self.writes_any(RegFile::Vgpr);
-        self.used
+        self.used()
             .iter()
             .filter(move |u| {
                 store
@@ -505,7 +560,7 @@ fn required_listed(t: Target, w: &Facts, r: &Facts) -> u32 {
         }
     }
     if w.is_mfma() {
-        let writes_what_w_touches = w.used.iter().any(|u| {
+        let writes_what_w_touches = w.used().iter().any(|u| {
             let vector = matches!(u.register.file, RegFile::Vgpr | RegFile::Agpr);
             vector
                 && ((u.access.writes() && r.touches(&u.register))
@@ -546,7 +601,7 @@ pub fn required_after_unknown(_t: Target, r: &Facts, mfma: bool) -> u32 {
 fn required_after_unknown_listed(t: Target, r: &Facts, mfma: bool) -> u32 {
     let mut need = 0;
     let mut at_least = |n: u32| need = need.max(n);
-    let reads_scalar = r.used.iter().any(|u| {
+    let reads_scalar = r.used().iter().any(|u| {
         u.access.reads()
             && matches!(
                 u.register.file,
@@ -575,7 +630,7 @@ fn required_after_unknown_listed(t: Target, r: &Facts, mfma: bool) -> u32 {
         at_least(1);
     }
     let vector = r
-        .used
+        .used()
         .iter()
         .any(|u| matches!(u.register.file, RegFile::Vgpr | RegFile::Agpr));
     if mfma && vector {

@@ -145,6 +145,11 @@ impl Snippet {
         let mut facts: Vec<Facts> = self.insts.iter().map(Facts::new).collect();
         let mut k = 0;
         while k < self.insts.len() {
+            if !facts[k].may_read() {
+                // No rule asks wait states before it.
+                k += 1;
+                continue;
+            }
             let need = self.deficit(t, &facts, k, k, 0, 0, false);
             if need > 0 {
                 let nops = super::hazards::nops(t, need);
