@@ -301,6 +301,9 @@ pub(super) struct Ctx<'a> {
     /// Registers the kernel's memory instructions write: at a point, a
     /// load may still be writing them (see [`loaded_registers`]).
     pub(super) loaded: RegSet,
+    /// Hazard facts of the instructions call sequences use (each built
+    /// once, for padding inside every sequence and then at the seams).
+    pub(super) facts: std::cell::RefCell<super::hazards::FactsTable>,
 }
 
 /// Registers some memory instruction of the program writes (the only ones
@@ -1252,7 +1255,7 @@ impl<'a> Ctx<'a> {
                 )?,
             });
         }
-        s.resolve()?;
+        s.resolve_with(&mut self.facts.borrow_mut())?;
         Ok(s)
     }
 
@@ -1975,6 +1978,9 @@ pub(super) struct Placed<'a> {
     pub(super) implicit_block: bool,
     /// Calls placed inline (see `inline`).
     pub(super) inlined: usize,
+    /// Hazard facts of the instructions in the templates (and any other
+    /// met while building them).
+    pub(super) facts: super::hazards::FactsTable,
 }
 
 /// A site's group among the placed calls: the entry, then before and
@@ -2248,6 +2254,7 @@ impl<'a> Calls<'a> {
             save_all,
             borrow_all,
             loaded: loaded_registers(self.an),
+            facts: Default::default(),
         };
         // Calls with the same hook, argument kinds and plan get the same
         // code up to their constants: each distinct plan is kept once (in
@@ -2403,6 +2410,7 @@ impl<'a> Calls<'a> {
             out.private_size = Some(self.stack_base + area + self.max_stack);
         }
         out.implicit_block = self.implicit == Some(Implicit::Block);
+        out.facts = ctx.facts.into_inner();
         Ok(out)
     }
 }

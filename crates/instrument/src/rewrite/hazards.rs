@@ -702,11 +702,54 @@ pub(super) enum Node {
         facts: u32,
         inserted: bool,
     },
+    /// Inserted instructions in a row: a [`Run`] (by index), which a
+    /// call sequence placed at many points shares.
+    Run(u32),
     /// A place nops may go: on every path to what follows it up to the
     /// next label.
-    Slot(usize),
+    Slot(u32),
     /// The label of a block's first instruction (its hook code follows).
-    BlockStart(usize),
+    BlockStart(u32),
+}
+
+/// Inserted instructions in a row, with what the seam search asks of
+/// them worked out once.
+pub(super) struct Run {
+    /// Facts of each instruction (indices in the [`FactsTable`]).
+    ids: Vec<u32>,
+    /// Wait states before each instruction, from the run's start (and
+    /// after the last, at `ids.len()`).
+    before: Vec<u32>,
+    /// Positions of its calls (`s_swappc_b64`).
+    calls: Vec<u32>,
+    /// Positions of the instructions some rule may concern as readers.
+    readers: Vec<u32>,
+}
+
+impl Run {
+    pub(super) fn new(ids: Vec<u32>, facts: &[Facts]) -> Run {
+        let mut before = Vec::with_capacity(ids.len() + 1);
+        let (mut calls, mut readers) = (Vec::new(), Vec::new());
+        let mut at = 0u32;
+        for (k, &id) in ids.iter().enumerate() {
+            let f = &facts[id as usize];
+            before.push(at);
+            at = at.saturating_add(f.wait_states());
+            if f.is_call() {
+                calls.push(k as u32);
+            }
+            if f.may_read() {
+                readers.push(k as u32);
+            }
+        }
+        before.push(at);
+        Run {
+            ids,
+            before,
+            calls,
+            readers,
+        }
+    }
 }
 
 /// The facts of a stream's instructions, each distinct instruction's
@@ -757,136 +800,160 @@ pub(super) struct Flow {
     pub(super) linear_entry: Vec<bool>,
 }
 
-/// Wait states to add at each slot of `nodes` so that no pair with an
-/// inserted side is closer than its rule, on any path. With
-/// `report_inside`, also returns the pairs inside one inserted sequence
-/// (no slot between them), which padding at seams cannot fix; without,
-/// they are not looked for (each sequence was padded inside when built),
-/// and readers only search what lies before their slot.
-pub(super) fn pad(
-    t: Target,
-    nodes: &[Node],
-    facts: &[Facts],
-    flow: &Flow,
-    slots: usize,
-    mfma: bool,
-    report_inside: bool,
-) -> (Vec<u32>, Vec<Violation>) {
+/// The stream [`pad`] searches: its nodes, the facts and runs they name.
+pub(super) struct Stream<'a> {
+    pub(super) nodes: &'a [Node],
+    pub(super) facts: &'a [Facts],
+    pub(super) runs: &'a [Run],
+    pub(super) flow: &'a Flow,
+}
+
+/// Wait states to add at each slot of the stream so that no pair with an
+/// inserted side is closer than its rule, on any path, where a slot can
+/// help: a reader's slot pads for writers before it (or unknown history).
+/// Pairs inside one inserted sequence, with no slot between them, are
+/// the sequence's own business: each was padded inside when built.
+pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> Vec<u32> {
     let mut pads = vec![0u32; slots];
-    let mut inside = Vec::new();
-    let mut found = Vec::new();
-    let mut slot_before = None;
-    let mut slot_pos = 0;
-    // Wait states of the instructions since the slot, and their count
-    // just past the last call among them.
+    // The reader's slot (index, position), wait states of the
+    // instructions since it, and their count just past the last call
+    // among them.
+    let mut slot: Option<(usize, usize)> = None;
     let mut since_slot = 0u32;
     let mut since_call: Option<u32> = None;
-    for (p, n) in nodes.iter().enumerate() {
-        let (reader, reader_inserted) = match *n {
+    for (p, n) in stream.nodes.iter().enumerate() {
+        match *n {
             Node::Slot(s) => {
-                slot_before = Some(s);
-                slot_pos = p;
+                slot = Some((s as usize, p));
                 (since_slot, since_call) = (0, None);
-                continue;
             }
             Node::BlockStart(_) => {
-                slot_before = None;
+                slot = None;
                 (since_slot, since_call) = (0, None);
-                continue;
             }
             Node::Inst {
                 facts: id,
                 inserted,
-            } => (&facts[id as usize], inserted),
-        };
-        let (dist_to_slot, after_call) = (since_slot, since_call);
-        since_slot = since_slot.saturating_add(reader.wait_states());
-        if reader.is_call() {
-            since_call = Some(since_slot);
-        }
-        let mut walk = Walk {
-            t,
-            nodes,
-            facts,
-            flow,
-            pads: &pads,
-            reader,
-            reader_inserted,
-            mfma,
-            found: &mut found,
-        };
-        if report_inside {
-            walk.back(p, 0, 0);
-        } else {
-            // Only what the reader's slot can pad: writers before the slot
-            // (or unknown history), for a reader some rule may concern.
-            if slot_before.is_none() || !reader.may_read() {
-                continue;
-            }
-            match after_call {
-                // A call between the slot and the reader: what ran last
-                // before the reader is the callee, whatever precedes it.
-                Some(a) if dist_to_slot - a < MAX_WAIT_STATES => walk.unknown(dist_to_slot - a + 1),
-                Some(_) => {}
-                None if dist_to_slot < MAX_WAIT_STATES => walk.back(slot_pos + 1, dist_to_slot, 0),
-                None => {}
-            }
-        }
-        let mut worst_at_slot = 0u32;
-        for (q, had, need, crossed) in found.drain(..) {
-            // Paddable when the writer lies before the reader's slot on
-            // its path: found through a label (another path), or before
-            // the slot in the stream.
-            match slot_before {
-                Some(_) if crossed || q == usize::MAX || q < slot_pos => {
-                    worst_at_slot = worst_at_slot.max(need - had)
+            } => {
+                let reader = &stream.facts[id as usize];
+                if let Some((s, at)) = slot {
+                    let need = slot_need(
+                        t,
+                        stream,
+                        &pads,
+                        (reader, inserted, mfma),
+                        at,
+                        since_slot,
+                        since_call,
+                    );
+                    pads[s] += need;
                 }
-                _ => inside.push(Violation {
-                    writer: q,
-                    reader: p,
-                    had,
-                    needed: need,
-                }),
+                since_slot = since_slot.saturating_add(reader.wait_states());
+                if reader.is_call() {
+                    since_call = Some(since_slot);
+                }
             }
-        }
-        if let Some(s) = slot_before.filter(|_| worst_at_slot > 0) {
-            pads[s] += worst_at_slot;
+            Node::Run(r) => {
+                let run = &stream.runs[r as usize];
+                if let Some((s, at)) = slot {
+                    for &k in &run.readers {
+                        let reader = &stream.facts[run.ids[k as usize] as usize];
+                        let after_call = match run.calls.iter().rev().find(|&&c| c < k) {
+                            Some(&c) => Some(since_slot.saturating_add(run.before[c as usize + 1])),
+                            None => since_call,
+                        };
+                        let need = slot_need(
+                            t,
+                            stream,
+                            &pads,
+                            (reader, true, mfma),
+                            at,
+                            since_slot.saturating_add(run.before[k as usize]),
+                            after_call,
+                        );
+                        pads[s] += need;
+                    }
+                }
+                if let Some(&c) = run.calls.last() {
+                    since_call = Some(since_slot.saturating_add(run.before[c as usize + 1]));
+                }
+                since_slot = since_slot.saturating_add(run.before[run.ids.len()]);
+            }
         }
     }
-    (pads, inside)
+    pads
 }
 
-/// A backward search from one reader over every path into it.
+/// Wait states a reader `dist` wait states past its slot (at stream
+/// position `slot_pos`) asks the slot for, `after_call` the wait states
+/// since the slot just past the last call between them.
+fn slot_need(
+    t: Target,
+    stream: &Stream<'_>,
+    pads: &[u32],
+    (reader, reader_inserted, mfma): (&Facts, bool, bool),
+    slot_pos: usize,
+    dist: u32,
+    after_call: Option<u32>,
+) -> u32 {
+    if !reader.may_read() {
+        return 0;
+    }
+    let mut walk = Walk {
+        t,
+        stream,
+        pads,
+        reader,
+        reader_inserted,
+        mfma,
+        worst: 0,
+    };
+    match after_call {
+        // What ran last before the reader is the callee, whatever
+        // precedes the call.
+        Some(a) if dist.saturating_sub(a) < MAX_WAIT_STATES => {
+            walk.unknown(dist.saturating_sub(a) + 1)
+        }
+        Some(_) => {}
+        None if dist < MAX_WAIT_STATES => walk.back(slot_pos + 1, dist, 0),
+        None => {}
+    }
+    walk.worst
+}
+
+/// A backward search from one reader over every path into it, for the
+/// most wait states a writer (or unknown history) lacks.
 struct Walk<'a> {
     t: Target,
-    nodes: &'a [Node],
-    facts: &'a [Facts],
-    flow: &'a Flow,
+    stream: &'a Stream<'a>,
     pads: &'a [u32],
     reader: &'a Facts,
     reader_inserted: bool,
     mfma: bool,
-    /// (writer position, or usize::MAX for unknown history; wait states
-    /// between; wait states needed; reached through a label).
-    found: &'a mut Vec<(usize, u32, u32, bool)>,
+    worst: u32,
 }
 
 impl Walk<'_> {
+    /// A writer `dist` wait states before the reader that needs `need`.
+    fn found(&mut self, dist: u32, need: u32) {
+        if need > dist {
+            self.worst = self.worst.max(need - dist);
+        }
+    }
+
     /// Looks at the nodes before position `end`, `dist` wait states from
     /// the reader; `depth` bounds the paths followed through labels.
     fn back(&mut self, end: usize, mut dist: u32, depth: u32) {
+        let (t, stream) = (self.t, self.stream);
         let mut q = end;
         while q > 0 && dist < MAX_WAIT_STATES {
             q -= 1;
-            match self.nodes[q] {
-                Node::Slot(s) => dist += self.pads[s],
+            match stream.nodes[q] {
+                Node::Slot(s) => dist += self.pads[s as usize],
                 Node::Inst { facts, inserted } => {
-                    let w = &self.facts[facts as usize];
+                    let w = &stream.facts[facts as usize];
                     if inserted || self.reader_inserted {
-                        let need = required(self.t, w, self.reader);
-                        if need > dist {
-                            self.found.push((q, dist, need, depth > 0));
-                        }
+                        self.found(dist, required(t, w, self.reader));
                     }
                     if w.is_call() {
                         // The callee ran between: unknown history.
@@ -895,16 +962,30 @@ impl Walk<'_> {
                     }
                     dist += w.wait_states();
                 }
+                Node::Run(r) => {
+                    for &id in stream.runs[r as usize].ids.iter().rev() {
+                        if dist >= MAX_WAIT_STATES {
+                            return;
+                        }
+                        let w = &stream.facts[id as usize];
+                        self.found(dist, required(t, w, self.reader));
+                        if w.is_call() {
+                            self.unknown(dist + 1);
+                            return;
+                        }
+                        dist += w.wait_states();
+                    }
+                }
                 Node::BlockStart(b) => {
-                    if depth > 64 || !self.flow.linear_entry[b] && self.flow.preds[b].is_empty() {
+                    let (b, flow) = (b as usize, stream.flow);
+                    if depth > 64 || !flow.linear_entry[b] && flow.preds[b].is_empty() {
                         self.unknown(dist);
                         return;
                     }
-                    for k in 0..self.flow.preds[b].len() {
-                        let pb = self.flow.preds[b][k];
-                        self.back(self.flow.block_end[pb], dist, depth + 1);
+                    for &pb in &flow.preds[b] {
+                        self.back(flow.block_end[pb], dist, depth + 1);
                     }
-                    if !self.flow.linear_entry[b] {
+                    if !flow.linear_entry[b] {
                         return;
                     }
                 }
@@ -914,10 +995,7 @@ impl Walk<'_> {
 
     fn unknown(&mut self, dist: u32) {
         if self.reader_inserted {
-            let need = required_after_unknown(self.t, self.reader, self.mfma);
-            if need > dist {
-                self.found.push((usize::MAX, dist, need, true));
-            }
+            self.found(dist, required_after_unknown(self.t, self.reader, self.mfma));
         }
     }
 }
@@ -1204,20 +1282,14 @@ mod tests {
         }
     }
 
-    /// `pad`, which also reports the pairs inside sequences; the pads
-    /// found without looking for those are the same.
-    fn pad_both(
-        t: Target,
-        nodes: &[Node],
-        tb: &FactsTable,
-        flow: &Flow,
-        slots: usize,
-    ) -> (Vec<u32>, Vec<Violation>) {
-        let full = pad(t, nodes, &tb.facts, flow, slots, false, true);
-        let seams = pad(t, nodes, &tb.facts, flow, slots, false, false);
-        assert_eq!(full.0, seams.0);
-        assert!(seams.1.is_empty());
-        full
+    fn pads(t: Target, nodes: &[Node], tb: &FactsTable, flow: &Flow, slots: usize) -> Vec<u32> {
+        let stream = Stream {
+            nodes,
+            facts: &tb.facts,
+            runs: &[],
+            flow,
+        };
+        pad(t, &stream, slots, false)
     }
 
     /// Padding across a block start: the reader's block has two
@@ -1252,10 +1324,8 @@ mod tests {
             preds: vec![vec![], vec![], vec![0, 1]],
             linear_entry: vec![true, false, false],
         };
-        let (pads, inside) = pad_both(t, &nodes, &tb, &flow, 2);
-        assert!(inside.is_empty());
         // Through the branch: one wait state (the branch) of five.
-        assert_eq!(pads, vec![0, 4]);
+        assert_eq!(pads(t, &nodes, &tb, &flow, 2), vec![0, 4]);
         // A loop: the reader's block is its own predecessor, and the
         // inserted writer at the block's end lies after the reader in the
         // stream; the reader's slot still takes the nops.
@@ -1271,9 +1341,7 @@ mod tests {
             preds: vec![vec![0]],
             linear_entry: vec![true],
         };
-        let (pads, inside) = pad_both(t, &nodes, &tb, &flow, 1);
-        assert!(inside.is_empty());
-        assert_eq!(pads, vec![4]);
+        assert_eq!(pads(t, &nodes, &tb, &flow, 1), vec![4]);
         // A function entry (no predecessors, not the kernel's): unknown
         // history, an inserted VMEM read of an SGPR takes the worst case.
         let nodes = vec![Node::BlockStart(0), Node::Slot(0), node(&mut tb, r, true)];
@@ -1282,8 +1350,9 @@ mod tests {
             preds: vec![vec![]],
             linear_entry: vec![false],
         };
-        assert_eq!(pad_both(t, &nodes, &tb, &flow, 1).0, vec![5]);
-        // A writer and reader inside one inserted sequence: reported.
+        assert_eq!(pads(t, &nodes, &tb, &flow, 1), vec![5]);
+        // A writer and reader inside one inserted sequence: not the
+        // seam's to pad (the sequence was padded when it was built).
         let nodes = vec![
             Node::Slot(0),
             node(&mut tb, w, true),
@@ -1294,8 +1363,31 @@ mod tests {
             preds: vec![],
             linear_entry: vec![],
         };
-        let (pads, inside) = pad_both(t, &nodes, &tb, &flow, 1);
-        assert_eq!(pads, vec![0]);
-        assert_eq!(inside.len(), 1);
+        assert_eq!(pads(t, &nodes, &tb, &flow, 1), vec![0]);
+        // Runs: a reader one instruction into a run after its slot, a
+        // writer at the end of a run before the reader's slot.
+        let ids = |tb: &mut FactsTable, is: &[Instruction]| -> Vec<u32> {
+            is.iter().map(|i| tb.id(i)).collect()
+        };
+        let runs = vec![
+            Run::new(ids(&mut tb, &[other, r]), &tb.facts),
+            Run::new(ids(&mut tb, &[other, w]), &tb.facts),
+        ];
+        let nodes = vec![
+            node(&mut tb, w, false),
+            Node::Slot(0),
+            Node::Run(0),
+            Node::Slot(1),
+            Node::Run(1),
+            Node::Slot(2),
+            node(&mut tb, r, false),
+        ];
+        let stream = Stream {
+            nodes: &nodes,
+            facts: &tb.facts,
+            runs: &runs,
+            flow: &flow,
+        };
+        assert_eq!(pad(t, &stream, 3, false), vec![4, 0, 5]);
     }
 }

@@ -631,7 +631,7 @@ pub fn rewrite(
     for &(_, to, n) in saved.iter().flatten() {
         held.insert_range(to, u16::from(n));
     }
-    let placed = calls.place(&asm, held, plan.save_all_clobberable, plan.inline_borrowing)?;
+    let mut placed = calls.place(&asm, held, plan.save_all_clobberable, plan.inline_borrowing)?;
     let call_insts = placed.insts();
     added_by_hooks += call_insts;
     // The preamble: the calls' launch state first (it puts the kernel's
@@ -677,7 +677,8 @@ pub fn rewrite(
     // Wait states the hardware does not enforce, at the seams of the
     // inserted code (see `hazards`): nops at the start of each inserted
     // sequence and right before each application instruction.
-    let seams = Seams::plan(an, &order, &preamble, &hook_code, &placed);
+    let facts = std::mem::take(&mut placed.facts);
+    let seams = Seams::plan(an, &order, &preamble, &hook_code, &placed, facts);
     let nop_bytes = |s: usize| 4 * u64::from(seams.pads[s].div_ceil(8));
     for (i, b) in before_bytes.iter_mut().enumerate() {
         *b += nop_bytes(Seams::head(i)) + nop_bytes(Seams::mid(i)) + nop_bytes(Seams::tail(i));
@@ -908,17 +909,20 @@ impl Seams {
         preamble: &snippet::Snippet,
         hook_code: &BTreeMap<InstId, Vec<Instruction>>,
         placed: &call::Placed<'_>,
+        mut table: hazards::FactsTable,
     ) -> Seams {
-        use hazards::Node;
+        use hazards::{Node, Run};
         let prog = &an.program;
-        let mut table = hazards::FactsTable::default();
-        // Each call template's instructions looked up once.
-        let templates: Vec<Vec<u32>> = placed
+        // Each call sequence a run, its instructions' facts found once.
+        let runs: Vec<Run> = placed
             .templates()
             .iter()
-            .map(|t| t.code.iter().map(|i| table.id(i)).collect())
+            .map(|t| {
+                let ids = t.code.iter().map(|i| table.id(i)).collect();
+                Run::new(ids, &table.facts)
+            })
             .collect();
-        let mut nodes = Vec::new();
+        let mut nodes = Vec::with_capacity(8 * prog.insts.len());
         let inserted = |nodes: &mut Vec<Node>,
                         table: &mut hazards::FactsTable,
                         is: &mut dyn Iterator<Item = &Instruction>| {
@@ -928,37 +932,32 @@ impl Seams {
             }))
         };
         let calls = |nodes: &mut Vec<Node>, site: Site| {
-            for t in placed.at(site).template_ids() {
-                nodes.extend(templates[t].iter().map(|&facts| Node::Inst {
-                    facts,
-                    inserted: true,
-                }));
-            }
+            nodes.extend(placed.at(site).template_ids().map(|t| Node::Run(t as u32)));
         };
         inserted(&mut nodes, &mut table, &mut preamble.insts.iter());
-        nodes.push(Node::Slot(Self::ENTRY));
+        nodes.push(Node::Slot(Self::ENTRY as u32));
         calls(&mut nodes, Site::Entry);
         let mut block_end = vec![0; prog.blocks.len()];
         for &i in order {
             let ins = &prog.insts[i];
             let b = ins.block;
             if prog.blocks[b].insts.start == i {
-                nodes.push(Node::BlockStart(b));
+                nodes.push(Node::BlockStart(b as u32));
             }
-            nodes.push(Node::Slot(Self::head(i)));
+            nodes.push(Node::Slot(Self::head(i) as u32));
             inserted(
                 &mut nodes,
                 &mut table,
                 &mut hook_code.get(&i).into_iter().flatten(),
             );
-            nodes.push(Node::Slot(Self::mid(i)));
+            nodes.push(Node::Slot(Self::mid(i) as u32));
             calls(&mut nodes, Site::Before(i));
-            nodes.push(Node::Slot(Self::tail(i)));
+            nodes.push(Node::Slot(Self::tail(i) as u32));
             nodes.push(Node::Inst {
                 facts: table.id_with(&ins.inst, |_| prog.used_registers(i).to_vec()),
                 inserted: false,
             });
-            nodes.push(Node::Slot(Self::after(i)));
+            nodes.push(Node::Slot(Self::after(i) as u32));
             calls(&mut nodes, Site::After(i));
             block_end[b] = nodes.len();
         }
@@ -981,7 +980,13 @@ impl Seams {
         let slots = 1 + 4 * prog.insts.len();
         // Pairs inside one sequence were padded when its snippet was
         // resolved; the seam check test finds none left.
-        let (pads, _) = hazards::pad(prog.target, &nodes, &table.facts, &flow, slots, mfma, false);
+        let stream = hazards::Stream {
+            nodes: &nodes,
+            facts: &table.facts,
+            runs: &runs,
+            flow: &flow,
+        };
+        let pads = hazards::pad(prog.target, &stream, slots, mfma);
         Seams { pads }
     }
 }

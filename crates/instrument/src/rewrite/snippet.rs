@@ -5,7 +5,8 @@
 use inlay_isa::{Instruction, Target};
 
 use super::hazards::{
-    falls_through, required, required_after_unknown, wait_states, Facts, MAX_WAIT_STATES,
+    falls_through, required, required_after_unknown, wait_states, Facts, FactsTable,
+    MAX_WAIT_STATES,
 };
 
 use super::RewriteError;
@@ -138,23 +139,24 @@ impl Snippet {
     /// Puts `s_nop`s where a pair inside the snippet is closer than its
     /// hazard rule (see `hazards`), on every path through its branches:
     /// the simplifier may have removed what separated them in clang's code.
-    fn pad_hazards(&mut self) {
+    fn pad_hazards(&mut self, table: &mut FactsTable) {
         let Some(t) = self.insts.first().map(Instruction::target) else {
             return;
         };
-        let mut facts: Vec<Facts> = self.insts.iter().map(Facts::new).collect();
+        let mut ids: Vec<u32> = self.insts.iter().map(|i| table.id(i)).collect();
         let mut k = 0;
         while k < self.insts.len() {
-            if !facts[k].may_read() {
+            if !table.facts[ids[k] as usize].may_read() {
                 // No rule asks wait states before it.
                 k += 1;
                 continue;
             }
-            let need = self.deficit(t, &facts, k, k, 0, 0, false);
+            let need = self.deficit(t, (&table.facts, &ids), k, k, 0, 0, false);
             if need > 0 {
                 let nops = super::hazards::nops(t, need);
                 let c = nops.len();
-                facts.splice(k..k, nops.iter().map(Facts::new));
+                let nop_ids: Vec<u32> = nops.iter().map(|n| table.id(n)).collect();
+                ids.splice(k..k, nop_ids);
                 self.insts.splice(k..k, nops);
                 for r in &mut self.relocs {
                     r.inst += if r.inst >= k { c } else { 0 };
@@ -180,19 +182,20 @@ impl Snippet {
     fn deficit(
         &self,
         t: Target,
-        facts: &[Facts],
+        (facts, ids): (&[Facts], &[u32]),
         r: usize,
         end: usize,
         mut dist: u32,
         depth: u32,
         via_branch: bool,
     ) -> u32 {
+        let of = |k: usize| &facts[ids[k] as usize];
         let mut need = 0;
         let mut q = end;
         while q > 0 && dist < MAX_WAIT_STATES && depth < 16 {
             for &(b, to) in &self.branches {
                 if to == q {
-                    need = need.max(self.deficit(t, facts, r, b + 1, dist, depth + 1, true));
+                    need = need.max(self.deficit(t, (facts, ids), r, b + 1, dist, depth + 1, true));
                 }
             }
             let p = q - 1;
@@ -202,10 +205,10 @@ impl Snippet {
             }
             if self.insts[p].mnemonic() == "s_swappc_b64" {
                 // The callee ran in between: what it did last is unknown.
-                need = need.max(required_after_unknown(t, &facts[r], false).saturating_sub(dist));
+                need = need.max(required_after_unknown(t, of(r), false).saturating_sub(dist));
                 break;
             }
-            need = need.max(required(t, &facts[p], &facts[r]).saturating_sub(dist));
+            need = need.max(required(t, of(p), of(r)).saturating_sub(dist));
             dist += wait_states(&self.insts[p]);
             q = p;
         }
@@ -215,7 +218,13 @@ impl Snippet {
     /// Sets the branches' offsets (they are relative, so the snippet can go
     /// anywhere), after padding hazards inside it.
     pub(super) fn resolve(&mut self) -> Result<(), RewriteError> {
-        self.pad_hazards();
+        self.resolve_with(&mut FactsTable::default())
+    }
+
+    /// [`Snippet::resolve`], with the facts of instructions met before in
+    /// `table`.
+    pub(super) fn resolve_with(&mut self, table: &mut FactsTable) -> Result<(), RewriteError> {
+        self.pad_hazards(table);
         let mut at = Vec::with_capacity(self.insts.len() + 1);
         let mut a = 0u64;
         for i in &self.insts {
