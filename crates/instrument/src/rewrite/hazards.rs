@@ -105,11 +105,11 @@ pub struct Facts {
     /// Registers (bits of [`crate::regs`]) read, read as operand 2 (the
     /// lane select of `v_readlane`/`v_writelane`), written, named at all,
     /// and a store's data VGPRs when wider than 64 bits.
-    reads: RegSet,
-    lane_select: RegSet,
-    writes: RegSet,
-    touches: RegSet,
-    wide_store: RegSet,
+    reads: Split,
+    lane_select: Split,
+    writes: Split,
+    touches: Split,
+    wide_store: Split,
     /// Hardware registers (`s_getreg`/`s_setreg` ids below 64) written
     /// and named.
     hw_writes: u64,
@@ -148,14 +148,42 @@ const MAY_WRITE: u32 = 1 << 14;
 /// vector register (MFMA results), an M0 reader, `s_getreg`/`s_setreg`.
 const MAY_READ: u32 = 1 << 15;
 
-/// Scalar registers a VALU's scalar results land in: SGPRs, VCC, TTMPs.
-fn scalar_results() -> RegSet {
-    let mut s = RegSet::new();
-    s.insert_range(0, bits::NUM_SGPRS);
-    s.insert_range(bits::VCC, 2);
-    s.insert_range(bits::TTMP_BASE, 16);
-    s
+/// A register set in the two parts the rules look at: the scalar
+/// registers (bits 0..128 of [`crate::regs`]: SGPRs, VCC, TTMPs, M0,
+/// EXEC) and the vector ones (VGPRs, AGPRs).
+#[derive(Clone, Copy, Default)]
+struct Split {
+    s: u128,
+    v: [u64; 8],
 }
+
+impl Split {
+    fn of(set: &RegSet) -> Split {
+        let w = set.words();
+        let mut v = [0; 8];
+        v.copy_from_slice(&w[4..12]);
+        Split {
+            s: u128::from(w[0]) | u128::from(w[1]) << 64,
+            v,
+        }
+    }
+
+    /// Whether the vector parts share a register.
+    fn meets_v(&self, o: &Split) -> bool {
+        self.v.iter().zip(&o.v).any(|(a, b)| a & b != 0)
+    }
+
+    fn has_v(&self) -> bool {
+        self.v.iter().any(|&a| a != 0)
+    }
+}
+
+/// Scalar registers a VALU's scalar results land in: SGPRs, VCC, TTMPs.
+const SCALAR_RESULTS: u128 =
+    (1 << bits::NUM_SGPRS) - 1 | 0b11 << bits::VCC | 0xffff << bits::TTMP_BASE;
+const VCC_BITS: u128 = 0b11 << bits::VCC;
+const EXEC_BITS: u128 = 0b11 << bits::EXEC;
+const M0_BIT: u128 = 1 << bits::M0;
 
 impl Facts {
     pub fn new(inst: &Instruction) -> Facts {
@@ -171,11 +199,11 @@ impl Facts {
             inst: *inst,
             kind: 0,
             waits: 1,
-            reads: RegSet::new(),
-            lane_select: RegSet::new(),
-            writes: RegSet::new(),
-            touches: RegSet::new(),
-            wide_store: RegSet::new(),
+            reads: Split::default(),
+            lane_select: Split::default(),
+            writes: Split::default(),
+            touches: Split::default(),
+            wide_store: Split::default(),
             hw_writes: 0,
             hw_touches: 0,
             exact: true,
@@ -235,6 +263,8 @@ impl Facts {
         flag(name == "s_swappc_b64", SWAPPC);
         flag(inst.target() == Target::Gfx942, GFX942);
         f.kind = kind;
+        let [mut reads, mut lane_select, mut writes, mut touches, mut wide_store] =
+            [RegSet::new(); 5];
         for u in used {
             let r = &u.register;
             if r.file == RegFile::HwReg {
@@ -254,15 +284,15 @@ impl Facts {
                 _ => f.exact = false,
             }
             let set = RegSet::of(r);
-            f.touches.union_with(&set);
+            touches.union_with(&set);
             if u.access.reads() {
-                f.reads.union_with(&set);
+                reads.union_with(&set);
                 if u.operand == Some(2) {
-                    f.lane_select.union_with(&set);
+                    lane_select.union_with(&set);
                 }
             }
             if u.access.writes() {
-                f.writes.union_with(&set);
+                writes.union_with(&set);
             }
         }
         let store = f.is_vmem()
@@ -272,9 +302,14 @@ impl Facts {
         for u in used {
             let r = &u.register;
             if store && u.access == Access::Read && r.file == RegFile::Vgpr && r.count > 2 {
-                f.wide_store.union_with(&RegSet::of(r));
+                wide_store.union_with(&RegSet::of(r));
             }
         }
+        f.reads = Split::of(&reads);
+        f.lane_select = Split::of(&lane_select);
+        f.writes = Split::of(&writes);
+        f.touches = Split::of(&touches);
+        f.wide_store = Split::of(&wide_store);
         if f.reads_m0_as_hazard() {
             f.kind |= M0_READER;
         }
@@ -286,12 +321,12 @@ impl Facts {
                     .iter()
                     .any(|u| u.access.writes() && u.register.file == RegFile::M0)
             || f.kind & SETREG != 0
-            || !f.wide_store.is_empty();
-        let reads_scalar = f.reads.meets(&scalar_results());
+            || f.wide_store.has_v();
+        let reads_scalar = f.reads.s & SCALAR_RESULTS != 0;
         let may_read = !f.exact
             || f.is_valu()
             || f.is_vmem() && reads_scalar
-            || f.touches.meets(&RegSet::vector())
+            || f.touches.has_v()
             || f.kind & (M0_READER | SETREG | GETREG) != 0;
         f.kind |= if may_write { MAY_WRITE } else { 0 } | if may_read { MAY_READ } else { 0 };
         f.unknown = [false, true].map(|mfma| {
@@ -307,7 +342,7 @@ impl Facts {
     /// [`required_after_unknown`] from the bit sets.
     fn after_unknown(&self, mfma: bool) -> u32 {
         let k = self.kind;
-        let reads_scalar = self.reads.meets(&scalar_results());
+        let reads_scalar = self.reads.s & SCALAR_RESULTS != 0;
         let mut need = 0;
         let mut at_least = |n: u32| need = need.max(n);
         if k & VMEM != 0 && reads_scalar || k & DPP != 0 {
@@ -325,7 +360,7 @@ impl Facts {
         if k & (M0_READER | VALU) != 0 {
             at_least(1);
         }
-        if mfma && self.touches.meets(&RegSet::vector()) {
+        if mfma && self.touches.has_v() {
             at_least(MAX_WAIT_STATES);
         }
         need
@@ -423,7 +458,7 @@ impl Facts {
             || n == "s_ttracedata"
             || n.contains("addtid")
             || gds
-            || self.reads.contains(bits::M0) && !self.is_salu()
+            || self.reads.s & M0_BIT != 0 && !self.is_salu()
     }
 
     /// VGPRs of a store's data wider than 64 bits.
@@ -460,23 +495,22 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
     let mut at_least = |n: u32| need = need.max(n);
     let (wk, rk) = (w.kind, r.kind);
     if wk & VALU != 0 {
-        let mut scalar = w.writes;
-        scalar.intersect_with(&scalar_results());
-        if !scalar.is_empty() {
-            if rk & VMEM != 0 && scalar.meets(&r.reads) {
+        let scalar = w.writes.s & SCALAR_RESULTS;
+        if scalar != 0 {
+            if rk & VMEM != 0 && scalar & r.reads.s != 0 {
                 at_least(5);
             }
-            if rk & LANE_OP != 0 && scalar.meets(&r.lane_select) {
+            if rk & LANE_OP != 0 && scalar & r.lane_select.s != 0 {
                 at_least(4);
             }
-            if gfx942(t) && rk & VALU != 0 && scalar.meets(&r.reads) {
+            if gfx942(t) && rk & VALU != 0 && scalar & r.reads.s != 0 {
                 at_least(2);
             }
-            if scalar.any_in(bits::VCC, 2) && rk & DIV_FMAS != 0 {
+            if scalar & VCC_BITS != 0 && rk & DIV_FMAS != 0 {
                 at_least(4);
             }
         }
-        if w.writes.any_in(bits::EXEC, 2) {
+        if w.writes.s & EXEC_BITS != 0 {
             if rk & DPP != 0 {
                 at_least(5);
             }
@@ -484,8 +518,7 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
                 at_least(4);
             }
         }
-        let vector = w.writes.intersection(&RegSet::vector());
-        if !vector.is_empty() && vector.meets(&r.reads) {
+        if rk & (DPP | MFMA | ACC_WRITE | READLANE) != 0 && w.writes.meets_v(&r.reads) {
             if rk & (DPP | MFMA | ACC_WRITE) != 0 {
                 at_least(2);
             }
@@ -494,20 +527,16 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
             }
         }
     }
-    if wk & MFMA != 0 {
-        let written = w.writes.intersection(&RegSet::vector());
-        let read = w.reads.intersection(&RegSet::vector());
-        if written.meets(&r.touches) || read.meets(&r.writes) {
-            at_least(MAX_WAIT_STATES);
-        }
+    if wk & MFMA != 0 && (w.writes.meets_v(&r.touches) || w.reads.meets_v(&r.writes)) {
+        at_least(MAX_WAIT_STATES);
     }
-    if wk & SALU != 0 && w.writes.contains(bits::M0) && rk & M0_READER != 0 {
+    if wk & SALU != 0 && w.writes.s & M0_BIT != 0 && rk & M0_READER != 0 {
         at_least(1);
     }
     if wk & SETREG != 0 && rk & (GETREG | SETREG) != 0 && w.hw_writes & r.hw_touches != 0 {
         at_least(2);
     }
-    if rk & VALU != 0 && w.wide_store.meets(&r.writes) {
+    if rk & VALU != 0 && w.wide_store.meets_v(&r.writes) {
         at_least(1);
     }
     need
