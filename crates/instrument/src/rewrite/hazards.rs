@@ -139,6 +139,8 @@ const SETREG: u32 = 1 << 9;
 const GETREG: u32 = 1 << 10;
 const M0_READER: u32 = 1 << 11;
 const SWAPPC: u32 = 1 << 12;
+/// Control does not go on to the next instruction (see [`falls_through`]).
+const JUMPS: u32 = 1 << 16;
 const GFX942: u32 = 1 << 13;
 /// It may be the writer of some rule: a VALU, an SALU writing M0, an
 /// `s_setreg`, a wide store.
@@ -261,6 +263,7 @@ impl Facts {
         flag(name.starts_with("s_setreg"), SETREG);
         flag(name.starts_with("s_getreg"), GETREG);
         flag(name == "s_swappc_b64", SWAPPC);
+        flag(!falls_through(inst), JUMPS);
         flag(inst.target() == Target::Gfx942, GFX942);
         f.kind = kind;
         let [mut reads, mut lane_select, mut writes, mut touches, mut wide_store] =
@@ -402,6 +405,11 @@ impl Facts {
     /// Whether it is an `s_swappc_b64` (a callee runs after it).
     pub(super) fn is_call(&self) -> bool {
         self.kind & SWAPPC != 0
+    }
+
+    /// Whether control can go from it to the instruction after it.
+    pub(super) fn falls_through(&self) -> bool {
+        self.kind & JUMPS == 0
     }
 
     /// Whether some rule may ask wait states before it (after some writer
@@ -792,27 +800,35 @@ pub(super) struct FactsTable {
 impl FactsTable {
     /// The index of `inst`'s facts.
     pub(super) fn id(&mut self, inst: &Instruction) -> u32 {
-        self.id_with(inst, |i| info(i).used_registers().to_vec())
+        let key = Self::key(inst);
+        match self.ids.get(&key) {
+            Some(&id) => id,
+            None => self.insert(key, Facts::new(inst)),
+        }
     }
 
-    /// The index of `inst`'s facts, its registers given by `used` when
-    /// they are new.
-    pub(super) fn id_with(
-        &mut self,
-        inst: &Instruction,
-        used: impl FnOnce(&Instruction) -> Vec<UsedRegister>,
-    ) -> u32 {
+    /// The index of `inst`'s facts, given its registers (inlay-isa's
+    /// `info`) when they are new.
+    pub(super) fn id_with(&mut self, inst: &Instruction, used: &[UsedRegister]) -> u32 {
+        let key = Self::key(inst);
+        match self.ids.get(&key) {
+            Some(&id) => id,
+            None => self.insert(key, Facts::with_registers(inst, used)),
+        }
+    }
+
+    fn key(inst: &Instruction) -> (u64, u64) {
         let w = inst.words();
         let word = |k: usize| u64::from(w.get(k).copied().unwrap_or(0));
-        let key = (
+        (
             word(0) | word(1) << 32,
             inst.len() as u64 | (inst.encoding() as u64) << 8 | (inst.target() as u64) << 16,
-        );
-        if let Some(&id) = self.ids.get(&key) {
-            return id;
-        }
+        )
+    }
+
+    fn insert(&mut self, key: (u64, u64), f: Facts) -> u32 {
         let id = self.facts.len() as u32;
-        self.facts.push(Facts::with_registers(inst, &used(inst)));
+        self.facts.push(f);
         self.ids.insert(key, id);
         id
     }

@@ -954,7 +954,7 @@ impl Seams {
             calls(&mut nodes, Site::Before(i));
             nodes.push(Node::Slot(Self::tail(i) as u32));
             nodes.push(Node::Inst {
-                facts: table.id_with(&ins.inst, |_| prog.used_registers(i).to_vec()),
+                facts: table.id_with(&ins.inst, prog.used_registers(i)),
                 inserted: false,
             });
             nodes.push(Node::Slot(Self::after(i) as u32));

@@ -4,10 +4,7 @@
 
 use inlay_isa::{Instruction, Target};
 
-use super::hazards::{
-    falls_through, required, required_after_unknown, wait_states, Facts, FactsTable,
-    MAX_WAIT_STATES,
-};
+use super::hazards::{required, required_after_unknown, Facts, FactsTable, MAX_WAIT_STATES};
 
 use super::RewriteError;
 
@@ -200,16 +197,16 @@ impl Snippet {
             }
             let p = q - 1;
             let entered_by_branch = via_branch && q == end;
-            if !entered_by_branch && !falls_through(&self.insts[p]) {
+            if !entered_by_branch && !of(p).falls_through() {
                 break;
             }
-            if self.insts[p].mnemonic() == "s_swappc_b64" {
+            if of(p).is_call() {
                 // The callee ran in between: what it did last is unknown.
                 need = need.max(required_after_unknown(t, of(r), false).saturating_sub(dist));
                 break;
             }
             need = need.max(required(t, of(p), of(r)).saturating_sub(dist));
-            dist += wait_states(&self.insts[p]);
+            dist += of(p).wait_states();
             q = p;
         }
         need
