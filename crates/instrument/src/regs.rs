@@ -177,11 +177,6 @@ impl RegSet {
         }
     }
 
-    /// Whether the two sets share a register.
-    pub fn meets(&self, o: &RegSet) -> bool {
-        self.0.iter().zip(&o.0).any(|(a, b)| a & b != 0)
-    }
-
     pub fn union(mut self, o: &RegSet) -> RegSet {
         self.union_with(o);
         self

@@ -51,7 +51,7 @@ use inlay_isa::{info, Access, Decoder, Encoding, Instruction, RegFile, Target, U
 
 use inlay_isa::info::CAPACITY;
 
-use crate::regs::{self as bits, RegSet};
+use crate::regs as bits;
 
 const BLANK: UsedRegister = UsedRegister {
     register: inlay_isa::Register {
@@ -160,13 +160,25 @@ struct Split {
 }
 
 impl Split {
-    fn of(set: &RegSet) -> Split {
-        let w = set.words();
-        let mut v = [0; 8];
-        v.copy_from_slice(&w[4..12]);
-        Split {
-            s: u128::from(w[0]) | u128::from(w[1]) << 64,
-            v,
+    /// The bits `b..b + n` (of [`crate::regs`]; those of neither part,
+    /// SCC's, are left out).
+    fn of(b: u16, n: u16) -> Split {
+        let mut out = Split::default();
+        for (w, mask) in bits::word_masks(b, n) {
+            match w {
+                0 => out.s |= u128::from(mask),
+                1 => out.s |= u128::from(mask) << 64,
+                4..=11 => out.v[w - 4] |= mask,
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn add(&mut self, o: &Split) {
+        self.s |= o.s;
+        for (a, b) in self.v.iter_mut().zip(&o.v) {
+            *a |= b;
         }
     }
 
@@ -266,8 +278,6 @@ impl Facts {
         flag(!falls_through(inst), JUMPS);
         flag(inst.target() == Target::Gfx942, GFX942);
         f.kind = kind;
-        let [mut reads, mut lane_select, mut writes, mut touches, mut wide_store] =
-            [RegSet::new(); 5];
         for u in used {
             let r = &u.register;
             if r.file == RegFile::HwReg {
@@ -282,20 +292,25 @@ impl Facts {
             if r.file == RegFile::Pc {
                 continue;
             }
-            match bits::bits_of(r) {
-                Some((_, n)) if n == u16::from(r.count) => {}
-                _ => f.exact = false,
-            }
-            let set = RegSet::of(r);
-            touches.union_with(&set);
+            let set = match bits::bits_of(r) {
+                Some((b, n)) => {
+                    f.exact &= n == u16::from(r.count);
+                    Split::of(b, n)
+                }
+                None => {
+                    f.exact = false;
+                    continue;
+                }
+            };
+            f.touches.add(&set);
             if u.access.reads() {
-                reads.union_with(&set);
+                f.reads.add(&set);
                 if u.operand == Some(2) {
-                    lane_select.union_with(&set);
+                    f.lane_select.add(&set);
                 }
             }
             if u.access.writes() {
-                writes.union_with(&set);
+                f.writes.add(&set);
             }
         }
         let store = f.is_vmem()
@@ -305,14 +320,11 @@ impl Facts {
         for u in used {
             let r = &u.register;
             if store && u.access == Access::Read && r.file == RegFile::Vgpr && r.count > 2 {
-                wide_store.union_with(&RegSet::of(r));
+                if let Some((b, n)) = bits::bits_of(r) {
+                    f.wide_store.add(&Split::of(b, n));
+                }
             }
         }
-        f.reads = Split::of(&reads);
-        f.lane_select = Split::of(&lane_select);
-        f.writes = Split::of(&writes);
-        f.touches = Split::of(&touches);
-        f.wide_store = Split::of(&wide_store);
         if f.reads_m0_as_hazard() {
             f.kind |= M0_READER;
         }
@@ -733,6 +745,7 @@ pub fn falls_through(i: &Instruction) -> bool {
 }
 
 /// One node of the rewritten stream, in layout order.
+#[derive(Clone, Copy)]
 pub(super) enum Node {
     Inst {
         /// Its facts, by index in the stream's [`FactsTable`].
@@ -761,6 +774,10 @@ pub(super) struct Run {
     calls: Vec<u32>,
     /// Positions of the instructions some rule may concern as readers.
     readers: Vec<u32>,
+    /// Wait states back from its end to its last instruction some rule
+    /// may concern as a writer, the most if a call comes first, none if
+    /// neither is in it (see [`Quiet`]).
+    quiet: Option<u32>,
 }
 
 impl Run {
@@ -780,11 +797,44 @@ impl Run {
             }
         }
         before.push(at);
+        let mut quiet = None;
+        for &id in &ids {
+            quiet = Quiet::after(quiet, &facts[id as usize], true);
+        }
         Run {
             ids,
             before,
             calls,
             readers,
+            quiet,
+        }
+    }
+}
+
+/// Distances an application reader's search is sure to find nothing
+/// within: what lies between it and the nearest inserted instruction that
+/// may be a rule's writer (or a call, which ends the search) gives the
+/// wait states.
+struct Quiet;
+
+impl Quiet {
+    /// The wait states back to the nearest such writer or call after
+    /// instruction `f` (`inserted` or not), given `before` up to it.
+    fn after(before: Option<u32>, f: &Facts, inserted: bool) -> Option<u32> {
+        if f.is_call() {
+            Some(u32::MAX)
+        } else if inserted && f.kind & MAY_WRITE != 0 {
+            Some(0)
+        } else {
+            before.map(|d| d.saturating_add(f.wait_states()))
+        }
+    }
+
+    /// The same after a run.
+    fn after_run(before: Option<u32>, run: &Run) -> Option<u32> {
+        match run.quiet {
+            Some(d) => Some(d),
+            None => before.map(|d| d.saturating_add(run.before[run.ids.len()])),
         }
     }
 }
@@ -798,6 +848,12 @@ pub(super) struct FactsTable {
 }
 
 impl FactsTable {
+    /// Room for `n` more distinct instructions.
+    pub(super) fn reserve(&mut self, n: usize) {
+        self.facts.reserve(n);
+        self.ids.reserve(n);
+    }
+
     /// The index of `inst`'s facts.
     pub(super) fn id(&mut self, inst: &Instruction) -> u32 {
         let key = Self::key(inst);
@@ -866,22 +922,42 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
     let mut slot: Option<(usize, usize)> = None;
     let mut since_slot = 0u32;
     let mut since_call: Option<u32> = None;
+    // An application reader has no inserted writer in reach when the
+    // application instructions before it (back to inserted code, or to
+    // its block's label and then through `quiet_before`) give enough wait
+    // states: it is not searched. `application` counts those since the
+    // label or the inserted code (a call ends the search: it counts as
+    // the most), `label` says the label came last.
+    let quiet_before = quiet_before(stream);
+    // Wait states back to the nearest writer or call, or to the label.
+    let mut quiet: Option<u32> = None;
+    let mut label: Option<usize> = None;
+    let mut application = 0u32;
     for (p, n) in stream.nodes.iter().enumerate() {
         match *n {
             Node::Slot(s) => {
                 slot = Some((s as usize, p));
                 (since_slot, since_call) = (0, None);
             }
-            Node::BlockStart(_) => {
+            Node::BlockStart(b) => {
                 slot = None;
                 (since_slot, since_call) = (0, None);
+                (quiet, label, application) = (None, Some(b as usize), 0);
             }
             Node::Inst {
                 facts: id,
                 inserted,
             } => {
                 let reader = &stream.facts[id as usize];
-                if let Some((s, at)) = slot {
+                let reach = match (quiet, label) {
+                    (Some(d), _) => d,
+                    (None, Some(b)) => application.saturating_add(quiet_before[b]),
+                    (None, None) => 0,
+                };
+                let far = !inserted && reach >= MAX_WAIT_STATES;
+                quiet = Quiet::after(quiet, reader, inserted);
+                application = application.saturating_add(reader.wait_states());
+                if let Some((s, at)) = slot.filter(|_| !far) {
                     let need = slot_need(
                         t,
                         stream,
@@ -900,6 +976,8 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
             }
             Node::Run(r) => {
                 let run = &stream.runs[r as usize];
+                quiet = Quiet::after_run(quiet, run);
+                application = application.saturating_add(run.before[run.ids.len()]);
                 if let Some((s, at)) = slot {
                     for &k in &run.readers {
                         let reader = &stream.facts[run.ids[k as usize] as usize];
@@ -927,6 +1005,69 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
         }
     }
     pads
+}
+
+/// For each block, the fewest wait states of application instructions
+/// on any path back from its label to inserted code, at most
+/// [`MAX_WAIT_STATES`] (paths ending at a call or at unknown history
+/// count as the most; the kernel's entry, which the preamble precedes,
+/// as none).
+fn quiet_before(stream: &Stream<'_>) -> Vec<u32> {
+    let flow = stream.flow;
+    let blocks = flow.preds.len();
+    // Per block: wait states back from its end to the nearest inserted
+    // writer or call (see `Quiet`), and its wait states in all.
+    let mut tail: Vec<Option<u32>> = vec![None; blocks];
+    let mut total = vec![0u32; blocks];
+    let mut at: Option<usize> = None;
+    for n in stream.nodes {
+        let (b, node) = match (*n, at) {
+            (Node::BlockStart(b), _) => {
+                at = Some(b as usize).filter(|&b| b < blocks);
+                continue;
+            }
+            (Node::Slot(_), _) | (_, None) => continue,
+            (node, Some(b)) => (b, node),
+        };
+        match node {
+            Node::Run(r) => {
+                let run = &stream.runs[r as usize];
+                tail[b] = Quiet::after_run(tail[b], run);
+                total[b] = total[b].saturating_add(run.before[run.ids.len()]);
+            }
+            Node::Inst { facts, inserted } => {
+                let f = &stream.facts[facts as usize];
+                tail[b] = Quiet::after(tail[b], f, inserted);
+                total[b] = total[b].saturating_add(f.wait_states());
+            }
+            _ => {}
+        }
+    }
+    let mut quiet: Vec<u32> = (0..blocks)
+        .map(|b| match flow.linear_entry.get(b) {
+            Some(true) => 0,
+            _ => MAX_WAIT_STATES,
+        })
+        .collect();
+    // Down from the most until nothing changes (values only fall).
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for b in 0..blocks {
+            for &pb in &flow.preds[b] {
+                let through = match tail[pb] {
+                    Some(d) => d,
+                    None => total[pb].saturating_add(quiet[pb]),
+                }
+                .min(MAX_WAIT_STATES);
+                if through < quiet[b] {
+                    quiet[b] = through;
+                    changed = true;
+                }
+            }
+        }
+    }
+    quiet
 }
 
 /// Wait states a reader `dist` wait states past its slot (at stream

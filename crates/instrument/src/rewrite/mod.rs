@@ -913,6 +913,8 @@ impl Seams {
     ) -> Seams {
         use hazards::{Node, Run};
         let prog = &an.program;
+        // A kernel repeats encodings: a few thousand distinct in 20,000.
+        table.reserve(prog.insts.len() / 4);
         // Each call sequence a run, its instructions' facts found once.
         let runs: Vec<Run> = placed
             .templates()
