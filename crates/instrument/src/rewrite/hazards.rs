@@ -778,6 +778,12 @@ pub(super) struct Run {
     /// may concern as a writer, the most if a call comes first, none if
     /// neither is in it (see [`Quiet`]).
     quiet: Option<u32>,
+    /// What a search entering it from its end meets: the instructions
+    /// some rule may concern as writers (wait states from its end, facts),
+    /// back to its last call or as far as any rule reaches, and the wait
+    /// states from its end to that call.
+    writers: Vec<(u32, u32)>,
+    call_from_end: Option<u32>,
 }
 
 impl Run {
@@ -801,12 +807,30 @@ impl Run {
         for &id in &ids {
             quiet = Quiet::after(quiet, &facts[id as usize], true);
         }
+        let (mut writers, mut call_from_end) = (Vec::new(), None);
+        let mut d = 0u32;
+        for &id in ids.iter().rev() {
+            let f = &facts[id as usize];
+            if d >= MAX_WAIT_STATES {
+                break;
+            }
+            if f.kind & MAY_WRITE != 0 {
+                writers.push((d, id));
+            }
+            if f.is_call() {
+                call_from_end = Some(d);
+                break;
+            }
+            d = d.saturating_add(f.wait_states());
+        }
         Run {
             ids,
             before,
             calls,
             readers,
             quiet,
+            writers,
+            call_from_end,
         }
     }
 }
@@ -1149,18 +1173,24 @@ impl Walk<'_> {
                     dist += w.wait_states();
                 }
                 Node::Run(r) => {
-                    for &id in stream.runs[r as usize].ids.iter().rev() {
-                        if dist >= MAX_WAIT_STATES {
+                    // Only its writers and its last call can matter.
+                    let run = &stream.runs[r as usize];
+                    for &(d, id) in &run.writers {
+                        let at = dist.saturating_add(d);
+                        if at >= MAX_WAIT_STATES {
                             return;
                         }
-                        let w = &stream.facts[id as usize];
-                        self.found(dist, required(t, w, self.reader));
-                        if w.is_call() {
-                            self.unknown(dist + 1);
-                            return;
-                        }
-                        dist += w.wait_states();
+                        self.found(at, required(t, &stream.facts[id as usize], self.reader));
                     }
+                    if let Some(d) = run.call_from_end {
+                        let at = dist.saturating_add(d);
+                        if at < MAX_WAIT_STATES {
+                            // The callee ran between: unknown history.
+                            self.unknown(at + 1);
+                        }
+                        return;
+                    }
+                    dist = dist.saturating_add(run.before[run.ids.len()]);
                 }
                 Node::BlockStart(b) => {
                     let (b, flow) = (b as usize, stream.flow);

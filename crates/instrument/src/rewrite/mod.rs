@@ -733,8 +733,11 @@ pub fn rewrite(
     let mut code = Vec::with_capacity(at as usize);
     let mut relocations = Vec::with_capacity(preamble.relocs.len() + placed.relocations());
     let nops = |s: usize, code: &mut Vec<u8>| {
-        for n in hazards::nops(prog.target, seams.pads[s]) {
-            encode_into(&n, code);
+        // (Most slots take none.)
+        if seams.pads[s] > 0 {
+            for n in hazards::nops(prog.target, seams.pads[s]) {
+                encode_into(&n, code);
+            }
         }
     };
     preamble.encode(&mut code, &mut relocations);
