@@ -18,8 +18,9 @@
 //! - VALU writes an SGPR, `v_readlane`/`v_writelane` reads it as lane
 //!   select: 4 (`checkRWLaneHazards`);
 //! - VALU writes VCC, `v_div_fmas` follows: 4 (`checkDivFMasHazards`);
-//! - VALU writes EXEC, a DPP instruction follows: 5; VALU writes a VGPR a
-//!   DPP instruction reads: 2 (`checkDPPHazards`);
+//! - VALU writes EXEC, a DPP instruction follows: 5; any instruction (a
+//!   load too) writes a VGPR a DPP instruction names: 2
+//!   (`checkDPPHazards`);
 //! - SALU writes M0, `s_sendmsg*`, `s_movrel*`, `s_ttracedata`, or a
 //!   non-scalar instruction reading M0 (LDS add-TID, GDS, LDS DMA) follows:
 //!   1 (`checkSMovRelHazards`, `checkReadM0Hazards`) — every non-SALU M0
@@ -29,7 +30,11 @@
 //! - gfx942: VALU writes an SGPR or VCC (`v_readlane`,
 //!   `v_readfirstlane`, `v_cmp`, carries), a VALU reads it: 2; VALU writes
 //!   a VGPR, `v_readlane`/`v_readfirstlane` reads it: 1
-//!   (`checkVALUHazards`, `hasVDecCoExecHazard`);
+//!   (`checkVALUHazards`, `hasVDecCoExecHazard`); a transcendental VALU
+//!   writes a VGPR, a non-transcendental VALU reads it: 1
+//!   (`hasTransForwardingHazard`); a VALU writes part of a VGPR (SDWA
+//!   `dst_sel`, VOP3 `op_sel[3]`), a VALU reads it: 1
+//!   (`hasDstSelForwardingHazard`);
 //! - VALU writes EXEC, `v_readlane`/`v_writelane` follows: 4 (gfx90a
 //!   table; applied to every target);
 //! - VALU writes a VGPR/AGPR that an MFMA or `v_accvgpr_write` reads: 2;
@@ -40,12 +45,25 @@
 //!   the targets asks for (a 16-pass XDL op on gfx942; gfx908/gfx90a ask
 //!   for at most 18) — conservative, as the pass count is not modelled
 //!   (`checkMAIVALUHazards`, `checkMAIHazards90A`);
-//! - a VMEM store of more than 64 bits of data, then a VALU write of its
-//!   data VGPRs: 1 (`checkVALUHazardsHelper`, `has12DWordStoreHazard`).
+//! - a VMEM store or atomic of more than 64 bits of data, then a VALU
+//!   write of its data registers: 1, gfx942 2 (`checkVALUHazardsHelper`,
+//!   `has12DWordStoreHazard`).
 //!
-//! Not covered: gfx942's transcendental-VALU and `v_permlane` rules, LDS
-//! DMA's M0 beyond the conservative rule above, the `s_setprio`/trap
-//! rules, and exact MFMA pass counts (the bound above stands for them).
+//! - XNACK soft clauses (`checkSoftClauseHazards`): adjacent memory
+//!   instructions of one kind (SMEM; or VMEM: buffer, image, flat,
+//!   global, scratch) form a clause the hardware may replay after a page
+//!   fault, so none may overwrite a register one of them reads, nor may a
+//!   store follow a load of the clause: one instruction of another kind
+//!   (an `s_nop`) must break it. Checked pairwise (a writer in the run
+//!   before the reader), which covers LLVM's clause-wide check when the
+//!   run is itself clean, and for every code object, XNACK on or not:
+//!   conservative for code built with XNACK off.
+//!
+//! Not covered: LDS DMA's M0 beyond the conservative rule above, the
+//! `s_setprio`/trap rules, and exact MFMA pass counts (the bound above
+//! stands for them). Not needed on these targets: a VALU SGPR write read
+//! by SMEM (`checkSMRDHazards` applies to gfx6 only) and the
+//! `v_permlane*` rules (gfx942 has no `v_permlane`; gfx950 does).
 
 use inlay_isa::{info, Access, Decoder, Encoding, Instruction, RegFile, Target, UsedRegister};
 
@@ -142,6 +160,19 @@ const SWAPPC: u32 = 1 << 12;
 /// Control does not go on to the next instruction (see [`falls_through`]).
 const JUMPS: u32 = 1 << 16;
 const GFX942: u32 = 1 << 13;
+/// A transcendental VALU (gfx942 forwards its results late).
+const TRANS: u32 = 1 << 17;
+/// A VALU writing part of a VGPR gfx942 forwards late (see
+/// `forwards_partial_dst`).
+const PARTIAL_DST: u32 = 1 << 18;
+/// It joins XNACK soft clauses of SMEM, or of VMEM, instructions.
+const CLAUSE_SMEM: u32 = 1 << 19;
+const CLAUSE_VMEM: u32 = 1 << 20;
+/// A memory instruction that writes memory.
+const STORES: u32 = 1 << 21;
+/// It writes some register.
+const WRITES: u32 = 1 << 22;
+const CLAUSES: u32 = CLAUSE_SMEM | CLAUSE_VMEM;
 /// It may be the writer of some rule: a VALU, an SALU writing M0, an
 /// `s_setreg`, a wide store.
 const MAY_WRITE: u32 = 1 << 14;
@@ -180,6 +211,11 @@ impl Split {
         for (a, b) in self.v.iter_mut().zip(&o.v) {
             *a |= b;
         }
+    }
+
+    /// Whether the two share a register.
+    fn meets(&self, o: &Split) -> bool {
+        self.s & o.s != 0 || self.meets_v(o)
     }
 
     /// Whether the vector parts share a register.
@@ -313,21 +349,29 @@ impl Facts {
                 f.writes.add(&set);
             }
         }
-        let store = f.is_vmem()
-            && !used
-                .iter()
-                .any(|u| u.access.writes() && u.register.file == RegFile::Vgpr);
         for u in used {
             let r = &u.register;
-            if store && u.access == Access::Read && r.file == RegFile::Vgpr && r.count > 2 {
+            let vector = matches!(r.file, RegFile::Vgpr | RegFile::Agpr);
+            if f.is_vmem() && u.access == Access::Read && vector && r.count > 2 {
                 if let Some((b, n)) = bits::bits_of(r) {
                     f.wide_store.add(&Split::of(b, n));
                 }
             }
         }
-        if f.reads_m0_as_hazard() {
-            f.kind |= M0_READER;
-        }
+        let mut more = 0;
+        let mut flag = |on: bool, k: u32| {
+            if on {
+                more |= k;
+            }
+        };
+        flag(f.reads_m0_as_hazard(), M0_READER);
+        flag(f.is_trans(), TRANS);
+        flag(f.forwards_partial_dst(), PARTIAL_DST);
+        flag(f.clause_kind() == Some(true), CLAUSE_SMEM);
+        flag(f.clause_kind() == Some(false), CLAUSE_VMEM);
+        flag(f.may_store(), STORES);
+        flag(used.iter().any(|u| u.access.writes()), WRITES);
+        f.kind |= more;
         let may_write = !f.exact
             || f.is_valu()
             || f.is_mfma()
@@ -336,13 +380,14 @@ impl Facts {
                     .iter()
                     .any(|u| u.access.writes() && u.register.file == RegFile::M0)
             || f.kind & SETREG != 0
-            || f.wide_store.has_v();
+            || f.wide_store.has_v()
+            || f.writes.v[..4].iter().any(|&w| w != 0);
         let reads_scalar = f.reads.s & SCALAR_RESULTS != 0;
         let may_read = !f.exact
             || f.is_valu()
             || f.is_vmem() && reads_scalar
             || f.touches.has_v()
-            || f.kind & (M0_READER | SETREG | GETREG) != 0;
+            || f.kind & (M0_READER | SETREG | GETREG | CLAUSE_SMEM | CLAUSE_VMEM) != 0;
         f.kind |= if may_write { MAY_WRITE } else { 0 } | if may_read { MAY_READ } else { 0 };
         f.unknown = [false, true].map(|mfma| {
             if f.exact {
@@ -403,6 +448,59 @@ impl Facts {
 
     fn is_mfma(&self) -> bool {
         self.kind & MFMA != 0
+    }
+
+    /// Transcendental VALU operations (gfx942 forwards their results late).
+    fn is_trans(&self) -> bool {
+        let n = self.name();
+        self.is_valu()
+            && [
+                "v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_",
+            ]
+            .iter()
+            .any(|p| n.starts_with(p))
+    }
+
+    /// A VALU whose VGPR result is a partial write gfx942 forwards late:
+    /// SDWA with `dst_sel` other than DWORD, or VOP3 `op_sel[3]` (the
+    /// destination's high half). For VOP3P llc-19 tests the same modifier
+    /// bit, which there is src0's `op_sel_hi` (set by default), and pads
+    /// after it; we follow it, as an extra wait state is always safe.
+    fn forwards_partial_dst(&self) -> bool {
+        let w = self.inst.words();
+        match self.inst.encoding() {
+            Encoding::Vop1Sdwa | Encoding::Vop2Sdwa => w.get(1).is_some_and(|d| (d >> 8) & 7 != 6),
+            // VOP3B (carry-out forms) keep their SGPR destination there.
+            Encoding::Vop3 => w[0] & 1 << 14 != 0 && self.valu_scalar_writes().next().is_none(),
+            Encoding::Vop3p => w.get(1).is_some_and(|d| d & 1 << 27 != 0),
+            _ => false,
+        }
+    }
+
+    /// The kind of XNACK soft clause a memory instruction joins: SMEM
+    /// (`Some(true)`) or VMEM (`Some(false)`: buffer, image, flat, global,
+    /// scratch).
+    fn clause_kind(&self) -> Option<bool> {
+        match self.inst.encoding() {
+            Encoding::Smem => Some(true),
+            _ if self.is_vmem() => Some(false),
+            _ => None,
+        }
+    }
+
+    /// Whether a memory instruction writes memory (stores, atomics, a
+    /// buffer load into LDS).
+    fn may_store(&self) -> bool {
+        let n = self.name();
+        let lds_dma =
+            self.inst.encoding() == Encoding::Mubuf && self.inst.words()[0] & 1 << 16 != 0;
+        n.contains("store") || n.contains("atomic") || lds_dma
+    }
+
+    fn writes_any_read_by(&self, r: &Facts) -> bool {
+        self.used()
+            .iter()
+            .any(|u| u.access.writes() && r.reads(&u.register, None))
     }
 
     fn is_lane_op(&self) -> bool {
@@ -481,15 +579,18 @@ impl Facts {
             || self.reads.s & M0_BIT != 0 && !self.is_salu()
     }
 
-    /// VGPRs of a store's data wider than 64 bits.
+    /// Vector registers of a VMEM instruction's data wider than 64 bits
+    /// (stores and atomics, with or without a returned value). Addresses
+    /// are at most 64 bits except an image's, which are counted too:
+    /// conservative, like a MUBUF store with an SGPR `soffset`, which
+    /// LLVM exempts.
     fn wide_store_data(&self) -> impl Iterator<Item = inlay_isa::Register> + '_ {
-        let store = self.is_vmem() && !self.writes_any(RegFile::Vgpr);
+        let vmem = self.is_vmem();
         self.used()
             .iter()
             .filter(move |u| {
-                store
-                    && u.access == Access::Read
-                    && u.register.file == RegFile::Vgpr
+                vmem && u.access == Access::Read
+                    && matches!(u.register.file, RegFile::Vgpr | RegFile::Agpr)
                     && u.register.count > 2
             })
             .map(|u| u.register)
@@ -538,14 +639,28 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
                 at_least(4);
             }
         }
-        if rk & (DPP | MFMA | ACC_WRITE | READLANE) != 0 && w.writes.meets_v(&r.reads) {
-            if rk & (DPP | MFMA | ACC_WRITE) != 0 {
+        if rk & (MFMA | ACC_WRITE | READLANE) != 0 && w.writes.meets_v(&r.reads) {
+            if rk & (MFMA | ACC_WRITE) != 0 {
                 at_least(2);
             }
             if gfx942(t) && rk & READLANE != 0 {
                 at_least(1);
             }
         }
+        let late = wk & TRANS != 0 && rk & TRANS == 0 || wk & PARTIAL_DST != 0;
+        if gfx942(t) && late && rk & VALU != 0 && w.writes.meets_v(&r.reads) {
+            at_least(1);
+        }
+    }
+    // Any write of a VGPR (a load's too), then a DPP instruction naming
+    // it (its `old` destination included): 2.
+    if rk & DPP != 0
+        && w.writes.v[..4]
+            .iter()
+            .zip(&r.touches.v[..4])
+            .any(|(a, b)| a & b != 0)
+    {
+        at_least(2);
     }
     if wk & MFMA != 0 && (w.writes.meets_v(&r.touches) || w.reads.meets_v(&r.writes)) {
         at_least(MAX_WAIT_STATES);
@@ -557,9 +672,47 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
         at_least(2);
     }
     if rk & VALU != 0 && w.wide_store.meets_v(&r.writes) {
-        at_least(1);
+        at_least(if gfx942(t) { 2 } else { 1 });
     }
     need
+}
+
+/// Whether a soft clause holding `w` and, after it, `r` (adjacent, or
+/// with only memory instructions of their kind between) breaks
+/// replay: `w` writes a register and `r` stores, or reads what `w` wrote,
+/// or overwrites what it reads itself; or `r` overwrites what `w` read.
+fn soft_clause_hazard(w: &Facts, r: &Facts) -> bool {
+    if w.clause_kind().is_none() || w.clause_kind() != r.clause_kind() {
+        return false;
+    }
+    if !(w.exact && r.exact) {
+        let w_writes = w.used().iter().any(|u| u.access.writes());
+        return w_writes && (r.may_store() || w.writes_any_read_by(r) || r.writes_any_read_by(r))
+            || r.writes_any_read_by(w);
+    }
+    w.kind & WRITES != 0
+        && (r.kind & STORES != 0 || w.writes.meets(&r.reads) || r.writes.meets(&r.reads))
+        || r.writes.meets(&w.reads)
+}
+
+/// Wait states `r` needs after `w` when `dist` wait states lie between
+/// them and `run` says whether all of them are memory instructions of
+/// `r`'s clause kind (see [`continues_clause`]): [`required`], and one
+/// more than `dist` when the two would share a soft clause that breaks
+/// replay (any instruction of another kind between them fixes it).
+pub fn required_at(t: Target, w: &Facts, r: &Facts, dist: u32, run: bool) -> u32 {
+    let need = required(t, w, r);
+    if run && soft_clause_hazard(w, r) {
+        need.max(dist + 1)
+    } else {
+        need
+    }
+}
+
+/// Whether the soft clause `r` would join still reaches back past `i`.
+pub fn continues_clause(i: &Facts, r: &Facts) -> bool {
+    let clause = CLAUSE_SMEM | CLAUSE_VMEM;
+    i.kind & clause != 0 && i.kind & clause == r.kind & clause
 }
 
 /// [`required`] register by register (for instructions naming registers
@@ -594,9 +747,6 @@ fn required_listed(t: Target, w: &Facts, r: &Facts) -> u32 {
             }
         }
         for v in w.writes(RegFile::Vgpr).chain(w.writes(RegFile::Agpr)) {
-            if r.inst.encoding().is_dpp() && r.reads(&v, None) {
-                at_least(2);
-            }
             if (r.is_mfma() || r.name() == "v_accvgpr_write_b32") && r.reads(&v, None) {
                 at_least(2);
             }
@@ -606,6 +756,17 @@ fn required_listed(t: Target, w: &Facts, r: &Facts) -> u32 {
             {
                 at_least(1);
             }
+            let late = w.is_trans() && !r.is_trans() || w.forwards_partial_dst();
+            if gfx942(t) && late && r.is_valu() && r.reads(&v, None) {
+                at_least(1);
+            }
+        }
+    }
+    // Any write of a VGPR (a load's too), then a DPP instruction naming
+    // it (its `old` destination included): 2.
+    for v in w.writes(RegFile::Vgpr) {
+        if r.inst.encoding().is_dpp() && r.touches(&v) {
+            at_least(2);
         }
     }
     if w.is_mfma() {
@@ -633,7 +794,7 @@ fn required_listed(t: Target, w: &Facts, r: &Facts) -> u32 {
     if r.is_valu() {
         for d in w.wide_store_data() {
             if r.writes_reg(&d) {
-                at_least(1);
+                at_least(if gfx942(t) { 2 } else { 1 });
             }
         }
     }
@@ -708,13 +869,13 @@ pub fn violations(t: Target, stream: &[(Instruction, bool)]) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut start = 0;
     for (p, (inst, inserted)) in stream.iter().enumerate() {
-        let mut dist = 0;
+        let (mut dist, mut run) = (0, true);
         for q in (start..p).rev() {
-            if dist >= MAX_WAIT_STATES {
+            if dist >= MAX_WAIT_STATES && !run {
                 break;
             }
             if *inserted || stream[q].1 {
-                let need = required(t, &facts[q], &facts[p]);
+                let need = required_at(t, &facts[q], &facts[p], dist, run);
                 if need > dist {
                     out.push(Violation {
                         writer: q,
@@ -724,6 +885,7 @@ pub fn violations(t: Target, stream: &[(Instruction, bool)]) -> Vec<Violation> {
                     });
                 }
             }
+            run &= continues_clause(&facts[q], &facts[p]);
             dist += wait_states(&stream[q].0);
         }
         if ends_history(inst) {
@@ -784,6 +946,9 @@ pub(super) struct Run {
     /// states from its end to that call.
     writers: Vec<(u32, u32)>,
     call_from_end: Option<u32>,
+    /// How many of its first instructions are SMEM, and VMEM, ones (a
+    /// soft clause a reader in it joins may reach back past its start).
+    clause_prefix: [u32; 2],
 }
 
 impl Run {
@@ -823,6 +988,11 @@ impl Run {
             }
             d = d.saturating_add(f.wait_states());
         }
+        let clause_prefix = [CLAUSE_SMEM, CLAUSE_VMEM].map(|k| {
+            ids.iter()
+                .take_while(|&&id| facts[id as usize].kind & k != 0)
+                .count() as u32
+        });
         Run {
             ids,
             before,
@@ -831,6 +1001,7 @@ impl Run {
             quiet,
             writers,
             call_from_end,
+            clause_prefix,
         }
     }
 }
@@ -946,6 +1117,8 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
     let mut slot: Option<(usize, usize)> = None;
     let mut since_slot = 0u32;
     let mut since_call: Option<u32> = None;
+    // The soft-clause kinds every instruction since the slot has.
+    let mut clause = CLAUSES;
     // An application reader has no inserted writer in reach when the
     // application instructions before it (back to inserted code, or to
     // its block's label and then through `quiet_before`) give enough wait
@@ -961,11 +1134,11 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
         match *n {
             Node::Slot(s) => {
                 slot = Some((s as usize, p));
-                (since_slot, since_call) = (0, None);
+                (since_slot, since_call, clause) = (0, None, CLAUSES);
             }
             Node::BlockStart(b) => {
                 slot = None;
-                (since_slot, since_call) = (0, None);
+                (since_slot, since_call, clause) = (0, None, CLAUSES);
                 (quiet, label, application) = (None, Some(b as usize), 0);
             }
             Node::Inst {
@@ -978,7 +1151,8 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
                     (None, Some(b)) => application.saturating_add(quiet_before[b]),
                     (None, None) => 0,
                 };
-                let far = !inserted && reach >= MAX_WAIT_STATES;
+                // (Soft clauses reach further, so memory readers are searched.)
+                let far = !inserted && reach >= MAX_WAIT_STATES && reader.kind & CLAUSES == 0;
                 quiet = Quiet::after(quiet, reader, inserted);
                 application = application.saturating_add(reader.wait_states());
                 if let Some((s, at)) = slot.filter(|_| !far) {
@@ -988,11 +1162,12 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
                         &pads,
                         (reader, inserted, mfma),
                         at,
-                        since_slot,
+                        (since_slot, reader.kind & clause & CLAUSES != 0),
                         since_call,
                     );
                     pads[s] += need;
                 }
+                clause &= reader.kind;
                 since_slot = since_slot.saturating_add(reader.wait_states());
                 if reader.is_call() {
                     since_call = Some(since_slot);
@@ -1009,16 +1184,28 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
                             Some(&c) => Some(since_slot.saturating_add(run.before[c as usize + 1])),
                             None => since_call,
                         };
+                        let in_clause = [CLAUSE_SMEM, CLAUSE_VMEM]
+                            .into_iter()
+                            .zip(run.clause_prefix)
+                            .any(|(c, n)| reader.kind & clause & c != 0 && n >= k);
                         let need = slot_need(
                             t,
                             stream,
                             &pads,
                             (reader, true, mfma),
                             at,
-                            since_slot.saturating_add(run.before[k as usize]),
+                            (since_slot.saturating_add(run.before[k as usize]), in_clause),
                             after_call,
                         );
                         pads[s] += need;
+                    }
+                }
+                for (c, n) in [CLAUSE_SMEM, CLAUSE_VMEM]
+                    .into_iter()
+                    .zip(run.clause_prefix)
+                {
+                    if (n as usize) < run.ids.len() {
+                        clause &= !c;
                     }
                 }
                 if let Some(&c) = run.calls.last() {
@@ -1103,7 +1290,7 @@ fn slot_need(
     pads: &[u32],
     (reader, reader_inserted, mfma): (&Facts, bool, bool),
     slot_pos: usize,
-    dist: u32,
+    (dist, run): (u32, bool),
     after_call: Option<u32>,
 ) -> u32 {
     if !reader.may_read() {
@@ -1125,7 +1312,7 @@ fn slot_need(
             walk.unknown(dist.saturating_sub(a) + 1)
         }
         Some(_) => {}
-        None if dist < MAX_WAIT_STATES => walk.back(slot_pos + 1, dist, 0),
+        None if dist < MAX_WAIT_STATES || run => walk.back(slot_pos + 1, dist, run, 0),
         None => {}
     }
     walk.worst
@@ -1152,28 +1339,40 @@ impl Walk<'_> {
     }
 
     /// Looks at the nodes before position `end`, `dist` wait states from
-    /// the reader; `depth` bounds the paths followed through labels.
-    fn back(&mut self, end: usize, mut dist: u32, depth: u32) {
+    /// the reader (`run`: all of them memory instructions of the reader's
+    /// soft-clause kind); `depth` bounds the paths followed through labels.
+    fn back(&mut self, end: usize, mut dist: u32, mut run: bool, depth: u32) {
         let (t, stream) = (self.t, self.stream);
         let mut q = end;
-        while q > 0 && dist < MAX_WAIT_STATES {
+        while q > 0 && (dist < MAX_WAIT_STATES || run) {
             q -= 1;
             match stream.nodes[q] {
-                Node::Slot(s) => dist += self.pads[s as usize],
+                Node::Slot(s) => {
+                    dist += self.pads[s as usize];
+                    run &= self.pads[s as usize] == 0;
+                }
                 Node::Inst { facts, inserted } => {
                     let w = &stream.facts[facts as usize];
-                    if inserted || self.reader_inserted {
-                        self.found(dist, required(t, w, self.reader));
-                    }
-                    if w.is_call() {
-                        // The callee ran between: unknown history.
-                        self.unknown(dist + 1);
+                    if !self.step(w, inserted, &mut dist, &mut run) {
                         return;
                     }
-                    dist += w.wait_states();
+                }
+                Node::Run(r) if run && self.reader.kind & CLAUSES != 0 => {
+                    // A soft clause may reach into it: one by one.
+                    for &id in stream.runs[r as usize].ids.iter().rev() {
+                        if !(dist < MAX_WAIT_STATES || run) {
+                            return;
+                        }
+                        let w = &stream.facts[id as usize];
+                        if !self.step(w, true, &mut dist, &mut run) {
+                            return;
+                        }
+                    }
                 }
                 Node::Run(r) => {
-                    // Only its writers and its last call can matter.
+                    // Only its writers and its last call can matter (the
+                    // reader joins no soft clause reaching into it).
+                    run = false;
                     let run = &stream.runs[r as usize];
                     for &(d, id) in &run.writers {
                         let at = dist.saturating_add(d);
@@ -1199,7 +1398,7 @@ impl Walk<'_> {
                         return;
                     }
                     for &pb in &flow.preds[b] {
-                        self.back(flow.block_end[pb], dist, depth + 1);
+                        self.back(flow.block_end[pb], dist, run, depth + 1);
                     }
                     if !flow.linear_entry[b] {
                         return;
@@ -1207,6 +1406,23 @@ impl Walk<'_> {
                 }
             }
         }
+    }
+
+    /// Looks at writer `w`, `dist` wait states before the reader, and
+    /// moves past it; false when the search ends there (a call).
+    fn step(&mut self, w: &Facts, inserted: bool, dist: &mut u32, run: &mut bool) -> bool {
+        if inserted || self.reader_inserted {
+            let need = required_at(self.t, w, self.reader, *dist, *run);
+            self.found(*dist, need);
+        }
+        if w.is_call() {
+            // The callee ran between: unknown history.
+            self.unknown(*dist + 1);
+            return false;
+        }
+        *run &= continues_clause(w, self.reader);
+        *dist += w.wait_states();
+        true
     }
 
     fn unknown(&mut self, dist: u32) {
@@ -1333,6 +1549,29 @@ mod tests {
             assert_eq!(distance(t, "v_cmpx_eq_u32_e32 vcc, v1, v2", r), 5);
             assert_eq!(distance(t, "v_add_u32_e32 v1, v2, v3", r), 2);
             assert_eq!(distance(t, "v_add_u32_e32 v5, v2, v3", r), 0);
+            // Any writer, and the DPP's old destination value too
+            // (llc-19 pads each of these by 2).
+            let dpp = "$vgpr0 = V_MOV_B32_dpp $vgpr0, $vgpr1, 177, 15, 15, 0, implicit $exec";
+            for (w, w_mir) in [
+                (
+                    "ds_read_b32 v1, v7",
+                    "$vgpr1 = DS_READ_B32 $vgpr7, 0, 0, implicit $m0, implicit $exec",
+                ),
+                (
+                    "global_load_dword v1, v[4:5], off",
+                    "$vgpr1 = GLOBAL_LOAD_DWORD $vgpr4_vgpr5, 0, 0, implicit $exec",
+                ),
+                (
+                    "v_writelane_b32 v1, s0, 0",
+                    "$vgpr1 = V_WRITELANE_B32 $sgpr0, 0, $vgpr1",
+                ),
+                (
+                    "v_add_u32_e32 v0, v2, v3",
+                    "$vgpr0 = V_ADD_U32_e32 $vgpr2, $vgpr3, implicit $exec",
+                ),
+            ] {
+                assert_eq!(distance(t, w, r), llc_wait_states(t, w_mir, dpp), "{w}");
+            }
         }
     }
 
@@ -1395,6 +1634,152 @@ mod tests {
         assert_eq!(distance(Target::Gfx942, w, "v_readfirstlane_b32 s4, v1"), 1);
     }
 
+    /// Wait states llc-19's hazard recognizer puts between two
+    /// instructions given in MIR (`post-RA-hazard-rec`), XNACK on (as our
+    /// rules assume): the oracle for the rules below.
+    fn llc_wait_states(t: Target, writer: &str, reader: &str) -> u32 {
+        let mir = format!(
+            "---\nname: pair\nbody: |\n  bb.0:\n    {writer}\n    {reader}\n    S_ENDPGM 0\n...\n"
+        );
+        let out = std::process::Command::new("llc-19")
+            .args([
+                "-march=amdgcn",
+                &format!("-mcpu={}", t.name()),
+                "-mattr=+xnack",
+                "-run-pass=post-RA-hazard-rec",
+                "-x",
+                "mir",
+                "-",
+                "-o",
+                "-",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().map(|mut s| s.write_all(mir.as_bytes()));
+                c.wait_with_output()
+            })
+            .expect("llc-19 (scripts/install-deps installs llvm-19)");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{mir}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text.lines()
+            .filter_map(|l| l.trim().strip_prefix("S_NOP "))
+            .map(|n| n.trim().parse::<u32>().unwrap() + 1)
+            .sum()
+    }
+
+    #[test]
+    fn gfx942_late_forwarding_matches_llc() {
+        const MODE: &str = "implicit $mode, implicit $exec";
+        // (writer asm, writer MIR, reader asm, reader MIR)
+        let add = (
+            "v_add_f32_e32 v2, v0, v3",
+            format!("$vgpr2 = V_ADD_F32_e32 $vgpr0, $vgpr3, {MODE}"),
+        );
+        let exp = (
+            "v_exp_f32_e32 v0, v1",
+            format!("$vgpr0 = V_EXP_F32_e32 $vgpr1, {MODE}"),
+        );
+        let sqrt64 = (
+            "v_sqrt_f64_e32 v[0:1], v[4:5]",
+            format!("$vgpr0_vgpr1 = V_SQRT_F64_e32 $vgpr4_vgpr5, {MODE}"),
+        );
+        let word1 = (
+            "v_mov_b32_sdwa v0, v1 dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE src0_sel:DWORD",
+            "$vgpr0 = V_MOV_B32_sdwa 0, $vgpr1, 0, 5, 2, 6, implicit $exec, implicit $vgpr0(tied-def 0)"
+                .to_string(),
+        );
+        let dword = (
+            "v_mov_b32_sdwa v0, v1 dst_sel:DWORD src0_sel:WORD_1",
+            "$vgpr0 = V_MOV_B32_sdwa 0, $vgpr1, 0, 6, 2, 5, implicit $exec, implicit $vgpr0(tied-def 0)"
+                .to_string(),
+        );
+        let opsel = (
+            "v_mad_u16 v0, v1, v6, v3 op_sel:[0,0,0,1]",
+            "$vgpr0 = V_MAD_U16_gfx9_e64 8, $vgpr1, 0, $vgpr6, 0, $vgpr3, 0, 0, implicit $exec"
+                .to_string(),
+        );
+        let pk = (
+            "v_pk_add_f16 v0, v1, v6",
+            format!("$vgpr0 = V_PK_ADD_F16 8, $vgpr1, 8, $vgpr6, 0, 0, 0, 0, 0, {MODE}"),
+        );
+        let carry = (
+            "v_add_co_u32_e64 v0, s[64:65], v1, v6",
+            "$vgpr0, $sgpr64_sgpr65 = V_ADD_CO_U32_e64 $vgpr1, $vgpr6, 0, implicit $exec"
+                .to_string(),
+        );
+        let cases = [
+            (&exp, add.clone()),
+            (
+                &exp,
+                (
+                    "v_sqrt_f32_e32 v2, v0",
+                    format!("$vgpr2 = V_SQRT_F32_e32 $vgpr0, {MODE}"),
+                ),
+            ),
+            (
+                &exp,
+                (
+                    "v_add_f32_e32 v0, v4, v3",
+                    format!("$vgpr0 = V_ADD_F32_e32 $vgpr4, $vgpr3, {MODE}"),
+                ),
+            ),
+            (
+                &exp,
+                (
+                    "v_readfirstlane_b32 s0, v0",
+                    "$sgpr0 = V_READFIRSTLANE_B32 $vgpr0, implicit $exec".into(),
+                ),
+            ),
+            (
+                &exp,
+                (
+                    "global_store_dword v[2:3], v0, off",
+                    "GLOBAL_STORE_DWORD $vgpr2_vgpr3, $vgpr0, 0, 0, implicit $exec".into(),
+                ),
+            ),
+            (
+                &sqrt64,
+                (
+                    "v_add_f32_e32 v2, v1, v3",
+                    format!("$vgpr2 = V_ADD_F32_e32 $vgpr1, $vgpr3, {MODE}"),
+                ),
+            ),
+            (&word1, add.clone()),
+            (
+                &word1,
+                (
+                    "v_readfirstlane_b32 s0, v0",
+                    "$sgpr0 = V_READFIRSTLANE_B32 $vgpr0, implicit $exec".into(),
+                ),
+            ),
+            (&dword, add.clone()),
+            (&opsel, add.clone()),
+            (&pk, add.clone()),
+            (&carry, add.clone()),
+        ];
+        for t in [Target::Gfx90a, Target::Gfx942] {
+            for (w, r) in &cases {
+                let want = llc_wait_states(t, &w.1, &r.1);
+                assert_eq!(
+                    distance(t, w.0, r.0),
+                    want,
+                    "{} / {} on {}",
+                    w.0,
+                    r.0,
+                    t.name()
+                );
+            }
+        }
+    }
+
     #[test]
     fn valu_exec_then_lane_ops_and_mfma() {
         for t in ALL {
@@ -1423,12 +1808,135 @@ mod tests {
 
     #[test]
     fn wide_store_then_valu_write() {
+        let mov = |r: &str| {
+            let asm = format!("v_mov_b32_e32 {r}, 0");
+            (
+                asm,
+                format!("$vgpr{} = V_MOV_B32_e32 0, implicit $exec", &r[1..]),
+            )
+        };
+        let cases = [
+            ("global_store_dwordx4 v[0:1], v[4:7], off", "GLOBAL_STORE_DWORDX4 $vgpr0_vgpr1, $vgpr4_vgpr5_vgpr6_vgpr7, 0, 0, implicit $exec", "v5"),
+            ("global_store_dwordx4 v[0:1], v[4:7], off", "GLOBAL_STORE_DWORDX4 $vgpr0_vgpr1, $vgpr4_vgpr5_vgpr6_vgpr7, 0, 0, implicit $exec", "v8"),
+            ("global_store_dwordx4 v[0:1], v[4:7], off", "GLOBAL_STORE_DWORDX4 $vgpr0_vgpr1, $vgpr4_vgpr5_vgpr6_vgpr7, 0, 0, implicit $exec", "v0"),
+            ("global_store_dwordx2 v[0:1], v[4:5], off", "GLOBAL_STORE_DWORDX2 $vgpr0_vgpr1, $vgpr4_vgpr5, 0, 0, implicit $exec", "v5"),
+            ("global_store_dwordx3 v0, v[2:4], s[0:1]", "GLOBAL_STORE_DWORDX3_SADDR $vgpr0, $vgpr2_vgpr3_vgpr4, $sgpr0_sgpr1, 0, 0, implicit $exec", "v3"),
+            ("flat_store_dwordx3 v[0:1], v[2:4]", "FLAT_STORE_DWORDX3 $vgpr0_vgpr1, $vgpr2_vgpr3_vgpr4, 0, 0, implicit $exec, implicit $flat_scr", "v4"),
+            ("buffer_store_dwordx3 v[2:4], off, s[0:3], 0", "BUFFER_STORE_DWORDX3_OFFSET $vgpr2_vgpr3_vgpr4, $sgpr0_sgpr1_sgpr2_sgpr3, 0, 0, 0, 0, implicit $exec", "v3"),
+            // An atomic returning its old value reads wide data too.
+            ("global_atomic_cmpswap_x2 v[6:7], v[0:1], v[2:5], off glc", "$vgpr6_vgpr7 = GLOBAL_ATOMIC_CMPSWAP_X2_RTN $vgpr0_vgpr1, $vgpr2_vgpr3_vgpr4_vgpr5, 0, 1, implicit $exec", "v4"),
+            ("global_atomic_cmpswap_x2 v[0:1], v[2:5], off", "GLOBAL_ATOMIC_CMPSWAP_X2 $vgpr0_vgpr1, $vgpr2_vgpr3_vgpr4_vgpr5, 0, 0, implicit $exec", "v2"),
+            ("global_load_dwordx4 v[2:5], v[0:1], off", "$vgpr2_vgpr3_vgpr4_vgpr5 = GLOBAL_LOAD_DWORDX4 $vgpr0_vgpr1, 0, 0, implicit $exec", "v0"),
+        ];
         for t in ALL {
-            let w = "global_store_dwordx4 v[0:1], v[4:7], off";
-            assert_eq!(distance(t, w, "v_mov_b32_e32 v5, 0"), 1);
-            assert_eq!(distance(t, w, "v_mov_b32_e32 v8, 0"), 0);
-            let narrow = "global_store_dwordx2 v[0:1], v[4:5], off";
-            assert_eq!(distance(t, narrow, "v_mov_b32_e32 v5, 0"), 0);
+            for (w, w_mir, reg) in cases {
+                let (r, r_mir) = mov(reg);
+                // gfx942 spells "return the old value" sc0.
+                let w = &match t {
+                    Target::Gfx942 => w.replace(" glc", " sc0"),
+                    _ => w.to_string(),
+                };
+                let want = llc_wait_states(t, w_mir, &r_mir);
+                assert_eq!(distance(t, w, &r), want, "{w} / {r} on {}", t.name());
+            }
+        }
+    }
+
+    #[test]
+    fn xnack_soft_clauses_match_llc() {
+        const X: &str = "implicit $exec";
+        let gload = |d: u8, a: u8| {
+            (
+                format!("global_load_dword v{d}, v[{a}:{}], off", a + 1),
+                format!(
+                    "$vgpr{d} = GLOBAL_LOAD_DWORD $vgpr{a}_vgpr{}, 0, 0, {X}",
+                    a + 1
+                ),
+            )
+        };
+        let gstore = (
+            "global_store_dword v[6:7], v8, off".to_string(),
+            format!("GLOBAL_STORE_DWORD $vgpr6_vgpr7, $vgpr8, 0, 0, {X}"),
+        );
+        let sload = |d: &str, dm: &str, a: u8, off: u8| {
+            let x2 = d.contains(':');
+            (
+                format!(
+                    "s_load_dword{} {d}, s[{a}:{}], {off:#x}",
+                    if x2 { "x2" } else { "" },
+                    a + 1
+                ),
+                format!(
+                    "{dm} = S_LOAD_DWORD{}_IMM $sgpr{a}_sgpr{}, {off}, 0",
+                    if x2 { "X2" } else { "" },
+                    a + 1
+                ),
+            )
+        };
+        let cases = [
+            // A store after a load of the clause; loads whose registers
+            // overlap; an independent pair.
+            (gload(2, 4), gstore.clone()),
+            (gload(2, 4), gload(3, 2)),
+            (gload(2, 4), gload(3, 6)),
+            (gload(2, 4), gload(6, 6)),
+            (
+                (
+                    "buffer_load_dword v2, off, s[0:3], 0".to_string(),
+                    format!("$vgpr2 = BUFFER_LOAD_DWORD_OFFSET $sgpr0_sgpr1_sgpr2_sgpr3, 0, 0, 0, 0, {X}"),
+                ),
+                gstore.clone(),
+            ),
+            (
+                gload(2, 4),
+                (
+                    "ds_write_b32 v6, v8".to_string(),
+                    format!("DS_WRITE_B32 $vgpr6, $vgpr8, 0, 0, implicit $m0, {X}"),
+                ),
+            ),
+            (
+                sload("s0", "$sgpr0", 4, 0),
+                (
+                    "s_store_dword s8, s[6:7], 0x0".to_string(),
+                    "S_STORE_DWORD_IMM $sgpr8, $sgpr6_sgpr7, 0, 0".to_string(),
+                ),
+            ),
+            (sload("s[0:1]", "$sgpr0_sgpr1", 4, 0), sload("s2", "$sgpr2", 0, 0)),
+            (sload("s0", "$sgpr0", 4, 0), sload("s[4:5]", "$sgpr4_sgpr5", 4, 8)),
+            (sload("s0", "$sgpr0", 4, 0), sload("s1", "$sgpr1", 6, 0)),
+            (
+                sload("s[0:1]", "$sgpr0_sgpr1", 4, 0),
+                (
+                    "global_load_dword v2, v3, s[0:1]".to_string(),
+                    format!("$vgpr2 = GLOBAL_LOAD_DWORD_SADDR $sgpr0_sgpr1, $vgpr3, 0, 0, {X}"),
+                ),
+            ),
+        ];
+        for t in ALL {
+            for (w, r) in &cases {
+                let want = llc_wait_states(t, &w.1, &r.1);
+                assert_eq!(
+                    distance(t, &w.0, &r.0),
+                    want,
+                    "{} / {} on {}",
+                    w.0,
+                    r.0,
+                    t.name()
+                );
+            }
+            // Conservative where LLVM is not: a load overwriting what a
+            // store before it in the clause read (LLVM looks only at
+            // clauses whose earlier instructions write registers).
+            let (st, ld) = (&gstore, gload(6, 6));
+            assert_eq!(llc_wait_states(t, &st.1, &ld.1), 0);
+            assert_eq!(distance(t, &st.0, &ld.0), 1);
+            // Clause-wide: the first of three adjacent loads writes what
+            // the third reads; a nop anywhere between breaks the clause.
+            let [a, b, c] = [gload(2, 4), gload(3, 6), gload(9, 2)].map(|x| asm(t, &x.0)[0]);
+            let nop = nops(t, 1)[0];
+            assert_eq!(violations(t, &[(a, true), (b, false), (c, false)]).len(), 1);
+            assert!(violations(t, &[(a, true), (b, false), (nop, true), (c, false)]).is_empty());
+            assert!(violations(t, &[(a, true), (nop, true), (b, false), (c, false)]).is_empty());
         }
     }
 

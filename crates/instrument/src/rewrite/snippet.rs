@@ -4,7 +4,9 @@
 
 use inlay_isa::{Instruction, Target};
 
-use super::hazards::{required, required_after_unknown, Facts, FactsTable, MAX_WAIT_STATES};
+use super::hazards::{
+    continues_clause, required_after_unknown, required_at, Facts, FactsTable, MAX_WAIT_STATES,
+};
 
 use super::RewriteError;
 
@@ -148,7 +150,7 @@ impl Snippet {
                 k += 1;
                 continue;
             }
-            let need = self.deficit(t, (&table.facts, &ids), k, k, 0, 0, false);
+            let need = self.deficit(t, (&table.facts, &ids), k, k, (0, true), 0, false);
             if need > 0 {
                 let nops = super::hazards::nops(t, need);
                 let c = nops.len();
@@ -173,7 +175,8 @@ impl Snippet {
     }
 
     /// Wait states reader `r` lacks from writers before position `end`,
-    /// `dist` wait states away, following branches that land on the way;
+    /// `dist` wait states away (`run`: all of them memory instructions of
+    /// `r`'s soft-clause kind), following branches that land on the way;
     /// `via_branch`: `end - 1` is a branch to `end`.
     #[allow(clippy::too_many_arguments)]
     fn deficit(
@@ -182,17 +185,25 @@ impl Snippet {
         (facts, ids): (&[Facts], &[u32]),
         r: usize,
         end: usize,
-        mut dist: u32,
+        (mut dist, mut run): (u32, bool),
         depth: u32,
         via_branch: bool,
     ) -> u32 {
         let of = |k: usize| &facts[ids[k] as usize];
         let mut need = 0;
         let mut q = end;
-        while q > 0 && dist < MAX_WAIT_STATES && depth < 16 {
+        while q > 0 && (dist < MAX_WAIT_STATES || run) && depth < 16 {
             for &(b, to) in &self.branches {
                 if to == q {
-                    need = need.max(self.deficit(t, (facts, ids), r, b + 1, dist, depth + 1, true));
+                    need = need.max(self.deficit(
+                        t,
+                        (facts, ids),
+                        r,
+                        b + 1,
+                        (dist, run),
+                        depth + 1,
+                        true,
+                    ));
                 }
             }
             let p = q - 1;
@@ -205,7 +216,8 @@ impl Snippet {
                 need = need.max(required_after_unknown(t, of(r), false).saturating_sub(dist));
                 break;
             }
-            need = need.max(required(t, of(p), of(r)).saturating_sub(dist));
+            need = need.max(required_at(t, of(p), of(r), dist, run).saturating_sub(dist));
+            run &= continues_clause(of(p), of(r));
             dist += of(p).wait_states();
             q = p;
         }
