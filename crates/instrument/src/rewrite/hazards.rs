@@ -230,7 +230,7 @@ impl Split {
 
 /// Scalar registers a VALU's scalar results land in: SGPRs, VCC, TTMPs.
 const SCALAR_RESULTS: u128 =
-    (1 << bits::NUM_SGPRS) - 1 | 0b11 << bits::VCC | 0xffff << bits::TTMP_BASE;
+    ((1 << bits::NUM_SGPRS) - 1) | (0b11 << bits::VCC) | (0xffff << bits::TTMP_BASE);
 const VCC_BITS: u128 = 0b11 << bits::VCC;
 const EXEC_BITS: u128 = 0b11 << bits::EXEC;
 const M0_BIT: u128 = 1 << bits::M0;
