@@ -686,13 +686,18 @@ fn soft_clause_hazard(w: &Facts, r: &Facts) -> bool {
         return false;
     }
     if !(w.exact && r.exact) {
-        let w_writes = w.used().iter().any(|u| u.access.writes());
-        return w_writes && (r.may_store() || w.writes_any_read_by(r) || r.writes_any_read_by(r))
-            || r.writes_any_read_by(w);
+        return soft_clause_hazard_listed(w, r);
     }
     w.kind & WRITES != 0
         && (r.kind & STORES != 0 || w.writes.meets(&r.reads) || r.writes.meets(&r.reads))
         || r.writes.meets(&w.reads)
+}
+
+/// [`soft_clause_hazard`] register by register.
+fn soft_clause_hazard_listed(w: &Facts, r: &Facts) -> bool {
+    let w_writes = w.used().iter().any(|u| u.access.writes());
+    w_writes && (r.may_store() || w.writes_any_read_by(r) || r.writes_any_read_by(r))
+        || r.writes_any_read_by(w)
 }
 
 /// Wait states `r` needs after `w` when `dist` wait states lie between
@@ -2003,6 +2008,54 @@ mod tests {
         Node::Inst {
             facts: tb.id(&i),
             inserted,
+        }
+    }
+
+    /// The bit-set forms of the rules say what the register-by-register
+    /// forms (which the tests above check against llc-19 and AMD's
+    /// tables) say, for every pair of the distinct instructions of the
+    /// fixture kernels.
+    #[test]
+    fn bit_sets_agree_with_the_register_lists() {
+        let mut tb = FactsTable::default();
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/gfx90a/v5");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+            let Ok(co) = inlay_codeobj::CodeObject::parse(&bytes) else {
+                continue;
+            };
+            for k in &co.kernels {
+                if let Ok(p) = crate::lift::lift(&co, k.name) {
+                    for ins in &p.insts {
+                        tb.id(&ins.inst);
+                    }
+                }
+            }
+        }
+        let facts = &tb.facts;
+        assert!(facts.len() > 200, "{} distinct instructions", facts.len());
+        for w in facts {
+            assert!(w.exact, "{}", w.name());
+            for mfma in [false, true] {
+                let listed = required_after_unknown_listed(w.inst.target(), w, mfma);
+                assert_eq!(required_after_unknown(Target::Gfx90a, w, mfma), listed);
+            }
+            for r in facts {
+                for t in [Target::Gfx90a, Target::Gfx942] {
+                    let (fast, listed) = (required(t, w, r), required_listed(t, w, r));
+                    assert_eq!(fast, listed, "{} / {}", w.name(), r.name());
+                }
+                let same_clause = w.clause_kind().is_some() && w.clause_kind() == r.clause_kind();
+                let listed = same_clause && soft_clause_hazard_listed(w, r);
+                assert_eq!(
+                    soft_clause_hazard(w, r),
+                    listed,
+                    "{} / {}",
+                    w.name(),
+                    r.name()
+                );
+                assert_eq!(continues_clause(w, r), same_clause);
+            }
         }
     }
 
