@@ -2011,6 +2011,11 @@ impl<'a> Placed<'a> {
             .sum()
     }
 
+    /// The distinct call sequences' instructions (constants not patched in).
+    pub(super) fn instructions(&self) -> impl Iterator<Item = &Instruction> {
+        self.templates.iter().flat_map(|t| t.code.iter())
+    }
+
     /// Instructions (the static count).
     pub(super) fn insts(&self) -> usize {
         self.calls
