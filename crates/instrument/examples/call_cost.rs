@@ -180,7 +180,7 @@ fn table(
     }
     print!("{runs:>10}");
     for t in &total {
-        print!(" {:>10.1}", *t as f64 / runs.max(1) as f64);
+        print!(" {:>10.2}", *t as f64 / runs.max(1) as f64);
     }
     println!("  all kernels");
 }

@@ -255,6 +255,12 @@ pub struct HookInfo {
     /// The module's global offset table (ELF virtual addresses, start and
     /// end): symbols' addresses, written by the loader and only read after.
     pub got: Option<(u64, u64)>,
+    /// Per entry of that table the module's own relocations fill with the
+    /// address of a symbol it defines: the entry's address and the
+    /// alignment (bytes) that address is known to have (the symbol's
+    /// offset's, at most the module's segment alignment, which the loader
+    /// keeps).
+    pub got_align: Vec<(u64, u64)>,
 }
 
 /// Why a hook module or one of its hooks cannot be used.
@@ -545,7 +551,39 @@ fn analyse_hook(
         program: Arc::new(program),
         liveness: Arc::new(liveness),
         got: co.section(".got").map(|g| (g.addr, g.addr + g.size)),
+        got_align: got_align(co),
     })
+}
+
+/// See [`HookInfo::got_align`].
+fn got_align(co: &CodeObject<'_>) -> Vec<(u64, u64)> {
+    const PT_LOAD: u32 = 1;
+    let Some(got) = co.section(".got") else {
+        return Vec::new();
+    };
+    let segments = co
+        .segments
+        .iter()
+        .filter(|s| s.p_type == PT_LOAD)
+        .map(|s| s.align.max(1))
+        .max()
+        .map_or(1, |a| 1u64 << (63 - a.leading_zeros()));
+    co.relocations
+        .iter()
+        .filter(|r| {
+            r.r_type == inlay_codeobj::reloc::RelocType::ABS64
+                && (got.addr..got.addr + got.size).contains(&r.offset)
+        })
+        .filter_map(|r| {
+            let at = r.symbol_value?.wrapping_add(r.addend as u64);
+            let align = if at == 0 {
+                segments
+            } else {
+                1 << at.trailing_zeros()
+            };
+            Some((r.offset, align.min(segments)))
+        })
+        .collect()
 }
 
 /// VGPRs `v0..v31` some path from the entry of function 0 reads before

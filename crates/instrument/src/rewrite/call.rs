@@ -1919,6 +1919,9 @@ pub(super) struct Calls<'a> {
     hook_sgprs: u16,
     hook_vgprs: u16,
     hook_agprs: u16,
+    /// The inlined hooks' bodies, simplified while planning (for the
+    /// constants they read), for placing.
+    bodies: std::cell::RefCell<super::inline::Bodies>,
 }
 
 /// One call's code: its template (by index), and the call whose
@@ -2018,6 +2021,11 @@ impl<'a> Placed<'a> {
             .iter()
             .map(|c| self.templates[c.template as usize].relocations())
             .sum()
+    }
+
+    /// The distinct call sequences' instructions (constants not patched in).
+    pub(super) fn instructions(&self) -> impl Iterator<Item = &Instruction> {
+        self.templates.iter().flat_map(|t| t.code.iter())
     }
 
     /// Instructions (the static count).
@@ -2142,12 +2150,18 @@ impl<'a> Calls<'a> {
             .filter(|&(_, sites)| sites >= KEEP_ADDRESS_FROM)
             .map(|(g, _)| g)
             .collect();
+        // The constants inlined bodies read from many sites: kept too.
+        let mut bodies = super::inline::Bodies::new(&reqs);
+        let constants = bodies.constants(asm, &reqs, KEEP_ADDRESS_FROM);
         let state = super::preamble::launch_state(
             asm,
             descriptor,
             &needs,
-            &hooks,
-            &got,
+            &super::preamble::Kept {
+                hooks: &hooks,
+                got: &got,
+                constants: &constants,
+            },
             &an.program.kernel,
             &avoid,
         )
@@ -2166,6 +2180,7 @@ impl<'a> Calls<'a> {
             hook_sgprs: hs,
             hook_vgprs: hv,
             hook_agprs: ha,
+            bodies: std::cell::RefCell::new(bodies),
         })
     }
 
@@ -2269,7 +2284,7 @@ impl<'a> Calls<'a> {
         let mut by_inputs: std::collections::HashMap<Box<[u64]>, usize, FastHash> =
             Default::default();
         let mut inputs = Vec::new();
-        let mut bodies = super::inline::Bodies::default();
+        let mut bodies = self.bodies.borrow_mut();
         for r in &self.reqs {
             ctx.call_key(r, &mut inputs);
             inputs.push(r.call.placement as u64);

@@ -28,7 +28,9 @@
 //!    VCC and M0 into dead SGPRs when live and written by what follows;
 //!    EXEC likewise for a once-per-wave hook.
 //! 2. EXEC: one lane for a once-per-wave hook (the lowest on, lane 0 when
-//!    none is), in which its arguments are computed, straight into the
+//!    none is) whose simplified body names anything vector (a body left
+//!    scalar runs once whatever EXEC holds: EXEC is left alone), in which
+//!    its arguments are computed, straight into the
 //!    registers the hook reads them from (a dword the body does not read
 //!    is not computed; a constant is an inline constant or a literal the
 //!    template patches; EXEC and SCC come from their saves once changed).
@@ -37,7 +39,9 @@
 //! 4. A per-lane hook's code is skipped when no lane is on.
 //! 5. The body: each instruction with its registers renamed, the leading
 //!    `s_waitcnt 0` of the calling convention dropped (and any wait before
-//!    the body's first memory instruction: step 1 did what they did),
+//!    the body's first memory instruction: step 1 did what they did; and
+//!    any wait no later instruction of the body needs: see
+//!    [`waits_for_something`]),
 //!    branches re-aimed inside the copy, `s_setpc_b64 s[30:31]` a branch to
 //!    the end (the last one falls through), each `s_getpc_b64` (with the
 //!    offset clang adds to it) as an `s_getpc_b64` and relocated adds that
@@ -107,6 +111,10 @@ pub(super) struct Body {
     /// A memory instruction writes registers: they may still be arriving
     /// when the body ends.
     loads: bool,
+    /// It names EXEC, VGPRs or AGPRs (or runs under EXEC): a once-per-wave
+    /// hook's body then runs in one lane; one that does not runs as it
+    /// finds the wave (its scalar code runs once whatever EXEC holds).
+    vector: bool,
     entry: u64,
     /// Registers it reads before writing them (its inputs: arguments and
     /// ABI inputs not in it need not be set).
@@ -114,6 +122,10 @@ pub(super) struct Body {
     /// SGPR pairs written only by [`Kind::Got`] of one table entry (its
     /// distance): they may be the entry's home.
     got_pairs: Vec<(u16, i64)>,
+    /// SGPR pairs written only by `s_mov_b64` of one 64-bit inline
+    /// constant (its value): when the body does not read them first, they
+    /// may be a home of that constant.
+    constant_pairs: Vec<(u16, u64)>,
 }
 
 impl Body {
@@ -168,10 +180,13 @@ impl Body {
         let mut written = RegSet::new();
         let (mut writes_vcc, mut writes_m0, mut writes_scc, mut loads) =
             (false, false, false, false);
+        let mut vector = false;
         for &(at, i, kind) in &insts {
             let is_memory = is_memory(&i);
             for u in info(&i).used_registers() {
                 let r = u.register;
+                vector |= matches!(r.file, RegFile::Vgpr | RegFile::Agpr | RegFile::Exec)
+                    && kind != Kind::Return;
                 match r.file {
                     RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr => {
                         if kind == Kind::Return {
@@ -210,8 +225,9 @@ impl Body {
                     }
                 }
             }
-            // The relocated literals of a s_getpc_b64 are added with SCC.
-            writes_scc |= matches!(kind, Kind::Getpc(_) | Kind::Got(_));
+            // The relocated literals of a s_getpc_b64 are added with SCC
+            // (a table entry's: when no home keeps it, see `got_scc`).
+            writes_scc |= matches!(kind, Kind::Getpc(_));
         }
         Ok(Body {
             runs: runs(tuples),
@@ -220,9 +236,11 @@ impl Body {
             writes_m0,
             writes_scc,
             loads,
+            vector,
             entry,
             live_in: RegSet::all(),
             got_pairs: got_pairs(&insts),
+            constant_pairs: constant_pairs(&insts),
             insts,
         })
     }
@@ -237,6 +255,15 @@ impl Body {
             live_in,
             ..Body::of(insts, self.entry)?
         })
+    }
+
+    /// The constants of [`Body::constant_pairs`] the body does not read
+    /// before setting (a home of one may stand for its pair).
+    fn home_constants(&self) -> impl Iterator<Item = u64> + '_ {
+        self.constant_pairs
+            .iter()
+            .filter(|&&(p, _)| !self.live_in.any_in(p, 2))
+            .map(|&(_, c)| c)
     }
 
     /// Instructions of the hook's code (what a call runs besides its own
@@ -387,6 +414,40 @@ fn got_pairs(insts: &[(u64, Instruction, Kind)]) -> Vec<(u16, i64)> {
         .collect()
 }
 
+/// See [`Body::constant_pairs`].
+fn constant_pairs(insts: &[(u64, Instruction, Kind)]) -> Vec<(u16, u64)> {
+    let mut seen: Vec<(u16, Option<u64>)> = Vec::new();
+    for &(_, i, kind) in insts {
+        let constant = match (kind, i.mnemonic(), i.operand(0), i.operand(1)) {
+            (
+                Kind::Plain,
+                "s_mov_b64",
+                Some(Operand::Sgpr { first, count: 2 }),
+                Some(Operand::Inline(c)),
+            ) => super::simplify::inline_int(c).map(|v| (first, i64::from(v) as u64)),
+            _ => None,
+        };
+        for u in info(&i).used_registers() {
+            let r = u.register;
+            if !u.access.writes() || r.file != RegFile::Sgpr {
+                continue;
+            }
+            for n in r.first..r.first + u16::from(r.count) {
+                let pair = n & !1;
+                let c = constant.filter(|&(p, _)| p == pair).map(|(_, c)| c);
+                match seen.iter_mut().find(|(p, _)| *p == pair) {
+                    Some((_, x)) if *x != c => *x = None,
+                    Some(_) => {}
+                    None => seen.push((pair, c)),
+                }
+            }
+        }
+    }
+    seen.into_iter()
+        .filter_map(|(p, c)| Some((p, c?)))
+        .collect()
+}
+
 /// The global-offset-table entries (distances from the hook's entry) the
 /// hook's inlined code loads.
 pub(super) fn got_slots(h: &HookInfo) -> Vec<i64> {
@@ -414,6 +475,41 @@ pub(super) fn is_memory(i: &Instruction) -> bool {
             | Encoding::Mtbuf
             | Encoding::Mimg
     )
+}
+
+/// Per instruction: whether a wait there may be needed by the body — some
+/// instruction after it is a memory instruction (a table entry's load
+/// included) or reads a register a memory instruction of the body writes
+/// (meaningful without branches back). A wait that is not needed guards
+/// only the body's stores and non-returning atomics (or nothing): dropped,
+/// the operations stay outstanding past the body. That is exact: what the
+/// body's loads still write is waited for after it (step 6), and the
+/// application's own waits only become stricter with one more operation
+/// outstanding — a wait for count <= N lets at most N of the
+/// application's operations be outstanding still, and it relied on them
+/// completing in order among themselves (vmcnt; LLVM waits lgkmcnt(0) for
+/// SMEM, which completes out of order), which the extra one does not
+/// change.
+fn waits_for_something(insts: &[(u64, Instruction, Kind)]) -> Vec<bool> {
+    let mut loaded = RegSet::new();
+    for &(_, i, kind) in insts {
+        for u in info(&i).used_registers() {
+            if (is_memory(&i) || matches!(kind, Kind::Got(_))) && u.access.writes() {
+                loaded.union_with(&RegSet::of(&u.register));
+            }
+        }
+    }
+    let mut out = vec![false; insts.len()];
+    let mut later = false;
+    for (k, &(_, i, kind)) in insts.iter().enumerate().rev() {
+        out[k] = later;
+        later |= is_memory(&i)
+            || matches!(kind, Kind::Got(_))
+            || info(&i).used_registers().iter().any(|u| {
+                u.access.reads() && !RegSet::of(&u.register).intersection(&loaded).is_empty()
+            });
+    }
+    out
 }
 
 fn is_full_wait(i: &Instruction) -> bool {
@@ -545,9 +641,65 @@ pub(super) enum Placing<'r, 'a> {
 pub(super) struct Bodies {
     hooks: std::collections::HashMap<*const HookInfo, Result<Arc<Body>, String>>,
     simplified: std::collections::HashMap<(*const HookInfo, Facts), Result<Arc<Body>, String>>,
+    /// Per hook module (index): the one atomic family every memory access
+    /// of its hooks placed in the kernel makes (see [`Facts`]).
+    families: std::collections::HashMap<usize, Option<&'static str>>,
 }
 
 impl Bodies {
+    /// Bodies for the hooks of `reqs`.
+    pub(super) fn new(reqs: &[Request<'_>]) -> Bodies {
+        let mut b = Bodies::default();
+        let mut modules: Vec<usize> = reqs.iter().map(|r| r.call.module).collect();
+        modules.sort_unstable();
+        modules.dedup();
+        for m in modules {
+            let mut family = None;
+            let mut seen: Vec<*const HookInfo> = Vec::new();
+            let mut ok = true;
+            for r in reqs.iter().filter(|r| r.call.module == m) {
+                if seen.contains(&(r.hook as *const HookInfo)) {
+                    continue;
+                }
+                seen.push(r.hook);
+                ok &= b
+                    .get(r.hook)
+                    .is_ok_and(|body| accesses_commute(&body.insts, &mut family));
+            }
+            b.families.insert(m, family.filter(|_| ok));
+        }
+        b
+    }
+
+    /// The 64-bit constants the simplified bodies of `reqs` that may be
+    /// inlined set into a pair they only read otherwise, each set at
+    /// `min_sites` sites or more (in order of first use).
+    pub(super) fn constants(
+        &mut self,
+        asm: &Asm,
+        reqs: &[Request<'_>],
+        min_sites: usize,
+    ) -> Vec<u64> {
+        let mut count: Vec<(u64, usize)> = Vec::new();
+        for r in reqs.iter().filter(|r| r.call.placement != Placement::Call) {
+            let facts = facts(r, self);
+            let Ok(body) = self.get_simplified(asm, r.hook, facts) else {
+                continue;
+            };
+            for c in body.home_constants() {
+                match count.iter_mut().find(|(x, _)| *x == c) {
+                    Some((_, n)) => *n += 1,
+                    None => count.push((c, 1)),
+                }
+            }
+        }
+        count
+            .into_iter()
+            .filter(|&(_, n)| n >= min_sites)
+            .map(|(c, _)| c)
+            .collect()
+    }
+
     fn get(&mut self, h: &HookInfo) -> Result<Arc<Body>, String> {
         self.hooks
             .entry(h as *const HookInfo)
@@ -574,10 +726,34 @@ impl Bodies {
     }
 }
 
+/// Whether every memory access of `insts` (global-offset-table loads
+/// aside) is a non-returning global atomic of one family, the same as
+/// `family`'s when it is set (it is set to it then).
+fn accesses_commute(insts: &[(u64, Instruction, Kind)], family: &mut Option<&'static str>) -> bool {
+    insts.iter().all(|&(_, i, kind)| {
+        if matches!(kind, Kind::Got(_)) || !is_memory(&i) {
+            return true;
+        }
+        let op = i.mnemonic().strip_prefix("global_atomic_");
+        let f = op.and_then(|op| super::simplify::atomic_family(op.trim_end_matches("_x2")));
+        let returns = i.words()[0] & 1 << 16 != 0;
+        match (f, *family) {
+            (Some(f), None) if !returns => {
+                *family = Some(f);
+                true
+            }
+            (Some(f), Some(g)) => f == g && !returns,
+            _ => false,
+        }
+    })
+}
+
 /// What call `r`'s point tells about its hook's inputs: one lane for a
 /// once-per-wave hook, its constant arguments that are inline constants
-/// (a literal one is patched per copy, so its value is not the code's).
-fn facts(r: &Request<'_>) -> Facts {
+/// (a literal one is patched per copy, so its value is not the code's);
+/// the alignment of the globals its module's offset table gives, and the
+/// atomic family of the module's accesses.
+fn facts(r: &Request<'_>, bodies: &Bodies) -> Facts {
     let args = &r.call.args;
     let at = arg_vgprs(args);
     let mut vgprs = Vec::new();
@@ -591,9 +767,16 @@ fn facts(r: &Request<'_>) -> Facts {
             }
         }
     }
+    let h = r.hook;
     Facts {
         one_lane: r.call.once_per_wave,
         vgprs,
+        got_align: h
+            .got_align
+            .iter()
+            .map(|&(slot, align)| (slot.wrapping_sub(h.address) as i64, align))
+            .collect(),
+        scalar_atomics: bodies.families.get(&r.call.module).copied().flatten(),
     }
 }
 
@@ -637,7 +820,8 @@ impl<'a> Ctx<'a> {
         }
         // (The call runs the hook's whole code: compared with that.)
         let inlined = bodies.get(r.hook).and_then(|whole| {
-            let b = bodies.get_simplified(self.asm, r.hook, facts(r))?;
+            let facts = facts(r, bodies);
+            let b = bodies.get_simplified(self.asm, r.hook, facts)?;
             self.inline(r, &b).map(|i| (whole, i))
         });
         match (mode, inlined) {
@@ -732,9 +916,17 @@ impl<'a> Ctx<'a> {
             let &(_, d) = body.got_pairs.iter().find(|&&(p, _)| p == n)?;
             self.got_home(r, body, d)
         };
+        // A pair set only to a constant a home keeps is that home.
+        let constant_pair = |n: u16| -> Option<u16> {
+            let &(_, c) = body
+                .constant_pairs
+                .iter()
+                .find(|&&(p, _)| p == n && !body.live_in.any_in(p, 2))?;
+            self.constant_home(c)
+        };
         let same_place = |run: &Run| -> Option<u16> {
             if let (RegFile::Sgpr, 2) = (run.file, run.count) {
-                if let Some(h) = got_pair(run.first) {
+                if let Some(h) = got_pair(run.first).or_else(|| constant_pair(run.first)) {
                     return Some(h);
                 }
             }
@@ -789,7 +981,9 @@ impl<'a> Ctx<'a> {
             runs: &body.runs,
             to,
         };
-        let once = r.call.once_per_wave;
+        // A once-per-wave hook's body that names nothing of the vector
+        // unit needs no lane set: EXEC is left alone.
+        let once = r.call.once_per_wave && body.vector;
         let needs_temp = once
             || args.iter().any(|a| {
                 matches!(a, Arg::Address | Arg::Launch(_))
@@ -815,7 +1009,12 @@ impl<'a> Ctx<'a> {
         let launch_scc = args
             .iter()
             .any(|a| matches!(a, Arg::Launch(LaunchValue::WorkgroupSize(_))));
-        let writes_scc = body.writes_scc || once || launch_scc;
+        // A table entry no home keeps is found with s_getpc_b64 and adds.
+        let got_scc = body.insts.iter().any(|&(_, _, k)| match k {
+            Kind::Got(d) => self.got_home(r, body, d).is_none(),
+            _ => false,
+        });
+        let writes_scc = body.writes_scc || got_scc || once || launch_scc;
         let scc_arg = args
             .iter()
             .any(|a| matches!(a, Arg::Value(reg) if reg.file == RegFile::Scc));
@@ -859,6 +1058,15 @@ impl<'a> Ctx<'a> {
             .got
             .iter()
             .find(|(g, _)| g.module == r.call.module && g.address == address)
+            .map(|&(_, h)| h)
+    }
+
+    /// The SGPR pair keeping the constant `c`, if the kernel keeps it.
+    fn constant_home(&self, c: u64) -> Option<u16> {
+        self.homes
+            .constants
+            .iter()
+            .find(|&&(x, _)| x == c)
             .map(|&(_, h)| h)
     }
 
@@ -943,7 +1151,7 @@ impl<'a> Ctx<'a> {
         }
         // EXEC as the hook runs, and its arguments are computed: one lane
         // (the lowest on, lane 0 if none) for a once-per-wave hook.
-        if let (Some(t), true) = (temp, r.call.once_per_wave) {
+        if let (Some(t), Some(_)) = (temp, save_exec) {
             s.push(b(Encoding::Sop1, "s_ff1_i32_b64", &[s1(t), EXEC])?);
             s.push(b(Encoding::Sop2, "s_max_i32", &[s1(t), s1(t), zero])?);
             s.push(b(
@@ -1221,6 +1429,13 @@ impl<'a> Ctx<'a> {
         };
         // 5. The body.
         let symbol: Arc<str> = r.call.hook.as_str().into();
+        let is_home_move = |i: &Instruction| match (i.mnemonic(), i.operand(0), i.operand(1)) {
+            ("s_mov_b64", Some(Operand::Sgpr { first, count: 2 }), Some(Operand::Inline(c))) => {
+                super::simplify::inline_int(c)
+                    .is_some_and(|v| self.constant_home(i64::from(v) as u64) == Some(first))
+            }
+            _ => false,
+        };
         // (A branch may land at the end, `label[len]`.)
         let mut label = vec![0usize; body.insts.len() + 1];
         let mut branches: Vec<(usize, usize)> = Vec::new();
@@ -1238,6 +1453,7 @@ impl<'a> Ctx<'a> {
             .enumerate()
             .any(|(k, &(_, _, kind))| matches!(kind, Kind::Branch(t) if t <= k));
         let mut memory_seen = back;
+        let waits_for = waits_for_something(&body.insts);
         for (k, &(addr, orig, kind)) in body.insts.iter().enumerate() {
             label[k] = s.insts.len();
             if kind == Kind::EntryWait {
@@ -1245,7 +1461,7 @@ impl<'a> Ctx<'a> {
             }
             // (A table entry loaded by the previous instruction counts.)
             memory_seen |= loads_got;
-            if orig.mnemonic() == "s_waitcnt" && !memory_seen {
+            if orig.mnemonic() == "s_waitcnt" && (!memory_seen || !back && !waits_for[k]) {
                 continue;
             }
             memory_seen |= is_memory(&orig);
@@ -1325,6 +1541,9 @@ impl<'a> Ctx<'a> {
                     }
                 }
                 Kind::Branch(t) => branches.push((s.branch(i), t)),
+                // The move of a constant into its home, renamed onto it:
+                // the home holds it already.
+                Kind::Plain if is_home_move(&i) => {}
                 _ => s.push(i),
             }
         }

@@ -632,6 +632,19 @@ pub fn rewrite(
         held.insert_range(to, u16::from(n));
     }
     let mut placed = calls.place(&asm, held, plan.save_all_clobberable, plan.inline_borrowing)?;
+    let mut emits = emits;
+    let scalar_stores = placed
+        .instructions()
+        .chain(&calls.preamble().insts)
+        .chain(hook_code.values().flatten())
+        .any(is_scalar_store);
+    if scalar_stores {
+        for (i, ins) in prog.insts.iter().enumerate() {
+            if ins.inst.mnemonic() == "s_endpgm" {
+                emits[i] = Emit::WritebackEnd;
+            }
+        }
+    }
     let call_insts = placed.insts();
     added_by_hooks += call_insts;
     // The preamble: the calls' launch state first (it puts the kernel's
@@ -798,6 +811,10 @@ pub fn rewrite(
                 } else {
                     asm.add_lit("s_add_u32", d, dist as u32)?
                 };
+            }
+            Emit::WritebackEnd => {
+                encode_into(&asm.build(Encoding::Smem, "s_dcache_wb", &[])?, &mut code);
+                added += 1;
             }
             Emit::MaterializePc { d, pc } => {
                 // Literals whatever the halves' values: the layout gave
@@ -994,4 +1011,10 @@ impl Seams {
         let pads = hazards::pad(prog.target, &stream, slots, mfma);
         Seams { pads }
     }
+}
+
+/// Whether `i` writes memory through the scalar cache (a store or atomic).
+fn is_scalar_store(i: &Instruction) -> bool {
+    let n = i.mnemonic();
+    i.encoding() == Encoding::Smem && (n.contains("store") || n.contains("atomic"))
 }

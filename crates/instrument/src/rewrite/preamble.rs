@@ -265,6 +265,9 @@ pub(super) struct Homes {
     /// (see [`GotEntry`]), and the SGPR pair holding each one's value:
     /// loaded once, by the preamble.
     pub(super) got: Vec<(GotEntry, u16)>,
+    /// 64-bit inline constants inlined hooks read from many sites (an
+    /// atomic's data), and the SGPR pair holding each one.
+    pub(super) constants: Vec<(u64, u16)>,
     /// The registers the homes occupy (nothing else may use them).
     pub(super) taken: crate::RegSet,
 }
@@ -366,19 +369,33 @@ fn initial_values(s: &InitialSgprs) -> Vec<(u16, u16)> {
     out
 }
 
-/// Plans the homes of the launch values `needs` lists and of the addresses
-/// of `hooks` (symbols), and the preamble that fills them; `kernel` names
-/// the implicit-argument block the code object may carry.
+/// Values hooks read from many sites, kept in homes for the whole kernel.
+pub(super) struct Kept<'k> {
+    /// Hooks' addresses (their symbols).
+    pub(super) hooks: &'k [std::sync::Arc<str>],
+    /// Entries of hook modules' global offset tables.
+    pub(super) got: &'k [GotEntry],
+    /// 64-bit inline constants inlined bodies read.
+    pub(super) constants: &'k [u64],
+}
+
+/// Plans the homes of the launch values `needs` lists and of the values
+/// `kept` lists, and the preamble that fills them; `kernel` names the
+/// implicit-argument block the code object may carry.
 pub(super) fn launch_state(
     asm: &Asm,
     kd: &KernelDescriptor,
     needs: &Needs,
-    hooks: &[std::sync::Arc<str>],
-    got: &[GotEntry],
+    kept: &Kept<'_>,
     kernel: &str,
     avoid: &Avoid,
 ) -> Result<LaunchState, String> {
-    if !needs.any() && hooks.is_empty() && got.is_empty() {
+    let Kept {
+        hooks,
+        got,
+        constants,
+    } = *kept;
+    if !needs.any() && hooks.is_empty() && got.is_empty() && constants.is_empty() {
         return Ok(LaunchState {
             homes: Homes::default(),
             descriptor: *kd,
@@ -478,6 +495,13 @@ pub(super) fn launch_state(
         match take(2, &mut taken)?[..] {
             [Home::Sgpr(a), Home::Sgpr(_)] if a % 2 == 0 => homes.got.push((g.clone(), a)),
             // (Lanes: the inlined code loads the entry itself.)
+            _ => break,
+        }
+    }
+    // Constants likewise (in lanes the inlined code sets them itself).
+    for &c in constants {
+        match take(2, &mut taken)?[..] {
+            [Home::Sgpr(a), Home::Sgpr(_)] if a % 2 == 0 => homes.constants.push((c, a)),
             _ => break,
         }
     }
@@ -692,6 +716,15 @@ pub(super) fn launch_state(
                 &[Asm::sgpr(*h, 2), Asm::sgpr(*h, 2), Operand::Imm(0)],
             )
             .map_err(e)?,
+        );
+    }
+    for &(c, h) in &homes.constants {
+        let k = Asm::inline_int(c as i64 as i32)
+            .filter(|_| (-16..=64).contains(&(c as i64)))
+            .ok_or("a constant home of no inline constant")?;
+        code.push(
+            asm.build(Encoding::Sop1, "s_mov_b64", &[Asm::sgpr(h, 2), k])
+                .map_err(e)?,
         );
     }
     if !homes.got.is_empty() {

@@ -4,8 +4,10 @@
 //!
 //! Three exact steps, repeated while they change something:
 //! 1. What every register holds before each instruction, as far as it is
-//!    known — a constant, EXEC's value at the entry (`E`, a half of it), or
-//!    the index of its one lane when it has one — found over the paths
+//!    known — a constant, EXEC's value at the entry (`E`, a half of it),
+//!    the index of its one lane when it has one, what an SGPR holds (a
+//!    copy), a half of the address a global-offset-table entry holds —
+//!    found over the paths
 //!    that can run (a branch whose condition is known has one successor),
 //!    so a loop whose exit is known on its first pass is seen to run once.
 //!    A VGPR's value means its value in every lane of `E`.
@@ -17,6 +19,13 @@
 //!    read before being written again or before the body ends (where only
 //!    EXEC is read: the hook's registers are dead at its point, and SCC,
 //!    VCC and M0 are saved around the body when the point needs them).
+//!
+//! And two rewrites the values make possible: a global atomic run in one
+//! lane on uniform operands becomes the scalar atomic (instruction
+//! selection: see [`scalar_atomic`] for when that is exact), after which
+//! nothing vector may be left and the inliner sets no lane; and a 32-bit
+//! move of a constant becomes a 64-bit one when that saves the move of
+//! the pair's other half.
 //!
 //! Each fold is made only when the instruction's AMD semantics are known
 //! here for certain (a short list of SALU and VALU operations); any other
@@ -35,6 +44,14 @@ pub(super) struct Facts {
     pub(super) one_lane: bool,
     /// VGPRs (the hook's numbers) holding a known value in every lane.
     pub(super) vgprs: Vec<(u16, u32)>,
+    /// Entries of the module's global offset table ([`Kind::Got`]
+    /// distances) and the alignment (bytes) of the address each holds.
+    pub(super) got_align: Vec<(i64, u64)>,
+    /// The one family of atomic operation ([`atomic_family`]) every memory
+    /// access of the module's hooks in this kernel makes, global-offset-
+    /// table loads aside: then a one-lane global atomic of it may become
+    /// the scalar one (see [`scalar_atomic`]).
+    pub(super) scalar_atomics: Option<&'static str>,
 }
 
 /// What a 32-bit register holds, as far as it is known.
@@ -47,6 +64,13 @@ enum V {
     ExecHi,
     /// The index of the one lane of that EXEC (one-lane bodies only).
     Lane,
+    /// What SGPR `n` holds now (in a VGPR: in every lane of `E`). A write
+    /// of `n` makes every copy of it unknown.
+    Copy(u16),
+    /// The low or high half of the address the global-offset-table entry
+    /// this far from the hook's entry holds (a global of the module).
+    GotLo(i64),
+    GotHi(i64),
 }
 
 use V::*;
@@ -102,6 +126,33 @@ impl State {
         }
     }
 
+    /// Applies an instruction's writes (values computed before it).
+    fn apply(&mut self, writes: &[(u16, V)]) {
+        let written = |n: u16| writes.iter().any(|&(b, _)| b == n);
+        for slot in self.s.iter_mut().chain(self.v.iter_mut()) {
+            if matches!(*slot, Copy(n) if written(n)) {
+                *slot = Unknown;
+            }
+        }
+        for &(b, x) in writes {
+            // (A copy of a register written here, itself included, would
+            // stand for its new value.)
+            let x = match x {
+                Copy(n) if written(n) => Unknown,
+                x => x,
+            };
+            self.set(b, x);
+        }
+    }
+
+    /// SGPR `n`'s value as a source: what it holds, or a copy of it.
+    fn sgpr(&self, n: u16) -> V {
+        match self.get(n) {
+            Unknown if n < bits::NUM_SGPRS => Copy(n),
+            x => x,
+        }
+    }
+
     fn set(&mut self, bit: u16, x: V) {
         let b = usize::from(bit);
         if b < SCALARS {
@@ -118,7 +169,7 @@ impl State {
     /// A 32-bit source.
     fn op32(&self, o: Option<Operand>) -> V {
         match o {
-            Some(Operand::Sgpr { first, count: 1 }) => self.get(first),
+            Some(Operand::Sgpr { first, count: 1 }) => self.sgpr(first),
             Some(Operand::Special { code, count: 1 }) => self.get(u16::from(code)),
             Some(Operand::Vgpr { first, count: 1 }) => self.get(bits::VGPR_BASE + first),
             Some(Operand::Literal(v)) => C(v),
@@ -130,7 +181,7 @@ impl State {
     /// A 64-bit scalar source, as its halves.
     fn op64(&self, o: Option<Operand>) -> [V; 2] {
         match o {
-            Some(Operand::Sgpr { first, count: 2 }) => [self.get(first), self.get(first + 1)],
+            Some(Operand::Sgpr { first, count: 2 }) => [self.sgpr(first), self.sgpr(first + 1)],
             Some(Operand::Special { code, count: 2 }) => {
                 let c = u16::from(code);
                 [self.get(c), self.get(c + 1)]
@@ -145,7 +196,7 @@ impl State {
 }
 
 /// An integer inline constant's value.
-fn inline_int(c: u8) -> Option<i32> {
+pub(super) fn inline_int(c: u8) -> Option<i32> {
     match c {
         128..=192 => Some(i32::from(c) - 128),
         193..=208 => Some(192 - i32::from(c)),
@@ -296,7 +347,7 @@ fn evaluate(i: &Instruction, st: &State, one_lane: bool) -> Option<Vec<(u16, V)>
     let d = dest(op(0));
     match i.encoding() {
         Encoding::Sop1 | Encoding::Sop2 | Encoding::Sopc => {}
-        Encoding::Vop1 | Encoding::Vop2 | Encoding::Vop3 | Encoding::Vopc => {
+        Encoding::Vop1 | Encoding::Vop2 | Encoding::Vop3 | Encoding::Vopc | Encoding::Vop3p => {
             return evaluate_vector(i, st, one_lane)
         }
         _ => return None,
@@ -392,6 +443,13 @@ fn evaluate(i: &Instruction, st: &State, one_lane: bool) -> Option<Vec<(u16, V)>
                 ("s_addc_u32", _) => return None,
                 _ => 0,
             };
+            // Adding 0 (no carry in): the other operand, no carry out.
+            match (m, s32(1), s32(2)) {
+                (_, x, C(0)) | ("s_add_u32" | "s_addc_u32", C(0), x) if carry_in == 0 => {
+                    return Some(vec![(d?, x), (scc, C(0))])
+                }
+                _ => {}
+            }
             let (C(a), C(b)) = (s32(1), s32(2)) else {
                 return None;
             };
@@ -454,6 +512,25 @@ fn evaluate_vector(i: &Instruction, st: &State, one_lane: bool) -> Option<Vec<(u
     }
     if !on_e {
         return None;
+    }
+    if i.encoding() == Encoding::Vop3p {
+        // v_pk_mov_b32: the low dword from src0, the high one from src1,
+        // each the half op_sel picks; no neg, neg_hi or clamp.
+        if m != "v_pk_mov_b32" || w[0] & 0x8700 != 0 || w[1] >> 29 != 0 {
+            return None;
+        }
+        let half = |k: usize, hi: bool| match op(k) {
+            Some(Operand::Sgpr { first, count: 2 }) => st.sgpr(first + u16::from(hi)),
+            Some(Operand::Vgpr { first, count: 2 }) => {
+                st.get(bits::VGPR_BASE + first + u16::from(hi))
+            }
+            _ => Unknown,
+        };
+        let d = d?;
+        return Some(vec![
+            (d, half(1, w[0] >> 11 & 1 == 1)),
+            (d + 1, half(2, w[0] >> 12 & 1 == 1)),
+        ]);
     }
     Some(match m {
         "v_mov_b32_e32" => vec![(d?, v32(1))],
@@ -567,11 +644,19 @@ fn analyse(
     }
     while let Some(k) = work.pop() {
         let Some(st) = at[k].clone() else { continue };
-        let (_, i, _) = &insts[k];
+        let (_, i, kind) = &insts[k];
         let mut out = st.clone();
-        for (b, x) in transfer(i, &infos[k], &st, facts.one_lane) {
-            out.set(b, x);
-        }
+        out.apply(&match (*kind, i.operand(0)) {
+            // The table entry's address, loaded into the pair.
+            (Kind::Got(d), Some(Operand::Sgpr { first, count: 2 })) => {
+                vec![
+                    (first, GotLo(d)),
+                    (first + 1, GotHi(d)),
+                    (bits::SCC, Unknown),
+                ]
+            }
+            _ => transfer(i, &infos[k], &st, facts.one_lane),
+        });
         for s in successors(insts, k, branch_taken(i, &st)) {
             if s >= insts.len() {
                 continue;
@@ -652,6 +737,7 @@ fn liveness(
 fn operand_of(x: V, st: &State) -> Option<Operand> {
     match x {
         C(c) => Some(Asm::inline_int(c as i32).unwrap_or(Operand::Literal(c))),
+        Copy(n) => Some(Asm::sgpr(n, 1)),
         ExecLo if st.exec_is_entry() => Some(Operand::Special {
             code: bits::EXEC as u8,
             count: 1,
@@ -764,10 +850,284 @@ pub(super) fn live_in(body: &[(u64, Instruction, Kind)], facts: &Facts) -> RegSe
 enum Pass {
     /// Every register's value at every point (branches on known
     /// conditions, code no path reaches, writes of what the register
-    /// already holds).
+    /// already holds, global atomics made scalar, a 32-bit constant move
+    /// made the 64-bit one when the pair's other half holds what that
+    /// gives it — a move that set it may then go).
     SameState,
     /// The values of the registers live at every point (dead writes).
     SameLive,
+}
+
+/// The family of an atomic operation (`add`, `or`, ... without `_x2`)
+/// whose applications commute with each other — the order two of them
+/// reach a location in does not change what it ends up holding — or None.
+pub(super) fn atomic_family(op: &str) -> Option<&'static str> {
+    Some(match op {
+        "add" | "sub" => "add",
+        "and" => "and",
+        "or" => "or",
+        "xor" => "xor",
+        "smin" => "smin",
+        "umin" => "umin",
+        "smax" => "smax",
+        "umax" => "umax",
+        _ => return None,
+    })
+}
+
+/// A global atomic `i` that runs once, as the scalar atomic doing the same
+/// (reading SGPRs: the one-lane EXEC set-up around the body may then go),
+/// or None; `fresh`: SGPRs the body names nowhere (an even first one) for
+/// data that only constants give.
+///
+/// Exact when all of this holds, each checked here:
+/// - it runs in exactly one lane: the body's EXEC is `E` and `E` is one
+///   lane (a once-per-wave hook), so the vector form makes one access, as
+///   the scalar form (which ignores EXEC) does;
+/// - GLOBAL, never FLAT (a flat address may be LDS or private memory,
+///   which scalar memory cannot reach); no return (glc), and the default
+///   cache policy (no slc, scc/sc1, nt) and no LDS bit, so that what it
+///   does is the read-modify-write alone, performed at the device-coherent
+///   level (L2) by both forms;
+/// - the address is a global of the module (a register pair loaded from
+///   its global offset table) plus a known offset: the VGPR offset of a
+///   saddr form known in every lane, the 64-bit VGPR address of the `off`
+///   form a copy of that table entry; the sum in 0..2^20 (the SMEM
+///   immediate our encoder writes) and a multiple of the access size;
+/// - the global's address is aligned to the access size (`facts.got_align`,
+///   from its symbol and the module's segment alignment): scalar memory
+///   drops the low address bits, the vector path would use them;
+/// - the data is known in every lane of `E`: a copy of an SGPR tuple (or
+///   SGPRs holding those constants), or constants moved into `fresh`.
+///   Scalar memory reads its data SGPRs when it issues (LLVM's
+///   SIInsertWaitcnts tracks no write-after-read of SMEM sources on gfx9,
+///   the built-in counting hook relies on the same);
+/// - its operation is of `facts.scalar_atomics`, the one family every
+///   memory access of the module's hooks in this kernel makes (global-
+///   offset-table loads aside): the scalar and vector paths do not order
+///   a wave's accesses between them, and with nothing but commuting,
+///   non-returning updates of the module's globals (which only its hooks
+///   name) no order of them can be told apart — not by a later hook run,
+///   not by the tool reading the globals after the launch.
+///
+/// Its counter is lgkmcnt instead of vmcnt: a body's wait for it is a
+/// wait for nothing it reads (the inliner drops such trailing waits).
+fn scalar_atomic(
+    asm: &Asm,
+    i: &Instruction,
+    st: &State,
+    facts: &Facts,
+    fresh: impl FnOnce() -> Option<u16>,
+) -> Option<Vec<Instruction>> {
+    let family = facts.scalar_atomics?;
+    if !facts.one_lane || !st.exec_is_entry() || i.encoding() != Encoding::Global {
+        return None;
+    }
+    let op = i.mnemonic().strip_prefix("global_atomic_")?;
+    let (base_op, wide) = match op.strip_suffix("_x2") {
+        Some(b) => (b, true),
+        None => (op, false),
+    };
+    if atomic_family(base_op)? != family {
+        return None;
+    }
+    let w = i.words();
+    // lds (13), glc (16), slc (17), scc/sc1 (25); nt/nv (word 1, bit 23).
+    if w[0] & (1 << 13 | 1 << 16 | 1 << 17 | 1 << 25) != 0 || w[1] & 1 << 23 != 0 {
+        return None;
+    }
+    let (vaddr, saddr, offset) = super::call::address_operands(i)?;
+    let v = |n: u16| st.get(bits::VGPR_BASE + n);
+    let (base_vals, off) = match saddr {
+        Some(s) => {
+            let C(o) = v(vaddr) else { return None };
+            ([st.get(s), st.get(s + 1)], i64::from(o) + i64::from(offset))
+        }
+        None => ([v(vaddr), v(vaddr + 1)], i64::from(offset)),
+    };
+    let [GotLo(d), GotHi(d1)] = base_vals else {
+        return None;
+    };
+    let size: u64 = if wide { 8 } else { 4 };
+    let align = facts.got_align.iter().find(|&&(x, _)| x == d)?.1;
+    if d1 != d || align < size || off.rem_euclid(size as i64) != 0 || !(0..1 << 20).contains(&off) {
+        return None;
+    }
+    let base = holding(st, &base_vals)?;
+    let dwords = if wide { 2 } else { 1 };
+    let data = (w[1] >> 8 & 0xff) as u16;
+    let vals: Vec<V> = (0..dwords).map(|j| v(data + j)).collect();
+    let mut code = Vec::new();
+    let sdata = match holding(st, &vals) {
+        Some(n) => n,
+        None => {
+            let n = fresh()?;
+            let consts: Vec<u32> = vals
+                .iter()
+                .map(|x| match x {
+                    C(c) => Some(*c),
+                    _ => None,
+                })
+                .collect::<Option<_>>()?;
+            let v64 = consts
+                .iter()
+                .rev()
+                .fold(0u64, |a, &c| a << 32 | u64::from(c)) as i64;
+            match Asm::inline_int(v64 as i32).filter(|_| wide && (-16..=64).contains(&v64)) {
+                Some(k) => code.push(
+                    asm.build(Encoding::Sop1, "s_mov_b64", &[Asm::sgpr(n, 2), k])
+                        .ok()?,
+                ),
+                None => {
+                    for (j, &c) in consts.iter().enumerate() {
+                        code.push(
+                            asm.build(
+                                Encoding::Sop1,
+                                "s_mov_b32",
+                                &[Asm::sgpr(n + j as u16, 1), Asm::konst(c)],
+                            )
+                            .ok()?,
+                        );
+                    }
+                }
+            }
+            n
+        }
+    };
+    code.push(
+        asm.build(
+            Encoding::Smem,
+            scalar_name(op)?,
+            &[
+                Asm::sgpr(sdata, dwords as u8),
+                Asm::sgpr(base, 2),
+                Operand::Imm(off as u32),
+            ],
+        )
+        .ok()?,
+    );
+    Some(code)
+}
+
+/// `v_readlane_b32` of the one lane of `E` with EXEC `E`, as the
+/// `v_readfirstlane_b32` reading the same (it needs no lane index).
+fn first_lane_read(asm: &Asm, i: &Instruction, st: &State, facts: &Facts) -> Option<Instruction> {
+    if i.mnemonic() != "v_readlane_b32" || !facts.one_lane || !st.exec_is_entry() {
+        return None;
+    }
+    if st.op32(i.operand(2)) != Lane || i.words()[0] & 0xff00 != 0 || i.words()[1] >> 29 != 0 {
+        return None;
+    }
+    asm.build(
+        Encoding::Vop1,
+        "v_readfirstlane_b32",
+        &[i.operand(0)?, i.operand(1)?],
+    )
+    .ok()
+}
+
+/// The scalar atomic of a global one's operation (`add_x2`, ...).
+fn scalar_name(op: &str) -> Option<&'static str> {
+    const NAMES: [&str; 18] = [
+        "s_atomic_add",
+        "s_atomic_sub",
+        "s_atomic_and",
+        "s_atomic_or",
+        "s_atomic_xor",
+        "s_atomic_smin",
+        "s_atomic_umin",
+        "s_atomic_smax",
+        "s_atomic_umax",
+        "s_atomic_add_x2",
+        "s_atomic_sub_x2",
+        "s_atomic_and_x2",
+        "s_atomic_or_x2",
+        "s_atomic_xor_x2",
+        "s_atomic_smin_x2",
+        "s_atomic_umin_x2",
+        "s_atomic_smax_x2",
+        "s_atomic_umax_x2",
+    ];
+    NAMES.into_iter().find(|n| n[9..] == *op)
+}
+
+/// The first of SGPRs (aligned as a tuple of their number) holding `vals`
+/// now, if some do.
+fn holding(st: &State, vals: &[V]) -> Option<u16> {
+    let n = vals.len() as u16;
+    let align = if n > 1 { 2 } else { 1 };
+    (0..bits::NUM_SGPRS.saturating_sub(n - 1))
+        .step_by(align)
+        .find(|&first| {
+            vals.iter()
+                .zip(first..)
+                .all(|(&x, r)| x != Unknown && (st.get(r) == x || x == Copy(r)))
+        })
+}
+
+/// SGPRs no instruction of the body (`infos`) names and not read after
+/// it (`end`), `count` from an even one (the
+/// hook's numbers, which the inliner places on dead registers; not s30..s33,
+/// the return address, stack and frame pointers).
+fn unnamed_sgprs(infos: &[InstructionInfo], end: &RegSet, count: u16) -> Option<u16> {
+    let mut named = *end;
+    named.insert_range(30, 4);
+    for inf in infos {
+        for u in inf.used_registers() {
+            if u.register.file == RegFile::Sgpr {
+                named.union_with(&RegSet::of(&u.register));
+            }
+        }
+    }
+    (0..bits::NUM_SGPRS.saturating_sub(count - 1))
+        .step_by(2)
+        .find(|&n| (n..n + count).all(|b| !named.contains(b)))
+}
+
+/// An `s_mov_b32` of a constant as the `s_mov_b64` of the inline constant
+/// that gives it, when `fine(other half, what the move gives it)`.
+fn widened(asm: &Asm, i: &Instruction, fine: impl Fn(u16, u32) -> bool) -> Option<Instruction> {
+    if i.mnemonic() != "s_mov_b32" {
+        return None;
+    }
+    let (Some(Operand::Sgpr { first: d, count: 1 }), Some(src)) = (i.operand(0), i.operand(1))
+    else {
+        return None;
+    };
+    let x = match src {
+        Operand::Literal(c) => c,
+        Operand::Inline(c) => inline_int(c)? as u32,
+        _ => return None,
+    };
+    let pair = d & !1;
+    if pair + 1 >= bits::NUM_SGPRS {
+        return None;
+    }
+    // The 64-bit inline constant is the sign-extended integer.
+    let k: i32 = if d % 2 == 0 {
+        Some(x as i32).filter(|v| (-16..=64).contains(v))?
+    } else {
+        match x {
+            0 => 0,
+            u32::MAX => -1,
+            _ => return None,
+        }
+    };
+    let v = i64::from(k) as u64;
+    let other = if d % 2 == 0 {
+        (v >> 32) as u32
+    } else {
+        v as u32
+    };
+    if !fine(d ^ 1, other) {
+        return None;
+    }
+    asm.build(
+        Encoding::Sop1,
+        "s_mov_b64",
+        &[Asm::sgpr(pair, 2), Asm::inline_int(k)?],
+    )
+    .ok()
 }
 
 /// One pass of folds over `insts`; whether it changed them.
@@ -781,39 +1141,58 @@ fn fold(
     let infos: Vec<InstructionInfo> = insts.iter().map(|(_, i, _)| info(i)).collect();
     let at = analyse(insts, &infos, facts);
     let (live, _) = liveness(insts, &infos, &at, end);
-    // None: dropped; Some: kept or replaced.
-    let mut out: Vec<Option<(u64, Instruction, Kind)>> = Vec::with_capacity(insts.len());
+    // Per instruction, what replaces it (nothing: dropped).
+    let mut out: Vec<Vec<(u64, Instruction, Kind)>> = Vec::with_capacity(insts.len());
     let mut changed = false;
     for (k, &(addr, i, kind)) in insts.iter().enumerate() {
         let Some(st) = &at[k] else {
             changed = true;
-            out.push(None);
+            out.push(Vec::new());
             continue;
         };
         if let (Kind::Branch(t), Pass::SameState) = (kind, pass) {
             match branch_taken(&i, st) {
                 Some(false) => {
                     changed = true;
-                    out.push(None);
+                    out.push(Vec::new());
                     continue;
                 }
                 Some(true) if i.mnemonic() != "s_branch" => {
                     if let Ok(b) = asm.build(Encoding::Sopp, "s_branch", &[Operand::Imm(0)]) {
                         changed = true;
-                        out.push(Some((addr, b, Kind::Branch(t))));
+                        out.push(vec![(addr, b, Kind::Branch(t))]);
                         continue;
                     }
                 }
                 _ if t == k + 1 => {
                     changed = true;
-                    out.push(None);
+                    out.push(Vec::new());
                     continue;
                 }
                 _ => {}
             }
         }
+        let same_half = |b: u16, x: u32| st.get(b) == C(x);
+        let one_lane_read = || first_lane_read(asm, &i, st, facts);
+        if let (Kind::Plain, Pass::SameState, Some(m)) = (
+            kind,
+            pass,
+            widened(asm, &i, same_half).or_else(one_lane_read),
+        ) {
+            changed = true;
+            out.push(vec![(addr, m, kind)]);
+            continue;
+        }
+        if let (Kind::Plain, Pass::SameState) = (kind, pass) {
+            let fresh = || unnamed_sgprs(&infos, end, 2);
+            if let Some(code) = scalar_atomic(asm, &i, st, facts, fresh) {
+                changed = true;
+                out.push(code.into_iter().map(|m| (addr, m, kind)).collect());
+                continue;
+            }
+        }
         if kind != Kind::Plain || !is_pure(&i, &infos[k]) {
-            out.push(Some((addr, i, kind)));
+            out.push(vec![(addr, i, kind)]);
             continue;
         }
         let is_exec = |b: u16| b == bits::EXEC || b == bits::EXEC + 1;
@@ -834,27 +1213,31 @@ fn fold(
             .collect();
         if needed.is_empty() {
             changed = true;
-            out.push(None);
+            out.push(Vec::new());
             continue;
         }
         if needed.iter().any(|&(b, _)| is_exec(b)) {
-            out.push(Some((addr, i, kind)));
+            out.push(vec![(addr, i, kind)]);
             continue;
         }
+        // (Not a 64-bit move back into a 32-bit one: it was made wide.)
+        let narrowing =
+            |m: &Instruction| i.mnemonic() == "s_mov_b64" && m.mnemonic() == "s_mov_b32";
         match mov_of(asm, &needed, st).or_else(|| select_of(asm, &i, st)) {
-            Some(m) if m != i => {
+            Some(m) if m != i && !narrowing(&m) => {
                 changed = true;
-                out.push(Some((addr, m, kind)));
+                out.push(vec![(addr, m, kind)]);
             }
-            _ => out.push(Some((addr, i, kind))),
+            _ => out.push(vec![(addr, i, kind)]),
         }
     }
-    // Branch targets move to the next instruction kept.
+    // Branch targets move to the first instruction of what replaces
+    // theirs, or the next kept.
     let mut new_index = vec![0usize; insts.len() + 1];
     let mut n = 0;
     for (k, o) in out.iter().enumerate() {
         new_index[k] = n;
-        n += usize::from(o.is_some());
+        n += o.len();
     }
     new_index[insts.len()] = n;
     *insts = out
@@ -894,7 +1277,16 @@ mod tests {
     }
 
     const SGPRS: u16 = 12;
+    /// VGPRs the random operations name; v6 is the offset VGPR of the
+    /// random atomics (written by nothing else, small), s[12:13] the pair
+    /// their global's address is loaded into ([`Kind::Got`]).
     const VGPRS: u16 = 6;
+    const OFFSET_V: u16 = 6;
+    const GOT_PAIR: u16 = 12;
+    /// Where the random atomics' global is (the test buffer's start + 64,
+    /// so negative offsets stay inside), and its size.
+    const GLOBAL_AT: u64 = 64;
+    const BUFFER: usize = 256;
 
     fn s1(n: u16) -> Operand {
         Operand::Sgpr { first: n, count: 1 }
@@ -938,7 +1330,50 @@ mod tests {
         };
         let b = |e, m, ops: &[Operand]| asm.build(e, m, ops).unwrap();
         use Encoding::*;
-        let i = match rng.below(24) {
+        let i = match rng.below(27) {
+            24 => return (b(Sop1, "s_getpc_b64", &[s2(GOT_PAIR)]), Kind::Got(0)),
+            25 => {
+                // v_pk_mov_b32 v[a:a+1], s[p:p+1], s[p:p+1] op_sel:[0,1]
+                // (how clang copies an SGPR pair into VGPRs), or with
+                // random op_sel.
+                let d = inlay_isa::Decoder::new(inlay_isa::Target::Gfx90a);
+                let mut word0: u32 = 0xd3b3_5000;
+                if rng.below(3) == 0 {
+                    word0 = word0 & !0x1800 | (rng.below(4) as u32) << 11;
+                }
+                let bytes: Vec<u8> = [word0, 0x1800_0804u32]
+                    .iter()
+                    .flat_map(|w| w.to_le_bytes())
+                    .collect();
+                let mut i = d.decode(&bytes).unwrap();
+                let p = pair(rng);
+                assert!(i.set_register(0, 2 * rng.below(u64::from(VGPRS / 2)) as u16));
+                assert!(i.set_register(1, p) && i.set_register(2, p));
+                i
+            }
+            26 => {
+                let wide = rng.below(2) == 0;
+                let m = [
+                    "global_atomic_add",
+                    "global_atomic_sub",
+                    "global_atomic_or",
+                    "global_atomic_umax",
+                    "global_atomic_xor",
+                    "global_atomic_add_x2",
+                    "global_atomic_sub_x2",
+                    "global_atomic_or_x2",
+                    "global_atomic_umax_x2",
+                    "global_atomic_xor_x2",
+                ][rng.below(5) as usize + if wide { 5 } else { 0 }];
+                let data = Operand::Vgpr {
+                    first: 2 * rng.below(u64::from(VGPRS / 2)) as u16,
+                    count: if wide { 2 } else { 1 },
+                };
+                let mut i = b(Global, m, &[v1(OFFSET_V), data, s2(GOT_PAIR)]);
+                let off = [-8, 0, 4, 8, 16][rng.below(5) as usize];
+                assert!(i.set_modifier(inlay_isa::Modifier::Offset(off)));
+                i
+            }
             0 => b(Sop1, "s_mov_b32", &[s1(s(rng)), src32(rng)]),
             1 => {
                 let d = if rng.below(3) == 0 {
@@ -1027,16 +1462,33 @@ mod tests {
         (i, Kind::Plain)
     }
 
-    /// Runs `body` on a wave with registers `init`; the wave after it, or
-    /// None when it runs over `limit` instructions (a loop).
-    fn run(body: &[(u64, Instruction, Kind)], init: &Wave, limit: u64) -> Option<Wave> {
+    /// Runs `body` on a wave with registers `init` and a buffer holding
+    /// `memory`; the wave and the buffer after it, or None when it runs
+    /// over `limit` instructions (a loop) or faults. A [`Kind::Got`] loads
+    /// the address of the buffer's global (`GLOBAL_AT` into it), as the
+    /// module's offset table would; s[12:13] holds it from the start.
+    fn run(
+        body: &[(u64, Instruction, Kind)],
+        init: &Wave,
+        memory: &[u8],
+        limit: u64,
+    ) -> Option<(Wave, Vec<u8>)> {
+        let mem = Memory::new();
+        let buffer = mem.alloc(BUFFER as u64, 4096, MemKind::Device, 0).unwrap();
+        mem.write_bytes(buffer, memory).unwrap();
+        let global = buffer + GLOBAL_AT;
+        let asm = Asm::new(inlay_isa::Target::Gfx90a);
         let mut s = super::super::snippet::Snippet::default();
         let mut branches = Vec::new();
         let mut label = Vec::new();
         for &(_, i, kind) in body {
             label.push(s.insts.len());
-            match kind {
-                Kind::Branch(t) => branches.push((s.branch(i), t)),
+            match (kind, i.operand(0)) {
+                (Kind::Branch(t), _) => branches.push((s.branch(i), t)),
+                (Kind::Got(_), Some(Operand::Sgpr { first, .. })) => {
+                    s.push(asm.mov_lit(first, global as u32).unwrap());
+                    s.push(asm.mov_lit(first + 1, (global >> 32) as u32).unwrap());
+                }
                 _ => s.push(i),
             }
         }
@@ -1044,7 +1496,6 @@ mod tests {
         for (at, t) in branches {
             s.aim(at, label[t]);
         }
-        let asm = Asm::new(inlay_isa::Target::Gfx90a);
         s.push(
             asm.build(Encoding::Sopp, "s_endpgm", &[Operand::Imm(0)])
                 .unwrap(),
@@ -1052,7 +1503,6 @@ mod tests {
         s.resolve().unwrap();
         let mut code = Vec::new();
         s.encode(&mut code, &mut Vec::new());
-        let mem = Memory::new();
         let base = mem
             .alloc(code.len() as u64 + 256, 256, MemKind::Device, 0)
             .unwrap();
@@ -1077,17 +1527,23 @@ mod tests {
         };
         let mut w = Wave::new(0);
         w.s = init.s;
+        w.s[usize::from(GOT_PAIR)] = global as u32;
+        w.s[usize::from(GOT_PAIR) + 1] = (global >> 32) as u32;
         w.scc = init.scc;
-        for (r, x) in w.v.iter_mut().zip(&init.v).take(usize::from(VGPRS)) {
+        for (r, x) in w.v.iter_mut().zip(&init.v).take(usize::from(OFFSET_V) + 1) {
             *r = *x;
         }
         w.pc = 0;
         for _ in 0..limit {
             let i = &program.insts[w.pc as usize];
-            match w.step(i, &mut env).unwrap() {
+            match w.step(i, &mut env).ok()? {
                 Flow::Next => w.pc += 1,
                 Flow::Jump(t) => w.pc = t,
-                Flow::End => return Some(w),
+                Flow::End => {
+                    let mut after = vec![0u8; BUFFER];
+                    mem.read_bytes(buffer, &mut after).unwrap();
+                    return Some((w, after));
+                }
                 f => panic!("unexpected {f:?}"),
             }
         }
@@ -1097,33 +1553,71 @@ mod tests {
     #[test]
     fn simplified_bodies_compute_what_the_originals_do() {
         let asm = Asm::new(inlay_isa::Target::Gfx90a);
+        let b = |e, m, ops: &[Operand]| asm.build(e, m, ops).unwrap();
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let mut live_out = RegSet::new();
         live_out.insert_range(0, SGPRS);
         live_out.insert_range(bits::VCC, 2);
         live_out.insert(bits::SCC);
         live_out.insert_range(bits::VGPR_BASE, VGPRS);
-        let (mut compared, mut shorter) = (0, 0);
+        let (mut compared, mut shorter, mut selected) = (0, 0, 0);
         for round in 0..1000 {
             let n = 4 + rng.below(20) as usize;
-            let body: Vec<(u64, Instruction, Kind)> = (0..n)
+            let mut body: Vec<(u64, Instruction, Kind)> = (0..n)
                 .map(|k| {
                     let (i, kind) = random_inst(&asm, &mut rng, k, n);
                     (4 * k as u64, i, kind)
                 })
                 .collect();
+            if rng.below(2) == 0 {
+                // Often: the global's address loaded first, an atomic last.
+                let got = (
+                    b(Encoding::Sop1, "s_getpc_b64", &[s2(GOT_PAIR)]),
+                    Kind::Got(0),
+                );
+                body.insert(0, (0, got.0, got.1));
+                for (_, _, k) in &mut body {
+                    if let Kind::Branch(t) = k {
+                        *t += 1;
+                    }
+                }
+                let atomic = loop {
+                    let (i, kind) = random_inst(&asm, &mut rng, n, n);
+                    if i.encoding() == Encoding::Global {
+                        break (i, kind);
+                    }
+                };
+                body.push((4 * n as u64 + 4, atomic.0, atomic.1));
+            }
             let one_lane = round % 2 == 0;
+            let mut vgprs: Vec<(u16, u32)> = (0..VGPRS)
+                .filter_map(|v| {
+                    let c = [0, 1, 5, u32::MAX][rng.below(4) as usize];
+                    (rng.below(2) == 0).then_some((v, c))
+                })
+                .collect();
+            // The atomics' offset: known (or not), a multiple of 4 or 8.
+            let offset = [0, 4, 8, 24][rng.below(4) as usize];
+            if rng.below(4) != 0 {
+                vgprs.push((OFFSET_V, offset));
+            }
             let facts = Facts {
                 one_lane,
-                vgprs: (0..VGPRS)
-                    .filter_map(|v| {
-                        let c = [0, 1, 5, u32::MAX][rng.below(4) as usize];
-                        (rng.below(2) == 0).then_some((v, c))
-                    })
-                    .collect(),
+                vgprs,
+                // The global is 64-aligned: what the facts claim is true.
+                got_align: vec![(0, [4, 8, 64][rng.below(3) as usize])],
+                scalar_atomics: [Some("add"), Some("or"), Some("umax"), Some("xor"), None]
+                    [rng.below(8).saturating_sub(3) as usize],
             };
             let simple = simplify(&asm, &body, &facts, &live_out);
             shorter += usize::from(simple.len() < body.len());
+            let scalar = |b: &[(u64, Instruction, Kind)]| {
+                b.iter()
+                    .filter(|(_, i, _)| i.mnemonic().starts_with("s_atomic"))
+                    .count()
+            };
+            selected += usize::from(scalar(&simple) > scalar(&body));
+            let memory: Vec<u8> = (0..BUFFER).map(|_| rng.next() as u8).collect();
             for _ in 0..8 {
                 let mut w = Wave::new(0);
                 for x in w.s.iter_mut().take(usize::from(SGPRS)) {
@@ -1146,15 +1640,17 @@ mod tests {
                         w.v[v][lane] = rng.next() as u32;
                     }
                 }
+                w.v[usize::from(OFFSET_V)] = [offset; 64];
                 for &(v, c) in &facts.vgprs {
                     for lane in (0..64).filter(|l| exec >> l & 1 == 1) {
                         w.v[usize::from(v)][lane] = c;
                     }
                 }
-                let Some(want) = run(&body, &w, 500) else {
+                let Some((want, want_memory)) = run(&body, &w, &memory, 500) else {
                     continue;
                 };
-                let got = run(&simple, &w, 500).expect("the simplified body ends");
+                let (got, got_memory) =
+                    run(&simple, &w, &memory, 500).expect("the simplified body ends");
                 let show = |b: &[(u64, Instruction, Kind)]| {
                     b.iter()
                         .map(|(_, i, k)| {
@@ -1184,12 +1680,15 @@ mod tests {
                 for v in 0..usize::from(VGPRS) {
                     assert_eq!(want.v[v], got.v[v], "v{v}, {}", ctx());
                 }
+                assert_eq!(want_memory, got_memory, "memory, {}", ctx());
                 compared += 1;
             }
         }
-        // The test tests something: most runs end, many bodies shrink.
+        // The test tests something: most runs end, many bodies shrink,
+        // some atomics become scalar.
         assert!(compared > 4000, "{compared} runs compared");
         assert!(shorter > 200, "{shorter} bodies simplified");
+        assert!(selected >= 5, "{selected} bodies with atomics made scalar");
     }
 
     /// LLVM's atomic optimizer's code for a 64-bit atomic add of
@@ -1293,6 +1792,7 @@ mod tests {
             let facts = Facts {
                 one_lane: true,
                 vgprs: vec![(0, per_thread)],
+                ..Facts::default()
             };
             let simple = simplify(&asm, &body, &facts, &live_out);
             // No branch is left; with a constant count, nothing but the
@@ -1322,8 +1822,9 @@ mod tests {
                     w.v[3][lane] = rng.next() as u32;
                     w.v[4][lane] = rng.next() as u32;
                 }
-                let want = run(&body, &w, 500).expect("the original ends");
-                let got = run(&simple, &w, 500).expect("the simplified body ends");
+                let (want, _) = run(&body, &w, &[0; BUFFER], 500).expect("the original ends");
+                let (got, _) =
+                    run(&simple, &w, &[0; BUFFER], 500).expect("the simplified body ends");
                 assert_eq!(want.exec(), got.exec());
                 let sum = if per_thread == 1 {
                     app_exec.count_ones()
@@ -1335,5 +1836,102 @@ mod tests {
                 assert_eq!((got.v[3][lane], got.v[4][lane]), (sum, 0));
             }
         }
+    }
+
+    /// count_vector's tail as clang writes it: the global's address, the
+    /// offset 0, the count copied from s[4:5] into v[0:1], the atomic.
+    fn count_tail(asm: &Asm, offset: i32) -> Vec<(u64, Instruction, Kind)> {
+        let d = inlay_isa::Decoder::new(inlay_isa::Target::Gfx90a);
+        // v_pk_mov_b32 v[0:1], s[4:5], s[4:5] op_sel:[0,1] (llvm-mc-19).
+        let bytes = [0x00, 0x50, 0xb3, 0xd3, 0x04, 0x08, 0x00, 0x18];
+        let pk = d.decode(&bytes).unwrap();
+        let mut atomic = asm
+            .build(
+                Encoding::Global,
+                "global_atomic_add_x2",
+                &[v1(2), Operand::Vgpr { first: 0, count: 2 }, s2(8)],
+            )
+            .unwrap();
+        assert!(atomic.set_modifier(inlay_isa::Modifier::Offset(offset)));
+        let getpc = asm.build(Encoding::Sop1, "s_getpc_b64", &[s2(8)]).unwrap();
+        vec![
+            (0, getpc, Kind::Got(0)),
+            (4, asm.vmov(2, Asm::konst(0)).unwrap(), Kind::Plain),
+            (8, pk, Kind::Plain),
+            (16, atomic, Kind::Plain),
+        ]
+    }
+
+    #[test]
+    fn a_one_lane_atomic_of_an_aligned_global_becomes_scalar_and_only_then() {
+        let asm = Asm::new(inlay_isa::Target::Gfx90a);
+        let facts = Facts {
+            one_lane: true,
+            got_align: vec![(0, 16)],
+            scalar_atomics: Some("add"),
+            ..Facts::default()
+        };
+        let scalar = |b: &[(u64, Instruction, Kind)]| {
+            b.iter()
+                .filter(|(_, i, _)| i.mnemonic() == "s_atomic_add_x2")
+                .count()
+        };
+        for offset in [0, 8, 16] {
+            let body = count_tail(&asm, offset);
+            let simple = simplify(&asm, &body, &facts, &RegSet::new());
+            // Nothing vector is left: the Got, the scalar atomic.
+            assert_eq!(scalar(&simple), 1, "{simple:?}");
+            assert_eq!(simple.len(), 2, "{simple:?}");
+            // What it adds to memory: the same, in a random lane.
+            let mut rng = Rng(0x1234_5678_9abc_def1 ^ offset as u64);
+            for _ in 0..20 {
+                let mut w = Wave::new(0);
+                w.set_exec(1 << rng.below(64));
+                w.s[4] = rng.next() as u32;
+                w.s[5] = rng.next() as u32;
+                let memory: Vec<u8> = (0..BUFFER).map(|_| rng.next() as u8).collect();
+                let (_, want) = run(&body, &w, &memory, 100).unwrap();
+                let (_, got) = run(&simple, &w, &memory, 100).unwrap();
+                assert_eq!(want, got);
+                assert_ne!(want, memory, "the atomic changed nothing");
+            }
+        }
+        // Not made scalar: more than one lane may run it; the module's
+        // accesses are of another family, or unknown; the global's
+        // alignment is below the access size; the offset is not a
+        // multiple of it; the VGPR offset is not known.
+        let not = |facts: &Facts, body: &[(u64, Instruction, Kind)]| {
+            let simple = simplify(&asm, body, facts, &RegSet::new());
+            assert_eq!(scalar(&simple), 0, "{facts:?}: {simple:?}");
+        };
+        let body = count_tail(&asm, 0);
+        not(
+            &Facts {
+                one_lane: false,
+                ..facts.clone()
+            },
+            &body,
+        );
+        for family in [Some("or"), None] {
+            not(
+                &Facts {
+                    scalar_atomics: family,
+                    ..facts.clone()
+                },
+                &body,
+            );
+        }
+        not(
+            &Facts {
+                got_align: vec![(0, 4)],
+                ..facts.clone()
+            },
+            &body,
+        );
+        not(&facts, &count_tail(&asm, 4));
+        not(&facts, &count_tail(&asm, -8));
+        let mut unknown_offset = body.clone();
+        unknown_offset.remove(1);
+        not(&facts, &unknown_offset);
     }
 }
