@@ -301,6 +301,9 @@ pub(super) struct Ctx<'a> {
     /// Registers the kernel's memory instructions write: at a point, a
     /// load may still be writing them (see [`loaded_registers`]).
     pub(super) loaded: RegSet,
+    /// Hazard facts of the instructions call sequences use (each built
+    /// once, for padding inside every sequence and then at the seams).
+    pub(super) facts: std::cell::RefCell<super::hazards::FactsTable>,
 }
 
 /// Registers some memory instruction of the program writes (the only ones
@@ -1252,7 +1255,7 @@ impl<'a> Ctx<'a> {
                 )?,
             });
         }
-        s.resolve()?;
+        s.resolve_with(&mut self.facts.borrow_mut())?;
         Ok(s)
     }
 
@@ -1945,9 +1948,10 @@ impl SiteCode<'_> {
         self.templates().map(Template::bytes).sum()
     }
 
-    /// The instructions the calls run, in order.
-    pub(super) fn instructions(&self) -> impl Iterator<Item = &Instruction> {
-        self.templates().flat_map(|t| t.code.iter())
+    /// The templates the calls copy, in order (indices in
+    /// [`Placed::templates`]).
+    pub(super) fn template_ids(&self) -> impl Iterator<Item = usize> + '_ {
+        self.calls.iter().map(|c| c.template as usize)
     }
 
     pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {
@@ -1977,6 +1981,9 @@ pub(super) struct Placed<'a> {
     pub(super) implicit_block: bool,
     /// Calls placed inline (see `inline`).
     pub(super) inlined: usize,
+    /// Hazard facts of the instructions in the templates (and any other
+    /// met while building them).
+    pub(super) facts: super::hazards::FactsTable,
 }
 
 /// A site's group among the placed calls: the entry, then before and
@@ -2003,12 +2010,22 @@ impl<'a> Placed<'a> {
         }
     }
 
+    /// Each distinct call sequence.
+    pub(super) fn templates(&self) -> &[Template] {
+        &self.templates
+    }
+
     /// Relocations the placed code makes.
     pub(super) fn relocations(&self) -> usize {
         self.calls
             .iter()
             .map(|c| self.templates[c.template as usize].relocations())
             .sum()
+    }
+
+    /// The distinct call sequences' instructions (constants not patched in).
+    pub(super) fn instructions(&self) -> impl Iterator<Item = &Instruction> {
+        self.templates.iter().flat_map(|t| t.code.iter())
     }
 
     /// Instructions (the static count).
@@ -2252,6 +2269,7 @@ impl<'a> Calls<'a> {
             save_all,
             borrow_all,
             loaded: loaded_registers(self.an),
+            facts: Default::default(),
         };
         // Calls with the same hook, argument kinds and plan get the same
         // code up to their constants: each distinct plan is kept once (in
@@ -2413,6 +2431,7 @@ impl<'a> Calls<'a> {
             out.private_size = Some(self.stack_base + area + self.max_stack);
         }
         out.implicit_block = self.implicit == Some(Implicit::Block);
+        out.facts = ctx.facts.into_inner();
         Ok(out)
     }
 }

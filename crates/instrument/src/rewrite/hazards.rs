@@ -65,7 +65,21 @@
 //! by SMEM (`checkSMRDHazards` applies to gfx6 only) and the
 //! `v_permlane*` rules (gfx942 has no `v_permlane`; gfx950 does).
 
-use inlay_isa::{info, Access, Decoder, Encoding, Instruction, InstructionInfo, RegFile, Target};
+use inlay_isa::{info, Access, Decoder, Encoding, Instruction, RegFile, Target, UsedRegister};
+
+use inlay_isa::info::CAPACITY;
+
+use crate::regs as bits;
+
+const BLANK: UsedRegister = UsedRegister {
+    register: inlay_isa::Register {
+        file: RegFile::Sgpr,
+        first: 0,
+        count: 0,
+    },
+    access: Access::Read,
+    operand: None,
+};
 
 /// The longest distance any rule asks for (wait states).
 pub const MAX_WAIT_STATES: u32 = 19;
@@ -96,19 +110,324 @@ pub fn nops(target: Target, mut n: u32) -> Vec<Instruction> {
     out
 }
 
-/// What the rules need of one instruction, computed once.
-#[derive(Clone, Copy)]
+/// What the rules need of one instruction, computed once: its kind, and
+/// the registers it reads and writes as bit sets, so that a rule is a few
+/// set intersections (the seam search asks for millions of pairs when a
+/// call goes before every instruction).
+#[derive(Clone)]
 pub struct Facts {
     inst: Instruction,
-    info: InstructionInfo,
+    kind: u32,
+    /// Wait states it gives those after it (see [`wait_states`]).
+    waits: u8,
+    /// Registers (bits of [`crate::regs`]) read, read as operand 2 (the
+    /// lane select of `v_readlane`/`v_writelane`), written, named at all,
+    /// and a store's data VGPRs when wider than 64 bits.
+    reads: Split,
+    lane_select: Split,
+    writes: Split,
+    touches: Split,
+    wide_store: Split,
+    /// Hardware registers (`s_getreg`/`s_setreg` ids below 64) written
+    /// and named.
+    hw_writes: u64,
+    hw_touches: u64,
+    /// Every register it names maps to bits whole: the sets above say all
+    /// the rules ask. Otherwise the rules read its registers one by one.
+    exact: bool,
+    /// Its registers (inlay-isa's `info` holds at most [`CAPACITY`]).
+    used: [UsedRegister; CAPACITY],
+    used_len: u8,
+    /// Wait states it needs after unknown code: without MFMAs in the
+    /// program, and with.
+    unknown: [u8; 2],
 }
+
+// Kinds (bits of `Facts::kind`).
+const VALU: u32 = 1;
+const SALU: u32 = 1 << 1;
+const VMEM: u32 = 1 << 2;
+const MFMA: u32 = 1 << 3;
+const LANE_OP: u32 = 1 << 4;
+const DPP: u32 = 1 << 5;
+const DIV_FMAS: u32 = 1 << 6;
+const ACC_WRITE: u32 = 1 << 7;
+const READLANE: u32 = 1 << 8;
+const SETREG: u32 = 1 << 9;
+const GETREG: u32 = 1 << 10;
+const M0_READER: u32 = 1 << 11;
+const SWAPPC: u32 = 1 << 12;
+/// Control does not go on to the next instruction (see [`falls_through`]).
+const JUMPS: u32 = 1 << 16;
+const GFX942: u32 = 1 << 13;
+/// A transcendental VALU (gfx942 forwards its results late).
+const TRANS: u32 = 1 << 17;
+/// A VALU writing part of a VGPR gfx942 forwards late (see
+/// `forwards_partial_dst`).
+const PARTIAL_DST: u32 = 1 << 18;
+/// It joins XNACK soft clauses of SMEM, or of VMEM, instructions.
+const CLAUSE_SMEM: u32 = 1 << 19;
+const CLAUSE_VMEM: u32 = 1 << 20;
+/// A memory instruction that writes memory.
+const STORES: u32 = 1 << 21;
+/// It writes some register.
+const WRITES: u32 = 1 << 22;
+const CLAUSES: u32 = CLAUSE_SMEM | CLAUSE_VMEM;
+/// It may be the writer of some rule: a VALU, an SALU writing M0, an
+/// `s_setreg`, a wide store.
+const MAY_WRITE: u32 = 1 << 14;
+/// It may be the reader of some rule (or need wait states after unknown
+/// code): a VALU, a VMEM reading a scalar register, anything naming a
+/// vector register (MFMA results), an M0 reader, `s_getreg`/`s_setreg`.
+const MAY_READ: u32 = 1 << 15;
+
+/// A register set in the two parts the rules look at: the scalar
+/// registers (bits 0..128 of [`crate::regs`]: SGPRs, VCC, TTMPs, M0,
+/// EXEC) and the vector ones (VGPRs, AGPRs).
+#[derive(Clone, Copy, Default)]
+struct Split {
+    s: u128,
+    v: [u64; 8],
+}
+
+impl Split {
+    /// The bits `b..b + n` (of [`crate::regs`]; those of neither part,
+    /// SCC's, are left out).
+    fn of(b: u16, n: u16) -> Split {
+        let mut out = Split::default();
+        for (w, mask) in bits::word_masks(b, n) {
+            match w {
+                0 => out.s |= u128::from(mask),
+                1 => out.s |= u128::from(mask) << 64,
+                4..=11 => out.v[w - 4] |= mask,
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn add(&mut self, o: &Split) {
+        self.s |= o.s;
+        for (a, b) in self.v.iter_mut().zip(&o.v) {
+            *a |= b;
+        }
+    }
+
+    /// Whether the two share a register.
+    fn meets(&self, o: &Split) -> bool {
+        self.s & o.s != 0 || self.meets_v(o)
+    }
+
+    /// Whether the vector parts share a register.
+    fn meets_v(&self, o: &Split) -> bool {
+        self.v.iter().zip(&o.v).any(|(a, b)| a & b != 0)
+    }
+
+    fn has_v(&self) -> bool {
+        self.v.iter().any(|&a| a != 0)
+    }
+}
+
+/// Scalar registers a VALU's scalar results land in: SGPRs, VCC, TTMPs.
+const SCALAR_RESULTS: u128 =
+    ((1 << bits::NUM_SGPRS) - 1) | (0b11 << bits::VCC) | (0xffff << bits::TTMP_BASE);
+const VCC_BITS: u128 = 0b11 << bits::VCC;
+const EXEC_BITS: u128 = 0b11 << bits::EXEC;
+const M0_BIT: u128 = 1 << bits::M0;
 
 impl Facts {
     pub fn new(inst: &Instruction) -> Facts {
-        Facts {
+        Facts::with_registers(inst, info(inst).used_registers())
+    }
+
+    /// The facts of `inst`, whose registers (inlay-isa's `info`) are `used`.
+    pub fn with_registers(inst: &Instruction, used: &[UsedRegister]) -> Facts {
+        use Encoding::*;
+        let name = inst.mnemonic();
+        let enc = inst.encoding();
+        let mut f = Facts {
             inst: *inst,
-            info: info(inst),
+            kind: 0,
+            waits: 1,
+            reads: Split::default(),
+            lane_select: Split::default(),
+            writes: Split::default(),
+            touches: Split::default(),
+            wide_store: Split::default(),
+            hw_writes: 0,
+            hw_touches: 0,
+            exact: true,
+            used: [BLANK; CAPACITY],
+            used_len: used.len().min(CAPACITY) as u8,
+            unknown: [0; 2],
+        };
+        if name == "s_nop" {
+            f.waits = ((inst.words()[0] & 0xf) + 1) as u8;
         }
+        let n = usize::from(f.used_len);
+        f.used[..n].copy_from_slice(&used[..n]);
+        let mut kind = 0;
+        let mut flag = |on: bool, k: u32| {
+            if on {
+                kind |= k;
+            }
+        };
+        flag(
+            matches!(
+                enc,
+                Vop1 | Vop2
+                    | Vopc
+                    | Vop3
+                    | Vop3p
+                    | Vop1Sdwa
+                    | Vop1Dpp
+                    | Vop2Sdwa
+                    | Vop2Dpp
+                    | VopcSdwa
+                    | VopcDpp
+            ),
+            VALU,
+        );
+        flag(matches!(enc, Sop1 | Sop2 | Sopk | Sopc | Sopp), SALU);
+        flag(
+            matches!(enc, Mubuf | Mtbuf | Mimg | Flat | Global | Scratch),
+            VMEM,
+        );
+        flag(
+            name.starts_with("v_mfma") || name.starts_with("v_smfmac"),
+            MFMA,
+        );
+        flag(
+            matches!(name, "v_readlane_b32" | "v_writelane_b32"),
+            LANE_OP,
+        );
+        flag(enc.is_dpp(), DPP);
+        flag(name.starts_with("v_div_fmas"), DIV_FMAS);
+        flag(name == "v_accvgpr_write_b32", ACC_WRITE);
+        flag(
+            matches!(name, "v_readlane_b32" | "v_readfirstlane_b32"),
+            READLANE,
+        );
+        flag(name.starts_with("s_setreg"), SETREG);
+        flag(name.starts_with("s_getreg"), GETREG);
+        flag(name == "s_swappc_b64", SWAPPC);
+        flag(!falls_through(inst), JUMPS);
+        flag(inst.target() == Target::Gfx942, GFX942);
+        f.kind = kind;
+        for u in used {
+            let r = &u.register;
+            if r.file == RegFile::HwReg {
+                let bit = 1u64.checked_shl(u32::from(r.first)).unwrap_or(0);
+                f.exact &= bit != 0 && r.count == 1;
+                f.hw_touches |= bit;
+                if u.access.writes() {
+                    f.hw_writes |= bit;
+                }
+                continue;
+            }
+            if r.file == RegFile::Pc {
+                continue;
+            }
+            let set = match bits::bits_of(r) {
+                Some((b, n)) => {
+                    f.exact &= n == u16::from(r.count);
+                    Split::of(b, n)
+                }
+                None => {
+                    f.exact = false;
+                    continue;
+                }
+            };
+            f.touches.add(&set);
+            if u.access.reads() {
+                f.reads.add(&set);
+                if u.operand == Some(2) {
+                    f.lane_select.add(&set);
+                }
+            }
+            if u.access.writes() {
+                f.writes.add(&set);
+            }
+        }
+        for u in used {
+            let r = &u.register;
+            let vector = matches!(r.file, RegFile::Vgpr | RegFile::Agpr);
+            if f.is_vmem() && u.access == Access::Read && vector && r.count > 2 {
+                if let Some((b, n)) = bits::bits_of(r) {
+                    f.wide_store.add(&Split::of(b, n));
+                }
+            }
+        }
+        let mut more = 0;
+        let mut flag = |on: bool, k: u32| {
+            if on {
+                more |= k;
+            }
+        };
+        flag(f.reads_m0_as_hazard(), M0_READER);
+        flag(f.is_trans(), TRANS);
+        flag(f.forwards_partial_dst(), PARTIAL_DST);
+        flag(f.clause_kind() == Some(true), CLAUSE_SMEM);
+        flag(f.clause_kind() == Some(false), CLAUSE_VMEM);
+        flag(f.may_store(), STORES);
+        flag(used.iter().any(|u| u.access.writes()), WRITES);
+        f.kind |= more;
+        let may_write = !f.exact
+            || f.is_valu()
+            || f.is_mfma()
+            || f.is_salu()
+                && used
+                    .iter()
+                    .any(|u| u.access.writes() && u.register.file == RegFile::M0)
+            || f.kind & SETREG != 0
+            || f.wide_store.has_v()
+            || f.writes.v[..4].iter().any(|&w| w != 0);
+        let reads_scalar = f.reads.s & SCALAR_RESULTS != 0;
+        let may_read = !f.exact
+            || f.is_valu()
+            || f.is_vmem() && reads_scalar
+            || f.touches.has_v()
+            || f.kind & (M0_READER | SETREG | GETREG | CLAUSE_SMEM | CLAUSE_VMEM) != 0;
+        f.kind |= if may_write { MAY_WRITE } else { 0 } | if may_read { MAY_READ } else { 0 };
+        f.unknown = [false, true].map(|mfma| {
+            if f.exact {
+                f.after_unknown(mfma)
+            } else {
+                required_after_unknown_listed(inst.target(), &f, mfma)
+            }
+        } as u8);
+        f
+    }
+
+    /// [`required_after_unknown`] from the bit sets.
+    fn after_unknown(&self, mfma: bool) -> u32 {
+        let k = self.kind;
+        let reads_scalar = self.reads.s & SCALAR_RESULTS != 0;
+        let mut need = 0;
+        let mut at_least = |n: u32| need = need.max(n);
+        if k & VMEM != 0 && reads_scalar || k & DPP != 0 {
+            at_least(5);
+        }
+        if k & (LANE_OP | DIV_FMAS | MFMA | ACC_WRITE) != 0 {
+            at_least(4);
+        }
+        if k & GFX942 != 0 && k & VALU != 0 && reads_scalar {
+            at_least(2);
+        }
+        if k & (GETREG | SETREG) != 0 {
+            at_least(2);
+        }
+        if k & (M0_READER | VALU) != 0 {
+            at_least(1);
+        }
+        if mfma && self.touches.has_v() {
+            at_least(MAX_WAIT_STATES);
+        }
+        need
+    }
+
+    fn used(&self) -> &[UsedRegister] {
+        &self.used[..usize::from(self.used_len)]
     }
 
     fn name(&self) -> &'static str {
@@ -116,38 +435,19 @@ impl Facts {
     }
 
     fn is_valu(&self) -> bool {
-        use Encoding::*;
-        matches!(
-            self.inst.encoding(),
-            Vop1 | Vop2
-                | Vopc
-                | Vop3
-                | Vop3p
-                | Vop1Sdwa
-                | Vop1Dpp
-                | Vop2Sdwa
-                | Vop2Dpp
-                | VopcSdwa
-                | VopcDpp
-        )
+        self.kind & VALU != 0
     }
 
     fn is_salu(&self) -> bool {
-        use Encoding::*;
-        matches!(self.inst.encoding(), Sop1 | Sop2 | Sopk | Sopc | Sopp)
+        self.kind & SALU != 0
     }
 
     fn is_vmem(&self) -> bool {
-        use Encoding::*;
-        matches!(
-            self.inst.encoding(),
-            Mubuf | Mtbuf | Mimg | Flat | Global | Scratch
-        )
+        self.kind & VMEM != 0
     }
 
     fn is_mfma(&self) -> bool {
-        let n = self.name();
-        n.starts_with("v_mfma") || n.starts_with("v_smfmac")
+        self.kind & MFMA != 0
     }
 
     /// Transcendental VALU operations (gfx942 forwards their results late).
@@ -198,19 +498,38 @@ impl Facts {
     }
 
     fn writes_any_read_by(&self, r: &Facts) -> bool {
-        self.info
-            .used_registers()
+        self.used()
             .iter()
             .any(|u| u.access.writes() && r.reads(&u.register, None))
     }
 
     fn is_lane_op(&self) -> bool {
-        matches!(self.name(), "v_readlane_b32" | "v_writelane_b32")
+        self.kind & LANE_OP != 0
+    }
+
+    /// Wait states it gives to those after it.
+    pub(super) fn wait_states(&self) -> u32 {
+        u32::from(self.waits)
+    }
+
+    /// Whether it is an `s_swappc_b64` (a callee runs after it).
+    pub(super) fn is_call(&self) -> bool {
+        self.kind & SWAPPC != 0
+    }
+
+    /// Whether control can go from it to the instruction after it.
+    pub(super) fn falls_through(&self) -> bool {
+        self.kind & JUMPS == 0
+    }
+
+    /// Whether some rule may ask wait states before it (after some writer
+    /// or after unknown code).
+    pub(super) fn may_read(&self) -> bool {
+        self.kind & MAY_READ != 0
     }
 
     fn writes(&self, file: RegFile) -> impl Iterator<Item = inlay_isa::Register> + '_ {
-        self.info
-            .used_registers()
+        self.used()
             .iter()
             .filter(move |u| u.access.writes() && u.register.file == file)
             .map(|u| u.register)
@@ -223,23 +542,19 @@ impl Facts {
     /// Whether it reads a register overlapping `r` (in operand slot
     /// `slot` when given).
     fn reads(&self, r: &inlay_isa::Register, slot: Option<u8>) -> bool {
-        self.info.used_registers().iter().any(|u| {
+        self.used().iter().any(|u| {
             u.access.reads() && u.register.overlaps(r) && (slot.is_none() || u.operand == slot)
         })
     }
 
     fn writes_reg(&self, r: &inlay_isa::Register) -> bool {
-        self.info
-            .used_registers()
+        self.used()
             .iter()
             .any(|u| u.access.writes() && u.register.overlaps(r))
     }
 
     fn touches(&self, r: &inlay_isa::Register) -> bool {
-        self.info
-            .used_registers()
-            .iter()
-            .any(|u| u.register.overlaps(r))
+        self.used().iter().any(|u| u.register.overlaps(r))
     }
 
     /// SGPRs and VCC a VALU writes (the scalar results of compares,
@@ -252,7 +567,6 @@ impl Facts {
     }
 
     fn reads_m0_as_hazard(&self) -> bool {
-        let m0 = inlay_isa::Register::new(RegFile::M0, 0, 1);
         let n = self.name();
         // s_sendmsg, s_ttracedata, LDS add-TID and GDS read M0 without
         // naming it (GDS: the DS word's bit 16).
@@ -262,7 +576,7 @@ impl Facts {
             || n == "s_ttracedata"
             || n.contains("addtid")
             || gds
-            || self.reads(&m0, None) && !self.is_salu()
+            || self.reads.s & M0_BIT != 0 && !self.is_salu()
     }
 
     /// Vector registers of a VMEM instruction's data wider than 64 bits
@@ -272,8 +586,7 @@ impl Facts {
     /// LLVM exempts.
     fn wide_store_data(&self) -> impl Iterator<Item = inlay_isa::Register> + '_ {
         let vmem = self.is_vmem();
-        self.info
-            .used_registers()
+        self.used()
             .iter()
             .filter(move |u| {
                 vmem && u.access == Access::Read
@@ -293,6 +606,123 @@ fn gfx942(t: Target) -> bool {
 
 /// Wait states `r` needs after `w` (0: no rule applies).
 pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
+    if w.kind & MAY_WRITE == 0 || r.kind & MAY_READ == 0 {
+        return 0;
+    }
+    if !(w.exact && r.exact) {
+        return required_listed(t, w, r);
+    }
+    let mut need = 0;
+    let mut at_least = |n: u32| need = need.max(n);
+    let (wk, rk) = (w.kind, r.kind);
+    if wk & VALU != 0 {
+        let scalar = w.writes.s & SCALAR_RESULTS;
+        if scalar != 0 {
+            if rk & VMEM != 0 && scalar & r.reads.s != 0 {
+                at_least(5);
+            }
+            if rk & LANE_OP != 0 && scalar & r.lane_select.s != 0 {
+                at_least(4);
+            }
+            if gfx942(t) && rk & VALU != 0 && scalar & r.reads.s != 0 {
+                at_least(2);
+            }
+            if scalar & VCC_BITS != 0 && rk & DIV_FMAS != 0 {
+                at_least(4);
+            }
+        }
+        if w.writes.s & EXEC_BITS != 0 {
+            if rk & DPP != 0 {
+                at_least(5);
+            }
+            if rk & (LANE_OP | MFMA | ACC_WRITE) != 0 {
+                at_least(4);
+            }
+        }
+        if rk & (MFMA | ACC_WRITE | READLANE) != 0 && w.writes.meets_v(&r.reads) {
+            if rk & (MFMA | ACC_WRITE) != 0 {
+                at_least(2);
+            }
+            if gfx942(t) && rk & READLANE != 0 {
+                at_least(1);
+            }
+        }
+        let late = wk & TRANS != 0 && rk & TRANS == 0 || wk & PARTIAL_DST != 0;
+        if gfx942(t) && late && rk & VALU != 0 && w.writes.meets_v(&r.reads) {
+            at_least(1);
+        }
+    }
+    // Any write of a VGPR (a load's too), then a DPP instruction naming
+    // it (its `old` destination included): 2.
+    if rk & DPP != 0
+        && w.writes.v[..4]
+            .iter()
+            .zip(&r.touches.v[..4])
+            .any(|(a, b)| a & b != 0)
+    {
+        at_least(2);
+    }
+    if wk & MFMA != 0 && (w.writes.meets_v(&r.touches) || w.reads.meets_v(&r.writes)) {
+        at_least(MAX_WAIT_STATES);
+    }
+    if wk & SALU != 0 && w.writes.s & M0_BIT != 0 && rk & M0_READER != 0 {
+        at_least(1);
+    }
+    if wk & SETREG != 0 && rk & (GETREG | SETREG) != 0 && w.hw_writes & r.hw_touches != 0 {
+        at_least(2);
+    }
+    if rk & VALU != 0 && w.wide_store.meets_v(&r.writes) {
+        at_least(if gfx942(t) { 2 } else { 1 });
+    }
+    need
+}
+
+/// Whether a soft clause holding `w` and, after it, `r` (adjacent, or
+/// with only memory instructions of their kind between) breaks
+/// replay: `w` writes a register and `r` stores, or reads what `w` wrote,
+/// or overwrites what it reads itself; or `r` overwrites what `w` read.
+fn soft_clause_hazard(w: &Facts, r: &Facts) -> bool {
+    if w.clause_kind().is_none() || w.clause_kind() != r.clause_kind() {
+        return false;
+    }
+    if !(w.exact && r.exact) {
+        return soft_clause_hazard_listed(w, r);
+    }
+    w.kind & WRITES != 0
+        && (r.kind & STORES != 0 || w.writes.meets(&r.reads) || r.writes.meets(&r.reads))
+        || r.writes.meets(&w.reads)
+}
+
+/// [`soft_clause_hazard`] register by register.
+fn soft_clause_hazard_listed(w: &Facts, r: &Facts) -> bool {
+    let w_writes = w.used().iter().any(|u| u.access.writes());
+    w_writes && (r.may_store() || w.writes_any_read_by(r) || r.writes_any_read_by(r))
+        || r.writes_any_read_by(w)
+}
+
+/// Wait states `r` needs after `w` when `dist` wait states lie between
+/// them and `run` says whether all of them are memory instructions of
+/// `r`'s clause kind (see [`continues_clause`]): [`required`], and one
+/// more than `dist` when the two would share a soft clause that breaks
+/// replay (any instruction of another kind between them fixes it).
+pub fn required_at(t: Target, w: &Facts, r: &Facts, dist: u32, run: bool) -> u32 {
+    let need = required(t, w, r);
+    if run && soft_clause_hazard(w, r) {
+        need.max(dist + 1)
+    } else {
+        need
+    }
+}
+
+/// Whether the soft clause `r` would join still reaches back past `i`.
+pub fn continues_clause(i: &Facts, r: &Facts) -> bool {
+    let clause = CLAUSE_SMEM | CLAUSE_VMEM;
+    i.kind & clause != 0 && i.kind & clause == r.kind & clause
+}
+
+/// [`required`] register by register (for instructions naming registers
+/// the bit sets do not hold whole).
+fn required_listed(t: Target, w: &Facts, r: &Facts) -> u32 {
     let mut need = 0;
     let mut at_least = |n: u32| need = need.max(n);
     if w.is_valu() {
@@ -345,7 +775,7 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
         }
     }
     if w.is_mfma() {
-        let writes_what_w_touches = w.info.used_registers().iter().any(|u| {
+        let writes_what_w_touches = w.used().iter().any(|u| {
             let vector = matches!(u.register.file, RegFile::Vgpr | RegFile::Agpr);
             vector
                 && ((u.access.writes() && r.touches(&u.register))
@@ -376,45 +806,17 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
     need
 }
 
-/// Whether a soft clause holding `w` and, after it, `r` (adjacent, or
-/// with only memory instructions of their kind between) breaks
-/// replay: `w` writes a register and `r` stores, or reads what `w` wrote,
-/// or overwrites what it reads itself; or `r` overwrites what `w` read.
-fn soft_clause_hazard(w: &Facts, r: &Facts) -> bool {
-    if w.clause_kind().is_none() || w.clause_kind() != r.clause_kind() {
-        return false;
-    }
-    let w_writes = w.info.used_registers().iter().any(|u| u.access.writes());
-    w_writes && (r.may_store() || w.writes_any_read_by(r) || r.writes_any_read_by(r))
-        || r.writes_any_read_by(w)
-}
-
-/// Wait states `r` needs after `w` when `dist` wait states lie between
-/// them and `run` says whether all of them are memory instructions of
-/// `r`'s clause kind (see [`continues_clause`]): [`required`], and one
-/// more than `dist` when the two would share a soft clause that breaks
-/// replay (any instruction of another kind between them fixes it).
-pub fn required_at(t: Target, w: &Facts, r: &Facts, dist: u32, run: bool) -> u32 {
-    let need = required(t, w, r);
-    if run && soft_clause_hazard(w, r) {
-        need.max(dist + 1)
-    } else {
-        need
-    }
-}
-
-/// Whether the soft clause `r` would join still reaches back past `i`.
-pub fn continues_clause(i: &Facts, r: &Facts) -> bool {
-    i.clause_kind().is_some() && i.clause_kind() == r.clause_kind()
-}
-
 /// Wait states `r` needs when what ran before it is unknown (a device
 /// function's entry, the return from a call): the most any rule it is the
 /// reader of can ask; MFMA rules only when the code has MFMAs.
-pub fn required_after_unknown(t: Target, r: &Facts, mfma: bool) -> u32 {
+pub fn required_after_unknown(_t: Target, r: &Facts, mfma: bool) -> u32 {
+    u32::from(r.unknown[usize::from(mfma)])
+}
+
+fn required_after_unknown_listed(t: Target, r: &Facts, mfma: bool) -> u32 {
     let mut need = 0;
     let mut at_least = |n: u32| need = need.max(n);
-    let reads_scalar = r.info.used_registers().iter().any(|u| {
+    let reads_scalar = r.used().iter().any(|u| {
         u.access.reads()
             && matches!(
                 u.register.file,
@@ -443,8 +845,7 @@ pub fn required_after_unknown(t: Target, r: &Facts, mfma: bool) -> u32 {
         at_least(1);
     }
     let vector = r
-        .info
-        .used_registers()
+        .used()
         .iter()
         .any(|u| matches!(u.register.file, RegFile::Vgpr | RegFile::Agpr));
     if mfma && vector {
@@ -511,16 +912,182 @@ pub fn falls_through(i: &Instruction) -> bool {
 }
 
 /// One node of the rewritten stream, in layout order.
+#[derive(Clone, Copy)]
 pub(super) enum Node {
     Inst {
-        inst: Instruction,
+        /// Its facts, by index in the stream's [`FactsTable`].
+        facts: u32,
         inserted: bool,
     },
+    /// Inserted instructions in a row: a [`Run`] (by index), which a
+    /// call sequence placed at many points shares.
+    Run(u32),
     /// A place nops may go: on every path to what follows it up to the
     /// next label.
-    Slot(usize),
+    Slot(u32),
     /// The label of a block's first instruction (its hook code follows).
-    BlockStart(usize),
+    BlockStart(u32),
+}
+
+/// Inserted instructions in a row, with what the seam search asks of
+/// them worked out once.
+pub(super) struct Run {
+    /// Facts of each instruction (indices in the [`FactsTable`]).
+    ids: Vec<u32>,
+    /// Wait states before each instruction, from the run's start (and
+    /// after the last, at `ids.len()`).
+    before: Vec<u32>,
+    /// Positions of its calls (`s_swappc_b64`).
+    calls: Vec<u32>,
+    /// Positions of the instructions some rule may concern as readers.
+    readers: Vec<u32>,
+    /// Wait states back from its end to its last instruction some rule
+    /// may concern as a writer, the most if a call comes first, none if
+    /// neither is in it (see [`Quiet`]).
+    quiet: Option<u32>,
+    /// What a search entering it from its end meets: the instructions
+    /// some rule may concern as writers (wait states from its end, facts),
+    /// back to its last call or as far as any rule reaches, and the wait
+    /// states from its end to that call.
+    writers: Vec<(u32, u32)>,
+    call_from_end: Option<u32>,
+    /// How many of its first instructions are SMEM, and VMEM, ones (a
+    /// soft clause a reader in it joins may reach back past its start).
+    clause_prefix: [u32; 2],
+}
+
+impl Run {
+    pub(super) fn new(ids: Vec<u32>, facts: &[Facts]) -> Run {
+        let mut before = Vec::with_capacity(ids.len() + 1);
+        let (mut calls, mut readers) = (Vec::new(), Vec::new());
+        let mut at = 0u32;
+        for (k, &id) in ids.iter().enumerate() {
+            let f = &facts[id as usize];
+            before.push(at);
+            at = at.saturating_add(f.wait_states());
+            if f.is_call() {
+                calls.push(k as u32);
+            }
+            if f.may_read() {
+                readers.push(k as u32);
+            }
+        }
+        before.push(at);
+        let mut quiet = None;
+        for &id in &ids {
+            quiet = Quiet::after(quiet, &facts[id as usize], true);
+        }
+        let (mut writers, mut call_from_end) = (Vec::new(), None);
+        let mut d = 0u32;
+        for &id in ids.iter().rev() {
+            let f = &facts[id as usize];
+            if d >= MAX_WAIT_STATES {
+                break;
+            }
+            if f.kind & MAY_WRITE != 0 {
+                writers.push((d, id));
+            }
+            if f.is_call() {
+                call_from_end = Some(d);
+                break;
+            }
+            d = d.saturating_add(f.wait_states());
+        }
+        let clause_prefix = [CLAUSE_SMEM, CLAUSE_VMEM].map(|k| {
+            ids.iter()
+                .take_while(|&&id| facts[id as usize].kind & k != 0)
+                .count() as u32
+        });
+        Run {
+            ids,
+            before,
+            calls,
+            readers,
+            quiet,
+            writers,
+            call_from_end,
+            clause_prefix,
+        }
+    }
+}
+
+/// Distances an application reader's search is sure to find nothing
+/// within: what lies between it and the nearest inserted instruction that
+/// may be a rule's writer (or a call, which ends the search) gives the
+/// wait states.
+struct Quiet;
+
+impl Quiet {
+    /// The wait states back to the nearest such writer or call after
+    /// instruction `f` (`inserted` or not), given `before` up to it.
+    fn after(before: Option<u32>, f: &Facts, inserted: bool) -> Option<u32> {
+        if f.is_call() {
+            Some(u32::MAX)
+        } else if inserted && f.kind & MAY_WRITE != 0 {
+            Some(0)
+        } else {
+            before.map(|d| d.saturating_add(f.wait_states()))
+        }
+    }
+
+    /// The same after a run.
+    fn after_run(before: Option<u32>, run: &Run) -> Option<u32> {
+        match run.quiet {
+            Some(d) => Some(d),
+            None => before.map(|d| d.saturating_add(run.before[run.ids.len()])),
+        }
+    }
+}
+
+/// The facts of a stream's instructions, each distinct instruction's
+/// computed once (a call at every instruction repeats a few hundred).
+#[derive(Default)]
+pub(super) struct FactsTable {
+    pub(super) facts: Vec<Facts>,
+    ids: std::collections::HashMap<(u64, u64), u32, crate::fast_hash::FastHash>,
+}
+
+impl FactsTable {
+    /// Room for `n` more distinct instructions.
+    pub(super) fn reserve(&mut self, n: usize) {
+        self.facts.reserve(n);
+        self.ids.reserve(n);
+    }
+
+    /// The index of `inst`'s facts.
+    pub(super) fn id(&mut self, inst: &Instruction) -> u32 {
+        let key = Self::key(inst);
+        match self.ids.get(&key) {
+            Some(&id) => id,
+            None => self.insert(key, Facts::new(inst)),
+        }
+    }
+
+    /// The index of `inst`'s facts, given its registers (inlay-isa's
+    /// `info`) when they are new.
+    pub(super) fn id_with(&mut self, inst: &Instruction, used: &[UsedRegister]) -> u32 {
+        let key = Self::key(inst);
+        match self.ids.get(&key) {
+            Some(&id) => id,
+            None => self.insert(key, Facts::with_registers(inst, used)),
+        }
+    }
+
+    fn key(inst: &Instruction) -> (u64, u64) {
+        let w = inst.words();
+        let word = |k: usize| u64::from(w.get(k).copied().unwrap_or(0));
+        (
+            word(0) | word(1) << 32,
+            inst.len() as u64 | (inst.encoding() as u64) << 8 | (inst.target() as u64) << 16,
+        )
+    }
+
+    fn insert(&mut self, key: (u64, u64), f: Facts) -> u32 {
+        let id = self.facts.len() as u32;
+        self.facts.push(f);
+        self.ids.insert(key, id);
+        id
+    }
 }
 
 /// The control flow of the stream's blocks: for each block, the stream
@@ -534,133 +1101,311 @@ pub(super) struct Flow {
     pub(super) linear_entry: Vec<bool>,
 }
 
-/// Wait states to add at each slot of `nodes` so that no pair with an
-/// inserted side is closer than its rule, on any path. Also returns the
-/// pairs inside one inserted sequence (no slot between them), which
-/// padding at seams cannot fix.
-pub(super) fn pad(
-    t: Target,
-    nodes: &[Node],
-    flow: &Flow,
-    slots: usize,
-    mfma: bool,
-) -> (Vec<u32>, Vec<Violation>) {
-    let facts: Vec<Option<Facts>> = nodes
-        .iter()
-        .map(|n| match n {
-            Node::Inst { inst, .. } => Some(Facts::new(inst)),
-            _ => None,
-        })
-        .collect();
-    let mut pads = vec![0u32; slots];
-    let mut inside = Vec::new();
-    let mut slot_before = None;
-    let mut slot_pos = 0;
-    for (p, n) in nodes.iter().enumerate() {
-        let (reader, reader_inserted) = match (n, &facts[p]) {
-            (Node::Slot(s), _) => {
-                slot_before = Some(*s);
-                slot_pos = p;
-                continue;
-            }
-            (Node::BlockStart(_), _) => {
-                slot_before = None;
-                continue;
-            }
-            (Node::Inst { inserted, .. }, Some(f)) => (f, *inserted),
-            _ => continue,
-        };
-        let mut worst_at_slot = 0u32;
-        let mut walk = Walk {
-            t,
-            nodes,
-            facts: &facts,
-            flow,
-            pads: &pads,
-            reader,
-            reader_inserted,
-            mfma,
-            found: Vec::new(),
-        };
-        walk.back(p, 0, true, 0);
-        for (q, had, need, crossed) in walk.found {
-            // Paddable when the writer lies before the reader's slot on
-            // its path: found through a label (another path), or before
-            // the slot in the stream.
-            match slot_before {
-                Some(_) if crossed || q == usize::MAX || q < slot_pos => {
-                    worst_at_slot = worst_at_slot.max(need - had)
-                }
-                _ => inside.push(Violation {
-                    writer: q,
-                    reader: p,
-                    had,
-                    needed: need,
-                }),
-            }
-        }
-        if let Some(s) = slot_before.filter(|_| worst_at_slot > 0) {
-            pads[s] += worst_at_slot;
-        }
-    }
-    (pads, inside)
+/// The stream [`pad`] searches: its nodes, the facts and runs they name.
+pub(super) struct Stream<'a> {
+    pub(super) nodes: &'a [Node],
+    pub(super) facts: &'a [Facts],
+    pub(super) runs: &'a [Run],
+    pub(super) flow: &'a Flow,
 }
 
-/// A backward search from one reader over every path into it.
+/// Wait states to add at each slot of the stream so that no pair with an
+/// inserted side is closer than its rule, on any path, where a slot can
+/// help: a reader's slot pads for writers before it (or unknown history).
+/// Pairs inside one inserted sequence, with no slot between them, are
+/// the sequence's own business: each was padded inside when built.
+pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> Vec<u32> {
+    let mut pads = vec![0u32; slots];
+    // The reader's slot (index, position), wait states of the
+    // instructions since it, and their count just past the last call
+    // among them.
+    let mut slot: Option<(usize, usize)> = None;
+    let mut since_slot = 0u32;
+    let mut since_call: Option<u32> = None;
+    // The soft-clause kinds every instruction since the slot has.
+    let mut clause = CLAUSES;
+    // An application reader has no inserted writer in reach when the
+    // application instructions before it (back to inserted code, or to
+    // its block's label and then through `quiet_before`) give enough wait
+    // states: it is not searched. `application` counts those since the
+    // label or the inserted code (a call ends the search: it counts as
+    // the most), `label` says the label came last.
+    let quiet_before = quiet_before(stream);
+    // Wait states back to the nearest writer or call, or to the label.
+    let mut quiet: Option<u32> = None;
+    let mut label: Option<usize> = None;
+    let mut application = 0u32;
+    for (p, n) in stream.nodes.iter().enumerate() {
+        match *n {
+            Node::Slot(s) => {
+                slot = Some((s as usize, p));
+                (since_slot, since_call, clause) = (0, None, CLAUSES);
+            }
+            Node::BlockStart(b) => {
+                slot = None;
+                (since_slot, since_call, clause) = (0, None, CLAUSES);
+                (quiet, label, application) = (None, Some(b as usize), 0);
+            }
+            Node::Inst {
+                facts: id,
+                inserted,
+            } => {
+                let reader = &stream.facts[id as usize];
+                let reach = match (quiet, label) {
+                    (Some(d), _) => d,
+                    (None, Some(b)) => application.saturating_add(quiet_before[b]),
+                    (None, None) => 0,
+                };
+                // (Soft clauses reach further, so memory readers are searched.)
+                let far = !inserted && reach >= MAX_WAIT_STATES && reader.kind & CLAUSES == 0;
+                quiet = Quiet::after(quiet, reader, inserted);
+                application = application.saturating_add(reader.wait_states());
+                if let Some((s, at)) = slot.filter(|_| !far) {
+                    let need = slot_need(
+                        t,
+                        stream,
+                        &pads,
+                        (reader, inserted, mfma),
+                        at,
+                        (since_slot, reader.kind & clause & CLAUSES != 0),
+                        since_call,
+                    );
+                    pads[s] += need;
+                }
+                clause &= reader.kind;
+                since_slot = since_slot.saturating_add(reader.wait_states());
+                if reader.is_call() {
+                    since_call = Some(since_slot);
+                }
+            }
+            Node::Run(r) => {
+                let run = &stream.runs[r as usize];
+                quiet = Quiet::after_run(quiet, run);
+                application = application.saturating_add(run.before[run.ids.len()]);
+                if let Some((s, at)) = slot {
+                    for &k in &run.readers {
+                        let reader = &stream.facts[run.ids[k as usize] as usize];
+                        let after_call = match run.calls.iter().rev().find(|&&c| c < k) {
+                            Some(&c) => Some(since_slot.saturating_add(run.before[c as usize + 1])),
+                            None => since_call,
+                        };
+                        let in_clause = [CLAUSE_SMEM, CLAUSE_VMEM]
+                            .into_iter()
+                            .zip(run.clause_prefix)
+                            .any(|(c, n)| reader.kind & clause & c != 0 && n >= k);
+                        let need = slot_need(
+                            t,
+                            stream,
+                            &pads,
+                            (reader, true, mfma),
+                            at,
+                            (since_slot.saturating_add(run.before[k as usize]), in_clause),
+                            after_call,
+                        );
+                        pads[s] += need;
+                    }
+                }
+                for (c, n) in [CLAUSE_SMEM, CLAUSE_VMEM]
+                    .into_iter()
+                    .zip(run.clause_prefix)
+                {
+                    if (n as usize) < run.ids.len() {
+                        clause &= !c;
+                    }
+                }
+                if let Some(&c) = run.calls.last() {
+                    since_call = Some(since_slot.saturating_add(run.before[c as usize + 1]));
+                }
+                since_slot = since_slot.saturating_add(run.before[run.ids.len()]);
+            }
+        }
+    }
+    pads
+}
+
+/// For each block, the fewest wait states of application instructions
+/// on any path back from its label to inserted code, at most
+/// [`MAX_WAIT_STATES`] (paths ending at a call or at unknown history
+/// count as the most; the kernel's entry, which the preamble precedes,
+/// as none).
+fn quiet_before(stream: &Stream<'_>) -> Vec<u32> {
+    let flow = stream.flow;
+    let blocks = flow.preds.len();
+    // Per block: wait states back from its end to the nearest inserted
+    // writer or call (see `Quiet`), and its wait states in all.
+    let mut tail: Vec<Option<u32>> = vec![None; blocks];
+    let mut total = vec![0u32; blocks];
+    let mut at: Option<usize> = None;
+    for n in stream.nodes {
+        let (b, node) = match (*n, at) {
+            (Node::BlockStart(b), _) => {
+                at = Some(b as usize).filter(|&b| b < blocks);
+                continue;
+            }
+            (Node::Slot(_), _) | (_, None) => continue,
+            (node, Some(b)) => (b, node),
+        };
+        match node {
+            Node::Run(r) => {
+                let run = &stream.runs[r as usize];
+                tail[b] = Quiet::after_run(tail[b], run);
+                total[b] = total[b].saturating_add(run.before[run.ids.len()]);
+            }
+            Node::Inst { facts, inserted } => {
+                let f = &stream.facts[facts as usize];
+                tail[b] = Quiet::after(tail[b], f, inserted);
+                total[b] = total[b].saturating_add(f.wait_states());
+            }
+            _ => {}
+        }
+    }
+    let mut quiet: Vec<u32> = (0..blocks)
+        .map(|b| match flow.linear_entry.get(b) {
+            Some(true) => 0,
+            _ => MAX_WAIT_STATES,
+        })
+        .collect();
+    // Down from the most until nothing changes (values only fall).
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for b in 0..blocks {
+            for &pb in &flow.preds[b] {
+                let through = match tail[pb] {
+                    Some(d) => d,
+                    None => total[pb].saturating_add(quiet[pb]),
+                }
+                .min(MAX_WAIT_STATES);
+                if through < quiet[b] {
+                    quiet[b] = through;
+                    changed = true;
+                }
+            }
+        }
+    }
+    quiet
+}
+
+/// Wait states a reader `dist` wait states past its slot (at stream
+/// position `slot_pos`) asks the slot for, `after_call` the wait states
+/// since the slot just past the last call between them.
+fn slot_need(
+    t: Target,
+    stream: &Stream<'_>,
+    pads: &[u32],
+    (reader, reader_inserted, mfma): (&Facts, bool, bool),
+    slot_pos: usize,
+    (dist, run): (u32, bool),
+    after_call: Option<u32>,
+) -> u32 {
+    if !reader.may_read() {
+        return 0;
+    }
+    let mut walk = Walk {
+        t,
+        stream,
+        pads,
+        reader,
+        reader_inserted,
+        mfma,
+        worst: 0,
+    };
+    match after_call {
+        // What ran last before the reader is the callee, whatever
+        // precedes the call.
+        Some(a) if dist.saturating_sub(a) < MAX_WAIT_STATES => {
+            walk.unknown(dist.saturating_sub(a) + 1)
+        }
+        Some(_) => {}
+        None if dist < MAX_WAIT_STATES || run => walk.back(slot_pos + 1, dist, run, 0),
+        None => {}
+    }
+    walk.worst
+}
+
+/// A backward search from one reader over every path into it, for the
+/// most wait states a writer (or unknown history) lacks.
 struct Walk<'a> {
     t: Target,
-    nodes: &'a [Node],
-    facts: &'a [Option<Facts>],
-    flow: &'a Flow,
+    stream: &'a Stream<'a>,
     pads: &'a [u32],
     reader: &'a Facts,
     reader_inserted: bool,
     mfma: bool,
-    /// (writer position, or usize::MAX for unknown history; wait states
-    /// between; wait states needed; reached through a label).
-    found: Vec<(usize, u32, u32, bool)>,
+    worst: u32,
 }
 
 impl Walk<'_> {
+    /// A writer `dist` wait states before the reader that needs `need`.
+    fn found(&mut self, dist: u32, need: u32) {
+        if need > dist {
+            self.worst = self.worst.max(need - dist);
+        }
+    }
+
     /// Looks at the nodes before position `end`, `dist` wait states from
     /// the reader (`run`: all of them memory instructions of the reader's
     /// soft-clause kind); `depth` bounds the paths followed through labels.
     fn back(&mut self, end: usize, mut dist: u32, mut run: bool, depth: u32) {
+        let (t, stream) = (self.t, self.stream);
         let mut q = end;
         while q > 0 && (dist < MAX_WAIT_STATES || run) {
             q -= 1;
-            match &self.nodes[q] {
+            match stream.nodes[q] {
                 Node::Slot(s) => {
-                    dist += self.pads[*s];
-                    run &= self.pads[*s] == 0;
+                    dist += self.pads[s as usize];
+                    run &= self.pads[s as usize] == 0;
                 }
-                Node::Inst { inst, inserted } => {
-                    let Some(w) = &self.facts[q] else { continue };
-                    if *inserted || self.reader_inserted {
-                        let need = required_at(self.t, w, self.reader, dist, run);
-                        if need > dist {
-                            self.found.push((q, dist, need, depth > 0));
-                        }
-                    }
-                    if inst.mnemonic() == "s_swappc_b64" {
-                        // The callee ran between: unknown history.
-                        self.unknown(dist + 1);
+                Node::Inst { facts, inserted } => {
+                    let w = &stream.facts[facts as usize];
+                    if !self.step(w, inserted, &mut dist, &mut run) {
                         return;
                     }
-                    run &= continues_clause(w, self.reader);
-                    dist += wait_states(inst);
+                }
+                Node::Run(r) if run && self.reader.kind & CLAUSES != 0 => {
+                    // A soft clause may reach into it: one by one.
+                    for &id in stream.runs[r as usize].ids.iter().rev() {
+                        if !(dist < MAX_WAIT_STATES || run) {
+                            return;
+                        }
+                        let w = &stream.facts[id as usize];
+                        if !self.step(w, true, &mut dist, &mut run) {
+                            return;
+                        }
+                    }
+                }
+                Node::Run(r) => {
+                    // Only its writers and its last call can matter (the
+                    // reader joins no soft clause reaching into it).
+                    run = false;
+                    let run = &stream.runs[r as usize];
+                    for &(d, id) in &run.writers {
+                        let at = dist.saturating_add(d);
+                        if at >= MAX_WAIT_STATES {
+                            return;
+                        }
+                        self.found(at, required(t, &stream.facts[id as usize], self.reader));
+                    }
+                    if let Some(d) = run.call_from_end {
+                        let at = dist.saturating_add(d);
+                        if at < MAX_WAIT_STATES {
+                            // The callee ran between: unknown history.
+                            self.unknown(at + 1);
+                        }
+                        return;
+                    }
+                    dist = dist.saturating_add(run.before[run.ids.len()]);
                 }
                 Node::BlockStart(b) => {
-                    let b = *b;
-                    if depth > 64 || !self.flow.linear_entry[b] && self.flow.preds[b].is_empty() {
+                    let (b, flow) = (b as usize, stream.flow);
+                    if depth > 64 || !flow.linear_entry[b] && flow.preds[b].is_empty() {
                         self.unknown(dist);
                         return;
                     }
-                    for k in 0..self.flow.preds[b].len() {
-                        let pb = self.flow.preds[b][k];
-                        self.back(self.flow.block_end[pb], dist, run, depth + 1);
+                    for &pb in &flow.preds[b] {
+                        self.back(flow.block_end[pb], dist, run, depth + 1);
                     }
-                    if !self.flow.linear_entry[b] {
+                    if !flow.linear_entry[b] {
                         return;
                     }
                 }
@@ -668,12 +1413,26 @@ impl Walk<'_> {
         }
     }
 
+    /// Looks at writer `w`, `dist` wait states before the reader, and
+    /// moves past it; false when the search ends there (a call).
+    fn step(&mut self, w: &Facts, inserted: bool, dist: &mut u32, run: &mut bool) -> bool {
+        if inserted || self.reader_inserted {
+            let need = required_at(self.t, w, self.reader, *dist, *run);
+            self.found(*dist, need);
+        }
+        if w.is_call() {
+            // The callee ran between: unknown history.
+            self.unknown(*dist + 1);
+            return false;
+        }
+        *run &= continues_clause(w, self.reader);
+        *dist += w.wait_states();
+        true
+    }
+
     fn unknown(&mut self, dist: u32) {
         if self.reader_inserted {
-            let need = required_after_unknown(self.t, self.reader, self.mfma);
-            if need > dist {
-                self.found.push((usize::MAX, dist, need, true));
-            }
+            self.found(dist, required_after_unknown(self.t, self.reader, self.mfma));
         }
     }
 }
@@ -1245,8 +2004,69 @@ mod tests {
         assert_eq!(wait_states(&s.insts[1]), 5);
     }
 
-    fn node(i: Instruction, inserted: bool) -> Node {
-        Node::Inst { inst: i, inserted }
+    fn node(tb: &mut FactsTable, i: Instruction, inserted: bool) -> Node {
+        Node::Inst {
+            facts: tb.id(&i),
+            inserted,
+        }
+    }
+
+    /// The bit-set forms of the rules say what the register-by-register
+    /// forms (which the tests above check against llc-19 and AMD's
+    /// tables) say, for every pair of the distinct instructions of the
+    /// fixture kernels.
+    #[test]
+    fn bit_sets_agree_with_the_register_lists() {
+        let mut tb = FactsTable::default();
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/gfx90a/v5");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+            let Ok(co) = inlay_codeobj::CodeObject::parse(&bytes) else {
+                continue;
+            };
+            for k in &co.kernels {
+                if let Ok(p) = crate::lift::lift(&co, k.name) {
+                    for ins in &p.insts {
+                        tb.id(&ins.inst);
+                    }
+                }
+            }
+        }
+        let facts = &tb.facts;
+        assert!(facts.len() > 200, "{} distinct instructions", facts.len());
+        for w in facts {
+            assert!(w.exact, "{}", w.name());
+            for mfma in [false, true] {
+                let listed = required_after_unknown_listed(w.inst.target(), w, mfma);
+                assert_eq!(required_after_unknown(Target::Gfx90a, w, mfma), listed);
+            }
+            for r in facts {
+                for t in [Target::Gfx90a, Target::Gfx942] {
+                    let (fast, listed) = (required(t, w, r), required_listed(t, w, r));
+                    assert_eq!(fast, listed, "{} / {}", w.name(), r.name());
+                }
+                let same_clause = w.clause_kind().is_some() && w.clause_kind() == r.clause_kind();
+                let listed = same_clause && soft_clause_hazard_listed(w, r);
+                assert_eq!(
+                    soft_clause_hazard(w, r),
+                    listed,
+                    "{} / {}",
+                    w.name(),
+                    r.name()
+                );
+                assert_eq!(continues_clause(w, r), same_clause);
+            }
+        }
+    }
+
+    fn pads(t: Target, nodes: &[Node], tb: &FactsTable, flow: &Flow, slots: usize) -> Vec<u32> {
+        let stream = Stream {
+            nodes,
+            facts: &tb.facts,
+            runs: &[],
+            flow,
+        };
+        pad(t, &stream, slots, false)
     }
 
     /// Padding across a block start: the reader's block has two
@@ -1259,67 +2079,92 @@ mod tests {
         let br = asm(t, "s_branch 0")[0];
         let other = asm(t, "s_add_u32 s80, s81, s82")[0];
         let r = asm(t, "global_load_dword v2, v3, s[4:5]")[0];
+        let mut tb = FactsTable::default();
         // block 0: w(inserted) branch; block 1: other other other; block 2: r
         let nodes = vec![
             Node::BlockStart(0),
             Node::Slot(0),
-            node(w, true),
-            node(br, false),
+            node(&mut tb, w, true),
+            node(&mut tb, br, false),
             Node::BlockStart(1),
-            node(other, false),
-            node(other, false),
-            node(other, false),
-            node(other, false),
-            node(other, false),
+            node(&mut tb, other, false),
+            node(&mut tb, other, false),
+            node(&mut tb, other, false),
+            node(&mut tb, other, false),
+            node(&mut tb, other, false),
             Node::BlockStart(2),
             Node::Slot(1),
-            node(r, false),
+            node(&mut tb, r, false),
         ];
         let flow = Flow {
             block_end: vec![4, 10, 13],
             preds: vec![vec![], vec![], vec![0, 1]],
             linear_entry: vec![true, false, false],
         };
-        let (pads, inside) = pad(t, &nodes, &flow, 2, false);
-        assert!(inside.is_empty());
         // Through the branch: one wait state (the branch) of five.
-        assert_eq!(pads, vec![0, 4]);
+        assert_eq!(pads(t, &nodes, &tb, &flow, 2), vec![0, 4]);
         // A loop: the reader's block is its own predecessor, and the
         // inserted writer at the block's end lies after the reader in the
         // stream; the reader's slot still takes the nops.
         let nodes = vec![
             Node::BlockStart(0),
             Node::Slot(0),
-            node(r, false),
-            node(w, true),
-            node(br, false),
+            node(&mut tb, r, false),
+            node(&mut tb, w, true),
+            node(&mut tb, br, false),
         ];
         let flow = Flow {
             block_end: vec![5],
             preds: vec![vec![0]],
             linear_entry: vec![true],
         };
-        let (pads, inside) = pad(t, &nodes, &flow, 1, false);
-        assert!(inside.is_empty());
-        assert_eq!(pads, vec![4]);
+        assert_eq!(pads(t, &nodes, &tb, &flow, 1), vec![4]);
         // A function entry (no predecessors, not the kernel's): unknown
         // history, an inserted VMEM read of an SGPR takes the worst case.
-        let nodes = vec![Node::BlockStart(0), Node::Slot(0), node(r, true)];
+        let nodes = vec![Node::BlockStart(0), Node::Slot(0), node(&mut tb, r, true)];
         let flow = Flow {
             block_end: vec![3],
             preds: vec![vec![]],
             linear_entry: vec![false],
         };
-        assert_eq!(pad(t, &nodes, &flow, 1, false).0, vec![5]);
-        // A writer and reader inside one inserted sequence: reported.
-        let nodes = vec![Node::Slot(0), node(w, true), node(r, true)];
+        assert_eq!(pads(t, &nodes, &tb, &flow, 1), vec![5]);
+        // A writer and reader inside one inserted sequence: not the
+        // seam's to pad (the sequence was padded when it was built).
+        let nodes = vec![
+            Node::Slot(0),
+            node(&mut tb, w, true),
+            node(&mut tb, r, true),
+        ];
         let flow = Flow {
             block_end: vec![],
             preds: vec![],
             linear_entry: vec![],
         };
-        let (pads, inside) = pad(t, &nodes, &flow, 1, false);
-        assert_eq!(pads, vec![0]);
-        assert_eq!(inside.len(), 1);
+        assert_eq!(pads(t, &nodes, &tb, &flow, 1), vec![0]);
+        // Runs: a reader one instruction into a run after its slot, a
+        // writer at the end of a run before the reader's slot.
+        let ids = |tb: &mut FactsTable, is: &[Instruction]| -> Vec<u32> {
+            is.iter().map(|i| tb.id(i)).collect()
+        };
+        let runs = vec![
+            Run::new(ids(&mut tb, &[other, r]), &tb.facts),
+            Run::new(ids(&mut tb, &[other, w]), &tb.facts),
+        ];
+        let nodes = vec![
+            node(&mut tb, w, false),
+            Node::Slot(0),
+            Node::Run(0),
+            Node::Slot(1),
+            Node::Run(1),
+            Node::Slot(2),
+            node(&mut tb, r, false),
+        ];
+        let stream = Stream {
+            nodes: &nodes,
+            facts: &tb.facts,
+            runs: &runs,
+            flow: &flow,
+        };
+        assert_eq!(pad(t, &stream, 3, false), vec![4, 0, 5]);
     }
 }

@@ -95,12 +95,17 @@ pub(super) enum Emit {
     },
     /// `s_getpc_b64 s[d:d+1]` made into two moves of `pc` (original address).
     MaterializePc { d: u16, pc: u64 },
+    /// `s_endpgm` after `s_dcache_wb`: inserted code stores through the
+    /// scalar cache, which is written back before the wave ends (as LLVM
+    /// does for a kernel with scalar stores or atomics).
+    WritebackEnd,
 }
 
 impl Emit {
     pub(super) fn size(&self, i: &Instruction) -> u64 {
         match self {
             Emit::MaterializePc { .. } => 16,
+            Emit::WritebackEnd => 8 + i.len() as u64,
             _ => i.len() as u64,
         }
     }

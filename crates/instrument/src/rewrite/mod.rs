@@ -631,7 +631,20 @@ pub fn rewrite(
     for &(_, to, n) in saved.iter().flatten() {
         held.insert_range(to, u16::from(n));
     }
-    let placed = calls.place(&asm, held, plan.save_all_clobberable, plan.inline_borrowing)?;
+    let mut placed = calls.place(&asm, held, plan.save_all_clobberable, plan.inline_borrowing)?;
+    let mut emits = emits;
+    let scalar_stores = placed
+        .instructions()
+        .chain(&calls.preamble().insts)
+        .chain(hook_code.values().flatten())
+        .any(is_scalar_store);
+    if scalar_stores {
+        for (i, ins) in prog.insts.iter().enumerate() {
+            if ins.inst.mnemonic() == "s_endpgm" {
+                emits[i] = Emit::WritebackEnd;
+            }
+        }
+    }
     let call_insts = placed.insts();
     added_by_hooks += call_insts;
     // The preamble: the calls' launch state first (it puts the kernel's
@@ -677,7 +690,8 @@ pub fn rewrite(
     // Wait states the hardware does not enforce, at the seams of the
     // inserted code (see `hazards`): nops at the start of each inserted
     // sequence and right before each application instruction.
-    let seams = Seams::plan(an, &order, &preamble, &hook_code, &placed);
+    let facts = std::mem::take(&mut placed.facts);
+    let seams = Seams::plan(an, &order, &preamble, &hook_code, &placed, facts);
     let nop_bytes = |s: usize| 4 * u64::from(seams.pads[s].div_ceil(8));
     for (i, b) in before_bytes.iter_mut().enumerate() {
         *b += nop_bytes(Seams::head(i)) + nop_bytes(Seams::mid(i)) + nop_bytes(Seams::tail(i));
@@ -732,7 +746,7 @@ pub fn rewrite(
     let mut code = Vec::with_capacity(at as usize);
     let mut relocations = Vec::with_capacity(preamble.relocs.len() + placed.relocations());
     let nops = |s: usize, code: &mut Vec<u8>| {
-        // (Most slots need none: no decoder made for them.)
+        // (Most slots take none.)
         if seams.pads[s] > 0 {
             for n in hazards::nops(prog.target, seams.pads[s]) {
                 encode_into(&n, code);
@@ -797,6 +811,10 @@ pub fn rewrite(
                 } else {
                     asm.add_lit("s_add_u32", d, dist as u32)?
                 };
+            }
+            Emit::WritebackEnd => {
+                encode_into(&asm.build(Encoding::Smem, "s_dcache_wb", &[])?, &mut code);
+                added += 1;
             }
             Emit::MaterializePc { d, pc } => {
                 // Literals whatever the halves' values: the layout gave
@@ -911,37 +929,58 @@ impl Seams {
         preamble: &snippet::Snippet,
         hook_code: &BTreeMap<InstId, Vec<Instruction>>,
         placed: &call::Placed<'_>,
+        mut table: hazards::FactsTable,
     ) -> Seams {
-        use hazards::Node;
+        use hazards::{Node, Run};
         let prog = &an.program;
-        let mut nodes = Vec::new();
-        let inserted = |nodes: &mut Vec<Node>, is: &mut dyn Iterator<Item = &Instruction>| {
-            nodes.extend(is.map(|&inst| Node::Inst {
-                inst,
+        // A kernel repeats encodings: a few thousand distinct in 20,000.
+        table.reserve(prog.insts.len() / 4);
+        // Each call sequence a run, its instructions' facts found once.
+        let runs: Vec<Run> = placed
+            .templates()
+            .iter()
+            .map(|t| {
+                let ids = t.code.iter().map(|i| table.id(i)).collect();
+                Run::new(ids, &table.facts)
+            })
+            .collect();
+        let mut nodes = Vec::with_capacity(8 * prog.insts.len());
+        let inserted = |nodes: &mut Vec<Node>,
+                        table: &mut hazards::FactsTable,
+                        is: &mut dyn Iterator<Item = &Instruction>| {
+            nodes.extend(is.map(|inst| Node::Inst {
+                facts: table.id(inst),
                 inserted: true,
             }))
         };
-        inserted(&mut nodes, &mut preamble.insts.iter());
-        nodes.push(Node::Slot(Self::ENTRY));
-        inserted(&mut nodes, &mut placed.at(Site::Entry).instructions());
+        let calls = |nodes: &mut Vec<Node>, site: Site| {
+            nodes.extend(placed.at(site).template_ids().map(|t| Node::Run(t as u32)));
+        };
+        inserted(&mut nodes, &mut table, &mut preamble.insts.iter());
+        nodes.push(Node::Slot(Self::ENTRY as u32));
+        calls(&mut nodes, Site::Entry);
         let mut block_end = vec![0; prog.blocks.len()];
         for &i in order {
             let ins = &prog.insts[i];
             let b = ins.block;
             if prog.blocks[b].insts.start == i {
-                nodes.push(Node::BlockStart(b));
+                nodes.push(Node::BlockStart(b as u32));
             }
-            nodes.push(Node::Slot(Self::head(i)));
-            inserted(&mut nodes, &mut hook_code.get(&i).into_iter().flatten());
-            nodes.push(Node::Slot(Self::mid(i)));
-            inserted(&mut nodes, &mut placed.at(Site::Before(i)).instructions());
-            nodes.push(Node::Slot(Self::tail(i)));
+            nodes.push(Node::Slot(Self::head(i) as u32));
+            inserted(
+                &mut nodes,
+                &mut table,
+                &mut hook_code.get(&i).into_iter().flatten(),
+            );
+            nodes.push(Node::Slot(Self::mid(i) as u32));
+            calls(&mut nodes, Site::Before(i));
+            nodes.push(Node::Slot(Self::tail(i) as u32));
             nodes.push(Node::Inst {
-                inst: ins.inst,
+                facts: table.id_with(&ins.inst, prog.used_registers(i)),
                 inserted: false,
             });
-            nodes.push(Node::Slot(Self::after(i)));
-            inserted(&mut nodes, &mut placed.at(Site::After(i)).instructions());
+            nodes.push(Node::Slot(Self::after(i) as u32));
+            calls(&mut nodes, Site::After(i));
             block_end[b] = nodes.len();
         }
         let kernel_entry = prog
@@ -963,7 +1002,19 @@ impl Seams {
         let slots = 1 + 4 * prog.insts.len();
         // Pairs inside one sequence were padded when its snippet was
         // resolved; the seam check test finds none left.
-        let (pads, _inside) = hazards::pad(prog.target, &nodes, &flow, slots, mfma);
+        let stream = hazards::Stream {
+            nodes: &nodes,
+            facts: &table.facts,
+            runs: &runs,
+            flow: &flow,
+        };
+        let pads = hazards::pad(prog.target, &stream, slots, mfma);
         Seams { pads }
     }
+}
+
+/// Whether `i` writes memory through the scalar cache (a store or atomic).
+fn is_scalar_store(i: &Instruction) -> bool {
+    let n = i.mnemonic();
+    i.encoding() == Encoding::Smem && (n.contains("store") || n.contains("atomic"))
 }

@@ -5,8 +5,7 @@
 use inlay_isa::{Instruction, Target};
 
 use super::hazards::{
-    continues_clause, falls_through, required_after_unknown, required_at, wait_states, Facts,
-    MAX_WAIT_STATES,
+    continues_clause, required_after_unknown, required_at, Facts, FactsTable, MAX_WAIT_STATES,
 };
 
 use super::RewriteError;
@@ -139,17 +138,24 @@ impl Snippet {
     /// Puts `s_nop`s where a pair inside the snippet is closer than its
     /// hazard rule (see `hazards`), on every path through its branches:
     /// the simplifier may have removed what separated them in clang's code.
-    fn pad_hazards(&mut self) {
+    fn pad_hazards(&mut self, table: &mut FactsTable) {
         let Some(t) = self.insts.first().map(Instruction::target) else {
             return;
         };
+        let mut ids: Vec<u32> = self.insts.iter().map(|i| table.id(i)).collect();
         let mut k = 0;
         while k < self.insts.len() {
-            let facts: Vec<Facts> = self.insts.iter().map(Facts::new).collect();
-            let need = self.deficit(t, &facts, k, k, 0, true, 0, false);
+            if !table.facts[ids[k] as usize].may_read() {
+                // No rule asks wait states before it.
+                k += 1;
+                continue;
+            }
+            let need = self.deficit(t, (&table.facts, &ids), k, k, (0, true), 0, false);
             if need > 0 {
                 let nops = super::hazards::nops(t, need);
                 let c = nops.len();
+                let nop_ids: Vec<u32> = nops.iter().map(|n| table.id(n)).collect();
+                ids.splice(k..k, nop_ids);
                 self.insts.splice(k..k, nops);
                 for r in &mut self.relocs {
                     r.inst += if r.inst >= k { c } else { 0 };
@@ -176,36 +182,43 @@ impl Snippet {
     fn deficit(
         &self,
         t: Target,
-        facts: &[Facts],
+        (facts, ids): (&[Facts], &[u32]),
         r: usize,
         end: usize,
-        mut dist: u32,
-        mut run: bool,
+        (mut dist, mut run): (u32, bool),
         depth: u32,
         via_branch: bool,
     ) -> u32 {
+        let of = |k: usize| &facts[ids[k] as usize];
         let mut need = 0;
         let mut q = end;
         while q > 0 && (dist < MAX_WAIT_STATES || run) && depth < 16 {
             for &(b, to) in &self.branches {
                 if to == q {
-                    let via = self.deficit(t, facts, r, b + 1, dist, run, depth + 1, true);
-                    need = need.max(via);
+                    need = need.max(self.deficit(
+                        t,
+                        (facts, ids),
+                        r,
+                        b + 1,
+                        (dist, run),
+                        depth + 1,
+                        true,
+                    ));
                 }
             }
             let p = q - 1;
             let entered_by_branch = via_branch && q == end;
-            if !entered_by_branch && !falls_through(&self.insts[p]) {
+            if !entered_by_branch && !of(p).falls_through() {
                 break;
             }
-            if self.insts[p].mnemonic() == "s_swappc_b64" {
+            if of(p).is_call() {
                 // The callee ran in between: what it did last is unknown.
-                need = need.max(required_after_unknown(t, &facts[r], false).saturating_sub(dist));
+                need = need.max(required_after_unknown(t, of(r), false).saturating_sub(dist));
                 break;
             }
-            need = need.max(required_at(t, &facts[p], &facts[r], dist, run).saturating_sub(dist));
-            run &= continues_clause(&facts[p], &facts[r]);
-            dist += wait_states(&self.insts[p]);
+            need = need.max(required_at(t, of(p), of(r), dist, run).saturating_sub(dist));
+            run &= continues_clause(of(p), of(r));
+            dist += of(p).wait_states();
             q = p;
         }
         need
@@ -214,7 +227,13 @@ impl Snippet {
     /// Sets the branches' offsets (they are relative, so the snippet can go
     /// anywhere), after padding hazards inside it.
     pub(super) fn resolve(&mut self) -> Result<(), RewriteError> {
-        self.pad_hazards();
+        self.resolve_with(&mut FactsTable::default())
+    }
+
+    /// [`Snippet::resolve`], with the facts of instructions met before in
+    /// `table`.
+    pub(super) fn resolve_with(&mut self, table: &mut FactsTable) -> Result<(), RewriteError> {
+        self.pad_hazards(table);
         let mut at = Vec::with_capacity(self.insts.len() + 1);
         let mut a = 0u64;
         for i in &self.insts {

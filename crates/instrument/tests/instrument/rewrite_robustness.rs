@@ -208,3 +208,46 @@ fn getpc_becomes_the_original_address_at_any_load_address() {
         "no fixture kernel has an s_getpc_b64 made into moves"
     );
 }
+
+/// Inserted code that stores through the scalar cache (the built-in
+/// counter's `s_atomic_add_x2`) gets the scalar cache written back before
+/// every `s_endpgm`, as LLVM does for a kernel with scalar stores or
+/// atomics (`s_dcache_wb`; llc-19 inserts it for `S_ATOMIC_ADD_X2_IMM`);
+/// code without them gets none.
+#[test]
+fn scalar_stores_are_written_back_before_the_end() {
+    use inlay_isa::Decoder;
+    let mut ends = 0;
+    for (file, kernel) in crate::harness::kernels(5) {
+        let bytes = crate::harness::fixture(5, &file);
+        let co = CodeObject::parse(&bytes).unwrap();
+        let an = analyse(&co, &kernel).unwrap();
+        let kd = co.kernel(&kernel).unwrap().descriptor;
+        let counting = Plan {
+            counters: 0x1000,
+            hooks: vec![(0, Hook::Count { offset: 0 })],
+            ..Default::default()
+        };
+        let d = Decoder::new(an.program.target);
+        for (plan, wb) in [(Plan::default(), false), (counting, true)] {
+            let rw = rewrite(&an, 0x7f12_3400_0000, &kd, &plan)
+                .unwrap_or_else(|e| panic!("{file}/{kernel}: {e}"));
+            let mut at = 0;
+            let mut before = "";
+            while at < rw.code.len() {
+                let i = d.decode(&rw.code[at..]).expect("rewritten code decodes");
+                if i.mnemonic() == "s_endpgm" {
+                    assert_eq!(
+                        before == "s_dcache_wb",
+                        wb,
+                        "{file}/{kernel} (write-back {wb})"
+                    );
+                    ends += 1;
+                }
+                before = i.mnemonic();
+                at += i.len();
+            }
+        }
+    }
+    assert!(ends >= 40, "only {ends} ends seen");
+}
