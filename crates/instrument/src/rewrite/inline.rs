@@ -398,39 +398,16 @@ fn got_loads(insts: Vec<(u64, Instruction, Kind)>, h: &HookInfo) -> Vec<(u64, In
 
 /// The SGPR pairs written only by [`Kind::Got`] of one entry, each time.
 fn got_pairs(insts: &[(u64, Instruction, Kind)]) -> Vec<(u16, i64)> {
-    // Per pair written: the entry while only it is loaded there.
-    let mut seen: Vec<(u16, Option<i64>)> = Vec::new();
-    for &(_, i, kind) in insts {
-        let got = match (kind, i.operand(0)) {
-            (Kind::Got(d), Some(Operand::Sgpr { first, count: 2 })) => Some((first, d)),
-            _ => None,
-        };
-        for u in info(&i).used_registers() {
-            let r = u.register;
-            if !u.access.writes() || r.file != RegFile::Sgpr {
-                continue;
-            }
-            for n in r.first..r.first + u16::from(r.count) {
-                let pair = n & !1;
-                let d = got.filter(|&(p, _)| p == pair).map(|(_, d)| d);
-                match seen.iter_mut().find(|(p, _)| *p == pair) {
-                    Some((_, x)) if *x != d => *x = None,
-                    Some(_) => {}
-                    None => seen.push((pair, d)),
-                }
-            }
-        }
-    }
-    seen.into_iter()
-        .filter_map(|(p, d)| Some((p, d?)))
-        .collect()
+    pairs_only_written_with(insts, |i, kind| match (kind, i.operand(0)) {
+        (Kind::Got(d), Some(Operand::Sgpr { first, count: 2 })) => Some((first, d)),
+        _ => None,
+    })
 }
 
 /// See [`Body::constant_pairs`].
 fn constant_pairs(insts: &[(u64, Instruction, Kind)]) -> Vec<(u16, u64)> {
-    let mut seen: Vec<(u16, Option<u64>)> = Vec::new();
-    for &(_, i, kind) in insts {
-        let constant = match (kind, i.mnemonic(), i.operand(0), i.operand(1)) {
+    pairs_only_written_with(insts, |i, kind| {
+        match (kind, i.mnemonic(), i.operand(0), i.operand(1)) {
             (
                 Kind::Plain,
                 "s_mov_b64",
@@ -438,7 +415,21 @@ fn constant_pairs(insts: &[(u64, Instruction, Kind)]) -> Vec<(u16, u64)> {
                 Some(Operand::Inline(c)),
             ) => super::simplify::inline_int(c).map(|v| (first, i64::from(v) as u64)),
             _ => None,
-        };
+        }
+    })
+}
+
+/// The SGPR pairs every write of which gives them the same value `v`,
+/// where `value_of` says which pair an instruction sets to what (any other
+/// write of a pair rules it out).
+fn pairs_only_written_with<T: Copy + PartialEq>(
+    insts: &[(u64, Instruction, Kind)],
+    value_of: impl Fn(&Instruction, Kind) -> Option<(u16, T)>,
+) -> Vec<(u16, T)> {
+    // Per pair written: the value while only it is written there.
+    let mut seen: Vec<(u16, Option<T>)> = Vec::new();
+    for &(_, i, kind) in insts {
+        let set = value_of(&i, kind);
         for u in info(&i).used_registers() {
             let r = u.register;
             if !u.access.writes() || r.file != RegFile::Sgpr {
@@ -446,17 +437,17 @@ fn constant_pairs(insts: &[(u64, Instruction, Kind)]) -> Vec<(u16, u64)> {
             }
             for n in r.first..r.first + u16::from(r.count) {
                 let pair = n & !1;
-                let c = constant.filter(|&(p, _)| p == pair).map(|(_, c)| c);
+                let v = set.filter(|&(p, _)| p == pair).map(|(_, v)| v);
                 match seen.iter_mut().find(|(p, _)| *p == pair) {
-                    Some((_, x)) if *x != c => *x = None,
+                    Some((_, x)) if *x != v => *x = None,
                     Some(_) => {}
-                    None => seen.push((pair, c)),
+                    None => seen.push((pair, v)),
                 }
             }
         }
     }
     seen.into_iter()
-        .filter_map(|(p, c)| Some((p, c?)))
+        .filter_map(|(p, v)| Some((p, v?)))
         .collect()
 }
 
