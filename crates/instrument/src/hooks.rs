@@ -550,7 +550,9 @@ fn analyse_hook(
         agprs: a,
         program: Arc::new(program),
         liveness: Arc::new(liveness),
-        got: co.section(".got").map(|g| (g.addr, g.addr + g.size)),
+        got: co
+            .section(".got")
+            .map(|g| (g.addr, g.addr.saturating_add(g.size))),
         got_align: got_align(co),
     })
 }
@@ -572,7 +574,7 @@ fn got_align(co: &CodeObject<'_>) -> Vec<(u64, u64)> {
         .iter()
         .filter(|r| {
             r.r_type == inlay_codeobj::reloc::RelocType::ABS64
-                && (got.addr..got.addr + got.size).contains(&r.offset)
+                && (got.addr..got.addr.saturating_add(got.size)).contains(&r.offset)
         })
         .filter_map(|r| {
             let at = r.symbol_value?.wrapping_add(r.addend as u64);

@@ -1443,23 +1443,33 @@ mod tests {
     //! instructions assembled by llvm-mc-19, an oracle for the encodings).
     use super::*;
 
-    fn asm(t: Target, text: &str) -> Vec<Instruction> {
-        let out = std::process::Command::new("llvm-mc-19")
-            .args([
-                "-triple=amdgcn-amd-amdhsa",
-                &format!("-mcpu={}", t.name()),
-                "--show-encoding",
-            ])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
+    /// `program args` with `input` on its standard input (the LLVM tools
+    /// scripts/install-deps installs).
+    fn run_llvm(program: &str, args: &[&str], input: &str) -> std::process::Output {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .spawn()
-            .and_then(|mut c| {
-                use std::io::Write;
-                c.stdin.take().map(|mut s| s.write_all(text.as_bytes()));
-                c.wait_with_output()
-            })
-            .expect("llvm-mc-19 (scripts/install-deps installs it)");
+            .unwrap_or_else(|e| panic!("{program} (scripts/install-deps installs it): {e}"));
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin
+                .write_all(input.as_bytes())
+                .expect("write to the tool");
+        }
+        child.wait_with_output().expect("the tool's output")
+    }
+
+    fn asm(t: Target, text: &str) -> Vec<Instruction> {
+        let cpu = format!("-mcpu={}", t.name());
+        let out = run_llvm(
+            "llvm-mc-19",
+            &["-triple=amdgcn-amd-amdhsa", &cpu, "--show-encoding"],
+            text,
+        );
         let listing = String::from_utf8_lossy(&out.stdout);
         let errors = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -1646,28 +1656,19 @@ mod tests {
         let mir = format!(
             "---\nname: pair\nbody: |\n  bb.0:\n    {writer}\n    {reader}\n    S_ENDPGM 0\n...\n"
         );
-        let out = std::process::Command::new("llc-19")
-            .args([
-                "-march=amdgcn",
-                &format!("-mcpu={}", t.name()),
-                "-mattr=+xnack",
-                "-run-pass=post-RA-hazard-rec",
-                "-x",
-                "mir",
-                "-",
-                "-o",
-                "-",
-            ])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut c| {
-                use std::io::Write;
-                c.stdin.take().map(|mut s| s.write_all(mir.as_bytes()));
-                c.wait_with_output()
-            })
-            .expect("llc-19 (scripts/install-deps installs llvm-19)");
+        let cpu = format!("-mcpu={}", t.name());
+        let args = [
+            "-march=amdgcn",
+            &cpu,
+            "-mattr=+xnack",
+            "-run-pass=post-RA-hazard-rec",
+            "-x",
+            "mir",
+            "-",
+            "-o",
+            "-",
+        ];
+        let out = run_llvm("llc-19", &args, &mir);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),
