@@ -304,6 +304,9 @@ pub(super) struct Ctx<'a> {
     /// Hazard facts of the instructions call sequences use (each built
     /// once, for padding inside every sequence and then at the seams).
     pub(super) facts: std::cell::RefCell<super::hazards::FactsTable>,
+    /// What each distinct instruction of inlined copies names (see
+    /// [`super::inline::Named`]), found once.
+    pub(super) named: std::cell::RefCell<super::inline::NamedTable>,
 }
 
 /// Registers some memory instruction of the program writes (the only ones
@@ -2151,8 +2154,8 @@ impl<'a> Calls<'a> {
             .map(|(g, _)| g)
             .collect();
         // The constants inlined bodies read from many sites: kept too.
-        let mut bodies = super::inline::Bodies::new(&reqs);
-        let constants = bodies.constants(asm, &reqs, KEEP_ADDRESS_FROM);
+        let bodies = super::inline::Bodies::new(asm, &reqs);
+        let constants = bodies.constants(KEEP_ADDRESS_FROM);
         let state = super::preamble::launch_state(
             asm,
             descriptor,
@@ -2270,6 +2273,7 @@ impl<'a> Calls<'a> {
             borrow_all,
             loaded: loaded_registers(self.an),
             facts: Default::default(),
+            named: Default::default(),
         };
         // Calls with the same hook, argument kinds and plan get the same
         // code up to their constants: each distinct plan is kept once (in
@@ -2286,7 +2290,7 @@ impl<'a> Calls<'a> {
         let mut inputs = Vec::new();
         let mut bodies = self.bodies.borrow_mut();
         let mut inline_ids: std::collections::HashMap<usize, usize, FastHash> = Default::default();
-        for r in &self.reqs {
+        for (k, r) in self.reqs.iter().enumerate() {
             ctx.call_key(r, &mut inputs);
             inputs.push(r.call.placement as u64);
             inputs.extend_from_slice(self.an.live_before(r.live_at).any().words());
@@ -2294,7 +2298,7 @@ impl<'a> Calls<'a> {
                 plan_of.push(id);
                 continue;
             }
-            let id = match ctx.place_one(r, &mut bodies)? {
+            let id = match ctx.place_one(r, k, &mut bodies)? {
                 Placing::Call(p) => {
                     ctx.template_key(&p, &mut key);
                     match ids.get(key.as_slice()) {

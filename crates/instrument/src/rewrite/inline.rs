@@ -131,6 +131,9 @@ pub(super) struct Body {
     /// constant (its value): when the body does not read them first, they
     /// may be a home of that constant.
     constant_pairs: Vec<(u16, u64)>,
+    /// Per instruction: whether a wait there may be needed by the body
+    /// (see [`waits_for_something`]).
+    waits_for: Vec<bool>,
 }
 
 impl Body {
@@ -253,6 +256,7 @@ impl Body {
             live_in: RegSet::all(),
             got_pairs: got_pairs(&insts),
             constant_pairs: constant_pairs(&insts),
+            waits_for: waits_for_something(&insts),
             insts,
         })
     }
@@ -632,6 +636,49 @@ impl Free {
     }
 }
 
+/// What an instruction names: its highest SGPR and VGPR (0 when none),
+/// and whether it names a register some load of the kernel writes.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Named {
+    max_sgpr: u16,
+    max_vgpr: u16,
+    loaded: bool,
+}
+
+/// [`Named`] of each distinct instruction met (copies repeat a few).
+#[derive(Default)]
+pub(super) struct NamedTable(std::collections::HashMap<(u64, u64), Named, FastHash>);
+
+impl NamedTable {
+    /// `i`'s [`Named`], `loaded` being the registers the kernel's loads
+    /// write (the same for every call on one table).
+    fn of(&mut self, i: &Instruction, loaded: &RegSet) -> Named {
+        let w = i.words();
+        let word = |k: usize| u64::from(w.get(k).copied().unwrap_or(0));
+        let key = (
+            word(0) | word(1) << 32,
+            i.len() as u64 | (i.encoding() as u64) << 8 | (i.target() as u64) << 16,
+        );
+        *self.0.entry(key).or_insert_with(|| {
+            let mut n = Named {
+                max_sgpr: 0,
+                max_vgpr: 0,
+                loaded: false,
+            };
+            for u in info(i).used_registers() {
+                let last = u.register.first + u16::from(u.register.count).max(1) - 1;
+                match u.register.file {
+                    RegFile::Sgpr => n.max_sgpr = n.max_sgpr.max(last),
+                    RegFile::Vgpr => n.max_vgpr = n.max_vgpr.max(last),
+                    _ => {}
+                }
+                n.loaded |= bits::bits_of(&u.register).is_some_and(|(at, c)| loaded.any_in(at, c));
+            }
+            n
+        })
+    }
+}
+
 /// How one call is made.
 pub(super) enum Placing<'r, 'a> {
     Call(CallPlan<'r, 'a>),
@@ -640,13 +687,19 @@ pub(super) enum Placing<'r, 'a> {
     Inline(Arc<Inlined>),
 }
 
-/// Each hook's body, or why it cannot be inlined, found once per rewrite,
-/// its simplified forms, once per distinct set of facts, and its inlined
-/// copies, once per distinct placing (see [`Ctx::inline`]).
+/// Each hook's body, or why it cannot be inlined, found once per rewrite;
+/// its simplified forms, once per distinct set of facts, and which of them
+/// each call takes (found once per call, when the calls are read); its
+/// inlined copies, once per distinct placing (see [`Ctx::inline`]).
 #[derive(Default)]
 pub(super) struct Bodies {
     hooks: std::collections::HashMap<*const HookInfo, Result<Arc<Body>, String>>,
-    simplified: std::collections::HashMap<(*const HookInfo, Facts), Result<Arc<Body>, String>>,
+    /// Each distinct simplified body (or why there is none), in order of
+    /// first use.
+    simplified: Vec<Result<Arc<Body>, String>>,
+    /// Per call (index in the requests): its entry of `simplified`, or
+    /// `NO_BODY` for a call placed as a call.
+    of_call: Vec<u32>,
     /// Per hook module (index): the one atomic family every memory access
     /// of its hooks placed in the kernel makes (see [`Facts`]).
     families: std::collections::HashMap<usize, Option<&'static str>>,
@@ -655,9 +708,13 @@ pub(super) struct Bodies {
     key: Vec<u64>,
 }
 
+/// [`Bodies::of_call`] of a call placed as a call.
+const NO_BODY: u32 = u32::MAX;
+
 impl Bodies {
-    /// Bodies for the hooks of `reqs`.
-    pub(super) fn new(reqs: &[Request<'_>]) -> Bodies {
+    /// Bodies for the hooks of `reqs`, each call's simplified for its
+    /// point.
+    pub(super) fn new(asm: &Asm, reqs: &[Request<'_>]) -> Bodies {
         let mut b = Bodies::default();
         let mut modules: Vec<usize> = reqs.iter().map(|r| r.call.module).collect();
         modules.sort_unstable();
@@ -677,28 +734,52 @@ impl Bodies {
             }
             b.families.insert(m, family.filter(|_| ok));
         }
+        // Calls alike (hook, one lane or not, inline constants) have the
+        // same facts: they are worked out, and the body simplified, once.
+        let mut by_facts: std::collections::HashMap<Box<[u64]>, u32, FastHash> = Default::default();
+        let mut key = Vec::new();
+        b.of_call = Vec::with_capacity(reqs.len());
+        for r in reqs {
+            if r.call.placement == Placement::Call {
+                b.of_call.push(NO_BODY);
+                continue;
+            }
+            facts_key(r, &mut key);
+            let id = match by_facts.get(key.as_slice()) {
+                Some(&id) => id,
+                None => {
+                    let facts = facts(r, &b);
+                    let body = b
+                        .get(r.hook)
+                        .and_then(|body| body.simplified(asm, &facts).map(Arc::new));
+                    let id = b.simplified.len() as u32;
+                    b.simplified.push(body);
+                    by_facts.insert(key.as_slice().into(), id);
+                    id
+                }
+            };
+            b.of_call.push(id);
+        }
         b
     }
 
-    /// The 64-bit constants the simplified bodies of `reqs` that may be
+    /// The 64-bit constants the simplified bodies of the calls that may be
     /// inlined set into a pair they only read otherwise, each set at
     /// `min_sites` sites or more (in order of first use).
-    pub(super) fn constants(
-        &mut self,
-        asm: &Asm,
-        reqs: &[Request<'_>],
-        min_sites: usize,
-    ) -> Vec<u64> {
+    pub(super) fn constants(&self, min_sites: usize) -> Vec<u64> {
+        let mut sites = vec![0usize; self.simplified.len()];
+        for &id in self.of_call.iter().filter(|&&id| id != NO_BODY) {
+            sites[id as usize] += 1;
+        }
+        // Bodies in order of first use, each body's constants in order:
+        // the constants come in order of first use.
         let mut count: Vec<(u64, usize)> = Vec::new();
-        for r in reqs.iter().filter(|r| r.call.placement != Placement::Call) {
-            let facts = facts(r, self);
-            let Ok(body) = self.get_simplified(asm, r.hook, facts) else {
-                continue;
-            };
+        for (body, &n) in self.simplified.iter().zip(&sites) {
+            let Ok(body) = body else { continue };
             for c in body.home_constants() {
                 match count.iter_mut().find(|(x, _)| *x == c) {
-                    Some((_, n)) => *n += 1,
-                    None => count.push((c, 1)),
+                    Some((_, m)) => *m += n,
+                    None => count.push((c, n)),
                 }
             }
         }
@@ -716,22 +797,13 @@ impl Bodies {
             .clone()
     }
 
-    /// `h`'s body simplified for `facts`.
-    fn get_simplified(
-        &mut self,
-        asm: &Asm,
-        h: &HookInfo,
-        facts: Facts,
-    ) -> Result<Arc<Body>, String> {
-        let key = (h as *const HookInfo, facts);
-        if let Some(b) = self.simplified.get(&key) {
-            return b.clone();
+    /// Call `k`'s hook's body simplified for its point (not for a call
+    /// placed as a call).
+    fn simplified_for(&self, k: usize) -> Result<Arc<Body>, String> {
+        match self.of_call.get(k) {
+            Some(&id) if id != NO_BODY => self.simplified[id as usize].clone(),
+            _ => Err("the call is not to be inlined".into()),
         }
-        let b = self
-            .get(h)
-            .and_then(|b| b.simplified(asm, &key.1).map(Arc::new));
-        self.simplified.insert(key, b.clone());
-        b
     }
 }
 
@@ -757,29 +829,30 @@ fn accesses_commute(insts: &[(u64, Instruction, Kind)], family: &mut Option<&'st
     })
 }
 
+/// The VGPRs (the hook's numbers) that `args`' inline constants set, and
+/// their values (a literal one is patched per copy, so its value is not
+/// the code's).
+fn inline_constants(args: &[Arg]) -> impl Iterator<Item = (u16, u32)> + '_ {
+    args.iter()
+        .zip(arg_vgprs(args))
+        .filter(|(a, _)| matches!(a, Arg::Const32(_) | Arg::Const64(_)))
+        .flat_map(|(a, first)| {
+            (0..a.dwords() as u8).filter_map(move |j| {
+                let c = constant(a, j);
+                (!matches!(Asm::konst(c), Operand::Literal(_))).then_some((first + u16::from(j), c))
+            })
+        })
+}
+
 /// What call `r`'s point tells about its hook's inputs: one lane for a
-/// once-per-wave hook, its constant arguments that are inline constants
-/// (a literal one is patched per copy, so its value is not the code's);
+/// once-per-wave hook, its constant arguments that are inline constants;
 /// the alignment of the globals its module's offset table gives, and the
 /// atomic family of the module's accesses.
 fn facts(r: &Request<'_>, bodies: &Bodies) -> Facts {
-    let args = &r.call.args;
-    let at = arg_vgprs(args);
-    let mut vgprs = Vec::new();
-    for (a, &first) in args.iter().zip(&at) {
-        if matches!(a, Arg::Const32(_) | Arg::Const64(_)) {
-            for j in 0..a.dwords() as u8 {
-                let c = constant(a, j);
-                if !matches!(Asm::konst(c), Operand::Literal(_)) {
-                    vgprs.push((first + u16::from(j), c));
-                }
-            }
-        }
-    }
     let h = r.hook;
     Facts {
         one_lane: r.call.once_per_wave,
-        vgprs,
+        vgprs: inline_constants(&r.call.args).collect(),
         got_align: h
             .got_align
             .iter()
@@ -787,6 +860,17 @@ fn facts(r: &Request<'_>, bodies: &Bodies) -> Facts {
             .collect(),
         scalar_atomics: bodies.families.get(&r.call.module).copied().flatten(),
     }
+}
+
+/// Everything [`facts`] reads of call `r`, as words: its hook (which
+/// gives the offset table's alignments), module (the atomic family), one
+/// lane or not, and inline constants.
+fn facts_key(r: &Request<'_>, key: &mut Vec<u64>) {
+    key.clear();
+    key.push(r.hook as *const HookInfo as u64);
+    key.push(r.call.module as u64);
+    key.push(u64::from(r.call.once_per_wave));
+    key.extend(inline_constants(&r.call.args).map(|(v, c)| u64::from(v) << 32 | u64::from(c)));
 }
 
 /// The registers the sequence around an inlined body uses.
@@ -845,6 +929,7 @@ impl<'a> Ctx<'a> {
     pub(super) fn place_one<'r>(
         &self,
         r: &'r Request<'a>,
+        k: usize,
         bodies: &mut Bodies,
     ) -> Result<Placing<'r, 'a>, RewriteError> {
         let mode = r.call.placement;
@@ -853,8 +938,7 @@ impl<'a> Ctx<'a> {
         }
         // (The call runs the hook's whole code: compared with that.)
         let inlined = bodies.get(r.hook).and_then(|whole| {
-            let facts = facts(r, bodies);
-            let b = bodies.get_simplified(self.asm, r.hook, facts)?;
+            let b = bodies.simplified_for(k)?;
             self.inline(r, &b, bodies).map(|i| (whole, i))
         });
         match (mode, inlined) {
@@ -1518,7 +1602,7 @@ impl<'a> Ctx<'a> {
             .enumerate()
             .any(|(k, &(_, _, kind))| matches!(kind, Kind::Branch(t) if t <= k));
         let mut memory_seen = back;
-        let waits_for = waits_for_something(&body.insts);
+        let waits_for = &body.waits_for;
         for (k, &(addr, orig, kind)) in body.insts.iter().enumerate() {
             label[k] = s.insts.len();
             if kind == Kind::EntryWait {
@@ -1640,22 +1724,18 @@ impl<'a> Ctx<'a> {
         // matters only then).
         let (mut max_sgpr, mut max_vgpr) = (0u16, 0u16);
         let mut names_loaded = false;
+        let mut named = self.named.borrow_mut();
         for i in &s.insts[1..] {
-            for u in info(i).used_registers() {
-                let last = u.register.first + u16::from(u.register.count).max(1) - 1;
-                match u.register.file {
-                    RegFile::Sgpr => max_sgpr = max_sgpr.max(last),
-                    RegFile::Vgpr => max_vgpr = max_vgpr.max(last),
-                    _ => {}
-                }
-                names_loaded |=
-                    bits::bits_of(&u.register).is_some_and(|(at, n)| self.loaded.any_in(at, n));
-            }
+            let n = named.of(i, &self.loaded);
+            max_sgpr = max_sgpr.max(n.max_sgpr);
+            max_vgpr = max_vgpr.max(n.max_vgpr);
+            names_loaded |= n.loaded;
         }
+        drop(named);
         if !names_loaded {
             s.remove_first();
         }
-        s.resolve()?;
+        s.resolve_with(&mut self.facts.borrow_mut())?;
         Ok(Inlined {
             code: s,
             max_sgpr,
