@@ -265,8 +265,7 @@ impl Body {
     fn simplified(&self, asm: &Asm, facts: &Facts) -> Result<Body, String> {
         // Nothing of the hook's is read after it but EXEC (its registers
         // are dead at the point; SCC, VCC and M0 are saved around it).
-        let insts = simplify(asm, &self.insts, facts, &RegSet::new());
-        let live_in = super::simplify::live_in(&insts, facts);
+        let (insts, live_in) = simplify(asm, &self.insts, facts, &RegSet::new());
         Ok(Body {
             live_in,
             ..Body::of(insts, self.entry)?
@@ -600,8 +599,16 @@ impl Free {
             _ => (bits::AGPR_BASE, bits::NUM_BITS),
         };
         let fits = |set: &RegSet| {
-            let mut n = first % align;
+            let r = first % align;
+            let mut n = r;
             while base + n + count <= end {
+                // On to the first free one from `n` (those before it are
+                // not), at the alignment.
+                let f = set.first_in(base + n, end)? - base;
+                n = r + (f - r).div_ceil(align) * align;
+                if base + n + count > end {
+                    return None;
+                }
                 if (n..n + count).all(|k| set.contains(base + k)) {
                     return Some(n);
                 }
@@ -737,7 +744,8 @@ impl Bodies {
         // Calls alike (hook, one lane or not, inline constants) have the
         // same facts: they are worked out, and the body simplified, once.
         let mut by_facts: std::collections::HashMap<Box<[u64]>, u32, FastHash> = Default::default();
-        let mut key = Vec::new();
+        let (mut key, mut last) = (Vec::new(), Vec::new());
+        let mut last_id = NO_BODY;
         b.of_call = Vec::with_capacity(reqs.len());
         for r in reqs {
             if r.call.placement == Placement::Call {
@@ -745,6 +753,11 @@ impl Bodies {
                 continue;
             }
             facts_key(r, &mut key);
+            // (Calls in a row are often alike: no lookup then.)
+            if last_id != NO_BODY && key == last {
+                b.of_call.push(last_id);
+                continue;
+            }
             let id = match by_facts.get(key.as_slice()) {
                 Some(&id) => id,
                 None => {
@@ -759,6 +772,8 @@ impl Bodies {
                 }
             };
             b.of_call.push(id);
+            std::mem::swap(&mut key, &mut last);
+            last_id = id;
         }
         b
     }
@@ -833,8 +848,14 @@ fn accesses_commute(insts: &[(u64, Instruction, Kind)], family: &mut Option<&'st
 /// their values (a literal one is patched per copy, so its value is not
 /// the code's).
 fn inline_constants(args: &[Arg]) -> impl Iterator<Item = (u16, u32)> + '_ {
+    // (Each argument's first VGPR, as `arg_vgprs` gives them.)
+    let firsts = args.iter().scan(0u16, |at, a| {
+        let first = *at;
+        *at += a.dwords() as u16;
+        Some(first)
+    });
     args.iter()
-        .zip(arg_vgprs(args))
+        .zip(firsts)
         .filter(|(a, _)| matches!(a, Arg::Const32(_) | Arg::Const64(_)))
         .flat_map(|(a, first)| {
             (0..a.dwords() as u8).filter_map(move |j| {

@@ -643,10 +643,9 @@ fn analyse(
         at[0] = Some(entry);
     }
     while let Some(k) = work.pop() {
-        let Some(st) = at[k].clone() else { continue };
+        let Some(st) = &at[k] else { continue };
         let (_, i, kind) = &insts[k];
-        let mut out = st.clone();
-        out.apply(&match (*kind, i.operand(0)) {
+        let writes = match (*kind, i.operand(0)) {
             // The table entry's address, loaded into the pair.
             (Kind::Got(d), Some(Operand::Sgpr { first, count: 2 })) => {
                 vec![
@@ -655,9 +654,12 @@ fn analyse(
                     (bits::SCC, Unknown),
                 ]
             }
-            _ => transfer(i, &infos[k], &st, facts.one_lane),
-        });
-        for s in successors(insts, k, branch_taken(i, &st)) {
+            _ => transfer(i, &infos[k], st, facts.one_lane),
+        };
+        let taken = branch_taken(i, st);
+        let mut out = st.clone();
+        out.apply(&writes);
+        for s in successors(insts, k, taken) {
             if s >= insts.len() {
                 continue;
             }
@@ -815,34 +817,32 @@ fn scalar_reg(b: u16, count: u8) -> Operand {
 }
 
 /// The body simplified for `facts`, with `live_out` read after it (EXEC
-/// always is).
+/// always is), and the registers the result reads before writing them
+/// (the last round's analysis, which changed nothing, found them).
 pub(super) fn simplify(
     asm: &Asm,
     body: &[(u64, Instruction, Kind)],
     facts: &Facts,
     live_out: &RegSet,
-) -> Vec<(u64, Instruction, Kind)> {
+) -> (Vec<(u64, Instruction, Kind)>, RegSet) {
     let mut end = *live_out;
     end.insert_range(bits::EXEC, 2);
     let mut insts = body.to_vec();
     for _ in 0..8 {
         let mut changed = false;
+        let mut entry = RegSet::new();
         for pass in [Pass::SameState, Pass::SameLive] {
-            changed |= fold(asm, &mut insts, facts, &end, pass);
+            let (c, live) = fold(asm, &mut insts, facts, &end, pass);
+            changed |= c;
+            entry = live;
         }
         if !changed {
-            break;
+            return (insts, entry);
         }
     }
-    insts
-}
-
-/// Registers the body reads before writing them (EXEC read at its end).
-pub(super) fn live_in(body: &[(u64, Instruction, Kind)], facts: &Facts) -> RegSet {
-    let mut end = RegSet::new();
-    end.insert_range(bits::EXEC, 2);
-    let infos: Vec<InstructionInfo> = body.iter().map(|(_, i, _)| info(i)).collect();
-    liveness(body, &infos, &analyse(body, &infos, facts), &end).1
+    let infos: Vec<InstructionInfo> = insts.iter().map(|(_, i, _)| info(i)).collect();
+    let entry = liveness(&insts, &infos, &analyse(&insts, &infos, facts), &end).1;
+    (insts, entry)
 }
 
 /// What a pass of folds keeps, so that its folds may be made together.
@@ -1137,10 +1137,10 @@ fn fold(
     facts: &Facts,
     end: &RegSet,
     pass: Pass,
-) -> bool {
+) -> (bool, RegSet) {
     let infos: Vec<InstructionInfo> = insts.iter().map(|(_, i, _)| info(i)).collect();
     let at = analyse(insts, &infos, facts);
-    let (live, _) = liveness(insts, &infos, &at, end);
+    let (live, entry) = liveness(insts, &infos, &at, end);
     // Per instruction, what replaces it (nothing: dropped).
     let mut out: Vec<Vec<(u64, Instruction, Kind)>> = Vec::with_capacity(insts.len());
     let mut changed = false;
@@ -1248,7 +1248,9 @@ fn fold(
             k => (a, i, k),
         })
         .collect();
-    changed
+    // (Registers live at the entry of the body as it was: as it is, when
+    // nothing changed.)
+    (changed, entry)
 }
 
 #[cfg(test)]
@@ -1609,7 +1611,7 @@ mod tests {
                 scalar_atomics: [Some("add"), Some("or"), Some("umax"), Some("xor"), None]
                     [rng.below(8).saturating_sub(3) as usize],
             };
-            let simple = simplify(&asm, &body, &facts, &live_out);
+            let simple = simplify(&asm, &body, &facts, &live_out).0;
             shorter += usize::from(simple.len() < body.len());
             let scalar = |b: &[(u64, Instruction, Kind)]| {
                 b.iter()
@@ -1794,7 +1796,7 @@ mod tests {
                 vgprs: vec![(0, per_thread)],
                 ..Facts::default()
             };
-            let simple = simplify(&asm, &body, &facts, &live_out);
+            let simple = simplify(&asm, &body, &facts, &live_out).0;
             // No branch is left; with a constant count, nothing but the
             // moves of the sum's two halves.
             assert!(
@@ -1878,7 +1880,7 @@ mod tests {
         };
         for offset in [0, 8, 16] {
             let body = count_tail(&asm, offset);
-            let simple = simplify(&asm, &body, &facts, &RegSet::new());
+            let simple = simplify(&asm, &body, &facts, &RegSet::new()).0;
             // Nothing vector is left: the Got, the scalar atomic.
             assert_eq!(scalar(&simple), 1, "{simple:?}");
             assert_eq!(simple.len(), 2, "{simple:?}");
@@ -1901,7 +1903,7 @@ mod tests {
         // alignment is below the access size; the offset is not a
         // multiple of it; the VGPR offset is not known.
         let not = |facts: &Facts, body: &[(u64, Instruction, Kind)]| {
-            let simple = simplify(&asm, body, facts, &RegSet::new());
+            let simple = simplify(&asm, body, facts, &RegSet::new()).0;
             assert_eq!(scalar(&simple), 0, "{facts:?}: {simple:?}");
         };
         let body = count_tail(&asm, 0);
