@@ -21,6 +21,10 @@ pub(super) struct Asm {
     /// mnemonic in the tables and decodes its result again, is the slow part.
     pub(super) built:
         std::cell::RefCell<std::collections::HashMap<BuildKey, Instruction, FastHash>>,
+    /// Hazard facts of the instructions of inserted code, each distinct
+    /// one's found once: for the padding inside every snippet, and then at
+    /// the seams.
+    pub(super) facts: std::cell::RefCell<super::hazards::FactsTable>,
 }
 
 /// An instruction form: encoding, mnemonic (by address: they are literals)
@@ -87,6 +91,7 @@ impl Asm {
             setups: Default::default(),
             decoder: inlay_isa::Decoder::new(target),
             built: Default::default(),
+            facts: Default::default(),
         }
     }
 
@@ -223,13 +228,16 @@ impl Code {
         self.end = Some(self.insts.len());
     }
     /// Sets the branches' offsets, after padding hazards inside the code
-    /// (as a snippet's).
-    pub(super) fn resolve(&mut self) -> Result<(), RewriteError> {
+    /// (as a snippet's; the facts of instructions met before in `table`).
+    pub(super) fn resolve(
+        &mut self,
+        table: &mut super::hazards::FactsTable,
+    ) -> Result<(), RewriteError> {
         let end = self.end.unwrap_or(self.insts.len()).min(self.insts.len());
         let branches = self.to_end.iter().map(|&b| (b, end)).collect();
         let mut s =
             super::snippet::Snippet::with_branches(std::mem::take(&mut self.insts), branches);
-        s.resolve()?;
+        s.resolve_with(table)?;
         self.insts = s.insts;
         Ok(())
     }

@@ -412,7 +412,7 @@ impl Asm {
             code.push(self.restore_scc(r)?);
         }
         code.push(self.reset_data(r, true)?);
-        code.resolve()?;
+        code.resolve(&mut self.facts.borrow_mut())?;
         out.extend(code.insts);
         Ok(())
     }

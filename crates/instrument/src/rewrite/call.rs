@@ -2242,6 +2242,7 @@ impl<'a> Calls<'a> {
         let n = self.an.program.insts.len();
         let mut out = Placed::default();
         if self.reqs.is_empty() {
+            out.facts = asm.facts.take();
             return Ok(out);
         }
         let homes_vgpr = self
@@ -2272,7 +2273,7 @@ impl<'a> Calls<'a> {
             save_all,
             borrow_all,
             loaded: loaded_registers(self.an),
-            facts: Default::default(),
+            facts: std::cell::RefCell::new(asm.facts.take()),
             named: Default::default(),
         };
         // Calls with the same hook, argument kinds and plan get the same

@@ -226,6 +226,7 @@ impl Snippet {
 
     /// Sets the branches' offsets (they are relative, so the snippet can go
     /// anywhere), after padding hazards inside it.
+    #[cfg(test)]
     pub(super) fn resolve(&mut self) -> Result<(), RewriteError> {
         self.resolve_with(&mut FactsTable::default())
     }
