@@ -68,12 +68,18 @@ enum V {
     /// of `n` makes every copy of it unknown.
     Copy(u16),
     /// The low or high half of the address the global-offset-table entry
-    /// this far from the hook's entry holds (a global of the module).
-    GotLo(i64),
-    GotHi(i64),
+    /// this far from the hook's entry holds (a global of the module; 32
+    /// bits keep a value, and the states copied per instruction, small:
+    /// an entry farther away is not followed).
+    GotLo(i32),
+    GotHi(i32),
 }
 
 use V::*;
+
+// (States hold a value per tracked register and are copied per
+// instruction: a value is kept to 8 bytes.)
+const _: () = assert!(std::mem::size_of::<V>() == 8);
 
 /// Bits of [`RegSet`] layout tracked here: scalar ones up to SCC, VGPRs.
 const SCALARS: usize = bits::SCC as usize + 1;
@@ -648,11 +654,9 @@ fn analyse(
         let writes = match (*kind, i.operand(0)) {
             // The table entry's address, loaded into the pair.
             (Kind::Got(d), Some(Operand::Sgpr { first, count: 2 })) => {
-                vec![
-                    (first, GotLo(d)),
-                    (first + 1, GotHi(d)),
-                    (bits::SCC, Unknown),
-                ]
+                let (lo, hi) =
+                    i32::try_from(d).map_or((Unknown, Unknown), |d| (GotLo(d), GotHi(d)));
+                vec![(first, lo), (first + 1, hi), (bits::SCC, Unknown)]
             }
             _ => transfer(i, &infos[k], st, facts.one_lane),
         };
@@ -949,7 +953,7 @@ fn scalar_atomic(
         return None;
     };
     let size: u64 = if wide { 8 } else { 4 };
-    let align = facts.got_align.iter().find(|&&(x, _)| x == d)?.1;
+    let align = facts.got_align.iter().find(|&&(x, _)| x == i64::from(d))?.1;
     if d1 != d || align < size || off.rem_euclid(size as i64) != 0 || !(0..1 << 20).contains(&off) {
         return None;
     }
