@@ -54,7 +54,7 @@
 
 use std::sync::Arc;
 
-use inlay_isa::{info, Encoding, Instruction, Operand, RegFile};
+use inlay_isa::{info, Encoding, Instruction, InstructionInfo, Operand, RegFile};
 
 use super::asm::{Asm, EXEC};
 use super::call::{
@@ -190,10 +190,12 @@ impl Body {
             (false, false, false, false);
         let mut operands = Vec::with_capacity(insts.len());
         let mut vector = false;
-        for &(at, i, kind) in &insts {
+        // (Each instruction's registers, found once for all that follows.)
+        let infos: Vec<InstructionInfo> = insts.iter().map(|(_, i, _)| info(i)).collect();
+        for (&(at, i, kind), inf) in insts.iter().zip(&infos) {
             let is_memory = is_memory(&i);
             let mut named = Vec::new();
-            for u in info(&i).used_registers() {
+            for u in inf.used_registers() {
                 let r = u.register;
                 vector |= matches!(r.file, RegFile::Vgpr | RegFile::Agpr | RegFile::Exec)
                     && kind != Kind::Return;
@@ -254,9 +256,9 @@ impl Body {
             vector,
             entry,
             live_in: RegSet::all(),
-            got_pairs: got_pairs(&insts),
-            constant_pairs: constant_pairs(&insts),
-            waits_for: waits_for_something(&insts),
+            got_pairs: got_pairs(&insts, &infos),
+            constant_pairs: constant_pairs(&insts, &infos),
+            waits_for: waits_for_something(&insts, &infos),
             insts,
         })
     }
@@ -400,16 +402,19 @@ fn got_loads(insts: Vec<(u64, Instruction, Kind)>, h: &HookInfo) -> Vec<(u64, In
 }
 
 /// The SGPR pairs written only by [`Kind::Got`] of one entry, each time.
-fn got_pairs(insts: &[(u64, Instruction, Kind)]) -> Vec<(u16, i64)> {
-    pairs_only_written_with(insts, |i, kind| match (kind, i.operand(0)) {
+fn got_pairs(insts: &[(u64, Instruction, Kind)], infos: &[InstructionInfo]) -> Vec<(u16, i64)> {
+    pairs_only_written_with(insts, infos, |i, kind| match (kind, i.operand(0)) {
         (Kind::Got(d), Some(Operand::Sgpr { first, count: 2 })) => Some((first, d)),
         _ => None,
     })
 }
 
 /// See [`Body::constant_pairs`].
-fn constant_pairs(insts: &[(u64, Instruction, Kind)]) -> Vec<(u16, u64)> {
-    pairs_only_written_with(insts, |i, kind| {
+fn constant_pairs(
+    insts: &[(u64, Instruction, Kind)],
+    infos: &[InstructionInfo],
+) -> Vec<(u16, u64)> {
+    pairs_only_written_with(insts, infos, |i, kind| {
         match (kind, i.mnemonic(), i.operand(0), i.operand(1)) {
             (
                 Kind::Plain,
@@ -424,16 +429,17 @@ fn constant_pairs(insts: &[(u64, Instruction, Kind)]) -> Vec<(u16, u64)> {
 
 /// The SGPR pairs every write of which gives them the same value `v`,
 /// where `value_of` says which pair an instruction sets to what (any other
-/// write of a pair rules it out).
+/// write of a pair rules it out); `infos` are the instructions' registers.
 fn pairs_only_written_with<T: Copy + PartialEq>(
     insts: &[(u64, Instruction, Kind)],
+    infos: &[InstructionInfo],
     value_of: impl Fn(&Instruction, Kind) -> Option<(u16, T)>,
 ) -> Vec<(u16, T)> {
     // Per pair written: the value while only it is written there.
     let mut seen: Vec<(u16, Option<T>)> = Vec::new();
-    for &(_, i, kind) in insts {
+    for (&(_, i, kind), inf) in insts.iter().zip(infos) {
         let set = value_of(&i, kind);
-        for u in info(&i).used_registers() {
+        for u in inf.used_registers() {
             let r = u.register;
             if !u.access.writes() || r.file != RegFile::Sgpr {
                 continue;
@@ -496,10 +502,10 @@ pub(super) fn is_memory(i: &Instruction) -> bool {
 /// completing in order among themselves (vmcnt; LLVM waits lgkmcnt(0) for
 /// SMEM, which completes out of order), which the extra one does not
 /// change.
-fn waits_for_something(insts: &[(u64, Instruction, Kind)]) -> Vec<bool> {
+fn waits_for_something(insts: &[(u64, Instruction, Kind)], infos: &[InstructionInfo]) -> Vec<bool> {
     let mut loaded = RegSet::new();
-    for &(_, i, kind) in insts {
-        for u in info(&i).used_registers() {
+    for (&(_, i, kind), inf) in insts.iter().zip(infos) {
+        for u in inf.used_registers() {
             if (is_memory(&i) || matches!(kind, Kind::Got(_))) && u.access.writes() {
                 loaded.union_with(&RegSet::of(&u.register));
             }
@@ -511,7 +517,7 @@ fn waits_for_something(insts: &[(u64, Instruction, Kind)]) -> Vec<bool> {
         out[k] = later;
         later |= is_memory(&i)
             || matches!(kind, Kind::Got(_))
-            || info(&i).used_registers().iter().any(|u| {
+            || infos[k].used_registers().iter().any(|u| {
                 u.access.reads() && !RegSet::of(&u.register).intersection(&loaded).is_empty()
             });
     }
