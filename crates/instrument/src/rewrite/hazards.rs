@@ -188,6 +188,12 @@ const MAY_READ: u32 = 1 << 15;
 /// It names a vector register (what an MFMA's rule asks of readers);
 /// set for every instruction whose registers the bit sets do not hold.
 const NAMES_V: u32 = 1 << 23;
+/// Readers of a VALU's scalar results: a VMEM, a VALU (gfx942), and a
+/// lane select, reading a scalar register (set from the kind alone for
+/// instructions whose registers the bit sets do not hold).
+const VMEM_READS_SCALAR: u32 = 1 << 24;
+const VALU_READS_SCALAR: u32 = 1 << 25;
+const SCALAR_LANE_SELECT: u32 = 1 << 26;
 
 /// What a search reads of each instruction it passes (16 bytes, where
 /// [`Facts`] holds hundreds): its kinds, the reader kinds its rules
@@ -440,6 +446,17 @@ impl Facts {
         if !f.exact || f.touches.has_v() {
             f.kind |= NAMES_V;
         }
+        let scalar_read = !f.exact || f.reads.s & SCALAR_RESULTS != 0;
+        let scalar_select = !f.exact || f.lane_select.s != 0;
+        if scalar_read && f.is_vmem() {
+            f.kind |= VMEM_READS_SCALAR;
+        }
+        if scalar_read && f.is_valu() {
+            f.kind |= VALU_READS_SCALAR;
+        }
+        if scalar_select && f.is_lane_op() {
+            f.kind |= SCALAR_LANE_SELECT;
+        }
         if f.exact {
             f.affects = [false, true].map(|gfx942| f.affected_readers(gfx942));
         }
@@ -486,7 +503,8 @@ impl Facts {
         let mut out = 0;
         if self.is_valu() {
             if self.writes.s & SCALAR_RESULTS != 0 {
-                out |= VMEM | LANE_OP | DIV_FMAS | if gfx942 { VALU } else { 0 };
+                out |= VMEM_READS_SCALAR | SCALAR_LANE_SELECT | DIV_FMAS;
+                out |= if gfx942 { VALU_READS_SCALAR } else { 0 };
             }
             if self.writes.s & EXEC_BITS != 0 {
                 out |= DPP | LANE_OP | MFMA | ACC_WRITE;
@@ -615,11 +633,6 @@ impl Facts {
     /// target `t` (see [`Facts::affected_readers`]).
     pub(super) fn affects(&self, t: Target) -> u32 {
         self.affects[usize::from(gfx942(t))]
-    }
-
-    /// Whether it has one of the kinds in `kinds`.
-    pub(super) fn kind_in(&self, kinds: u32) -> bool {
-        self.kind & kinds != 0
     }
 
     /// Whether it is an `s_swappc_b64` (a callee runs after it).

@@ -143,23 +143,13 @@ impl Snippet {
             return;
         };
         let mut ids: Vec<u32> = self.insts.iter().map(|i| table.id(i)).collect();
-        // What any writer in it may concern, and whether a callee runs in
-        // it: a reader that is neither concerned nor after a call nor in a
-        // soft clause needs no search.
-        let (mut affects, mut calls) = (0u32, false);
-        for &id in &ids {
-            let f = &table.facts[id as usize];
-            affects |= f.affects(t);
-            calls |= f.is_call();
-        }
+        let mut briefs: Vec<Brief> = ids.iter().map(|&id| table.briefs[id as usize]).collect();
         let mut lands = self.landings();
         let mut k = 0;
         while k < self.insts.len() {
             let r = &table.facts[ids[k] as usize];
-            let searched = r.may_read()
-                && (r.kind_in(affects | CLAUSES)
-                    || calls && required_after_unknown(t, r, false) > 0);
-            if !searched {
+            let after_unknown = required_after_unknown(t, r, false) > 0;
+            if !(r.may_read() && near(t, &briefs, &lands, k, after_unknown)) {
                 k += 1;
                 continue;
             }
@@ -176,6 +166,7 @@ impl Snippet {
                 let nops = super::hazards::nops(t, need);
                 let c = nops.len();
                 let nop_ids: Vec<u32> = nops.iter().map(|n| table.id(n)).collect();
+                briefs.splice(k..k, nop_ids.iter().map(|&id| table.briefs[id as usize]));
                 ids.splice(k..k, nop_ids);
                 self.insts.splice(k..k, nops);
                 for r in &mut self.relocs {
@@ -310,6 +301,23 @@ impl Snippet {
             }
         }
     }
+}
+
+/// Whether something within reach before position `k` of a snippet
+/// (`briefs` of its instructions, `lands`: where branches land) may ask
+/// wait states of the reader at `k`: a writer whose rules concern it, a
+/// call when it needs wait states after unknown code
+/// (`after_unknown`), a soft clause it may join, or a branch landing,
+/// whose paths the search must follow. Each instruction gives at least one
+/// wait state, so reach is the [`MAX_WAIT_STATES`] instructions before it.
+fn near(t: Target, briefs: &[Brief], lands: &[bool], k: usize, after_unknown: bool) -> bool {
+    let reader = &briefs[k];
+    let from = k.saturating_sub(MAX_WAIT_STATES as usize);
+    lands[from + 1..=k].contains(&true)
+        || reader.kind() & CLAUSES != 0 && k > 0 && briefs[k - 1].continues_clause(reader)
+        || briefs[from..k]
+            .iter()
+            .any(|w| w.affects(t) & reader.kind() != 0 || after_unknown && w.is_call())
 }
 
 /// A snippet encoded once, copied wherever the same code goes: calls with
