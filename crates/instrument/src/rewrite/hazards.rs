@@ -194,6 +194,10 @@ const NAMES_V: u32 = 1 << 23;
 const VMEM_READS_SCALAR: u32 = 1 << 24;
 const VALU_READS_SCALAR: u32 = 1 << 25;
 const SCALAR_LANE_SELECT: u32 = 1 << 26;
+/// Its opcode reads M0 without naming it (`s_sendmsg`, `s_movrel`,
+/// `s_ttracedata`, LDS add-TID); its opcode's name says it writes memory.
+const M0_NAMED: u32 = 1 << 27;
+const STORE_NAMED: u32 = 1 << 28;
 
 /// What a search reads of each instruction it passes (16 bytes, where
 /// [`Facts`] holds hundreds): its kinds, the reader kinds its rules
@@ -295,9 +299,12 @@ impl Facts {
 
     /// The facts of `inst`, whose registers (inlay-isa's `info`) are `used`.
     pub fn with_registers(inst: &Instruction, used: &[UsedRegister]) -> Facts {
-        use Encoding::*;
+        Facts::build(inst, used, opcode_kinds(inst))
+    }
+
+    /// [`Facts::with_registers`], given the kinds its opcode has.
+    fn build(inst: &Instruction, used: &[UsedRegister], opcode_kinds: u32) -> Facts {
         let name = inst.mnemonic();
-        let enc = inst.encoding();
         let mut f = Facts {
             inst: *inst,
             kind: 0,
@@ -320,54 +327,7 @@ impl Facts {
         }
         let n = usize::from(f.used_len);
         f.used[..n].copy_from_slice(&used[..n]);
-        let mut kind = 0;
-        let mut flag = |on: bool, k: u32| {
-            if on {
-                kind |= k;
-            }
-        };
-        flag(
-            matches!(
-                enc,
-                Vop1 | Vop2
-                    | Vopc
-                    | Vop3
-                    | Vop3p
-                    | Vop1Sdwa
-                    | Vop1Dpp
-                    | Vop2Sdwa
-                    | Vop2Dpp
-                    | VopcSdwa
-                    | VopcDpp
-            ),
-            VALU,
-        );
-        flag(matches!(enc, Sop1 | Sop2 | Sopk | Sopc | Sopp), SALU);
-        flag(
-            matches!(enc, Mubuf | Mtbuf | Mimg | Flat | Global | Scratch),
-            VMEM,
-        );
-        flag(
-            name.starts_with("v_mfma") || name.starts_with("v_smfmac"),
-            MFMA,
-        );
-        flag(
-            matches!(name, "v_readlane_b32" | "v_writelane_b32"),
-            LANE_OP,
-        );
-        flag(enc.is_dpp(), DPP);
-        flag(name.starts_with("v_div_fmas"), DIV_FMAS);
-        flag(name == "v_accvgpr_write_b32", ACC_WRITE);
-        flag(
-            matches!(name, "v_readlane_b32" | "v_readfirstlane_b32"),
-            READLANE,
-        );
-        flag(name.starts_with("s_setreg"), SETREG);
-        flag(name.starts_with("s_getreg"), GETREG);
-        flag(name == "s_swappc_b64", SWAPPC);
-        flag(!falls_through(inst), JUMPS);
-        flag(inst.target() == Target::Gfx942, GFX942);
-        f.kind = kind;
+        f.kind = opcode_kinds;
         for u in used {
             let r = &u.register;
             if r.file == RegFile::HwReg {
@@ -419,7 +379,6 @@ impl Facts {
             }
         };
         flag(f.reads_m0_as_hazard(), M0_READER);
-        flag(f.is_trans(), TRANS);
         flag(f.forwards_partial_dst(), PARTIAL_DST);
         flag(f.clause_kind() == Some(true), CLAUSE_SMEM);
         flag(f.clause_kind() == Some(false), CLAUSE_VMEM);
@@ -561,13 +520,7 @@ impl Facts {
 
     /// Transcendental VALU operations (gfx942 forwards their results late).
     fn is_trans(&self) -> bool {
-        let n = self.name();
-        self.is_valu()
-            && [
-                "v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_",
-            ]
-            .iter()
-            .any(|p| n.starts_with(p))
+        self.kind & TRANS != 0
     }
 
     /// A VALU whose VGPR result is a partial write gfx942 forwards late:
@@ -600,10 +553,9 @@ impl Facts {
     /// Whether a memory instruction writes memory (stores, atomics, a
     /// buffer load into LDS).
     fn may_store(&self) -> bool {
-        let n = self.name();
         let lds_dma =
             self.inst.encoding() == Encoding::Mubuf && self.inst.words()[0] & 1 << 16 != 0;
-        n.contains("store") || n.contains("atomic") || lds_dma
+        self.kind & STORE_NAMED != 0 || lds_dma
     }
 
     fn writes_any_read_by(&self, r: &Facts) -> bool {
@@ -685,16 +637,9 @@ impl Facts {
     }
 
     fn reads_m0_as_hazard(&self) -> bool {
-        let n = self.name();
-        // s_sendmsg, s_ttracedata, LDS add-TID and GDS read M0 without
-        // naming it (GDS: the DS word's bit 16).
+        // GDS reads M0 without naming it (the DS word's bit 16).
         let gds = self.inst.encoding() == Encoding::Ds && self.inst.words()[0] & 1 << 16 != 0;
-        n.starts_with("s_sendmsg")
-            || n.starts_with("s_movrel")
-            || n == "s_ttracedata"
-            || n.contains("addtid")
-            || gds
-            || self.reads.s & M0_BIT != 0 && !self.is_salu()
+        self.kind & M0_NAMED != 0 || gds || self.reads.s & M0_BIT != 0 && !self.is_salu()
     }
 
     /// Vector registers of a VMEM instruction's data wider than 64 bits
@@ -713,6 +658,76 @@ impl Facts {
             })
             .map(|u| u.register)
     }
+}
+
+/// The kinds an instruction has by its opcode and encoding alone (the
+/// same for every instruction of one opcode: [`FactsTable`] keeps them).
+fn opcode_kinds(inst: &Instruction) -> u32 {
+    use Encoding::*;
+    let name = inst.mnemonic();
+    let enc = inst.encoding();
+    let mut kind = 0;
+    let mut flag = |on: bool, k: u32| {
+        if on {
+            kind |= k;
+        }
+    };
+    let valu = matches!(
+        enc,
+        Vop1 | Vop2
+            | Vopc
+            | Vop3
+            | Vop3p
+            | Vop1Sdwa
+            | Vop1Dpp
+            | Vop2Sdwa
+            | Vop2Dpp
+            | VopcSdwa
+            | VopcDpp
+    );
+    flag(valu, VALU);
+    flag(matches!(enc, Sop1 | Sop2 | Sopk | Sopc | Sopp), SALU);
+    flag(
+        matches!(enc, Mubuf | Mtbuf | Mimg | Flat | Global | Scratch),
+        VMEM,
+    );
+    flag(
+        name.starts_with("v_mfma") || name.starts_with("v_smfmac"),
+        MFMA,
+    );
+    flag(
+        matches!(name, "v_readlane_b32" | "v_writelane_b32"),
+        LANE_OP,
+    );
+    flag(enc.is_dpp(), DPP);
+    flag(name.starts_with("v_div_fmas"), DIV_FMAS);
+    flag(name == "v_accvgpr_write_b32", ACC_WRITE);
+    flag(
+        matches!(name, "v_readlane_b32" | "v_readfirstlane_b32"),
+        READLANE,
+    );
+    flag(name.starts_with("s_setreg"), SETREG);
+    flag(name.starts_with("s_getreg"), GETREG);
+    flag(name == "s_swappc_b64", SWAPPC);
+    flag(!falls_through(inst), JUMPS);
+    flag(inst.target() == Target::Gfx942, GFX942);
+    let trans = [
+        "v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_",
+    ];
+    flag(valu && trans.iter().any(|p| name.starts_with(p)), TRANS);
+    // s_sendmsg, s_ttracedata and LDS add-TID read M0 without naming it.
+    flag(
+        name.starts_with("s_sendmsg")
+            || name.starts_with("s_movrel")
+            || name == "s_ttracedata"
+            || name.contains("addtid"),
+        M0_NAMED,
+    );
+    flag(
+        name.contains("store") || name.contains("atomic"),
+        STORE_NAMED,
+    );
+    kind
 }
 
 /// The rules LLVM applies only to gfx940-gfx942 (`hasVDecCoExecHazard`;
@@ -1165,6 +1180,9 @@ pub(super) struct FactsTable {
     pub(super) facts: Vec<Facts>,
     /// The same, what a search reads of every instruction it passes.
     pub(super) briefs: Vec<Brief>,
+    /// [`opcode_kinds`] by opcode (the address of its description) and
+    /// target.
+    opcodes: std::collections::HashMap<(usize, u8), u32, crate::fast_hash::FastHash>,
     ids: std::collections::HashMap<(u64, u64), u32, crate::fast_hash::FastHash>,
 }
 
@@ -1181,7 +1199,10 @@ impl FactsTable {
         let key = Self::key(inst);
         match self.ids.get(&key) {
             Some(&id) => id,
-            None => self.insert(key, Facts::new(inst)),
+            None => {
+                let f = Facts::build(inst, info(inst).used_registers(), self.opcode_kinds(inst));
+                self.insert(key, f)
+            }
         }
     }
 
@@ -1191,7 +1212,10 @@ impl FactsTable {
         let key = Self::key(inst);
         match self.ids.get(&key) {
             Some(&id) => id,
-            None => self.insert(key, Facts::with_registers(inst, used)),
+            None => {
+                let f = Facts::build(inst, used, self.opcode_kinds(inst));
+                self.insert(key, f)
+            }
         }
     }
 
@@ -1202,6 +1226,17 @@ impl FactsTable {
             word(0) | word(1) << 32,
             inst.len() as u64 | (inst.encoding() as u64) << 8 | (inst.target() as u64) << 16,
         )
+    }
+
+    fn opcode_kinds(&mut self, inst: &Instruction) -> u32 {
+        let opcode = (
+            std::ptr::from_ref(inst.desc()) as usize,
+            inst.target() as u8,
+        );
+        *self
+            .opcodes
+            .entry(opcode)
+            .or_insert_with(|| opcode_kinds(inst))
     }
 
     fn insert(&mut self, key: (u64, u64), f: Facts) -> u32 {
