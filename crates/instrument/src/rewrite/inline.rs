@@ -61,7 +61,7 @@ use super::call::{
     address_operands, arg_vgprs, constant, reg_bits, scalar_operand, CallPlan, Ctx, Request,
 };
 use super::preamble::Home;
-use super::simplify::{simplify, Facts};
+use super::simplify::{simplify_alike, Facts};
 use super::snippet::{LiteralReloc, Snippet};
 use super::RewriteError;
 use crate::fast_hash::FastHash;
@@ -103,9 +103,10 @@ struct Run {
 pub(super) struct Body {
     insts: Vec<(u64, Instruction, Kind)>,
     /// Per instruction, the register operands a renaming sets: (slot,
-    /// file, first register), as its def/use lists them (fixed slots that
-    /// name one included, a GLOBAL saddr).
-    operands: Vec<Vec<(u8, RegFile, u16)>>,
+    /// the run of its first register and the register's place in it), as
+    /// its def/use lists them (fixed slots that name one included, a
+    /// GLOBAL saddr; no run: the return's).
+    operands: Vec<Vec<(u8, Option<(u16, u16)>)>>,
     runs: Vec<Run>,
     /// SGPRs and VGPRs (RegSet bits, the hook's numbers) it writes.
     written: RegSet,
@@ -245,9 +246,25 @@ impl Body {
             writes_scc |= matches!(kind, Kind::Getpc(_));
             operands.push(named);
         }
+        let runs = runs(tuples);
+        // (Each operand's run found once, not per copy.)
+        let operands = operands
+            .into_iter()
+            .map(|named: Vec<(u8, RegFile, u16)>| {
+                named
+                    .into_iter()
+                    .map(|(slot, file, first)| {
+                        let run = runs.iter().position(|r| {
+                            r.file == file && (r.first..r.first + r.count).contains(&first)
+                        });
+                        (slot, run.map(|k| (k as u16, first - runs[k].first)))
+                    })
+                    .collect()
+            })
+            .collect();
         Ok(Body {
             operands,
-            runs: runs(tuples),
+            runs,
             written,
             writes_vcc,
             writes_m0,
@@ -263,15 +280,22 @@ impl Body {
         })
     }
 
-    /// The body optimised for what its point tells (see [`simplify`]).
-    fn simplified(&self, asm: &Asm, facts: &Facts) -> Result<Body, String> {
+    /// The body optimised for what its point tells (see [`simplify`]),
+    /// and whether it is also the body for any inline constants in the
+    /// VGPRs `opaque`, which `facts` leaves unknown (see
+    /// [`simplify_alike`]).
+    fn simplified(&self, asm: &Asm, facts: &Facts, opaque: &[u16]) -> Result<(Body, bool), String> {
         // Nothing of the hook's is read after it but EXEC (its registers
         // are dead at the point; SCC, VCC and M0 are saved around it).
-        let (insts, live_in) = simplify(asm, &self.insts, facts, &RegSet::new());
-        Ok(Body {
-            live_in,
-            ..Body::of(insts, self.entry)?
-        })
+        let (insts, live_in, alike) =
+            simplify_alike(asm, &self.insts, facts, &RegSet::new(), opaque);
+        Ok((
+            Body {
+                live_in,
+                ..Body::of(insts, self.entry)?
+            },
+            alike,
+        ))
     }
 
     /// The constants of [`Body::constant_pairs`] the body does not read
@@ -750,6 +774,16 @@ impl Bodies {
         // Calls alike (hook, one lane or not, inline constants) have the
         // same facts: they are worked out, and the body simplified, once.
         let mut by_facts: std::collections::HashMap<Box<[u64]>, u32, FastHash> = Default::default();
+        // And calls that differ only in inline constants no fold depends on
+        // (a hook storing an id it is passed) share one simplified body:
+        // per shape (the facts key without values), the VGPRs of such
+        // constants, found by simplifying with each left unknown; per key
+        // with them left out, that body (None: some fold may depend on them
+        // with these other facts).
+        let mut opaque_of: std::collections::HashMap<Box<[u64]>, Vec<u16>, FastHash> =
+            Default::default();
+        let mut by_alike: std::collections::HashMap<Box<[u64]>, Option<u32>, FastHash> =
+            Default::default();
         let (mut key, mut last) = (Vec::new(), Vec::new());
         let mut last_id = NO_BODY;
         b.of_call = Vec::with_capacity(reqs.len());
@@ -768,11 +802,63 @@ impl Bodies {
                 Some(&id) => id,
                 None => {
                     let facts = facts(r, &b);
-                    let body = b
-                        .get(r.hook)
-                        .and_then(|body| body.simplified(asm, &facts).map(Arc::new));
-                    let id = b.simplified.len() as u32;
-                    b.simplified.push(body);
+                    let shape: Vec<u64> = key[..3]
+                        .iter()
+                        .copied()
+                        .chain(facts.vgprs.iter().map(|&(v, _)| u64::from(v)))
+                        .collect();
+                    let opaque = match opaque_of.get(shape.as_slice()) {
+                        Some(o) => o.clone(),
+                        None => {
+                            let o = b.opaque_constants(asm, r.hook, &facts);
+                            opaque_of.insert(shape.into(), o.clone());
+                            o
+                        }
+                    };
+                    let mut alike_facts = facts.clone();
+                    alike_facts.vgprs.retain(|(v, _)| !opaque.contains(v));
+                    let alike_key: Vec<u64> = key[..3]
+                        .iter()
+                        .copied()
+                        .chain(facts.vgprs.iter().map(|&(v, c)| {
+                            let c = if opaque.contains(&v) {
+                                u64::MAX >> 32
+                            } else {
+                                u64::from(c)
+                            };
+                            u64::from(v) << 32 | c
+                        }))
+                        .collect();
+                    let shared = if opaque.is_empty() {
+                        None
+                    } else if let Some(&known) = by_alike.get(alike_key.as_slice()) {
+                        known
+                    } else {
+                        let alike = match b.get(r.hook) {
+                            Ok(body) => match body.simplified(asm, &alike_facts, &opaque) {
+                                Ok((s, true)) => Some(Ok(Arc::new(s))),
+                                Ok((_, false)) => None,
+                                Err(e) => Some(Err(e)),
+                            },
+                            Err(e) => Some(Err(e)),
+                        };
+                        let known = alike.map(|body| {
+                            b.simplified.push(body);
+                            b.simplified.len() as u32 - 1
+                        });
+                        by_alike.insert(alike_key.into(), known);
+                        known
+                    };
+                    let id = match shared {
+                        Some(id) => id,
+                        None => {
+                            let body = b.get(r.hook).and_then(|body| {
+                                body.simplified(asm, &facts, &[]).map(|(s, _)| Arc::new(s))
+                            });
+                            b.simplified.push(body);
+                            b.simplified.len() as u32 - 1
+                        }
+                    };
                     by_facts.insert(key.as_slice().into(), id);
                     id
                 }
@@ -808,6 +894,24 @@ impl Bodies {
             .into_iter()
             .filter(|&(_, n)| n >= min_sites)
             .map(|(c, _)| c)
+            .collect()
+    }
+
+    /// The VGPRs of `facts`' inline constants that, each left unknown
+    /// with the others kept, no fold of `h`'s simplification depends on.
+    fn opaque_constants(&mut self, asm: &Asm, h: &HookInfo, facts: &Facts) -> Vec<u16> {
+        let Ok(body) = self.get(h) else {
+            return Vec::new();
+        };
+        facts
+            .vgprs
+            .iter()
+            .map(|&(v, _)| v)
+            .filter(|&v| {
+                let mut f = facts.clone();
+                f.vgprs.retain(|&(x, _)| x != v);
+                matches!(body.simplified(asm, &f, &[v]), Ok((_, true)))
+            })
             .collect()
     }
 
@@ -1648,8 +1752,9 @@ impl<'a> Ctx<'a> {
                 continue;
             }
             let mut i = orig;
-            for &(slot, file, first) in &body.operands[k] {
-                let to = map.get(file, first).ok_or_else(|| unplaced("a register"))?;
+            for &(slot, run) in &body.operands[k] {
+                let (run, at) = run.ok_or_else(|| unplaced("a register"))?;
+                let to = map.to[usize::from(run)] + at;
                 if !i.set_register(usize::from(slot), to) {
                     return Err(RewriteError::Build(
                         "an inlined hook",

@@ -823,30 +823,129 @@ fn scalar_reg(b: u16, count: u8) -> Operand {
 /// The body simplified for `facts`, with `live_out` read after it (EXEC
 /// always is), and the registers the result reads before writing them
 /// (the last round's analysis, which changed nothing, found them).
+#[cfg(test)]
 pub(super) fn simplify(
     asm: &Asm,
     body: &[(u64, Instruction, Kind)],
     facts: &Facts,
     live_out: &RegSet,
 ) -> (Vec<(u64, Instruction, Kind)>, RegSet) {
+    let (insts, live_in, _) = simplify_alike(asm, body, facts, live_out, &[]);
+    (insts, live_in)
+}
+
+/// [`simplify`], and whether its result is also the body simplified for
+/// `facts` with any inline constants in VGPRs `opaque` (which `facts`
+/// leaves unknown): no fold of any pass could have depended on their
+/// values (see [`entry_values_unused`]). Calls that differ only in such
+/// a constant then share one simplified body.
+pub(super) fn simplify_alike(
+    asm: &Asm,
+    body: &[(u64, Instruction, Kind)],
+    facts: &Facts,
+    live_out: &RegSet,
+    opaque: &[u16],
+) -> (Vec<(u64, Instruction, Kind)>, RegSet, bool) {
     let mut end = *live_out;
     end.insert_range(bits::EXEC, 2);
     let mut insts = body.to_vec();
+    let mut alike = true;
     for _ in 0..8 {
         let mut changed = false;
         let mut entry = RegSet::new();
         for pass in [Pass::SameState, Pass::SameLive] {
-            let (c, live) = fold(asm, &mut insts, facts, &end, pass);
+            let (c, live, a) = fold(asm, &mut insts, facts, &end, pass, opaque);
             changed |= c;
+            alike &= a;
             entry = live;
         }
         if !changed {
-            return (insts, entry);
+            return (insts, entry, alike);
         }
     }
     let infos: Vec<InstructionInfo> = insts.iter().map(|(_, i, _)| info(i)).collect();
-    let entry = liveness(&insts, &infos, &analyse(&insts, &infos, facts), &end).1;
-    (insts, entry)
+    let at = analyse(&insts, &infos, facts);
+    alike &= entry_values_unused(&insts, &infos, &at, facts.one_lane, opaque);
+    let entry = liveness(&insts, &infos, &at, &end).1;
+    (insts, entry, alike)
+}
+
+/// Whether the states `at` of `insts` (which leave the VGPRs `opaque`
+/// unknown at the entry) are those a pass would find with any inline
+/// constants there, but for those VGPRs while they hold their entry
+/// value, and no fold of the pass depends on that value: wherever the
+/// entry value may still be held, such a VGPR is read only as the data
+/// of a GLOBAL or FLAT store (which no fold changes) and written only
+/// with a value that is no constant (a write of a constant it already
+/// held would be dropped). Nothing else is computed from it, so every
+/// other register's state, and every branch taken, is the same.
+fn entry_values_unused(
+    insts: &[(u64, Instruction, Kind)],
+    infos: &[InstructionInfo],
+    at: &[Option<State>],
+    one_lane: bool,
+    opaque: &[u16],
+) -> bool {
+    let n = insts.len();
+    for &v in opaque {
+        let bit = bits::VGPR_BASE + v;
+        // Instructions before which the entry value may be held.
+        let mut held = vec![false; n];
+        let mut work = Vec::new();
+        if n > 0 {
+            held[0] = true;
+            work.push(0);
+        }
+        while let Some(k) = work.pop() {
+            let Some(st) = &at[k] else { continue };
+            let (_, i, _) = &insts[k];
+            let names = |write: bool| {
+                infos[k].used_registers().iter().any(|u| {
+                    (if write {
+                        u.access.writes()
+                    } else {
+                        u.access.reads()
+                    }) && bits::bits_of(&u.register).is_some_and(|(b, c)| (b..b + c).contains(&bit))
+                })
+            };
+            if names(false) && !is_store_data(i, v) {
+                return false;
+            }
+            if names(true) {
+                let x = transfer(i, &infos[k], st, one_lane)
+                    .into_iter()
+                    .find(|&(b, _)| b == bit);
+                if matches!(x, Some((_, C(_)))) {
+                    return false;
+                }
+                // (Its entry value is gone past the write.)
+                continue;
+            }
+            for s in successors(insts, k, branch_taken(i, st)) {
+                if s < n && !held[s] {
+                    held[s] = true;
+                    work.push(s);
+                }
+            }
+        }
+    }
+    true
+}
+
+/// Whether `i` is a GLOBAL or FLAT store that reads VGPR `v` only as the
+/// data it stores (not as its address).
+fn is_store_data(i: &Instruction, v: u16) -> bool {
+    let m = i.mnemonic();
+    if !(m.starts_with("global_store") || m.starts_with("flat_store")) {
+        return false;
+    }
+    match super::call::address_operands(i) {
+        Some((vaddr, saddr, _)) => {
+            let address = vaddr..vaddr + if saddr.is_some() { 1 } else { 2 };
+            !address.contains(&v)
+        }
+        None => false,
+    }
 }
 
 /// What a pass of folds keeps, so that its folds may be made together.
@@ -1141,9 +1240,11 @@ fn fold(
     facts: &Facts,
     end: &RegSet,
     pass: Pass,
-) -> (bool, RegSet) {
+    opaque: &[u16],
+) -> (bool, RegSet, bool) {
     let infos: Vec<InstructionInfo> = insts.iter().map(|(_, i, _)| info(i)).collect();
     let at = analyse(insts, &infos, facts);
+    let alike = entry_values_unused(insts, &infos, &at, facts.one_lane, opaque);
     let (live, entry) = liveness(insts, &infos, &at, end);
     // Per instruction, what replaces it (nothing: dropped).
     let mut out: Vec<Vec<(u64, Instruction, Kind)>> = Vec::with_capacity(insts.len());
@@ -1254,7 +1355,7 @@ fn fold(
         .collect();
     // (Registers live at the entry of the body as it was: as it is, when
     // nothing changed.)
-    (changed, entry)
+    (changed, entry, alike)
 }
 
 #[cfg(test)]
@@ -1567,6 +1668,7 @@ mod tests {
         live_out.insert(bits::SCC);
         live_out.insert_range(bits::VGPR_BASE, VGPRS);
         let (mut compared, mut shorter, mut selected) = (0, 0, 0);
+        let mut alike = 0;
         for round in 0..1000 {
             let n = 4 + rng.below(20) as usize;
             let mut body: Vec<(u64, Instruction, Kind)> = (0..n)
@@ -1617,6 +1719,17 @@ mod tests {
             };
             let simple = simplify(&asm, &body, &facts, &live_out).0;
             shorter += usize::from(simple.len() < body.len());
+            // One fact VGPR left unknown: when no fold could depend on its
+            // value, the result is the body simplified knowing it.
+            if let Some(&(v, _)) = facts.vgprs.get(round % facts.vgprs.len().max(1)) {
+                let mut f = facts.clone();
+                f.vgprs.retain(|&(x, _)| x != v);
+                let (without, _, same) = simplify_alike(&asm, &body, &f, &live_out, &[v]);
+                if same {
+                    assert!(without == simple, "round {round}: v{v} said not to matter");
+                    alike += 1;
+                }
+            }
             let scalar = |b: &[(u64, Instruction, Kind)]| {
                 b.iter()
                     .filter(|(_, i, _)| i.mnemonic().starts_with("s_atomic"))
@@ -1695,6 +1808,44 @@ mod tests {
         assert!(compared > 4000, "{compared} runs compared");
         assert!(shorter > 200, "{shorter} bodies simplified");
         assert!(selected >= 5, "{selected} bodies with atomics made scalar");
+        assert!(alike > 50, "{alike} bodies found alike whatever a constant");
+    }
+
+    /// An id stored as data, then the register reused: no fold depends on
+    /// the id (calls that differ only in it share one body); read by an
+    /// addition first, it does.
+    #[test]
+    fn a_constant_only_stored_is_found_not_to_matter() {
+        let asm = Asm::new(inlay_isa::Target::Gfx90a);
+        let b = |e, m, ops: &[Operand]| asm.build(e, m, ops).unwrap();
+        let store = b(
+            Encoding::Global,
+            "global_store_dword",
+            &[v1(1), v1(0), s2(2)],
+        );
+        let mov = b(Encoding::Vop1, "v_mov_b32_e32", &[v1(0), s1(4)]);
+        let add = b(Encoding::Vop2, "v_add_u32_e32", &[v1(2), v1(0), v1(0)]);
+        let body = |is: &[Instruction]| -> Vec<(u64, Instruction, Kind)> {
+            is.iter()
+                .enumerate()
+                .map(|(k, &i)| (4 * k as u64, i, Kind::Plain))
+                .collect()
+        };
+        let mut live_out = RegSet::new();
+        live_out.insert_range(bits::VGPR_BASE, 3);
+        let facts = |c: Option<u32>| Facts {
+            vgprs: c.map(|c| (0, c)).into_iter().collect(),
+            ..Facts::default()
+        };
+        let stored = body(&[store, mov, add]);
+        let (without, _, same) = simplify_alike(&asm, &stored, &facts(None), &live_out, &[0]);
+        assert!(same);
+        for c in [0, 1, 7, 64] {
+            assert!(without == simplify(&asm, &stored, &facts(Some(c)), &live_out).0);
+        }
+        let added = body(&[add, store, mov]);
+        let (_, _, same) = simplify_alike(&asm, &added, &facts(None), &live_out, &[0]);
+        assert!(!same, "v0 is read by an addition");
     }
 
     /// LLVM's atomic optimizer's code for a 64-bit atomic add of
