@@ -1097,6 +1097,10 @@ pub(super) struct Run {
     head_kinds: u32,
     head_clauses: u32,
     head_unknown: [u32; 2],
+    /// For each reader kind (a bit) some writer of `writers` concerns, the
+    /// wait states back from its end to the nearest such writer: on
+    /// targets other than gfx942, and on gfx942.
+    nearest_writers: [Vec<(u8, u32)>; 2],
 }
 
 impl Run {
@@ -1141,6 +1145,22 @@ impl Run {
                 .take_while(|&&id| facts[id as usize].kind & k != 0)
                 .count() as u32
         });
+        let nearest_writers = [0, 1].map(|target| {
+            let mut nearest: Vec<(u8, u32)> = Vec::new();
+            // `writers` runs back from the end: the first with a bit is
+            // the nearest.
+            for &(d, id) in &writers {
+                let mut bits = facts[id as usize].affects[target];
+                while bits != 0 {
+                    let b = bits.trailing_zeros() as u8;
+                    bits &= bits - 1;
+                    if !nearest.iter().any(|&(x, _)| x == b) {
+                        nearest.push((b, d));
+                    }
+                }
+            }
+            nearest
+        });
         let (mut head_kinds, mut head_clauses, mut head_unknown) = (0, 0, [0u32; 2]);
         let first_call = calls.first().copied().unwrap_or(u32::MAX);
         for &k in readers.iter().take_while(|&&k| k <= first_call) {
@@ -1170,6 +1190,7 @@ impl Run {
             head_kinds,
             head_clauses,
             head_unknown,
+            nearest_writers,
         }
     }
 
@@ -1336,6 +1357,9 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
     let mut application = 0u32;
     // What lies before the current slot, found once for all its readers.
     let mut history = History::default();
+    // Which inserted writers an application reader may meet: see
+    // `Recent`.
+    let mut recent = Recent::new(t);
     for (p, n) in stream.nodes.iter().enumerate() {
         match *n {
             Node::Slot(s) => {
@@ -1347,6 +1371,7 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
                 slot = None;
                 (since_slot, since_call, clause) = (0, None, CLAUSES);
                 (quiet, label, application) = (None, Some(b as usize), 0);
+                recent.label();
             }
             Node::Inst {
                 facts: id,
@@ -1359,7 +1384,9 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
                     (None, None) => 0,
                 };
                 // (Soft clauses reach further, so memory readers are searched.)
-                let far = !inserted && reach >= MAX_WAIT_STATES && reader.kind & CLAUSES == 0;
+                let unconcerned = reach >= MAX_WAIT_STATES || !recent.may_concern(reader.kind);
+                let far = !inserted && unconcerned && reader.kind & CLAUSES == 0;
+                recent.inst(reader, inserted);
                 quiet = Quiet::after(quiet, reader, inserted);
                 application = application.saturating_add(reader.wait_states());
                 if let Some((s, at)) = slot.filter(|_| !far) {
@@ -1382,6 +1409,7 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
             }
             Node::Run(r) => {
                 let run = &stream.runs[r as usize];
+                recent.run(run);
                 quiet = Quiet::after_run(quiet, run);
                 application = application.saturating_add(run.before[run.ids.len()]);
                 if let Some((s, at)) = slot {
@@ -1438,6 +1466,89 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
         }
     }
     pads
+}
+
+/// The inserted writers an application reader may meet, by the reader
+/// kinds they concern: for each kind, where the last such writer ended
+/// (in wait states of the stream's instructions so far, pads left out:
+/// they only add distance), and where the last call and label were. An
+/// application reader's search meets only inserted writers, none before
+/// a call, and through a label ones this cannot see.
+struct Recent {
+    target: usize,
+    clock: u32,
+    writer: [Option<u32>; 32],
+    call: Option<u32>,
+    label: Option<u32>,
+}
+
+impl Recent {
+    fn new(t: Target) -> Recent {
+        Recent {
+            target: usize::from(gfx942(t)),
+            clock: 0,
+            writer: [None; 32],
+            call: None,
+            label: None,
+        }
+    }
+
+    fn within_reach(&self, at: Option<u32>) -> bool {
+        at.is_some_and(|a| self.clock - a < MAX_WAIT_STATES)
+    }
+
+    /// Whether a reader of kinds `kind` here may meet an inserted writer
+    /// whose rules concern it.
+    fn may_concern(&self, kind: u32) -> bool {
+        if self.within_reach(self.label) && self.label >= self.call {
+            return true;
+        }
+        let mut bits = kind;
+        while bits != 0 {
+            let b = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let at = self.writer[b];
+            if self.within_reach(at) && at >= self.call {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn concerns(&mut self, affects: u32, at: u32) {
+        let mut bits = affects;
+        while bits != 0 {
+            let b = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            self.writer[b] = Some(at);
+        }
+    }
+
+    fn inst(&mut self, f: &Facts, inserted: bool) {
+        self.clock = self.clock.saturating_add(f.wait_states());
+        if inserted {
+            self.concerns(f.affects[self.target], self.clock);
+        }
+        if f.is_call() {
+            self.call = Some(self.clock);
+        }
+    }
+
+    fn run(&mut self, run: &Run) {
+        self.clock = self.clock.saturating_add(run.before[run.ids.len()]);
+        if !run.calls.is_empty() {
+            // Its last call, or as far back as its writers were listed.
+            let back = run.call_from_end.unwrap_or(MAX_WAIT_STATES);
+            self.call = Some(self.clock.saturating_sub(back));
+        }
+        for &(bit, d) in &run.nearest_writers[self.target] {
+            self.writer[usize::from(bit)] = Some(self.clock.saturating_sub(d));
+        }
+    }
+
+    fn label(&mut self) {
+        self.label = Some(self.clock);
+    }
 }
 
 /// What the readers of `run` ask of slot `s` (at stream position `at`),
