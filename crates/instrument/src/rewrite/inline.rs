@@ -98,15 +98,18 @@ struct Run {
     align: u16,
 }
 
+/// A register operand a renaming sets: its slot, and the run of its
+/// first register with the register's place in it (none: the return's).
+type Renamed = (u8, Option<(u16, u16)>);
+
 /// A hook's code as the inliner takes it.
 #[derive(Debug)]
 pub(super) struct Body {
     insts: Vec<(u64, Instruction, Kind)>,
-    /// Per instruction, the register operands a renaming sets: (slot,
-    /// the run of its first register and the register's place in it), as
-    /// its def/use lists them (fixed slots that name one included, a
-    /// GLOBAL saddr; no run: the return's).
-    operands: Vec<Vec<(u8, Option<(u16, u16)>)>>,
+    /// Per instruction, the register operands a renaming sets, as its
+    /// def/use lists them (fixed slots that name one included, a GLOBAL
+    /// saddr).
+    operands: Vec<Vec<Renamed>>,
     runs: Vec<Run>,
     /// SGPRs and VGPRs (RegSet bits, the hook's numbers) it writes.
     written: RegSet,
