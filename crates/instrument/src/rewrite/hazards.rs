@@ -1161,17 +1161,16 @@ impl Run {
                 .count() as u32
         });
         let nearest_writers = [0, 1].map(|target| {
-            let mut nearest: Vec<(u8, u32)> = Vec::new();
             // `writers` runs back from the end: the first with a bit is
             // the nearest.
+            let mut seen = 0u32;
+            let mut nearest: Vec<(u8, u32)> = Vec::new();
             for &(d, id) in &writers {
-                let mut bits = facts[id as usize].affects[target];
+                let mut bits = facts[id as usize].affects[target] & !seen;
+                seen |= bits;
                 while bits != 0 {
-                    let b = bits.trailing_zeros() as u8;
+                    nearest.push((bits.trailing_zeros() as u8, d));
                     bits &= bits - 1;
-                    if !nearest.iter().any(|&(x, _)| x == b) {
-                        nearest.push((b, d));
-                    }
                 }
             }
             nearest
