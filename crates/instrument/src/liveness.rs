@@ -144,11 +144,100 @@ fn reads_other_lanes(i: &inlay_isa::Instruction) -> bool {
         || name.starts_with("ds_bpermute")
 }
 
+/// What liveness needs of one distinct encoding (see [`Effects::new`]).
+struct FormEffects {
+    /// Its operations in `Effects::ops` outside GPR-indexing mode.
+    ops: (u32, u16),
+    exec: ExecEffect,
+    /// `Some(true)` for `s_set_gpr_idx_on`, `Some(false)` for `_off`.
+    gpr_idx: Option<bool>,
+}
+
+/// Appends to `ops` the operations of an instruction (kills, then reads)
+/// whose registers are `used`; `indexed` if it may run in GPR-indexing mode.
+fn instruction_ops(
+    i: &inlay_isa::Instruction,
+    used: &[inlay_isa::UsedRegister],
+    indexed: bool,
+    ops: &mut Vec<(u8, u8, u64)>,
+    reads: &mut Vec<(u8, u8, u64)>,
+) {
+    reads.clear();
+    let all_lanes = reads_other_lanes(i);
+    let name = i.opcode().map(|o| o.name()).unwrap_or("");
+    // M0-relative moves read / write a register M0 past the named
+    // one; under s_set_gpr_idx_on, VALU VGPR operands are offset by
+    // M0 too. Their reads reach every register from the named one
+    // up, and their writes kill nothing.
+    let rel_read = name.starts_with("s_movrels") || name.starts_with("v_movrels");
+    let rel_write = name.starts_with("s_movreld") || name.starts_with("v_movreld");
+    for u in used {
+        let Some((b, n)) = regs::bits_of(&u.register) else {
+            continue;
+        };
+        let vector = b >= regs::VGPR_BASE;
+        let relative = (rel_read || rel_write || (indexed && vector))
+            && matches!(
+                u.register.file,
+                RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr
+            )
+            && !u.is_implicit();
+        let n = if relative && u.access.reads() {
+            let end = match u.register.file {
+                RegFile::Sgpr => regs::NUM_SGPRS,
+                RegFile::Vgpr => regs::VGPR_BASE + 256,
+                _ => regs::AGPR_BASE + 256,
+            };
+            end.saturating_sub(b).max(n)
+        } else {
+            n
+        };
+        if u.access == inlay_isa::Access::Write && !relative {
+            push_ops(ops, KILL, b, n);
+        }
+        if u.access.reads() && !(relative && u.access == inlay_isa::Access::Write) {
+            let kind = if vector && all_lanes {
+                READ_ALL_LANES
+            } else {
+                READ
+            };
+            push_ops(reads, kind, b, n);
+        }
+    }
+    ops.extend_from_slice(reads);
+}
+
 impl Effects {
+    /// Each distinct encoding's effects worked out once; an instruction
+    /// takes its encoding's (or its own, in GPR-indexing mode).
     pub(crate) fn new(prog: &Program) -> Effects {
-        let mut ops = Vec::with_capacity(prog.insts.len() * 4);
+        let (forms, form_of) = prog.forms();
+        let mut ops = Vec::with_capacity(forms.list.len() * 4);
         let mut reads = Vec::new();
-        let mut per_inst = Vec::with_capacity(prog.insts.len());
+        let by_form: Vec<FormEffects> = forms
+            .list
+            .iter()
+            .enumerate()
+            .map(|(k, form)| {
+                let i = &form.inst;
+                let used = forms.used(k);
+                let start = ops.len() as u32;
+                instruction_ops(i, used, false, &mut ops, &mut reads);
+                let writes_exec = used
+                    .iter()
+                    .any(|u| u.register.file == RegFile::Exec && u.access.writes());
+                let name = i.opcode().map(|o| o.name()).unwrap_or("");
+                FormEffects {
+                    ops: (start, (ops.len() as u32 - start) as u16),
+                    exec: exec_effect_of(i, writes_exec),
+                    gpr_idx: match name {
+                        "s_set_gpr_idx_on" => Some(true),
+                        "s_set_gpr_idx_off" => Some(false),
+                        _ => None,
+                    },
+                }
+            })
+            .collect();
         let mut call_of = vec![0u32; prog.insts.len()];
         for (k, c) in prog.calls.iter().enumerate() {
             if !c.tail {
@@ -157,58 +246,19 @@ impl Effects {
                 }
             }
         }
-        let indexed = gpr_indexed(prog);
-        for (id, ins) in prog.insts.iter().enumerate() {
-            let i = &ins.inst;
-            let start = ops.len() as u32;
-            reads.clear();
-            let all_lanes = reads_other_lanes(i);
-            let name = i.opcode().map(|o| o.name()).unwrap_or("");
-            // M0-relative moves read / write a register M0 past the named
-            // one; under s_set_gpr_idx_on, VALU VGPR operands are offset by
-            // M0 too. Their reads reach every register from the named one
-            // up, and their writes kill nothing.
-            let rel_read = name.starts_with("s_movrels") || name.starts_with("v_movrels");
-            let rel_write = name.starts_with("s_movreld") || name.starts_with("v_movreld");
-            let idx = indexed[id];
-            let mut writes_exec = false;
-            for u in prog.used_registers(id) {
-                writes_exec |= u.register.file == RegFile::Exec && u.access.writes();
-                let Some((b, n)) = regs::bits_of(&u.register) else {
-                    continue;
-                };
-                let vector = b >= regs::VGPR_BASE;
-                let relative = (rel_read || rel_write || (idx && vector))
-                    && matches!(
-                        u.register.file,
-                        RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr
-                    )
-                    && !u.is_implicit();
-                let n = if relative && u.access.reads() {
-                    let end = match u.register.file {
-                        RegFile::Sgpr => regs::NUM_SGPRS,
-                        RegFile::Vgpr => regs::VGPR_BASE + 256,
-                        _ => regs::AGPR_BASE + 256,
-                    };
-                    end.saturating_sub(b).max(n)
-                } else {
-                    n
-                };
-                if u.access == inlay_isa::Access::Write && !relative {
-                    push_ops(&mut ops, KILL, b, n);
-                }
-                if u.access.reads() && !(relative && u.access == inlay_isa::Access::Write) {
-                    let kind = if vector && all_lanes {
-                        READ_ALL_LANES
-                    } else {
-                        READ
-                    };
-                    push_ops(&mut reads, kind, b, n);
-                }
-            }
-            ops.extend_from_slice(&reads);
-            let n = (ops.len() as u32 - start) as u16;
-            per_inst.push((start, n, exec_effect_of(i, writes_exec), call_of[id]));
+        let indexed = gpr_indexed(prog, form_of, &by_form);
+        let mut per_inst = Vec::with_capacity(prog.insts.len());
+        for (id, &k) in form_of.iter().enumerate() {
+            let fe = &by_form[k as usize];
+            let (start, n) = if indexed.get(id).copied().unwrap_or(false) {
+                let start = ops.len() as u32;
+                let used = forms.used(k as usize);
+                instruction_ops(&prog.insts[id].inst, used, true, &mut ops, &mut reads);
+                (start, (ops.len() as u32 - start) as u16)
+            } else {
+                fe.ops
+            };
+            per_inst.push((start, n, fe.exec, call_of[id]));
         }
         Effects { ops, per_inst }
     }
@@ -217,19 +267,21 @@ impl Effects {
 /// Instructions that may run in GPR-indexing mode: those between
 /// `s_set_gpr_idx_on` and `s_set_gpr_idx_off` in a block; if a block ends
 /// with the mode still on, every vector instruction of that function.
-fn gpr_indexed(prog: &Program) -> Vec<bool> {
+/// (Empty when the program has no `s_set_gpr_idx_on`.)
+fn gpr_indexed(prog: &Program, form_of: &[u32], by_form: &[FormEffects]) -> Vec<bool> {
+    if !by_form.iter().any(|f| f.gpr_idx == Some(true)) {
+        return Vec::new();
+    }
     let mut out = vec![false; prog.insts.len()];
     let mut leaky = vec![false; prog.functions.len()];
     for b in &prog.blocks {
         let mut on = false;
         for id in b.insts.clone() {
-            let name = prog.insts[id].inst.opcode().map(|o| o.name()).unwrap_or("");
-            if name == "s_set_gpr_idx_on" {
-                on = true;
-            } else if name == "s_set_gpr_idx_off" {
-                on = false;
-            } else if on {
-                out[id] = true;
+            match by_form[form_of[id] as usize].gpr_idx {
+                Some(true) => on = true,
+                Some(false) => on = false,
+                None if on => out[id] = true,
+                None => {}
             }
         }
         if on {
