@@ -819,12 +819,15 @@ fn lift_function_at(
         Some(off) if off < sec_bytes.len() as u64 => sec_bytes.get(off as usize..),
         _ => img.bytes_at(pc, true),
     };
-    // (address, form) of each instruction found.
+    // (address, form) of each instruction found, in runs of consecutive
+    // instructions (`runs`: where each starts in `found`).
     let mut found: Vec<(u64, u32)> = Vec::new();
+    let mut runs: Vec<usize> = Vec::new();
     let mut targets: Vec<u64> = vec![entry];
     let mut stack = vec![entry];
     while let Some(start) = stack.pop() {
         let mut pc = start;
+        runs.push(found.len());
         loop {
             if seen(pc) {
                 break;
@@ -855,8 +858,7 @@ fn lift_function_at(
             }
         }
     }
-    // Addresses are distinct (each visited once).
-    found.sort_unstable_by_key(|x| x.0);
+    let found = in_address_order(found, runs);
     let forms = &dec.forms.list;
     let len = |k: u32| forms[k as usize].inst.len() as u64;
     // The flow of a found instruction, with branch targets absolute.
@@ -1026,6 +1028,31 @@ fn lift_function_at(
         }
     }
     Ok(())
+}
+
+/// The instructions found, `found`, in address order. Each run (from its
+/// start in `runs` to the next) is in order and, apart from a branch into
+/// the middle of an instruction (which lifting then rejects), runs cover
+/// disjoint ranges: ordering the runs by their first address orders all.
+fn in_address_order(found: Vec<(u64, u32)>, mut runs: Vec<usize>) -> Vec<(u64, u32)> {
+    runs.retain(|&r| r < found.len());
+    runs.dedup();
+    let mut bounds: Vec<(u64, usize, usize)> = runs
+        .iter()
+        .enumerate()
+        .map(|(k, &r)| (found[r].0, r, runs.get(k + 1).copied().unwrap_or(found.len())))
+        .collect();
+    bounds.sort_unstable_by_key(|b| b.0);
+    let mut out = Vec::with_capacity(found.len());
+    for &(_, a, b) in &bounds {
+        out.extend_from_slice(&found[a..b]);
+    }
+    if out.windows(2).any(|w| w[0].0 >= w[1].0) {
+        // Runs interleave: order the instructions themselves (addresses
+        // are distinct, each visited once).
+        out.sort_unstable_by_key(|x| x.0);
+    }
+    out
 }
 
 /// The callee named by the SGPR pair in operand `op` of a call or setpc.

@@ -95,7 +95,14 @@ pub(crate) struct Effects {
 
 /// Appends `(kind, word, mask)` operations covering bits `b..b + n`.
 fn push_ops(ops: &mut Vec<(u8, u8, u64)>, kind: u8, b: u16, n: u16) {
-    ops.extend(regs::word_masks(b, n).map(|(w, m)| (kind, w as u8, m)));
+    let (w, lo) = (b / 64, b % 64);
+    if n > 0 && lo + n <= 64 && b + n <= regs::NUM_BITS {
+        // Within one word (nearly every operand).
+        let mask = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << lo };
+        ops.push((kind, w as u8, mask));
+    } else {
+        ops.extend(regs::word_masks(b, n).map(|(w, m)| (kind, w as u8, m)));
+    }
 }
 
 fn is_exec(op: Option<Operand>) -> bool {
