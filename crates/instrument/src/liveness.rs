@@ -548,6 +548,20 @@ impl Solver<'_> {
 
     /// Block entry states of function `f` when its returns see `ctx`.
     fn solve(&self, f: FuncId, ctx: &Live) -> Vec<Live> {
+        self.solve_visiting(f, ctx, |_, _| {})
+    }
+
+    /// [`Solver::solve`], calling `visit(i, state before i)` at every
+    /// instruction of every block visit. A block's last visit sees its
+    /// final exit state (it is visited again whenever a successor's entry
+    /// state changes), so the last call for each instruction gives its
+    /// final state.
+    fn solve_visiting(
+        &self,
+        f: FuncId,
+        ctx: &Live,
+        mut visit: impl FnMut(InstId, &Live),
+    ) -> Vec<Live> {
         let blocks = self.prog.functions[f].blocks.clone();
         let base = blocks.start;
         let mut live_in = vec![Live::default(); blocks.len()];
@@ -567,6 +581,7 @@ impl Solver<'_> {
                 let mut st = self.exit_state(f, b, ctx, &live_in);
                 for id in self.prog.blocks[b].insts.clone().rev() {
                     self.transfer(id, &mut st);
+                    visit(id, &st);
                 }
                 if st != live_in[b - base] {
                     live_in[b - base] = st;
@@ -770,9 +785,23 @@ pub fn analyse(prog: &Program) -> Liveness {
     let mut live_ins: Vec<Vec<Live>> = vec![Vec::new(); nf];
     let mut dirty = vec![true; nf];
     let mut states = Vec::new();
+    // A function alone (no calls, every exit known, nothing returned to)
+    // has live only registers its instructions read: its states are
+    // stored packed to those words as the solver visits the blocks, its
+    // last visit of each leaving the final one (if a state has another
+    // word after all, the pass below stores them all).
+    let alone = nf == 1
+        && prog.calls.is_empty()
+        && !prog.blocks.iter().any(|b| b.exit == Exit::Unresolved);
+    let mut stored = alone.then(|| (Packed::new(kept_words(&fx, &[], &[]), prog.insts.len()), true));
     while let Some(f) = dirty.iter().position(|d| *d) {
         dirty[f] = false;
-        live_ins[f] = s.solve(f, &contexts[f]);
+        live_ins[f] = match &mut stored {
+            Some((before, whole)) => s.solve_visiting(f, &contexts[f], |id, st| {
+                *whole &= before.set(id, st);
+            }),
+            None => s.solve(f, &contexts[f]),
+        };
         let live_in = &live_ins[f];
         let mut updates: Vec<(FuncId, Live)> = Vec::new();
         for b in prog.functions[f].blocks.clone() {
@@ -821,6 +850,9 @@ pub fn analyse(prog: &Program) -> Liveness {
     // try; all words if a state has another).
     let mut kept = kept_words(&fx, &live_ins, &contexts);
     let mut before = loop {
+        if let Some((before, true)) = stored.take() {
+            break before;
+        }
         let mut before = Packed::new(kept, prog.insts.len());
         let mut whole = true;
         for &(f, b) in &order {
