@@ -386,16 +386,42 @@ const LIVE_WORDS: usize = 2 * RegSet::WORDS;
 /// full was most of liveness' time (memory written, and its page faults).
 #[derive(Debug, Clone)]
 struct Packed {
-    /// The words kept, by index in [`LIVE_WORDS`].
+    /// The words kept, by index in [`LIVE_WORDS`] (increasing: `active`'s,
+    /// then `inactive`'s from `kept[active_kept]` on).
     kept: Vec<u8>,
+    active_kept: usize,
     words: Vec<u64>,
 }
 
 impl Packed {
     fn new(kept: Vec<u8>, n: usize) -> Packed {
+        debug_assert!(kept.windows(2).all(|w| w[0] < w[1]));
         Packed {
             words: vec![0; kept.len() * n],
+            active_kept: kept.partition_point(|&k| usize::from(k) < RegSet::WORDS),
             kept,
+        }
+    }
+
+    /// Stores the kept words of `st` as instruction `i`'s state (the caller
+    /// knows the others are zero).
+    fn store(&mut self, i: InstId, st: &Live) {
+        let w = self.kept.len();
+        let (active, inactive) = (st.active.words(), st.inactive.words());
+        debug_assert!(
+            (0..LIVE_WORDS).all(|k| self.kept.contains(&(k as u8))
+                || [st.active.words(), st.inactive.words()].concat()[k] == 0),
+            "a state has a register outside the words kept"
+        );
+        let (kept_a, kept_i) = self.kept.split_at(self.active_kept);
+        if let Some(slot) = self.words.get_mut(i * w..(i + 1) * w) {
+            let (slot_a, slot_i) = slot.split_at_mut(self.active_kept);
+            for (s, &k) in slot_a.iter_mut().zip(kept_a) {
+                *s = active[usize::from(k)];
+            }
+            for (s, &k) in slot_i.iter_mut().zip(kept_i) {
+                *s = inactive[usize::from(k) - RegSet::WORDS];
+            }
         }
     }
 
@@ -786,20 +812,19 @@ pub fn analyse(prog: &Program) -> Liveness {
     let mut dirty = vec![true; nf];
     let mut states = Vec::new();
     // A function alone (no calls, every exit known, nothing returned to)
-    // has live only registers its instructions read: its states are
-    // stored packed to those words as the solver visits the blocks, its
-    // last visit of each leaving the final one (if a state has another
-    // word after all, the pass below stores them all).
+    // has live only registers its instructions read (or, for vector
+    // registers, their other half: EXEC writes move them between the
+    // two), the words `kept_words` keeps from the reads alone. Its states
+    // are stored as the solver visits the blocks, its last visit of each
+    // leaving the final one.
     let alone = nf == 1
         && prog.calls.is_empty()
         && !prog.blocks.iter().any(|b| b.exit == Exit::Unresolved);
-    let mut stored = alone.then(|| (Packed::new(kept_words(&fx, &[], &[]), prog.insts.len()), true));
+    let mut stored = alone.then(|| Packed::new(kept_words(&fx, &[], &[]), prog.insts.len()));
     while let Some(f) = dirty.iter().position(|d| *d) {
         dirty[f] = false;
         live_ins[f] = match &mut stored {
-            Some((before, whole)) => s.solve_visiting(f, &contexts[f], |id, st| {
-                *whole &= before.set(id, st);
-            }),
+            Some(before) => s.solve_visiting(f, &contexts[f], |id, st| before.store(id, st)),
             None => s.solve(f, &contexts[f]),
         };
         let live_in = &live_ins[f];
@@ -839,31 +864,9 @@ pub fn analyse(prog: &Program) -> Liveness {
             }
         }
     }
-    // Then the state before every instruction, each written once (blocks
-    // partition the instructions in order, as lifting lays them out).
-    let mut order: Vec<(FuncId, usize)> = (0..nf)
-        .flat_map(|f| prog.functions[f].blocks.clone().map(move |b| (f, b)))
-        .collect();
-    order.sort_by_key(|&(_, b)| prog.blocks[b].insts.start);
-    // Stored packed: the words kept are those any block's entry state,
-    // any function's return state or any read makes non-zero (the first
-    // try; all words if a state has another).
-    let mut kept = kept_words(&fx, &live_ins, &contexts);
-    let mut before = loop {
-        if let Some((before, true)) = stored.take() {
-            break before;
-        }
-        let mut before = Packed::new(kept, prog.insts.len());
-        let mut whole = true;
-        for &(f, b) in &order {
-            s.block_states_back(f, b, &contexts[f], &live_ins[f], |id, st| {
-                whole &= before.set(id, st);
-            });
-        }
-        if whole {
-            break before;
-        }
-        kept = (0..LIVE_WORDS as u8).collect();
+    let mut before = match stored {
+        Some(before) => before,
+        None => store_all(&s, &fx, &live_ins, &contexts),
     };
     // Lanes EXEC disables at launch are never written until EXEC is first
     // written or a function is called, so up to that point (on every path
@@ -875,5 +878,35 @@ pub fn analyse(prog: &Program) -> Liveness {
         before,
         summaries: s.summaries,
         contexts,
+    }
+}
+
+/// The state before every instruction, from the functions' block entry
+/// states `live_ins` and return states `contexts`.
+fn store_all(s: &Solver<'_>, fx: &Effects, live_ins: &[Vec<Live>], contexts: &[Live]) -> Packed {
+    let prog = s.prog;
+    let nf = prog.functions.len();
+    // Each written once (blocks partition the instructions in order, as
+    // lifting lays them out).
+    let mut order: Vec<(FuncId, usize)> = (0..nf)
+        .flat_map(|f| prog.functions[f].blocks.clone().map(move |b| (f, b)))
+        .collect();
+    order.sort_by_key(|&(_, b)| prog.blocks[b].insts.start);
+    // Stored packed: the words kept are those any block's entry state,
+    // any function's return state or any read makes non-zero (the first
+    // try; all words if a state has another).
+    let mut kept = kept_words(fx, live_ins, contexts);
+    loop {
+        let mut before = Packed::new(kept, prog.insts.len());
+        let mut whole = true;
+        for &(f, b) in &order {
+            s.block_states_back(f, b, &contexts[f], &live_ins[f], |id, st| {
+                whole &= before.set(id, st);
+            });
+        }
+        if whole {
+            return before;
+        }
+        kept = (0..LIVE_WORDS as u8).collect();
     }
 }
