@@ -602,8 +602,9 @@ struct Decoded {
     forms: Forms,
     /// 4-byte encodings by their word, 8-byte ones by both words. (The
     /// length of a valid instruction follows from its first word, and a
-    /// 4-byte one depends on nothing else.)
-    short: HashMap<u32, u32, FastHash>,
+    /// 4-byte one depends on nothing else.) Keys are `u64`s, which the
+    /// hasher takes whole.
+    short: HashMap<u64, u32, FastHash>,
     long: HashMap<u64, u32, FastHash>,
 }
 
@@ -625,7 +626,7 @@ impl Decoded {
             Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         };
         let w0 = word(0)?;
-        if let Some(&k) = self.short.get(&w0) {
+        if let Some(&k) = self.short.get(&u64::from(w0)) {
             return Some(k);
         }
         let both = word(1).map(|w1| u64::from(w0) | u64::from(w1) << 32);
@@ -639,7 +640,7 @@ impl Decoded {
         let k = self.forms.list.len() as u32;
         match (i.len(), both) {
             (4, _) => {
-                self.short.insert(w0, k);
+                self.short.insert(u64::from(w0), k);
             }
             (8, Some(key)) => {
                 self.long.insert(key, k);
