@@ -141,6 +141,10 @@ pub struct Facts {
     /// Wait states it needs after unknown code: without MFMAs in the
     /// program, and with.
     unknown: [u8; 2],
+    /// The reader kinds (bits of `kind`, and [`NAMES_V`]) some rule may
+    /// ask wait states of after it, on targets other than gfx942 and on
+    /// gfx942: [`required`] is 0 for a reader of none of them.
+    affects: [u32; 2],
 }
 
 // Kinds (bits of `Facts::kind`).
@@ -172,7 +176,8 @@ const CLAUSE_VMEM: u32 = 1 << 20;
 const STORES: u32 = 1 << 21;
 /// It writes some register.
 const WRITES: u32 = 1 << 22;
-const CLAUSES: u32 = CLAUSE_SMEM | CLAUSE_VMEM;
+/// Either soft-clause kind.
+pub(super) const CLAUSES: u32 = CLAUSE_SMEM | CLAUSE_VMEM;
 /// It may be the writer of some rule: a VALU, an SALU writing M0, an
 /// `s_setreg`, a wide store.
 const MAY_WRITE: u32 = 1 << 14;
@@ -180,6 +185,58 @@ const MAY_WRITE: u32 = 1 << 14;
 /// code): a VALU, a VMEM reading a scalar register, anything naming a
 /// vector register (MFMA results), an M0 reader, `s_getreg`/`s_setreg`.
 const MAY_READ: u32 = 1 << 15;
+/// It names a vector register (what an MFMA's rule asks of readers);
+/// set for every instruction whose registers the bit sets do not hold.
+const NAMES_V: u32 = 1 << 23;
+/// Readers of a VALU's scalar results: a VMEM, a VALU (gfx942), and a
+/// lane select, reading a scalar register (set from the kind alone for
+/// instructions whose registers the bit sets do not hold).
+const VMEM_READS_SCALAR: u32 = 1 << 24;
+const VALU_READS_SCALAR: u32 = 1 << 25;
+const SCALAR_LANE_SELECT: u32 = 1 << 26;
+/// Its opcode reads M0 without naming it (`s_sendmsg`, `s_movrel`,
+/// `s_ttracedata`, LDS add-TID); its opcode's name says it writes memory.
+const M0_NAMED: u32 = 1 << 27;
+const STORE_NAMED: u32 = 1 << 28;
+
+/// What a search reads of each instruction it passes (16 bytes, where
+/// [`Facts`] holds hundreds): its kinds, the reader kinds its rules
+/// concern, its wait states.
+#[derive(Clone, Copy)]
+pub(super) struct Brief {
+    kind: u32,
+    affects: [u32; 2],
+    waits: u8,
+}
+
+impl Brief {
+    /// See [`Facts::affects`].
+    pub(super) fn affects(&self, t: Target) -> u32 {
+        self.affects[usize::from(gfx942(t))]
+    }
+
+    pub(super) fn kind(&self) -> u32 {
+        self.kind
+    }
+
+    pub(super) fn wait_states(&self) -> u32 {
+        u32::from(self.waits)
+    }
+
+    pub(super) fn is_call(&self) -> bool {
+        self.kind & SWAPPC != 0
+    }
+
+    pub(super) fn falls_through(&self) -> bool {
+        self.kind & JUMPS == 0
+    }
+
+    /// See [`continues_clause`].
+    pub(super) fn continues_clause(&self, r: &Brief) -> bool {
+        let clause = CLAUSE_SMEM | CLAUSE_VMEM;
+        self.kind & clause != 0 && self.kind & clause == r.kind & clause
+    }
+}
 
 /// A register set in the two parts the rules look at: the scalar
 /// registers (bits 0..128 of [`crate::regs`]: SGPRs, VCC, TTMPs, M0,
@@ -242,9 +299,12 @@ impl Facts {
 
     /// The facts of `inst`, whose registers (inlay-isa's `info`) are `used`.
     pub fn with_registers(inst: &Instruction, used: &[UsedRegister]) -> Facts {
-        use Encoding::*;
+        Facts::build(inst, used, opcode_kinds(inst))
+    }
+
+    /// [`Facts::with_registers`], given the kinds its opcode has.
+    fn build(inst: &Instruction, used: &[UsedRegister], opcode_kinds: u32) -> Facts {
         let name = inst.mnemonic();
-        let enc = inst.encoding();
         let mut f = Facts {
             inst: *inst,
             kind: 0,
@@ -260,60 +320,14 @@ impl Facts {
             used: [BLANK; CAPACITY],
             used_len: used.len().min(CAPACITY) as u8,
             unknown: [0; 2],
+            affects: [u32::MAX; 2],
         };
         if name == "s_nop" {
             f.waits = ((inst.words()[0] & 0xf) + 1) as u8;
         }
         let n = usize::from(f.used_len);
         f.used[..n].copy_from_slice(&used[..n]);
-        let mut kind = 0;
-        let mut flag = |on: bool, k: u32| {
-            if on {
-                kind |= k;
-            }
-        };
-        flag(
-            matches!(
-                enc,
-                Vop1 | Vop2
-                    | Vopc
-                    | Vop3
-                    | Vop3p
-                    | Vop1Sdwa
-                    | Vop1Dpp
-                    | Vop2Sdwa
-                    | Vop2Dpp
-                    | VopcSdwa
-                    | VopcDpp
-            ),
-            VALU,
-        );
-        flag(matches!(enc, Sop1 | Sop2 | Sopk | Sopc | Sopp), SALU);
-        flag(
-            matches!(enc, Mubuf | Mtbuf | Mimg | Flat | Global | Scratch),
-            VMEM,
-        );
-        flag(
-            name.starts_with("v_mfma") || name.starts_with("v_smfmac"),
-            MFMA,
-        );
-        flag(
-            matches!(name, "v_readlane_b32" | "v_writelane_b32"),
-            LANE_OP,
-        );
-        flag(enc.is_dpp(), DPP);
-        flag(name.starts_with("v_div_fmas"), DIV_FMAS);
-        flag(name == "v_accvgpr_write_b32", ACC_WRITE);
-        flag(
-            matches!(name, "v_readlane_b32" | "v_readfirstlane_b32"),
-            READLANE,
-        );
-        flag(name.starts_with("s_setreg"), SETREG);
-        flag(name.starts_with("s_getreg"), GETREG);
-        flag(name == "s_swappc_b64", SWAPPC);
-        flag(!falls_through(inst), JUMPS);
-        flag(inst.target() == Target::Gfx942, GFX942);
-        f.kind = kind;
+        f.kind = opcode_kinds;
         for u in used {
             let r = &u.register;
             if r.file == RegFile::HwReg {
@@ -365,7 +379,6 @@ impl Facts {
             }
         };
         flag(f.reads_m0_as_hazard(), M0_READER);
-        flag(f.is_trans(), TRANS);
         flag(f.forwards_partial_dst(), PARTIAL_DST);
         flag(f.clause_kind() == Some(true), CLAUSE_SMEM);
         flag(f.clause_kind() == Some(false), CLAUSE_VMEM);
@@ -389,6 +402,23 @@ impl Facts {
             || f.touches.has_v()
             || f.kind & (M0_READER | SETREG | GETREG | CLAUSE_SMEM | CLAUSE_VMEM) != 0;
         f.kind |= if may_write { MAY_WRITE } else { 0 } | if may_read { MAY_READ } else { 0 };
+        if !f.exact || f.touches.has_v() {
+            f.kind |= NAMES_V;
+        }
+        let scalar_read = !f.exact || f.reads.s & SCALAR_RESULTS != 0;
+        let scalar_select = !f.exact || f.lane_select.s != 0;
+        if scalar_read && f.is_vmem() {
+            f.kind |= VMEM_READS_SCALAR;
+        }
+        if scalar_read && f.is_valu() {
+            f.kind |= VALU_READS_SCALAR;
+        }
+        if scalar_select && f.is_lane_op() {
+            f.kind |= SCALAR_LANE_SELECT;
+        }
+        if f.exact {
+            f.affects = [false, true].map(|gfx942| f.affected_readers(gfx942));
+        }
         f.unknown = [false, true].map(|mfma| {
             if f.exact {
                 f.after_unknown(mfma)
@@ -426,6 +456,44 @@ impl Facts {
         need
     }
 
+    /// The reader kinds [`required`]'s rules may ask wait states of after
+    /// this (exact) writer, each rule's condition on kinds alone.
+    fn affected_readers(&self, gfx942: bool) -> u32 {
+        let mut out = 0;
+        if self.is_valu() {
+            if self.writes.s & SCALAR_RESULTS != 0 {
+                out |= VMEM_READS_SCALAR | SCALAR_LANE_SELECT | DIV_FMAS;
+                out |= if gfx942 { VALU_READS_SCALAR } else { 0 };
+            }
+            if self.writes.s & EXEC_BITS != 0 {
+                out |= DPP | LANE_OP | MFMA | ACC_WRITE;
+            }
+            if self.writes.has_v() {
+                out |= MFMA | ACC_WRITE;
+                let late = self.kind & (TRANS | PARTIAL_DST) != 0;
+                if gfx942 {
+                    out |= READLANE | if late { VALU } else { 0 };
+                }
+            }
+        }
+        if self.writes.v[..4].iter().any(|&w| w != 0) {
+            out |= DPP;
+        }
+        if self.is_mfma() {
+            out |= NAMES_V;
+        }
+        if self.is_salu() && self.writes.s & M0_BIT != 0 {
+            out |= M0_READER;
+        }
+        if self.kind & SETREG != 0 {
+            out |= GETREG | SETREG;
+        }
+        if self.wide_store.has_v() {
+            out |= VALU;
+        }
+        out
+    }
+
     fn used(&self) -> &[UsedRegister] {
         &self.used[..usize::from(self.used_len)]
     }
@@ -452,13 +520,7 @@ impl Facts {
 
     /// Transcendental VALU operations (gfx942 forwards their results late).
     fn is_trans(&self) -> bool {
-        let n = self.name();
-        self.is_valu()
-            && [
-                "v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_",
-            ]
-            .iter()
-            .any(|p| n.starts_with(p))
+        self.kind & TRANS != 0
     }
 
     /// A VALU whose VGPR result is a partial write gfx942 forwards late:
@@ -491,10 +553,9 @@ impl Facts {
     /// Whether a memory instruction writes memory (stores, atomics, a
     /// buffer load into LDS).
     fn may_store(&self) -> bool {
-        let n = self.name();
         let lds_dma =
             self.inst.encoding() == Encoding::Mubuf && self.inst.words()[0] & 1 << 16 != 0;
-        n.contains("store") || n.contains("atomic") || lds_dma
+        self.kind & STORE_NAMED != 0 || lds_dma
     }
 
     fn writes_any_read_by(&self, r: &Facts) -> bool {
@@ -512,14 +573,23 @@ impl Facts {
         u32::from(self.waits)
     }
 
+    fn brief(&self) -> Brief {
+        Brief {
+            kind: self.kind,
+            affects: self.affects,
+            waits: self.waits,
+        }
+    }
+
+    /// The reader kinds some rule may ask wait states of after it, on
+    /// target `t` (see [`Facts::affected_readers`]).
+    pub(super) fn affects(&self, t: Target) -> u32 {
+        self.affects[usize::from(gfx942(t))]
+    }
+
     /// Whether it is an `s_swappc_b64` (a callee runs after it).
     pub(super) fn is_call(&self) -> bool {
         self.kind & SWAPPC != 0
-    }
-
-    /// Whether control can go from it to the instruction after it.
-    pub(super) fn falls_through(&self) -> bool {
-        self.kind & JUMPS == 0
     }
 
     /// Whether some rule may ask wait states before it (after some writer
@@ -567,16 +637,9 @@ impl Facts {
     }
 
     fn reads_m0_as_hazard(&self) -> bool {
-        let n = self.name();
-        // s_sendmsg, s_ttracedata, LDS add-TID and GDS read M0 without
-        // naming it (GDS: the DS word's bit 16).
+        // GDS reads M0 without naming it (the DS word's bit 16).
         let gds = self.inst.encoding() == Encoding::Ds && self.inst.words()[0] & 1 << 16 != 0;
-        n.starts_with("s_sendmsg")
-            || n.starts_with("s_movrel")
-            || n == "s_ttracedata"
-            || n.contains("addtid")
-            || gds
-            || self.reads.s & M0_BIT != 0 && !self.is_salu()
+        self.kind & M0_NAMED != 0 || gds || self.reads.s & M0_BIT != 0 && !self.is_salu()
     }
 
     /// Vector registers of a VMEM instruction's data wider than 64 bits
@@ -597,6 +660,76 @@ impl Facts {
     }
 }
 
+/// The kinds an instruction has by its opcode and encoding alone (the
+/// same for every instruction of one opcode: [`FactsTable`] keeps them).
+fn opcode_kinds(inst: &Instruction) -> u32 {
+    use Encoding::*;
+    let name = inst.mnemonic();
+    let enc = inst.encoding();
+    let mut kind = 0;
+    let mut flag = |on: bool, k: u32| {
+        if on {
+            kind |= k;
+        }
+    };
+    let valu = matches!(
+        enc,
+        Vop1 | Vop2
+            | Vopc
+            | Vop3
+            | Vop3p
+            | Vop1Sdwa
+            | Vop1Dpp
+            | Vop2Sdwa
+            | Vop2Dpp
+            | VopcSdwa
+            | VopcDpp
+    );
+    flag(valu, VALU);
+    flag(matches!(enc, Sop1 | Sop2 | Sopk | Sopc | Sopp), SALU);
+    flag(
+        matches!(enc, Mubuf | Mtbuf | Mimg | Flat | Global | Scratch),
+        VMEM,
+    );
+    flag(
+        name.starts_with("v_mfma") || name.starts_with("v_smfmac"),
+        MFMA,
+    );
+    flag(
+        matches!(name, "v_readlane_b32" | "v_writelane_b32"),
+        LANE_OP,
+    );
+    flag(enc.is_dpp(), DPP);
+    flag(name.starts_with("v_div_fmas"), DIV_FMAS);
+    flag(name == "v_accvgpr_write_b32", ACC_WRITE);
+    flag(
+        matches!(name, "v_readlane_b32" | "v_readfirstlane_b32"),
+        READLANE,
+    );
+    flag(name.starts_with("s_setreg"), SETREG);
+    flag(name.starts_with("s_getreg"), GETREG);
+    flag(name == "s_swappc_b64", SWAPPC);
+    flag(!falls_through(inst), JUMPS);
+    flag(inst.target() == Target::Gfx942, GFX942);
+    let trans = [
+        "v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_",
+    ];
+    flag(valu && trans.iter().any(|p| name.starts_with(p)), TRANS);
+    // s_sendmsg, s_ttracedata and LDS add-TID read M0 without naming it.
+    flag(
+        name.starts_with("s_sendmsg")
+            || name.starts_with("s_movrel")
+            || name == "s_ttracedata"
+            || name.contains("addtid"),
+        M0_NAMED,
+    );
+    flag(
+        name.contains("store") || name.contains("atomic"),
+        STORE_NAMED,
+    );
+    kind
+}
+
 /// The rules LLVM applies only to gfx940-gfx942 (`hasVDecCoExecHazard`;
 /// llc-19 puts no nop between `v_readfirstlane` and a VALU reading its
 /// SGPR for gfx90a).
@@ -606,7 +739,7 @@ fn gfx942(t: Target) -> bool {
 
 /// Wait states `r` needs after `w` (0: no rule applies).
 pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
-    if w.kind & MAY_WRITE == 0 || r.kind & MAY_READ == 0 {
+    if w.kind & MAY_WRITE == 0 || r.kind & MAY_READ == 0 || w.affects(t) & r.kind == 0 {
         return 0;
     }
     if !(w.exact && r.exact) {
@@ -715,6 +848,7 @@ pub fn required_at(t: Target, w: &Facts, r: &Facts, dist: u32, run: bool) -> u32
 }
 
 /// Whether the soft clause `r` would join still reaches back past `i`.
+#[inline]
 pub fn continues_clause(i: &Facts, r: &Facts) -> bool {
     let clause = CLAUSE_SMEM | CLAUSE_VMEM;
     i.kind & clause != 0 && i.kind & clause == r.kind & clause
@@ -1044,6 +1178,11 @@ impl Quiet {
 #[derive(Default)]
 pub(super) struct FactsTable {
     pub(super) facts: Vec<Facts>,
+    /// The same, what a search reads of every instruction it passes.
+    pub(super) briefs: Vec<Brief>,
+    /// [`opcode_kinds`] by opcode (the address of its description) and
+    /// target.
+    opcodes: std::collections::HashMap<(usize, u8), u32, crate::fast_hash::FastHash>,
     ids: std::collections::HashMap<(u64, u64), u32, crate::fast_hash::FastHash>,
 }
 
@@ -1051,6 +1190,7 @@ impl FactsTable {
     /// Room for `n` more distinct instructions.
     pub(super) fn reserve(&mut self, n: usize) {
         self.facts.reserve(n);
+        self.briefs.reserve(n);
         self.ids.reserve(n);
     }
 
@@ -1059,7 +1199,10 @@ impl FactsTable {
         let key = Self::key(inst);
         match self.ids.get(&key) {
             Some(&id) => id,
-            None => self.insert(key, Facts::new(inst)),
+            None => {
+                let f = Facts::build(inst, info(inst).used_registers(), self.opcode_kinds(inst));
+                self.insert(key, f)
+            }
         }
     }
 
@@ -1069,7 +1212,10 @@ impl FactsTable {
         let key = Self::key(inst);
         match self.ids.get(&key) {
             Some(&id) => id,
-            None => self.insert(key, Facts::with_registers(inst, used)),
+            None => {
+                let f = Facts::build(inst, used, self.opcode_kinds(inst));
+                self.insert(key, f)
+            }
         }
     }
 
@@ -1082,8 +1228,20 @@ impl FactsTable {
         )
     }
 
+    fn opcode_kinds(&mut self, inst: &Instruction) -> u32 {
+        let opcode = (
+            std::ptr::from_ref(inst.desc()) as usize,
+            inst.target() as u8,
+        );
+        *self
+            .opcodes
+            .entry(opcode)
+            .or_insert_with(|| opcode_kinds(inst))
+    }
+
     fn insert(&mut self, key: (u64, u64), f: Facts) -> u32 {
         let id = self.facts.len() as u32;
+        self.briefs.push(f.brief());
         self.facts.push(f);
         self.ids.insert(key, id);
         id
@@ -1105,6 +1263,7 @@ pub(super) struct Flow {
 pub(super) struct Stream<'a> {
     pub(super) nodes: &'a [Node],
     pub(super) facts: &'a [Facts],
+    pub(super) briefs: &'a [Brief],
     pub(super) runs: &'a [Run],
     pub(super) flow: &'a Flow,
 }
@@ -1135,10 +1294,13 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
     let mut quiet: Option<u32> = None;
     let mut label: Option<usize> = None;
     let mut application = 0u32;
+    // What lies before the current slot, found once for all its readers.
+    let mut history = History::default();
     for (p, n) in stream.nodes.iter().enumerate() {
         match *n {
             Node::Slot(s) => {
                 slot = Some((s as usize, p));
+                history.found = false;
                 (since_slot, since_call, clause) = (0, None, CLAUSES);
             }
             Node::BlockStart(b) => {
@@ -1164,7 +1326,7 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
                     let need = slot_need(
                         t,
                         stream,
-                        &pads,
+                        (&pads, &mut history),
                         (reader, inserted, mfma),
                         at,
                         (since_slot, reader.kind & clause & CLAUSES != 0),
@@ -1183,7 +1345,19 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
                 quiet = Quiet::after_run(quiet, run);
                 application = application.saturating_add(run.before[run.ids.len()]);
                 if let Some((s, at)) = slot {
+                    // Readers past what a slot can reach ask nothing: too
+                    // far from it and in no soft clause reaching it, or
+                    // after a call of the run, whose own padding put the
+                    // wait states a callee's return asks (without MFMAs,
+                    // what the seam search would ask too).
+                    let clause_reach = run.clause_prefix[0].max(run.clause_prefix[1]);
+                    let first_call = run.calls.first().copied().unwrap_or(u32::MAX);
                     for &k in &run.readers {
+                        let dist = since_slot.saturating_add(run.before[k as usize]);
+                        let out_of_reach = dist >= MAX_WAIT_STATES && k > clause_reach;
+                        if since_call.is_none() && !mfma && (out_of_reach || k > first_call) {
+                            break;
+                        }
                         let reader = &stream.facts[run.ids[k as usize] as usize];
                         let after_call = match run.calls.iter().rev().find(|&&c| c < k) {
                             Some(&c) => Some(since_slot.saturating_add(run.before[c as usize + 1])),
@@ -1196,10 +1370,10 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
                         let need = slot_need(
                             t,
                             stream,
-                            &pads,
+                            (&pads, &mut history),
                             (reader, true, mfma),
                             at,
-                            (since_slot.saturating_add(run.before[k as usize]), in_clause),
+                            (dist, in_clause),
                             after_call,
                         );
                         pads[s] += need;
@@ -1288,11 +1462,12 @@ fn quiet_before(stream: &Stream<'_>) -> Vec<u32> {
 
 /// Wait states a reader `dist` wait states past its slot (at stream
 /// position `slot_pos`) asks the slot for, `after_call` the wait states
-/// since the slot just past the last call between them.
+/// since the slot just past the last call between them; `history`, what
+/// lies before the slot, is found by the first reader that asks.
 fn slot_need(
     t: Target,
     stream: &Stream<'_>,
-    pads: &[u32],
+    (pads, history): (&[u32], &mut History),
     (reader, reader_inserted, mfma): (&Facts, bool, bool),
     slot_pos: usize,
     (dist, run): (u32, bool),
@@ -1317,10 +1492,136 @@ fn slot_need(
             walk.unknown(dist.saturating_sub(a) + 1)
         }
         Some(_) => {}
-        None if dist < MAX_WAIT_STATES || run => walk.back(slot_pos + 1, dist, run, 0),
+        // A soft clause may reach back past the slot: instruction by
+        // instruction.
+        None if run => walk.back(slot_pos + 1, dist, run, 0),
+        None if dist < MAX_WAIT_STATES => {
+            if !history.found {
+                history.find(t, stream, pads, slot_pos);
+            }
+            let slot = match stream.nodes[slot_pos] {
+                Node::Slot(s) => pads[s as usize],
+                _ => 0,
+            };
+            history.meet(&mut walk, dist.saturating_add(slot));
+        }
         None => {}
     }
     walk.worst
+}
+
+/// What lies before a slot as far as any rule reaches, on every path:
+/// the instructions some rule may concern as writers, and the nearest
+/// unknown history (a callee ran, or nothing known precedes).
+#[derive(Default)]
+struct History {
+    /// Whether it holds what lies before the current slot.
+    found: bool,
+    /// Wait states from the slot (its own pad left out), facts, and
+    /// whether it is inserted.
+    writers: Vec<(u32, u32, bool)>,
+    unknown: Option<u32>,
+    /// The reader kinds the writers' rules concern, together.
+    affects: u32,
+}
+
+impl History {
+    /// Finds what lies before the slot at stream position `slot_pos`.
+    fn find(&mut self, t: Target, stream: &Stream<'_>, pads: &[u32], slot_pos: usize) {
+        self.writers.clear();
+        (self.unknown, self.affects) = (None, 0);
+        self.back(t, stream, pads, slot_pos, 0, 0);
+        self.found = true;
+    }
+
+    fn writer(&mut self, t: Target, stream: &Stream<'_>, dist: u32, id: u32, inserted: bool) {
+        let affects = stream.briefs[id as usize].affects(t);
+        if affects != 0 {
+            self.affects |= affects;
+            self.writers.push((dist, id, inserted));
+        }
+    }
+
+    fn unknown(&mut self, dist: u32) {
+        self.unknown = Some(self.unknown.map_or(dist, |u| u.min(dist)));
+    }
+
+    /// [`Walk::back`]'s paths, for no reader in particular (and no soft
+    /// clause: such readers search themselves).
+    fn back(
+        &mut self,
+        t: Target,
+        stream: &Stream<'_>,
+        pads: &[u32],
+        end: usize,
+        mut dist: u32,
+        depth: u32,
+    ) {
+        let mut q = end;
+        while q > 0 && dist < MAX_WAIT_STATES {
+            q -= 1;
+            match stream.nodes[q] {
+                Node::Slot(s) => dist += pads[s as usize],
+                Node::Inst { facts, inserted } => {
+                    let w = &stream.briefs[facts as usize];
+                    self.writer(t, stream, dist, facts, inserted);
+                    if w.is_call() {
+                        self.unknown(dist + 1);
+                        return;
+                    }
+                    dist += w.wait_states();
+                }
+                Node::Run(r) => {
+                    let run = &stream.runs[r as usize];
+                    for &(d, id) in &run.writers {
+                        let at = dist.saturating_add(d);
+                        if at >= MAX_WAIT_STATES {
+                            return;
+                        }
+                        self.writer(t, stream, at, id, true);
+                    }
+                    if let Some(d) = run.call_from_end {
+                        let at = dist.saturating_add(d);
+                        if at < MAX_WAIT_STATES {
+                            self.unknown(at + 1);
+                        }
+                        return;
+                    }
+                    dist = dist.saturating_add(run.before[run.ids.len()]);
+                }
+                Node::BlockStart(b) => {
+                    let (b, flow) = (b as usize, stream.flow);
+                    if depth > 64 || !flow.linear_entry[b] && flow.preds[b].is_empty() {
+                        self.unknown(dist);
+                        return;
+                    }
+                    for &pb in &flow.preds[b] {
+                        self.back(t, stream, pads, flow.block_end[pb], dist, depth + 1);
+                    }
+                    if !flow.linear_entry[b] {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// What `walk`'s reader, `dist` wait states past the slot, lacks.
+    fn meet(&self, walk: &mut Walk<'_>, dist: u32) {
+        let (t, stream, reader) = (walk.t, walk.stream, walk.reader);
+        if self.affects & reader.kind != 0 {
+            for &(d, id, inserted) in &self.writers {
+                let at = dist.saturating_add(d);
+                let concerned = stream.briefs[id as usize].affects(t) & reader.kind != 0;
+                if at < MAX_WAIT_STATES && concerned && (inserted || walk.reader_inserted) {
+                    walk.found(at, required(t, &stream.facts[id as usize], reader));
+                }
+            }
+        }
+        if let Some(u) = self.unknown {
+            walk.unknown(dist.saturating_add(u));
+        }
+    }
 }
 
 /// A backward search from one reader over every path into it, for the
@@ -2064,6 +2365,7 @@ mod tests {
         let stream = Stream {
             nodes,
             facts: &tb.facts,
+            briefs: &tb.briefs,
             runs: &[],
             flow,
         };
@@ -2163,6 +2465,7 @@ mod tests {
         let stream = Stream {
             nodes: &nodes,
             facts: &tb.facts,
+            briefs: &tb.briefs,
             runs: &runs,
             flow: &flow,
         };

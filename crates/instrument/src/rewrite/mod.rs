@@ -1005,6 +1005,7 @@ impl Seams {
         let stream = hazards::Stream {
             nodes: &nodes,
             facts: &table.facts,
+            briefs: &table.briefs,
             runs: &runs,
             flow: &flow,
         };

@@ -5,7 +5,7 @@
 use inlay_isa::{Instruction, Target};
 
 use super::hazards::{
-    continues_clause, required_after_unknown, required_at, Facts, FactsTable, MAX_WAIT_STATES,
+    required_after_unknown, required_at, Brief, Facts, FactsTable, CLAUSES, MAX_WAIT_STATES,
 };
 
 use super::RewriteError;
@@ -143,18 +143,30 @@ impl Snippet {
             return;
         };
         let mut ids: Vec<u32> = self.insts.iter().map(|i| table.id(i)).collect();
+        let mut briefs: Vec<Brief> = ids.iter().map(|&id| table.briefs[id as usize]).collect();
+        let mut lands = self.landings();
         let mut k = 0;
         while k < self.insts.len() {
-            if !table.facts[ids[k] as usize].may_read() {
-                // No rule asks wait states before it.
+            let r = &table.facts[ids[k] as usize];
+            let after_unknown = required_after_unknown(t, r, false) > 0;
+            if !(r.may_read() && near(t, &briefs, &lands, k, after_unknown)) {
                 k += 1;
                 continue;
             }
-            let need = self.deficit(t, (&table.facts, &ids), k, k, (0, true), 0, false);
+            let need = self.deficit(
+                t,
+                (&table.facts, &table.briefs, &ids, &lands),
+                k,
+                k,
+                (0, true),
+                0,
+                false,
+            );
             if need > 0 {
                 let nops = super::hazards::nops(t, need);
                 let c = nops.len();
                 let nop_ids: Vec<u32> = nops.iter().map(|n| table.id(n)).collect();
+                briefs.splice(k..k, nop_ids.iter().map(|&id| table.briefs[id as usize]));
                 ids.splice(k..k, nop_ids);
                 self.insts.splice(k..k, nops);
                 for r in &mut self.relocs {
@@ -168,57 +180,81 @@ impl Snippet {
                     *b += if *b >= k { c } else { 0 };
                     *to += if *to > k { c } else { 0 };
                 }
+                lands = self.landings();
                 k += c;
             }
             k += 1;
         }
     }
 
+    /// For each position (up to `insts.len()`), whether a branch lands
+    /// there.
+    fn landings(&self) -> Vec<bool> {
+        let mut lands = vec![false; self.insts.len() + 1];
+        for &(_, to) in &self.branches {
+            if let Some(l) = lands.get_mut(to) {
+                *l = true;
+            }
+        }
+        lands
+    }
+
     /// Wait states reader `r` lacks from writers before position `end`,
     /// `dist` wait states away (`run`: all of them memory instructions of
-    /// `r`'s soft-clause kind), following branches that land on the way;
-    /// `via_branch`: `end - 1` is a branch to `end`.
+    /// `r`'s soft-clause kind), following branches that land on the way
+    /// (`lands`: where some branch lands); `via_branch`: `end - 1` is a
+    /// branch to `end`.
     #[allow(clippy::too_many_arguments)]
     fn deficit(
         &self,
         t: Target,
-        (facts, ids): (&[Facts], &[u32]),
+        (facts, briefs, ids, lands): (&[Facts], &[Brief], &[u32], &[bool]),
         r: usize,
         end: usize,
         (mut dist, mut run): (u32, bool),
         depth: u32,
         via_branch: bool,
     ) -> u32 {
-        let of = |k: usize| &facts[ids[k] as usize];
+        let reader = &facts[ids[r] as usize];
+        let brief = &briefs[ids[r] as usize];
+        let concerns = brief.kind() & CLAUSES != 0;
         let mut need = 0;
         let mut q = end;
         while q > 0 && (dist < MAX_WAIT_STATES || run) && depth < 16 {
-            for &(b, to) in &self.branches {
-                if to == q {
-                    need = need.max(self.deficit(
-                        t,
-                        (facts, ids),
-                        r,
-                        b + 1,
-                        (dist, run),
-                        depth + 1,
-                        true,
-                    ));
+            if lands[q] {
+                for &(b, to) in &self.branches {
+                    if to == q {
+                        need = need.max(self.deficit(
+                            t,
+                            (facts, briefs, ids, lands),
+                            r,
+                            b + 1,
+                            (dist, run),
+                            depth + 1,
+                            true,
+                        ));
+                    }
                 }
             }
             let p = q - 1;
+            let w = &briefs[ids[p] as usize];
             let entered_by_branch = via_branch && q == end;
-            if !entered_by_branch && !of(p).falls_through() {
+            if !entered_by_branch && !w.falls_through() {
                 break;
             }
-            if of(p).is_call() {
+            if w.is_call() {
                 // The callee ran in between: what it did last is unknown.
-                need = need.max(required_after_unknown(t, of(r), false).saturating_sub(dist));
+                need = need.max(required_after_unknown(t, reader, false).saturating_sub(dist));
                 break;
             }
-            need = need.max(required_at(t, of(p), of(r), dist, run).saturating_sub(dist));
-            run &= continues_clause(of(p), of(r));
-            dist += of(p).wait_states();
+            // Only a writer whose rules concern the reader, or a soft
+            // clause both may share, can ask for wait states.
+            if w.affects(t) & brief.kind() != 0 || run && concerns {
+                let writer = &facts[ids[p] as usize];
+                need = need.max(required_at(t, writer, reader, dist, run).saturating_sub(dist));
+            }
+            run &= w.continues_clause(brief);
+            dist += w.wait_states();
             q = p;
         }
         need
@@ -265,6 +301,23 @@ impl Snippet {
             }
         }
     }
+}
+
+/// Whether something within reach before position `k` of a snippet
+/// (`briefs` of its instructions, `lands`: where branches land) may ask
+/// wait states of the reader at `k`: a writer whose rules concern it, a
+/// call when it needs wait states after unknown code
+/// (`after_unknown`), a soft clause it may join, or a branch landing,
+/// whose paths the search must follow. Each instruction gives at least one
+/// wait state, so reach is the [`MAX_WAIT_STATES`] instructions before it.
+fn near(t: Target, briefs: &[Brief], lands: &[bool], k: usize, after_unknown: bool) -> bool {
+    let reader = &briefs[k];
+    let from = k.saturating_sub(MAX_WAIT_STATES as usize);
+    lands[from + 1..=k].contains(&true)
+        || reader.kind() & CLAUSES != 0 && k > 0 && briefs[k - 1].continues_clause(reader)
+        || briefs[from..k]
+            .iter()
+            .any(|w| w.affects(t) & reader.kind() != 0 || after_unknown && w.is_call())
 }
 
 /// A snippet encoded once, copied wherever the same code goes: calls with
