@@ -203,7 +203,10 @@ impl Forms {
     /// The registers encoding `k` reads and writes.
     pub(crate) fn used(&self, k: usize) -> &[UsedRegister] {
         match self.list.get(k) {
-            Some(f) => self.used.get(f.used.0 as usize..f.used.1 as usize).unwrap_or(&[]),
+            Some(f) => self
+                .used
+                .get(f.used.0 as usize..f.used.1 as usize)
+                .unwrap_or(&[]),
             None => &[],
         }
     }
@@ -1038,14 +1041,15 @@ fn lift_function_at(
 fn in_address_order(found: Vec<(u64, u32)>, mut runs: Vec<usize>) -> Vec<(u64, u32)> {
     runs.retain(|&r| r < found.len());
     runs.dedup();
-    let mut bounds: Vec<(u64, usize, usize)> = runs
-        .iter()
-        .enumerate()
-        .map(|(k, &r)| (found[r].0, r, runs.get(k + 1).copied().unwrap_or(found.len())))
+    runs.push(found.len());
+    // (first address, start, end) of each run
+    let mut spans: Vec<(u64, usize, usize)> = runs
+        .windows(2)
+        .map(|w| (found[w[0]].0, w[0], w[1]))
         .collect();
-    bounds.sort_unstable_by_key(|b| b.0);
+    spans.sort_unstable_by_key(|s| s.0);
     let mut out = Vec::with_capacity(found.len());
-    for &(_, a, b) in &bounds {
+    for &(_, a, b) in &spans {
         out.extend_from_slice(&found[a..b]);
     }
     if out.windows(2).any(|w| w[0].0 >= w[1].0) {
@@ -1283,5 +1287,36 @@ fn step(
     }
     for (r, v) in new {
         scan.set(r, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_address_order;
+
+    /// Runs in any order, disjoint or interleaved (a branch into the
+    /// middle of an 8-byte instruction), come out as a plain sort would.
+    #[test]
+    fn runs_are_put_in_address_order() {
+        let cases: [(&[u64], &[usize]); 4] = [
+            (&[0x200, 0x204, 0x100, 0x108, 0x300], &[0, 2, 4]),
+            (&[0x100, 0x108, 0x104, 0x10c], &[0, 2]),
+            (&[0x10, 0x14, 0x18], &[0, 0, 3, 3]),
+            (&[], &[0]),
+        ];
+        for (addrs, runs) in cases {
+            let found: Vec<(u64, u32)> = addrs
+                .iter()
+                .enumerate()
+                .map(|(k, &a)| (a, k as u32))
+                .collect();
+            let mut want = found.clone();
+            want.sort_by_key(|x| x.0);
+            assert_eq!(
+                in_address_order(found, runs.to_vec()),
+                want,
+                "{addrs:x?} {runs:?}"
+            );
+        }
     }
 }

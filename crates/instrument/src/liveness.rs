@@ -98,7 +98,11 @@ fn push_ops(ops: &mut Vec<(u8, u8, u64)>, kind: u8, b: u16, n: u16) {
     let (w, lo) = (b / 64, b % 64);
     if n > 0 && lo + n <= 64 && b + n <= regs::NUM_BITS {
         // Within one word (nearly every operand).
-        let mask = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << lo };
+        let mask = if n == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << n) - 1) << lo
+        };
         ops.push((kind, w as u8, mask));
     } else {
         ops.extend(regs::word_masks(b, n).map(|(w, m)| (kind, w as u8, m)));
@@ -817,9 +821,8 @@ pub fn analyse(prog: &Program) -> Liveness {
     // two), the words `kept_words` keeps from the reads alone. Its states
     // are stored as the solver visits the blocks, its last visit of each
     // leaving the final one.
-    let alone = nf == 1
-        && prog.calls.is_empty()
-        && !prog.blocks.iter().any(|b| b.exit == Exit::Unresolved);
+    let alone =
+        nf == 1 && prog.calls.is_empty() && !prog.blocks.iter().any(|b| b.exit == Exit::Unresolved);
     let mut stored = alone.then(|| Packed::new(kept_words(&fx, &[], &[]), prog.insts.len()));
     while let Some(f) = dirty.iter().position(|d| *d) {
         dirty[f] = false;
