@@ -10,6 +10,11 @@
 //! With `--objdump`, also times `llvm-objdump-19 -d` over the same files
 //! (LLVM disassembling the same code, output discarded) as an outside
 //! reference.
+//!
+//! With `--digest`, nothing is timed: each kernel's `analyse` result (the
+//! lifted program with every instruction's def/use, liveness before every
+//! instruction, callee summaries, resources) is printed as a hash, to
+//! compare two builds' results over a corpus.
 
 use std::time::{Duration, Instant};
 
@@ -43,7 +48,8 @@ fn best<T>(n: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
 fn main() {
     let mut files: Vec<String> = std::env::args().skip(1).collect();
     let objdump = files.iter().any(|f| f == "--objdump");
-    files.retain(|f| f != "--objdump");
+    let digest = files.iter().any(|f| f == "--digest");
+    files.retain(|f| f != "--objdump" && f != "--digest");
     if files.is_empty() {
         eprintln!("usage: bench_lift FILES...");
         std::process::exit(2);
@@ -64,6 +70,16 @@ fn main() {
                 continue;
             }
         };
+        if digest {
+            for k in &co.kernels {
+                let h = match inlay_instrument::analyse(&co, k.name) {
+                    Ok(a) => format!("{:016x}", analysis_digest(&a)),
+                    Err(e) => format!("error {e}"),
+                };
+                println!("{path} {} {h}", k.name);
+            }
+            continue;
+        }
         for k in &co.kernels {
             let (lift, prog) = best(5, || inlay_instrument::lift(&co, k.name));
             let prog = match prog {
@@ -115,6 +131,9 @@ fn main() {
         }
     }
     eprintln!();
+    if digest {
+        return;
+    }
     rows.sort_by_key(|r| std::cmp::Reverse(r.insts));
     println!(
         "{:>7} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9}  kernel",
@@ -205,6 +224,27 @@ fn main() {
             ref_s / (lift + live).max(1e-9)
         );
     }
+}
+
+/// A hash of everything `analyse` found, through public fields and queries
+/// only (so that builds with different internals compare).
+fn analysis_digest(a: &inlay_instrument::Analysis) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let p = &a.program;
+    p.kernel.hash(&mut h);
+    for (k, i) in p.insts.iter().enumerate() {
+        (i.addr, inlay_isa::encode(&i.inst), i.block).hash(&mut h);
+        format!("{:?}", p.used_registers(k)).hash(&mut h);
+        let l = a.live_before(k);
+        (l.active.words(), l.inactive.words()).hash(&mut h);
+    }
+    format!(
+        "{:?} {:?} {:?} {:?} {:?} {:?}",
+        p.blocks, p.functions, p.calls, a.liveness.summaries, a.liveness.contexts, a.resources
+    )
+    .hash(&mut h);
+    h.finish()
 }
 
 fn truncate(s: &str, n: usize) -> String {

@@ -263,8 +263,10 @@ fn launch_facts(co: &CodeObject<'_>, kernel: &str) -> LaunchFacts {
 
 fn resources(co: &CodeObject<'_>, kernel: &str, prog: &Program) -> Resources {
     let (mut s, mut v, mut a) = (0u32, 0u32, 0u32);
-    for i in 0..prog.insts.len() {
-        for u in prog.used_registers(i) {
+    // Over the distinct encodings (every one is some instruction's).
+    let (forms, _) = prog.forms();
+    for k in 0..forms.list.len() {
+        for u in forms.used(k) {
             let end = u.register.first as u32 + u.register.count as u32;
             match u.register.file {
                 RegFile::Sgpr => s = s.max(end),

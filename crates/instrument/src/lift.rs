@@ -173,11 +173,43 @@ pub struct Program {
     pub blocks: Vec<Block>,
     pub functions: Vec<Function>,
     pub calls: Vec<CallSite>,
-    /// Every instruction's def/use (inlay-isa's `info`), computed once at
-    /// lifting for liveness, register counts and rewriting, which all need
-    /// it: instruction `i`'s registers are `used[used_from[i]..used_from[i + 1]]`.
+    /// The distinct encodings the instructions have (a kernel repeats
+    /// them: its 20,000 instructions have a few thousand), each decoded
+    /// once with what later stages need of it.
+    forms: Forms,
+    /// Index in `forms` of each instruction's encoding.
+    form_of: Vec<u32>,
+}
+
+/// What lifting keeps of one distinct encoding.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Form {
+    pub(crate) inst: Instruction,
+    /// Its control flow at address 0 (a branch target is relative: add the
+    /// instruction's address).
+    flow: Flow,
+    /// Its def/use (inlay-isa's `info`): `Forms::used[used.0..used.1]`.
+    used: (u32, u32),
+}
+
+/// The distinct encodings met, with every one's def/use in one array.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Forms {
+    pub(crate) list: Vec<Form>,
     used: Vec<UsedRegister>,
-    used_from: Vec<u32>,
+}
+
+impl Forms {
+    /// The registers encoding `k` reads and writes.
+    pub(crate) fn used(&self, k: usize) -> &[UsedRegister] {
+        match self.list.get(k) {
+            Some(f) => self
+                .used
+                .get(f.used.0 as usize..f.used.1 as usize)
+                .unwrap_or(&[]),
+            None => &[],
+        }
+    }
 }
 
 impl Program {
@@ -185,32 +217,16 @@ impl Program {
     /// [`info`]: explicit ones in printed order, then implicit ones); empty
     /// for an out-of-range id.
     pub fn used_registers(&self, i: InstId) -> &[UsedRegister] {
-        let (Some(&a), Some(&b)) = (self.used_from.get(i), self.used_from.get(i + 1)) else {
-            return &[];
-        };
-        self.used.get(a as usize..b as usize).unwrap_or(&[])
+        match self.form_of.get(i) {
+            Some(&k) => self.forms.used(k as usize),
+            None => &[],
+        }
     }
 
-    /// Fills the def/use table from `insts` (once, when lifting is done;
-    /// an encoding met before copies its registers).
-    fn index_used_registers(&mut self) {
-        self.used = Vec::with_capacity(self.insts.len() * 4);
-        self.used_from = Vec::with_capacity(self.insts.len() + 1);
-        self.used_from.push(0);
-        let mut seen: HashMap<u64, (u32, u32), FastHash> = HashMap::default();
-        for ins in &self.insts {
-            let key = encoding_key(&ins.inst);
-            match seen.get(&key) {
-                Some(&(a, b)) => self.used.extend_from_within(a as usize..b as usize),
-                None => {
-                    let a = self.used.len() as u32;
-                    self.used
-                        .extend_from_slice(info(&ins.inst).used_registers());
-                    seen.insert(key, (a, self.used.len() as u32));
-                }
-            }
-            self.used_from.push(self.used.len() as u32);
-        }
+    /// The distinct encodings of the instructions (each one appears at
+    /// least once), and the index in them of each instruction's.
+    pub(crate) fn forms(&self) -> (&Forms, &[u32]) {
+        (&self.forms, &self.form_of)
     }
 
     /// Instructions of a block.
@@ -581,62 +597,67 @@ impl Scan {
     }
 }
 
-/// An instruction's words as one key: a valid instruction's length, and so
-/// whether its second word counts, follows from its first word.
-fn encoding_key(i: &Instruction) -> u64 {
-    let w = i.words();
-    let word = |k: usize| u64::from(w.get(k).copied().unwrap_or(0));
-    word(0) | word(1) << 32
-}
-
-/// The decoder, with the valid instructions it has decoded by their words:
-/// a kernel repeats encodings (its 20,000 instructions have a few thousand
-/// distinct ones), and decoding was most of lifting's time.
+/// The decoder, with the distinct encodings it has decoded by their
+/// words: decoding, `info` and `flow` run once per distinct encoding, and
+/// were most of lifting's time when they ran per instruction.
 struct Decoded {
     dec: Decoder,
-    /// 4-byte instructions by their word; 8-byte ones by both words. (The
+    forms: Forms,
+    /// 4-byte encodings by their word, 8-byte ones by both words. (The
     /// length of a valid instruction follows from its first word, and a
-    /// 4-byte one depends on nothing else.)
-    short: HashMap<u32, Instruction, FastHash>,
-    long: HashMap<u64, Instruction, FastHash>,
+    /// 4-byte one depends on nothing else.) Keys are `u64`s, which the
+    /// hasher takes whole.
+    short: HashMap<u64, u32, FastHash>,
+    long: HashMap<u64, u32, FastHash>,
 }
 
 impl Decoded {
     fn new(target: Target) -> Decoded {
         Decoded {
             dec: Decoder::new(target),
+            forms: Forms::default(),
             short: HashMap::default(),
             long: HashMap::default(),
         }
     }
 
-    fn decode(&mut self, bytes: &[u8]) -> Result<Instruction, inlay_isa::DecodeError> {
+    /// The form of the valid instruction at the start of `bytes`; `None`
+    /// if they hold none.
+    fn decode(&mut self, bytes: &[u8]) -> Option<u32> {
         let word = |k: usize| -> Option<u32> {
             let b = bytes.get(4 * k..4 * k + 4)?;
             Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         };
-        if let Some(w0) = word(0) {
-            if let Some(i) = self.short.get(&w0) {
-                return Ok(*i);
-            }
-            let both = word(1).map(|w1| u64::from(w0) | u64::from(w1) << 32);
-            if let Some(i) = both.and_then(|k| self.long.get(&k)) {
-                return Ok(*i);
-            }
+        let w0 = word(0)?;
+        if let Some(&k) = self.short.get(&u64::from(w0)) {
+            return Some(k);
         }
-        let i = self.dec.decode(bytes)?;
-        if i.is_valid() {
-            match i.len() {
-                4 => {
-                    self.short.insert(encoding_key(&i) as u32, i);
-                }
-                8 => {
-                    self.long.insert(encoding_key(&i), i);
-                }
-                _ => {}
-            }
+        let both = word(1).map(|w1| u64::from(w0) | u64::from(w1) << 32);
+        if let Some(&k) = both.and_then(|key| self.long.get(&key)) {
+            return Some(k);
         }
-        Ok(i)
+        let i = self.dec.decode(bytes).ok()?;
+        if !i.is_valid() || i.is_empty() {
+            return None;
+        }
+        let k = self.forms.list.len() as u32;
+        match (i.len(), both) {
+            (4, _) => {
+                self.short.insert(u64::from(w0), k);
+            }
+            (8, Some(key)) => {
+                self.long.insert(key, k);
+            }
+            _ => return None,
+        }
+        let a = self.forms.used.len() as u32;
+        self.forms.used.extend_from_slice(info(&i).used_registers());
+        self.forms.list.push(Form {
+            inst: i,
+            flow: flow(&i, 0),
+            used: (a, self.forms.used.len() as u32),
+        });
+        Some(k)
     }
 }
 
@@ -707,8 +728,8 @@ fn lift_from(
         blocks: Vec::new(),
         functions: Vec::new(),
         calls: Vec::new(),
-        used: Vec::new(),
-        used_from: Vec::new(),
+        forms: Forms::default(),
+        form_of: Vec::new(),
     };
     let mut by_entry: HashMap<u64, FuncId> = HashMap::new();
     let mut queue = vec![(entry, kind)];
@@ -752,7 +773,7 @@ fn lift_from(
     for f in &mut prog.functions {
         f.name = img.function_name(f.entry);
     }
-    prog.index_used_registers();
+    prog.forms = dec.forms;
     Ok(prog)
 }
 
@@ -778,51 +799,60 @@ fn lift_function_at(
     entry: u64,
     kind: FuncKind,
 ) -> Result<(), LiftError> {
-    // Visited addresses: a bitmap over the entry's section, a set elsewhere.
-    let (sec_base, sec_words) = img
+    // The entry's section (where nearly all of the code is): its bytes, and
+    // a bit per word of it for the addresses visited; a set elsewhere.
+    let (sec_base, sec_bytes) = img
         .sections
         .iter()
         .find(|s| s.4 && entry >= s.1 && entry - s.1 < s.2)
-        .map_or((0, 0), |s| (s.1, s.3.len() / 4 + 1));
-    let mut bitmap = vec![false; sec_words];
+        .map_or((0, &[][..]), |s| (s.1, s.3));
+    let mut bitmap = vec![0u64; (sec_bytes.len() / 4 + 1).div_ceil(64)];
     let mut other: std::collections::HashSet<u64> = Default::default();
     let mut seen = |pc: u64| -> bool {
-        let k = pc.wrapping_sub(sec_base) / 4;
-        if pc >= sec_base && pc & 3 == 0 && (k as usize) < bitmap.len() {
-            std::mem::replace(&mut bitmap[k as usize], true)
+        let k = (pc.wrapping_sub(sec_base) / 4) as usize;
+        if pc >= sec_base && pc & 3 == 0 && k / 64 < bitmap.len() {
+            let (w, bit) = (&mut bitmap[k / 64], 1u64 << (k % 64));
+            let was = *w & bit != 0;
+            *w |= bit;
+            was
         } else {
             !other.insert(pc)
         }
     };
-    let mut found: Vec<(u64, Instruction, Flow)> = Vec::new();
+    let bytes_at = |pc: u64| match pc.checked_sub(sec_base) {
+        Some(off) if off < sec_bytes.len() as u64 => sec_bytes.get(off as usize..),
+        _ => img.bytes_at(pc, true),
+    };
+    // (address, form) of each instruction found, in runs of consecutive
+    // instructions (`runs`: where each starts in `found`).
+    let mut found: Vec<(u64, u32)> = Vec::new();
+    let mut runs: Vec<usize> = Vec::new();
     let mut targets: Vec<u64> = vec![entry];
     let mut stack = vec![entry];
     while let Some(start) = stack.pop() {
         let mut pc = start;
+        runs.push(found.len());
         loop {
             if seen(pc) {
                 break;
             }
-            let bytes = img
-                .bytes_at(pc, true)
-                .ok_or(LiftError::OutsideCode { address: pc })?;
-            let i = dec
+            let bytes = bytes_at(pc).ok_or(LiftError::OutsideCode { address: pc })?;
+            let k = dec
                 .decode(bytes)
-                .map_err(|_| LiftError::Invalid { address: pc })?;
-            if !i.is_valid() || i.is_empty() {
-                return Err(LiftError::Invalid { address: pc });
-            }
-            let fl = flow(&i, pc);
-            found.push((pc, i, fl));
-            let after = pc.wrapping_add(i.len() as u64);
-            match fl {
+                .ok_or(LiftError::Invalid { address: pc })?;
+            found.push((pc, k));
+            let form = &dec.forms.list[k as usize];
+            let after = pc.wrapping_add(form.inst.len() as u64);
+            match form.flow {
                 Flow::Next | Flow::Call => pc = after,
                 Flow::Branch(t) => {
+                    let t = pc.wrapping_add(t);
                     targets.push(t);
                     stack.push(t);
                     break;
                 }
                 Flow::CondBranch(t) => {
+                    let t = pc.wrapping_add(t);
                     targets.push(t);
                     stack.push(t);
                     targets.push(after);
@@ -832,9 +862,17 @@ fn lift_function_at(
             }
         }
     }
-    found.sort_by_key(|x| x.0);
+    let found = in_address_order(found, runs);
+    let forms = &dec.forms.list;
+    let len = |k: u32| forms[k as usize].inst.len() as u64;
+    // The flow of a found instruction, with branch targets absolute.
+    let flow_at = |(addr, k): (u64, u32)| match forms[k as usize].flow {
+        Flow::Branch(t) => Flow::Branch(addr.wrapping_add(t)),
+        Flow::CondBranch(t) => Flow::CondBranch(addr.wrapping_add(t)),
+        fl => fl,
+    };
     for w in found.windows(2) {
-        if w[0].0.saturating_add(w[0].1.len() as u64) > w[1].0 {
+        if w[0].0.saturating_add(len(w[0].1)) > w[1].0 {
             return Err(LiftError::Overlap { address: w[1].0 });
         }
     }
@@ -845,17 +883,18 @@ fn lift_function_at(
     // after any gap in the decoded code.
     let first_inst = prog.insts.len();
     let first_block = prog.blocks.len();
+    prog.insts.reserve(found.len());
+    prog.form_of.reserve(found.len());
     let mut t = 0;
     let mut prev_end: Option<(u64, Flow)> = None;
-    let flows: Vec<Flow> = found.iter().map(|x| x.2).collect();
-    for (addr, i, fl) in &found {
-        while t < targets.len() && targets[t] < *addr {
+    for &(addr, k) in &found {
+        while t < targets.len() && targets[t] < addr {
             t += 1;
         }
-        let is_target = t < targets.len() && targets[t] == *addr;
+        let is_target = t < targets.len() && targets[t] == addr;
         let new_block = match prev_end {
             None => true,
-            Some((end, fl)) => is_target || end != *addr || !matches!(fl, Flow::Next | Flow::Call),
+            Some((end, fl)) => is_target || end != addr || !matches!(fl, Flow::Next | Flow::Call),
         };
         if new_block {
             let end = prog.insts.len();
@@ -873,11 +912,12 @@ fn lift_function_at(
             });
         }
         prog.insts.push(Inst {
-            addr: *addr,
-            inst: *i,
+            addr,
+            inst: forms[k as usize].inst,
             block: prog.blocks.len() - 1,
         });
-        prev_end = Some((addr.wrapping_add(i.len() as u64), *fl));
+        prog.form_of.push(k);
+        prev_end = Some((addr.wrapping_add(len(k)), forms[k as usize].flow));
     }
     let end = prog.insts.len();
     if prog.blocks.len() > first_block {
@@ -907,16 +947,18 @@ fn lift_function_at(
     // Exits, edges and calls.
     for b in first_block..last_block {
         let range = prog.blocks[b].insts.clone();
-        let mut scan = Scan::new();
-        // Only blocks with a call or a jump through a register need the scan.
-        let scan_needed = flows[range.start - first_inst..range.end - first_inst]
+        let found = &found[range.start - first_inst..range.end - first_inst];
+        // Only blocks with a call or a jump through a register need the
+        // scan of what SGPRs hold.
+        let mut scan = found
             .iter()
-            .any(|f| matches!(f, Flow::Call | Flow::SetPc));
-        for id in range.clone() {
-            let Inst { addr, inst, .. } = prog.insts[id];
-            let fl = flows[id - first_inst];
-            if fl == Flow::Call {
-                let callee = resolve(img, &scan, &inst, 1);
+            .any(|&(_, k)| matches!(forms[k as usize].flow, Flow::Call | Flow::SetPc))
+            .then(Scan::new);
+        for (id, &(addr, k)) in range.clone().zip(found) {
+            let inst = forms[k as usize].inst;
+            let fl = flow_at((addr, k));
+            if let (Flow::Call, Some(scan)) = (fl, &scan) {
+                let callee = resolve(img, scan, &inst, 1);
                 let site = prog.calls.len();
                 prog.calls.push(CallSite {
                     inst: id,
@@ -926,8 +968,8 @@ fn lift_function_at(
                 });
                 prog.functions[f].calls.push(site);
             }
-            if scan_needed {
-                step(img, &mut scan, &inst, addr);
+            if let Some(scan) = &mut scan {
+                step(img, scan, &inst, dec.forms.used(k as usize), addr);
             }
             if id + 1 == range.end {
                 let after = addr.wrapping_add(inst.len() as u64);
@@ -938,7 +980,10 @@ fn lift_function_at(
                     Flow::End => (Exit::EndProgram, vec![]),
                     Flow::Unresolved => (Exit::Unresolved, vec![]),
                     Flow::SetPc => {
-                        let callee = resolve(img, &scan, &inst, 0);
+                        let callee = match &scan {
+                            Some(scan) => resolve(img, scan, &inst, 0),
+                            None => Callee::Unresolved,
+                        };
                         match callee {
                             Callee::Unresolved if kind == FuncKind::Device => {
                                 (Exit::Return, vec![])
@@ -958,7 +1003,7 @@ fn lift_function_at(
                         }
                     }
                 };
-                let mut ids = Vec::new();
+                let mut ids = Vec::with_capacity(succs.len());
                 for s in succs {
                     let sb = block_of(prog, s).ok_or(LiftError::OutsideCode { address: s })?;
                     if !ids.contains(&sb) {
@@ -970,12 +1015,49 @@ fn lift_function_at(
             }
         }
     }
+    // Predecessor lists allocated once at their size.
+    let mut npreds = vec![0usize; last_block - first_block];
     for b in first_block..last_block {
-        for s in prog.blocks[b].succs.clone() {
+        for &s in &prog.blocks[b].succs {
+            npreds[s - first_block] += 1;
+        }
+    }
+    for (b, n) in (first_block..last_block).zip(npreds) {
+        prog.blocks[b].preds = Vec::with_capacity(n);
+    }
+    for b in first_block..last_block {
+        for k in 0..prog.blocks[b].succs.len() {
+            let s = prog.blocks[b].succs[k];
             prog.blocks[s].preds.push(b);
         }
     }
     Ok(())
+}
+
+/// The instructions found, `found`, in address order. Each run (from its
+/// start in `runs` to the next) is in order and, apart from a branch into
+/// the middle of an instruction (which lifting then rejects), runs cover
+/// disjoint ranges: ordering the runs by their first address orders all.
+fn in_address_order(found: Vec<(u64, u32)>, mut runs: Vec<usize>) -> Vec<(u64, u32)> {
+    runs.retain(|&r| r < found.len());
+    runs.dedup();
+    runs.push(found.len());
+    // (first address, start, end) of each run
+    let mut spans: Vec<(u64, usize, usize)> = runs
+        .windows(2)
+        .map(|w| (found[w[0]].0, w[0], w[1]))
+        .collect();
+    spans.sort_unstable_by_key(|s| s.0);
+    let mut out = Vec::with_capacity(found.len());
+    for &(_, a, b) in &spans {
+        out.extend_from_slice(&found[a..b]);
+    }
+    if out.windows(2).any(|w| w[0].0 >= w[1].0) {
+        // Runs interleave: order the instructions themselves (addresses
+        // are distinct, each visited once).
+        out.sort_unstable_by_key(|x| x.0);
+    }
+    out
 }
 
 /// The callee named by the SGPR pair in operand `op` of a call or setpc.
@@ -1057,7 +1139,13 @@ fn const_of(img: &Image<'_, '_>, op: Operand, inst_addr: u64) -> Option<CVal> {
 }
 
 /// Advances the scan over one instruction.
-fn step(img: &Image<'_, '_>, scan: &mut Scan, inst: &Instruction, addr: u64) {
+fn step(
+    img: &Image<'_, '_>,
+    scan: &mut Scan,
+    inst: &Instruction,
+    used: &[UsedRegister],
+    addr: u64,
+) {
     let name = inst.opcode().map(|o| o.name()).unwrap_or("");
     let sgpr = |i: usize| match inst.operand(i) {
         Some(Operand::Sgpr { first, .. }) => Some(first),
@@ -1179,9 +1267,8 @@ fn step(img: &Image<'_, '_>, scan: &mut Scan, inst: &Instruction, addr: u64) {
         _ => {}
     }
     // Everything the instruction writes becomes unknown, then the results.
-    let inf = info(inst);
     let mut scc_written = false;
-    for u in inf.used_registers() {
+    for u in used {
         if !u.access.writes() {
             continue;
         }
@@ -1200,5 +1287,36 @@ fn step(img: &Image<'_, '_>, scan: &mut Scan, inst: &Instruction, addr: u64) {
     }
     for (r, v) in new {
         scan.set(r, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_address_order;
+
+    /// Runs in any order, disjoint or interleaved (a branch into the
+    /// middle of an 8-byte instruction), come out as a plain sort would.
+    #[test]
+    fn runs_are_put_in_address_order() {
+        let cases: [(&[u64], &[usize]); 4] = [
+            (&[0x200, 0x204, 0x100, 0x108, 0x300], &[0, 2, 4]),
+            (&[0x100, 0x108, 0x104, 0x10c], &[0, 2]),
+            (&[0x10, 0x14, 0x18], &[0, 0, 3, 3]),
+            (&[], &[0]),
+        ];
+        for (addrs, runs) in cases {
+            let found: Vec<(u64, u32)> = addrs
+                .iter()
+                .enumerate()
+                .map(|(k, &a)| (a, k as u32))
+                .collect();
+            let mut want = found.clone();
+            want.sort_by_key(|x| x.0);
+            assert_eq!(
+                in_address_order(found, runs.to_vec()),
+                want,
+                "{addrs:x?} {runs:?}"
+            );
+        }
     }
 }

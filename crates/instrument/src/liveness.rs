@@ -95,7 +95,18 @@ pub(crate) struct Effects {
 
 /// Appends `(kind, word, mask)` operations covering bits `b..b + n`.
 fn push_ops(ops: &mut Vec<(u8, u8, u64)>, kind: u8, b: u16, n: u16) {
-    ops.extend(regs::word_masks(b, n).map(|(w, m)| (kind, w as u8, m)));
+    let (w, lo) = (b / 64, b % 64);
+    if n > 0 && lo + n <= 64 && b + n <= regs::NUM_BITS {
+        // Within one word (nearly every operand).
+        let mask = if n == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << n) - 1) << lo
+        };
+        ops.push((kind, w as u8, mask));
+    } else {
+        ops.extend(regs::word_masks(b, n).map(|(w, m)| (kind, w as u8, m)));
+    }
 }
 
 fn is_exec(op: Option<Operand>) -> bool {
@@ -144,11 +155,100 @@ fn reads_other_lanes(i: &inlay_isa::Instruction) -> bool {
         || name.starts_with("ds_bpermute")
 }
 
+/// What liveness needs of one distinct encoding (see [`Effects::new`]).
+struct FormEffects {
+    /// Its operations in `Effects::ops` outside GPR-indexing mode.
+    ops: (u32, u16),
+    exec: ExecEffect,
+    /// `Some(true)` for `s_set_gpr_idx_on`, `Some(false)` for `_off`.
+    gpr_idx: Option<bool>,
+}
+
+/// Appends to `ops` the operations of an instruction (kills, then reads)
+/// whose registers are `used`; `indexed` if it may run in GPR-indexing mode.
+fn instruction_ops(
+    i: &inlay_isa::Instruction,
+    used: &[inlay_isa::UsedRegister],
+    indexed: bool,
+    ops: &mut Vec<(u8, u8, u64)>,
+    reads: &mut Vec<(u8, u8, u64)>,
+) {
+    reads.clear();
+    let all_lanes = reads_other_lanes(i);
+    let name = i.opcode().map(|o| o.name()).unwrap_or("");
+    // M0-relative moves read / write a register M0 past the named
+    // one; under s_set_gpr_idx_on, VALU VGPR operands are offset by
+    // M0 too. Their reads reach every register from the named one
+    // up, and their writes kill nothing.
+    let rel_read = name.starts_with("s_movrels") || name.starts_with("v_movrels");
+    let rel_write = name.starts_with("s_movreld") || name.starts_with("v_movreld");
+    for u in used {
+        let Some((b, n)) = regs::bits_of(&u.register) else {
+            continue;
+        };
+        let vector = b >= regs::VGPR_BASE;
+        let relative = (rel_read || rel_write || (indexed && vector))
+            && matches!(
+                u.register.file,
+                RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr
+            )
+            && !u.is_implicit();
+        let n = if relative && u.access.reads() {
+            let end = match u.register.file {
+                RegFile::Sgpr => regs::NUM_SGPRS,
+                RegFile::Vgpr => regs::VGPR_BASE + 256,
+                _ => regs::AGPR_BASE + 256,
+            };
+            end.saturating_sub(b).max(n)
+        } else {
+            n
+        };
+        if u.access == inlay_isa::Access::Write && !relative {
+            push_ops(ops, KILL, b, n);
+        }
+        if u.access.reads() && !(relative && u.access == inlay_isa::Access::Write) {
+            let kind = if vector && all_lanes {
+                READ_ALL_LANES
+            } else {
+                READ
+            };
+            push_ops(reads, kind, b, n);
+        }
+    }
+    ops.extend_from_slice(reads);
+}
+
 impl Effects {
+    /// Each distinct encoding's effects worked out once; an instruction
+    /// takes its encoding's (or its own, in GPR-indexing mode).
     pub(crate) fn new(prog: &Program) -> Effects {
-        let mut ops = Vec::with_capacity(prog.insts.len() * 4);
+        let (forms, form_of) = prog.forms();
+        let mut ops = Vec::with_capacity(forms.list.len() * 4);
         let mut reads = Vec::new();
-        let mut per_inst = Vec::with_capacity(prog.insts.len());
+        let by_form: Vec<FormEffects> = forms
+            .list
+            .iter()
+            .enumerate()
+            .map(|(k, form)| {
+                let i = &form.inst;
+                let used = forms.used(k);
+                let start = ops.len() as u32;
+                instruction_ops(i, used, false, &mut ops, &mut reads);
+                let writes_exec = used
+                    .iter()
+                    .any(|u| u.register.file == RegFile::Exec && u.access.writes());
+                let name = i.opcode().map(|o| o.name()).unwrap_or("");
+                FormEffects {
+                    ops: (start, (ops.len() as u32 - start) as u16),
+                    exec: exec_effect_of(i, writes_exec),
+                    gpr_idx: match name {
+                        "s_set_gpr_idx_on" => Some(true),
+                        "s_set_gpr_idx_off" => Some(false),
+                        _ => None,
+                    },
+                }
+            })
+            .collect();
         let mut call_of = vec![0u32; prog.insts.len()];
         for (k, c) in prog.calls.iter().enumerate() {
             if !c.tail {
@@ -157,58 +257,19 @@ impl Effects {
                 }
             }
         }
-        let indexed = gpr_indexed(prog);
-        for (id, ins) in prog.insts.iter().enumerate() {
-            let i = &ins.inst;
-            let start = ops.len() as u32;
-            reads.clear();
-            let all_lanes = reads_other_lanes(i);
-            let name = i.opcode().map(|o| o.name()).unwrap_or("");
-            // M0-relative moves read / write a register M0 past the named
-            // one; under s_set_gpr_idx_on, VALU VGPR operands are offset by
-            // M0 too. Their reads reach every register from the named one
-            // up, and their writes kill nothing.
-            let rel_read = name.starts_with("s_movrels") || name.starts_with("v_movrels");
-            let rel_write = name.starts_with("s_movreld") || name.starts_with("v_movreld");
-            let idx = indexed[id];
-            let mut writes_exec = false;
-            for u in prog.used_registers(id) {
-                writes_exec |= u.register.file == RegFile::Exec && u.access.writes();
-                let Some((b, n)) = regs::bits_of(&u.register) else {
-                    continue;
-                };
-                let vector = b >= regs::VGPR_BASE;
-                let relative = (rel_read || rel_write || (idx && vector))
-                    && matches!(
-                        u.register.file,
-                        RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr
-                    )
-                    && !u.is_implicit();
-                let n = if relative && u.access.reads() {
-                    let end = match u.register.file {
-                        RegFile::Sgpr => regs::NUM_SGPRS,
-                        RegFile::Vgpr => regs::VGPR_BASE + 256,
-                        _ => regs::AGPR_BASE + 256,
-                    };
-                    end.saturating_sub(b).max(n)
-                } else {
-                    n
-                };
-                if u.access == inlay_isa::Access::Write && !relative {
-                    push_ops(&mut ops, KILL, b, n);
-                }
-                if u.access.reads() && !(relative && u.access == inlay_isa::Access::Write) {
-                    let kind = if vector && all_lanes {
-                        READ_ALL_LANES
-                    } else {
-                        READ
-                    };
-                    push_ops(&mut reads, kind, b, n);
-                }
-            }
-            ops.extend_from_slice(&reads);
-            let n = (ops.len() as u32 - start) as u16;
-            per_inst.push((start, n, exec_effect_of(i, writes_exec), call_of[id]));
+        let indexed = gpr_indexed(prog, form_of, &by_form);
+        let mut per_inst = Vec::with_capacity(prog.insts.len());
+        for (id, &k) in form_of.iter().enumerate() {
+            let fe = &by_form[k as usize];
+            let (start, n) = if indexed.get(id).copied().unwrap_or(false) {
+                let start = ops.len() as u32;
+                let used = forms.used(k as usize);
+                instruction_ops(&prog.insts[id].inst, used, true, &mut ops, &mut reads);
+                (start, (ops.len() as u32 - start) as u16)
+            } else {
+                fe.ops
+            };
+            per_inst.push((start, n, fe.exec, call_of[id]));
         }
         Effects { ops, per_inst }
     }
@@ -217,19 +278,21 @@ impl Effects {
 /// Instructions that may run in GPR-indexing mode: those between
 /// `s_set_gpr_idx_on` and `s_set_gpr_idx_off` in a block; if a block ends
 /// with the mode still on, every vector instruction of that function.
-fn gpr_indexed(prog: &Program) -> Vec<bool> {
+/// (Empty when the program has no `s_set_gpr_idx_on`.)
+fn gpr_indexed(prog: &Program, form_of: &[u32], by_form: &[FormEffects]) -> Vec<bool> {
+    if !by_form.iter().any(|f| f.gpr_idx == Some(true)) {
+        return Vec::new();
+    }
     let mut out = vec![false; prog.insts.len()];
     let mut leaky = vec![false; prog.functions.len()];
     for b in &prog.blocks {
         let mut on = false;
         for id in b.insts.clone() {
-            let name = prog.insts[id].inst.opcode().map(|o| o.name()).unwrap_or("");
-            if name == "s_set_gpr_idx_on" {
-                on = true;
-            } else if name == "s_set_gpr_idx_off" {
-                on = false;
-            } else if on {
-                out[id] = true;
+            match by_form[form_of[id] as usize].gpr_idx {
+                Some(true) => on = true,
+                Some(false) => on = false,
+                None if on => out[id] = true,
+                None => {}
             }
         }
         if on {
@@ -327,16 +390,42 @@ const LIVE_WORDS: usize = 2 * RegSet::WORDS;
 /// full was most of liveness' time (memory written, and its page faults).
 #[derive(Debug, Clone)]
 struct Packed {
-    /// The words kept, by index in [`LIVE_WORDS`].
+    /// The words kept, by index in [`LIVE_WORDS`] (increasing: `active`'s,
+    /// then `inactive`'s from `kept[active_kept]` on).
     kept: Vec<u8>,
+    active_kept: usize,
     words: Vec<u64>,
 }
 
 impl Packed {
     fn new(kept: Vec<u8>, n: usize) -> Packed {
+        debug_assert!(kept.windows(2).all(|w| w[0] < w[1]));
         Packed {
             words: vec![0; kept.len() * n],
+            active_kept: kept.partition_point(|&k| usize::from(k) < RegSet::WORDS),
             kept,
+        }
+    }
+
+    /// Stores the kept words of `st` as instruction `i`'s state (the caller
+    /// knows the others are zero).
+    fn store(&mut self, i: InstId, st: &Live) {
+        let w = self.kept.len();
+        let (active, inactive) = (st.active.words(), st.inactive.words());
+        debug_assert!(
+            (0..LIVE_WORDS).all(|k| self.kept.contains(&(k as u8))
+                || [st.active.words(), st.inactive.words()].concat()[k] == 0),
+            "a state has a register outside the words kept"
+        );
+        let (kept_a, kept_i) = self.kept.split_at(self.active_kept);
+        if let Some(slot) = self.words.get_mut(i * w..(i + 1) * w) {
+            let (slot_a, slot_i) = slot.split_at_mut(self.active_kept);
+            for (s, &k) in slot_a.iter_mut().zip(kept_a) {
+                *s = active[usize::from(k)];
+            }
+            for (s, &k) in slot_i.iter_mut().zip(kept_i) {
+                *s = inactive[usize::from(k) - RegSet::WORDS];
+            }
         }
     }
 
@@ -489,6 +578,20 @@ impl Solver<'_> {
 
     /// Block entry states of function `f` when its returns see `ctx`.
     fn solve(&self, f: FuncId, ctx: &Live) -> Vec<Live> {
+        self.solve_visiting(f, ctx, |_, _| {})
+    }
+
+    /// [`Solver::solve`], calling `visit(i, state before i)` at every
+    /// instruction of every block visit. A block's last visit sees its
+    /// final exit state (it is visited again whenever a successor's entry
+    /// state changes), so the last call for each instruction gives its
+    /// final state.
+    fn solve_visiting(
+        &self,
+        f: FuncId,
+        ctx: &Live,
+        mut visit: impl FnMut(InstId, &Live),
+    ) -> Vec<Live> {
         let blocks = self.prog.functions[f].blocks.clone();
         let base = blocks.start;
         let mut live_in = vec![Live::default(); blocks.len()];
@@ -508,6 +611,7 @@ impl Solver<'_> {
                 let mut st = self.exit_state(f, b, ctx, &live_in);
                 for id in self.prog.blocks[b].insts.clone().rev() {
                     self.transfer(id, &mut st);
+                    visit(id, &st);
                 }
                 if st != live_in[b - base] {
                     live_in[b - base] = st;
@@ -711,9 +815,21 @@ pub fn analyse(prog: &Program) -> Liveness {
     let mut live_ins: Vec<Vec<Live>> = vec![Vec::new(); nf];
     let mut dirty = vec![true; nf];
     let mut states = Vec::new();
+    // A function alone (no calls, every exit known, nothing returned to)
+    // has live only registers its instructions read (or, for vector
+    // registers, their other half: EXEC writes move them between the
+    // two), the words `kept_words` keeps from the reads alone. Its states
+    // are stored as the solver visits the blocks, its last visit of each
+    // leaving the final one.
+    let alone =
+        nf == 1 && prog.calls.is_empty() && !prog.blocks.iter().any(|b| b.exit == Exit::Unresolved);
+    let mut stored = alone.then(|| Packed::new(kept_words(&fx, &[], &[]), prog.insts.len()));
     while let Some(f) = dirty.iter().position(|d| *d) {
         dirty[f] = false;
-        live_ins[f] = s.solve(f, &contexts[f]);
+        live_ins[f] = match &mut stored {
+            Some(before) => s.solve_visiting(f, &contexts[f], |id, st| before.store(id, st)),
+            None => s.solve(f, &contexts[f]),
+        };
         let live_in = &live_ins[f];
         let mut updates: Vec<(FuncId, Live)> = Vec::new();
         for b in prog.functions[f].blocks.clone() {
@@ -751,28 +867,9 @@ pub fn analyse(prog: &Program) -> Liveness {
             }
         }
     }
-    // Then the state before every instruction, each written once (blocks
-    // partition the instructions in order, as lifting lays them out).
-    let mut order: Vec<(FuncId, usize)> = (0..nf)
-        .flat_map(|f| prog.functions[f].blocks.clone().map(move |b| (f, b)))
-        .collect();
-    order.sort_by_key(|&(_, b)| prog.blocks[b].insts.start);
-    // Stored packed: the words kept are those any block's entry state,
-    // any function's return state or any read makes non-zero (the first
-    // try; all words if a state has another).
-    let mut kept = kept_words(&fx, &live_ins, &contexts);
-    let mut before = loop {
-        let mut before = Packed::new(kept, prog.insts.len());
-        let mut whole = true;
-        for &(f, b) in &order {
-            s.block_states_back(f, b, &contexts[f], &live_ins[f], |id, st| {
-                whole &= before.set(id, st);
-            });
-        }
-        if whole {
-            break before;
-        }
-        kept = (0..LIVE_WORDS as u8).collect();
+    let mut before = match stored {
+        Some(before) => before,
+        None => store_all(&s, &fx, &live_ins, &contexts),
     };
     // Lanes EXEC disables at launch are never written until EXEC is first
     // written or a function is called, so up to that point (on every path
@@ -784,5 +881,35 @@ pub fn analyse(prog: &Program) -> Liveness {
         before,
         summaries: s.summaries,
         contexts,
+    }
+}
+
+/// The state before every instruction, from the functions' block entry
+/// states `live_ins` and return states `contexts`.
+fn store_all(s: &Solver<'_>, fx: &Effects, live_ins: &[Vec<Live>], contexts: &[Live]) -> Packed {
+    let prog = s.prog;
+    let nf = prog.functions.len();
+    // Each written once (blocks partition the instructions in order, as
+    // lifting lays them out).
+    let mut order: Vec<(FuncId, usize)> = (0..nf)
+        .flat_map(|f| prog.functions[f].blocks.clone().map(move |b| (f, b)))
+        .collect();
+    order.sort_by_key(|&(_, b)| prog.blocks[b].insts.start);
+    // Stored packed: the words kept are those any block's entry state,
+    // any function's return state or any read makes non-zero (the first
+    // try; all words if a state has another).
+    let mut kept = kept_words(fx, live_ins, contexts);
+    loop {
+        let mut before = Packed::new(kept, prog.insts.len());
+        let mut whole = true;
+        for &(f, b) in &order {
+            s.block_states_back(f, b, &contexts[f], &live_ins[f], |id, st| {
+                whole &= before.set(id, st);
+            });
+        }
+        if whole {
+            return before;
+        }
+        kept = (0..LIVE_WORDS as u8).collect();
     }
 }

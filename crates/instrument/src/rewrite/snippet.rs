@@ -4,9 +4,7 @@
 
 use inlay_isa::{Instruction, Target};
 
-use super::hazards::{
-    required_after_unknown, required_at, Brief, Facts, FactsTable, CLAUSES, MAX_WAIT_STATES,
-};
+use super::hazards::{required_after_unknown, required_at, Brief, Facts, FactsTable, CLAUSES};
 
 use super::RewriteError;
 
@@ -145,18 +143,19 @@ impl Snippet {
         let mut ids: Vec<u32> = self.insts.iter().map(|i| table.id(i)).collect();
         let mut briefs: Vec<Brief> = ids.iter().map(|&id| table.briefs[id as usize]).collect();
         let mut lands = self.landings();
+        let mfma = briefs.iter().any(Brief::is_mfma);
         let mut k = 0;
         while k < self.insts.len() {
             let r = &table.facts[ids[k] as usize];
-            let after_unknown = required_after_unknown(t, r, false) > 0;
-            if !(r.may_read() && near(t, &briefs, &lands, k, after_unknown)) {
+            let bound = required_after_unknown(t, r, mfma);
+            if !(r.may_read() && near(t, &briefs, &lands, k, bound)) {
                 k += 1;
                 continue;
             }
             let need = self.deficit(
                 t,
                 (&table.facts, &table.briefs, &ids, &lands),
-                k,
+                (k, bound),
                 k,
                 (0, true),
                 0,
@@ -203,13 +202,14 @@ impl Snippet {
     /// `dist` wait states away (`run`: all of them memory instructions of
     /// `r`'s soft-clause kind), following branches that land on the way
     /// (`lands`: where some branch lands); `via_branch`: `end - 1` is a
-    /// branch to `end`.
+    /// branch to `end`. No rule asks more of `r` than `bound` (what it
+    /// needs after unknown code), soft clauses aside.
     #[allow(clippy::too_many_arguments)]
     fn deficit(
         &self,
         t: Target,
         (facts, briefs, ids, lands): (&[Facts], &[Brief], &[u32], &[bool]),
-        r: usize,
+        (r, bound): (usize, u32),
         end: usize,
         (mut dist, mut run): (u32, bool),
         depth: u32,
@@ -220,14 +220,14 @@ impl Snippet {
         let concerns = brief.kind() & CLAUSES != 0;
         let mut need = 0;
         let mut q = end;
-        while q > 0 && (dist < MAX_WAIT_STATES || run) && depth < 16 {
+        while q > 0 && (dist < bound || run) && depth < 16 {
             if lands[q] {
                 for &(b, to) in &self.branches {
                     if to == q {
                         need = need.max(self.deficit(
                             t,
                             (facts, briefs, ids, lands),
-                            r,
+                            (r, bound),
                             b + 1,
                             (dist, run),
                             depth + 1,
@@ -307,18 +307,18 @@ impl Snippet {
 /// Whether something within reach before position `k` of a snippet
 /// (`briefs` of its instructions, `lands`: where branches land) may ask
 /// wait states of the reader at `k`: a writer whose rules concern it, a
-/// call when it needs wait states after unknown code
-/// (`after_unknown`), a soft clause it may join, or a branch landing,
-/// whose paths the search must follow. Each instruction gives at least one
-/// wait state, so reach is the [`MAX_WAIT_STATES`] instructions before it.
-fn near(t: Target, briefs: &[Brief], lands: &[bool], k: usize, after_unknown: bool) -> bool {
+/// call when it needs wait states after unknown code, a soft clause it
+/// may join, or a branch landing, whose paths the search must follow.
+/// Reach is the `bound` wait states the reader needs at most (after
+/// unknown code), soft clauses aside; each instruction gives at least one.
+fn near(t: Target, briefs: &[Brief], lands: &[bool], k: usize, bound: u32) -> bool {
     let reader = &briefs[k];
-    let from = k.saturating_sub(MAX_WAIT_STATES as usize);
+    let from = k.saturating_sub(bound as usize);
     lands[from + 1..=k].contains(&true)
         || reader.kind() & CLAUSES != 0 && k > 0 && briefs[k - 1].continues_clause(reader)
         || briefs[from..k]
             .iter()
-            .any(|w| w.affects(t) & reader.kind() != 0 || after_unknown && w.is_call())
+            .any(|w| w.affects(t) & reader.kind() != 0 || w.is_call())
 }
 
 /// A snippet encoded once, copied wherever the same code goes: calls with
