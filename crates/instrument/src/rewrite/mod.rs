@@ -383,6 +383,10 @@ pub fn rewrite(
         return Err(RewriteError::Target);
     }
     let asm = Asm::new(prog.target);
+    // Room, once, for the facts of the kernel's distinct encodings (about
+    // a third of its instructions) and of the inserted code: a facts
+    // table that grows copies hundreds of bytes per entry into new pages.
+    asm.facts.borrow_mut().reserve(prog.insts.len() / 2);
     // Calls: checked, and the launch values they need kept, in homes the
     // preamble fills (registers nothing else may take).
     let calls = call::Calls::new(an, descriptor, plan, &asm)?;
