@@ -1768,9 +1768,10 @@ impl History {
         self.unknown = Some(self.unknown.map_or(dist, |u| u.min(dist)));
     }
 
-    /// [`Walk::back`]'s paths, for no reader in particular (and no soft
-    /// clause: such readers search themselves); `fresh`: no instruction
-    /// or nop met yet on this path.
+    /// Every path back from `end` as far as any rule reaches, for no
+    /// reader in particular (soft clauses aside: a reader one may reach
+    /// walks those itself, see [`Walk::back`]); `fresh`: no instruction or
+    /// nop met yet on this path.
     #[allow(clippy::too_many_arguments)]
     fn back(
         &mut self,
@@ -1899,6 +1900,15 @@ impl Walk<'_> {
         let (t, stream) = (self.t, self.stream);
         let mut q = end;
         while q > 0 && (dist < MAX_WAIT_STATES || run) {
+            if !run || self.reader.kind & CLAUSES == 0 {
+                // No soft clause reaches further back: the reader meets
+                // what lies before, as a slot's readers do.
+                let mut before = History::default();
+                before.back(t, stream, self.pads, q, 0, depth, false);
+                let reader = (self.reader, self.reader_inserted, self.mfma);
+                self.worst = self.worst.max(before.lack(t, stream, reader, dist));
+                return;
+            }
             q -= 1;
             match stream.nodes[q] {
                 Node::Slot(s) => {
@@ -1911,7 +1921,7 @@ impl Walk<'_> {
                         return;
                     }
                 }
-                Node::Run(r) if run && self.reader.kind & CLAUSES != 0 => {
+                Node::Run(r) => {
                     // A soft clause may reach into it: one by one.
                     for &id in stream.runs[r as usize].ids.iter().rev() {
                         if !(dist < MAX_WAIT_STATES || run) {
@@ -1922,28 +1932,6 @@ impl Walk<'_> {
                             return;
                         }
                     }
-                }
-                Node::Run(r) => {
-                    // Only its writers and its last call can matter (the
-                    // reader joins no soft clause reaching into it).
-                    run = false;
-                    let run = &stream.runs[r as usize];
-                    for &(d, id) in &run.writers {
-                        let at = dist.saturating_add(d);
-                        if at >= MAX_WAIT_STATES {
-                            return;
-                        }
-                        self.found(at, required(t, &stream.facts[id as usize], self.reader));
-                    }
-                    if let Some(d) = run.call_from_end {
-                        let at = dist.saturating_add(d);
-                        if at < MAX_WAIT_STATES {
-                            // The callee ran between: unknown history.
-                            self.unknown(at + 1);
-                        }
-                        return;
-                    }
-                    dist = dist.saturating_add(run.before[run.ids.len()]);
                 }
                 Node::BlockStart(b) => {
                     let (b, flow) = (b as usize, stream.flow);
