@@ -21,8 +21,6 @@
 
 use std::collections::HashMap;
 
-use crate::fast_hash::FastHash;
-
 use inlay_codeobj::reloc::RelocType;
 use inlay_codeobj::symbols::{SymbolKind, SymbolTable};
 use inlay_codeobj::CodeObject;
@@ -465,8 +463,8 @@ impl<'a, 'd> Image<'a, 'd> {
         Some((base.wrapping_add(s.value), true, s.name.to_string()))
     }
 
-    /// Name of the function symbol at `addr`.
-    fn function_name(&self, addr: u64) -> Option<String> {
+    /// The function symbol at `addr`.
+    fn function_symbol(&self, addr: u64) -> Option<&'a inlay_codeobj::symbols::Symbol<'d>> {
         self.co
             .symbols
             .all()
@@ -482,7 +480,24 @@ impl<'a, 'd> Image<'a, 'd> {
                 };
                 base.wrapping_add(s.value) == addr
             })
-            .map(|s| s.name.to_string())
+    }
+
+    /// Name of the function symbol at `addr`.
+    fn function_name(&self, addr: u64) -> Option<String> {
+        self.function_symbol(addr).map(|s| s.name.to_string())
+    }
+
+    /// At most how many instructions the function at `addr` has, from
+    /// its symbol's size (0 if no symbol says): to size arrays once.
+    fn instructions_hint(&self, addr: u64) -> usize {
+        let size = self.function_symbol(addr).map_or(0, |s| s.size);
+        // No more than its section holds (a bad size must not allocate much).
+        let room = self
+            .sections
+            .iter()
+            .find(|s| s.4 && addr >= s.1 && addr - s.1 < s.2)
+            .map_or(0, |s| s.2 - (addr - s.1));
+        (size.min(room) / 4) as usize
     }
 
     /// The code pointer stored at `addr`.
@@ -603,21 +618,97 @@ impl Scan {
 struct Decoded {
     dec: Decoder,
     forms: Forms,
-    /// 4-byte encodings by their word, 8-byte ones by both words. (The
-    /// length of a valid instruction follows from its first word, and a
-    /// 4-byte one depends on nothing else.) Keys are `u64`s, which the
-    /// hasher takes whole.
-    short: HashMap<u64, u32, FastHash>,
-    long: HashMap<u64, u32, FastHash>,
+    /// 4-byte encodings by their word (an 8-byte one's first word maps to
+    /// [`LONG`]: look in `long`), 8-byte ones by both words. (The length
+    /// of a valid instruction follows from its first word, and a 4-byte
+    /// one depends on nothing else.)
+    short: FormTable,
+    long: FormTable,
+}
+
+/// In `Decoded::short`: the word starts 8-byte encodings.
+const LONG: u32 = u32::MAX - 1;
+
+/// A hash table from an encoding's words to its form, with open
+/// addressing: a probe is a multiply and a compare or two (the standard
+/// map's probing and hashing were a tenth of lifting's time).
+struct FormTable {
+    /// (key, value), or [`EMPTY`]'s value; the length is a power of two,
+    /// at least twice the number of entries.
+    slots: Vec<(u64, u32)>,
+    len: usize,
+}
+
+/// The value of an empty slot of a [`FormTable`] (no form has that index).
+const EMPTY: u32 = u32::MAX;
+
+impl FormTable {
+    /// A table that holds `n` entries before it grows.
+    fn with_capacity(n: usize) -> FormTable {
+        FormTable {
+            slots: vec![(0, EMPTY); (2 * n).next_power_of_two().max(64)],
+            len: 0,
+        }
+    }
+
+    /// The first slot to probe for `key`: Fibonacci hashing (the high bits
+    /// of the product depend on every bit of the key).
+    fn home(&self, key: u64) -> usize {
+        let bits = self.slots.len().trailing_zeros();
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+    }
+
+    fn get(&self, key: u64) -> Option<u32> {
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(key);
+        loop {
+            let (k, v) = self.slots[at];
+            if v == EMPTY {
+                return None;
+            }
+            if k == key {
+                return Some(v);
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    /// Adds `key` (not in the table yet).
+    fn insert(&mut self, key: u64, value: u32) {
+        if 2 * (self.len + 1) > self.slots.len() {
+            let bigger = vec![(0, EMPTY); 2 * self.slots.len()];
+            let old = std::mem::replace(&mut self.slots, bigger);
+            self.len = 0;
+            for (k, v) in old {
+                if v != EMPTY {
+                    self.insert(k, v);
+                }
+            }
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(key);
+        while self.slots[at].1 != EMPTY {
+            at = (at + 1) & mask;
+        }
+        self.slots[at] = (key, value);
+        self.len += 1;
+    }
 }
 
 impl Decoded {
-    fn new(target: Target) -> Decoded {
+    /// A decoder for about `n` instructions.
+    fn new(target: Target, n: usize) -> Decoded {
+        // A large kernel has about one distinct encoding in three, each
+        // using up to 4 registers or so.
+        let forms = n / 2;
         Decoded {
             dec: Decoder::new(target),
-            forms: Forms::default(),
-            short: HashMap::default(),
-            long: HashMap::default(),
+            forms: Forms {
+                list: Vec::with_capacity(forms),
+                used: Vec::with_capacity(4 * forms),
+            },
+            short: FormTable::with_capacity(forms),
+            long: FormTable::with_capacity(forms / 2),
         }
     }
 
@@ -629,12 +720,16 @@ impl Decoded {
             Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         };
         let w0 = word(0)?;
-        if let Some(&k) = self.short.get(&u64::from(w0)) {
-            return Some(k);
-        }
+        let short = self.short.get(u64::from(w0));
         let both = word(1).map(|w1| u64::from(w0) | u64::from(w1) << 32);
-        if let Some(&k) = both.and_then(|key| self.long.get(&key)) {
-            return Some(k);
+        match short {
+            Some(LONG) => {
+                if let Some(k) = both.and_then(|key| self.long.get(key)) {
+                    return Some(k);
+                }
+            }
+            Some(k) => return Some(k),
+            None => {}
         }
         let i = self.dec.decode(bytes).ok()?;
         if !i.is_valid() || i.is_empty() {
@@ -642,10 +737,11 @@ impl Decoded {
         }
         let k = self.forms.list.len() as u32;
         match (i.len(), both) {
-            (4, _) => {
-                self.short.insert(u64::from(w0), k);
-            }
+            (4, _) => self.short.insert(u64::from(w0), k),
             (8, Some(key)) => {
+                if short.is_none() {
+                    self.short.insert(u64::from(w0), LONG);
+                }
                 self.long.insert(key, k);
             }
             _ => return None,
@@ -720,7 +816,7 @@ fn lift_from(
     entry: u64,
     kind: FuncKind,
 ) -> Result<Program, LiftError> {
-    let mut dec = Decoded::new(target);
+    let mut dec = Decoded::new(target, img.instructions_hint(entry));
     let mut prog = Program {
         target,
         kernel: root.to_string(),
@@ -825,7 +921,7 @@ fn lift_function_at(
     };
     // (address, form) of each instruction found, in runs of consecutive
     // instructions (`runs`: where each starts in `found`).
-    let mut found: Vec<(u64, u32)> = Vec::new();
+    let mut found: Vec<(u64, u32)> = Vec::with_capacity(img.instructions_hint(entry));
     let mut runs: Vec<usize> = Vec::new();
     let mut targets: Vec<u64> = vec![entry];
     let mut stack = vec![entry];
