@@ -323,7 +323,7 @@ fn zero_fields_clear(i: &Instruction) -> bool {
 }
 
 /// Fields in the generator's order (`FIELDS` in gen/gen.py).
-const ALL_FIELDS: [Field; 23] = [
+pub(crate) const ALL_FIELDS: [Field; 23] = [
     Field::Vdst,
     Field::Sdst,
     Field::Src0,

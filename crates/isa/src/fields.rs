@@ -36,7 +36,7 @@ const fn scaled(dword: usize, lo: u32, width: u32, shift: u32) -> Option<Loc> {
 
 /// The plain bit location of a field in an encoding (special forms such as
 /// SDWA sources with an SGPR bit are handled by `get`/`set`).
-fn loc(enc: E, f: Field) -> Option<Loc> {
+const fn loc(enc: E, f: Field) -> Option<Loc> {
     match (enc, f) {
         (E::Sop2 | E::Sop1 | E::Sopk, Field::Sdst) => at(0, 16, 7),
         (E::Sop2 | E::Sop1 | E::Sopc, Field::Ssrc0) => at(0, 0, 8),
@@ -73,6 +73,60 @@ fn loc(enc: E, f: Field) -> Option<Loc> {
     }
 }
 
+/// Every encoding, to tabulate [`loc`].
+const ENCODINGS: [E; 27] = [
+    E::Sop2,
+    E::Sopk,
+    E::Sop1,
+    E::Sopc,
+    E::Sopp,
+    E::Smem,
+    E::Vop2,
+    E::Vop1,
+    E::Vopc,
+    E::Vop3,
+    E::Vop3p,
+    E::Ds,
+    E::Flat,
+    E::Scratch,
+    E::Global,
+    E::Mubuf,
+    E::Mtbuf,
+    E::Mimg,
+    E::Vop1Sdwa,
+    E::Vop1Dpp,
+    E::Vop2Sdwa,
+    E::Vop2Dpp,
+    E::VopcSdwa,
+    E::VopcDpp,
+    E::Exp,
+    E::Vintrp,
+    E::Invalid,
+];
+
+/// [`loc`] of every field in every encoding, by `[encoding][field]`:
+/// `get` runs for every operand of every instruction decoded and every
+/// def/use worked out, and the match was a third of its cost.
+static LOCS: [[Option<Loc>; crate::decode::ALL_FIELDS.len()]; ENCODINGS.len()] = {
+    // Every encoding and field has its row and column (`Invalid` and
+    // `Literal` are the last of their enums).
+    assert!(E::Invalid as usize + 1 == ENCODINGS.len());
+    assert!(Field::Literal as usize + 1 == crate::decode::ALL_FIELDS.len());
+    let mut t = [[None; crate::decode::ALL_FIELDS.len()]; ENCODINGS.len()];
+    let mut e = 0;
+    while e < ENCODINGS.len() {
+        let mut f = 0;
+        while f < crate::decode::ALL_FIELDS.len() {
+            let (enc, field) = (ENCODINGS[e], crate::decode::ALL_FIELDS[f]);
+            assert!(enc as usize == e && field as usize == f);
+            t[e][f] = loc(enc, field);
+            f += 1;
+        }
+        e += 1;
+    }
+    t
+};
+
 fn vsrc1_loc(enc: E) -> bool {
     matches!(
         enc,
@@ -98,7 +152,7 @@ pub(crate) fn get(i: &Instruction, f: Field) -> u32 {
             0 => 106, // vcc
             _ => i.bits(1, 8, 7),
         },
-        _ => match loc(enc, f) {
+        _ => match LOCS[enc as usize][f as usize] {
             Some(l) => i.bits(l.dword, l.lo, l.width) << l.shift,
             None => 0,
         },

@@ -222,6 +222,7 @@ pub fn info(i: &Instruction) -> InstructionInfo {
     }
     let name = i.opcode().map(|o| o.name()).unwrap_or("");
     let facts = facts(i, name);
+    let facts: &Facts = &facts;
     // EXP and VINTRP have no operand slots (the formatter prints them from
     // their fields): the same registers here.
     match i.encoding {
