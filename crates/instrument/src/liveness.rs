@@ -223,7 +223,9 @@ impl Effects {
     /// takes its encoding's (or its own, in GPR-indexing mode).
     pub(crate) fn new(prog: &Program) -> Effects {
         let (forms, form_of) = prog.forms();
-        let mut ops = Vec::with_capacity(forms.list.len() * 4);
+        // (Nearly every distinct encoding has 3 or 4 operations, a few
+        // more; indexed instructions add theirs.)
+        let mut ops = Vec::with_capacity(forms.list.len() * 5);
         let mut reads = Vec::new();
         let by_form: Vec<FormEffects> = forms
             .list
@@ -391,9 +393,8 @@ const LIVE_WORDS: usize = 2 * RegSet::WORDS;
 #[derive(Debug, Clone)]
 struct Packed {
     /// The words kept, by index in [`LIVE_WORDS`] (increasing: `active`'s,
-    /// then `inactive`'s from `kept[active_kept]` on).
+    /// then `inactive`'s).
     kept: Vec<u8>,
-    active_kept: usize,
     words: Vec<u64>,
 }
 
@@ -402,7 +403,6 @@ impl Packed {
         debug_assert!(kept.windows(2).all(|w| w[0] < w[1]));
         Packed {
             words: vec![0; kept.len() * n],
-            active_kept: kept.partition_point(|&k| usize::from(k) < RegSet::WORDS),
             kept,
         }
     }
@@ -410,21 +410,20 @@ impl Packed {
     /// Stores the kept words of `st` as instruction `i`'s state (the caller
     /// knows the others are zero).
     fn store(&mut self, i: InstId, st: &Live) {
-        let w = self.kept.len();
-        let (active, inactive) = (st.active.words(), st.inactive.words());
         debug_assert!(
             (0..LIVE_WORDS).all(|k| self.kept.contains(&(k as u8))
                 || [st.active.words(), st.inactive.words()].concat()[k] == 0),
             "a state has a register outside the words kept"
         );
-        let (kept_a, kept_i) = self.kept.split_at(self.active_kept);
+        // The words of `st` in one array whose size no kept index reaches
+        // (so reading them needs no bounds check).
+        let mut words = [0u64; 32];
+        words[..RegSet::WORDS].copy_from_slice(st.active.words());
+        words[RegSet::WORDS..LIVE_WORDS].copy_from_slice(st.inactive.words());
+        let w = self.kept.len();
         if let Some(slot) = self.words.get_mut(i * w..(i + 1) * w) {
-            let (slot_a, slot_i) = slot.split_at_mut(self.active_kept);
-            for (s, &k) in slot_a.iter_mut().zip(kept_a) {
-                *s = active[usize::from(k)];
-            }
-            for (s, &k) in slot_i.iter_mut().zip(kept_i) {
-                *s = inactive[usize::from(k) - RegSet::WORDS];
+            for (s, &k) in slot.iter_mut().zip(&self.kept) {
+                *s = words[usize::from(k) & 31];
             }
         }
     }

@@ -301,22 +301,31 @@ pub fn word_masks(start: u16, len: u16) -> impl Iterator<Item = (usize, u64)> {
     })
 }
 
+/// (first bit, registers) of each register file, by `RegFile as usize`;
+/// no registers for the files liveness does not track (PC, hardware
+/// registers). A table: this runs for every register of every distinct
+/// instruction.
+const FILES: [(u16, u16); 12] = {
+    let mut t = [(0, 0); 12];
+    t[RegFile::Sgpr as usize] = (SGPR_BASE, NUM_SGPRS);
+    t[RegFile::Vgpr as usize] = (VGPR_BASE, 256);
+    t[RegFile::Agpr as usize] = (AGPR_BASE, 256);
+    t[RegFile::Ttmp as usize] = (TTMP_BASE, 16);
+    t[RegFile::Vcc as usize] = (VCC, 2);
+    t[RegFile::Exec as usize] = (EXEC, 2);
+    t[RegFile::M0 as usize] = (M0, 1);
+    t[RegFile::Scc as usize] = (SCC, 1);
+    t[RegFile::FlatScratch as usize] = (FLAT_SCRATCH, 2);
+    t[RegFile::XnackMask as usize] = (XNACK_MASK, 2);
+    t[RegFile::Pc as usize] = (0, 0);
+    t[RegFile::HwReg as usize] = (0, 0);
+    t
+};
+
 /// First bit and number of bits of a register, if liveness tracks its file.
 pub fn bits_of(r: &Register) -> Option<(u16, u16)> {
     let n = r.count as u16;
-    let (base, limit) = match r.file {
-        RegFile::Sgpr => (SGPR_BASE, NUM_SGPRS),
-        RegFile::Vgpr => (VGPR_BASE, 256),
-        RegFile::Agpr => (AGPR_BASE, 256),
-        RegFile::Ttmp => (TTMP_BASE, 16),
-        RegFile::Vcc => (VCC, 2),
-        RegFile::Exec => (EXEC, 2),
-        RegFile::M0 => (M0, 1),
-        RegFile::Scc => (SCC, 1),
-        RegFile::FlatScratch => (FLAT_SCRATCH, 2),
-        RegFile::XnackMask => (XNACK_MASK, 2),
-        RegFile::Pc | RegFile::HwReg => return None,
-    };
+    let (base, limit) = FILES.get(r.file as usize).copied().unwrap_or((0, 0));
     if r.first >= limit || n == 0 {
         return None;
     }
