@@ -721,15 +721,12 @@ impl Decoded {
         };
         let w0 = word(0)?;
         let short = self.short.get(u64::from(w0));
+        if let Some(k) = short.filter(|&k| k != LONG) {
+            return Some(k);
+        }
         let both = word(1).map(|w1| u64::from(w0) | u64::from(w1) << 32);
-        match short {
-            Some(LONG) => {
-                if let Some(k) = both.and_then(|key| self.long.get(key)) {
-                    return Some(k);
-                }
-            }
-            Some(k) => return Some(k),
-            None => {}
+        if let Some(k) = both.filter(|_| short == Some(LONG)).and_then(|key| self.long.get(key)) {
+            return Some(k);
         }
         let i = self.dec.decode(bytes).ok()?;
         if !i.is_valid() || i.is_empty() {
@@ -1045,71 +1042,71 @@ fn lift_function_at(
         let range = prog.blocks[b].insts.clone();
         let found = &found[range.start - first_inst..range.end - first_inst];
         // Only blocks with a call or a jump through a register need the
-        // scan of what SGPRs hold.
+        // scan of what SGPRs hold (the others are looked at only at their
+        // end).
         let mut scan = found
             .iter()
             .any(|&(_, k)| matches!(forms[k as usize].flow, Flow::Call | Flow::SetPc))
             .then(Scan::new);
-        for (id, &(addr, k)) in range.clone().zip(found) {
-            let inst = forms[k as usize].inst;
-            let fl = flow_at((addr, k));
-            if let (Flow::Call, Some(scan)) = (fl, &scan) {
-                let callee = resolve(img, scan, &inst, 1);
-                let site = prog.calls.len();
-                prog.calls.push(CallSite {
-                    inst: id,
-                    caller: f,
-                    callee,
-                    tail: false,
-                });
-                prog.functions[f].calls.push(site);
-            }
-            if let Some(scan) = &mut scan {
+        if let Some(scan) = &mut scan {
+            for (id, &(addr, k)) in range.clone().zip(found) {
+                let inst = forms[k as usize].inst;
+                if forms[k as usize].flow == Flow::Call {
+                    let callee = resolve(img, scan, &inst, 1);
+                    let site = prog.calls.len();
+                    prog.calls.push(CallSite {
+                        inst: id,
+                        caller: f,
+                        callee,
+                        tail: false,
+                    });
+                    prog.functions[f].calls.push(site);
+                }
                 step(img, scan, &inst, dec.forms.used(k as usize), addr);
             }
-            if id + 1 == range.end {
-                let after = addr.wrapping_add(inst.len() as u64);
-                let (exit, succs) = match fl {
-                    Flow::Next | Flow::Call => (Exit::FallThrough, vec![after]),
-                    Flow::Branch(t) => (Exit::Branch, vec![t]),
-                    Flow::CondBranch(t) => (Exit::CondBranch, vec![t, after]),
-                    Flow::End => (Exit::EndProgram, vec![]),
-                    Flow::Unresolved => (Exit::Unresolved, vec![]),
-                    Flow::SetPc => {
-                        let callee = match &scan {
-                            Some(scan) => resolve(img, scan, &inst, 0),
-                            None => Callee::Unresolved,
-                        };
-                        match callee {
-                            Callee::Unresolved if kind == FuncKind::Device => {
-                                (Exit::Return, vec![])
-                            }
-                            Callee::Unresolved => (Exit::Unresolved, vec![]),
-                            callee => {
-                                let site = prog.calls.len();
-                                prog.calls.push(CallSite {
-                                    inst: id,
-                                    caller: f,
-                                    callee,
-                                    tail: true,
-                                });
-                                prog.functions[f].calls.push(site);
-                                (Exit::TailCall(site), vec![])
-                            }
-                        }
-                    }
+        }
+        let (Some(&(addr, k)), Some(id)) = (found.last(), range.clone().last()) else {
+            continue;
+        };
+        let inst = forms[k as usize].inst;
+        let after = addr.wrapping_add(inst.len() as u64);
+        let (exit, succs) = match flow_at((addr, k)) {
+            Flow::Next | Flow::Call => (Exit::FallThrough, vec![after]),
+            Flow::Branch(t) => (Exit::Branch, vec![t]),
+            Flow::CondBranch(t) => (Exit::CondBranch, vec![t, after]),
+            Flow::End => (Exit::EndProgram, vec![]),
+            Flow::Unresolved => (Exit::Unresolved, vec![]),
+            Flow::SetPc => {
+                let callee = match &scan {
+                    Some(scan) => resolve(img, scan, &inst, 0),
+                    None => Callee::Unresolved,
                 };
-                let mut ids = Vec::with_capacity(succs.len());
-                for s in succs {
-                    let sb = block_of(prog, s).ok_or(LiftError::OutsideCode { address: s })?;
-                    if !ids.contains(&sb) {
-                        ids.push(sb);
+                match callee {
+                    Callee::Unresolved if kind == FuncKind::Device => (Exit::Return, vec![]),
+                    Callee::Unresolved => (Exit::Unresolved, vec![]),
+                    callee => {
+                        let site = prog.calls.len();
+                        prog.calls.push(CallSite {
+                            inst: id,
+                            caller: f,
+                            callee,
+                            tail: true,
+                        });
+                        prog.functions[f].calls.push(site);
+                        (Exit::TailCall(site), vec![])
                     }
                 }
-                prog.blocks[b].exit = exit;
-                prog.blocks[b].succs = ids;
+            }
+        };
+        let mut ids = Vec::with_capacity(succs.len());
+        for s in succs {
+            let sb = block_of(prog, s).ok_or(LiftError::OutsideCode { address: s })?;
+            if !ids.contains(&sb) {
+                ids.push(sb);
             }
         }
+        prog.blocks[b].exit = exit;
+        prog.blocks[b].succs = ids;
     }
     // Predecessor lists allocated once at their size.
     let mut npreds = vec![0usize; last_block - first_block];
