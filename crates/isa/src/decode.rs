@@ -314,12 +314,16 @@ fn saddr_valid(i: &Instruction) -> bool {
 
 /// Fields this opcode leaves unused are zero (LLVM rejects them otherwise).
 fn zero_fields_clear(i: &Instruction) -> bool {
-    let mask = i.desc().zero_fields;
-    mask == 0
-        || ALL_FIELDS
-            .iter()
-            .enumerate()
-            .all(|(k, f)| mask & (1 << k) == 0 || i.field(*f) == 0)
+    // The fields the mask names, lowest first.
+    let mut mask = i.desc().zero_fields;
+    while mask != 0 {
+        let k = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        if ALL_FIELDS.get(k).is_some_and(|f| i.field(*f) != 0) {
+            return false;
+        }
+    }
+    true
 }
 
 /// Fields in the generator's order (`FIELDS` in gen/gen.py).

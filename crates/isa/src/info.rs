@@ -220,8 +220,7 @@ pub fn info(i: &Instruction) -> InstructionInfo {
     if !i.is_valid() {
         return out;
     }
-    let name = i.opcode().map(|o| o.name()).unwrap_or("");
-    let facts = facts(i, name);
+    let facts = facts(i);
     let facts: &Facts = &facts;
     // EXP and VINTRP have no operand slots (the formatter prints them from
     // their fields): the same registers here.
@@ -348,7 +347,7 @@ struct Facts {
     implicit: InstructionInfo,
 }
 
-fn facts(i: &Instruction, name: &str) -> std::borrow::Cow<'static, Facts> {
+fn facts(i: &Instruction) -> std::borrow::Cow<'static, Facts> {
     static FACTS: std::sync::OnceLock<Vec<std::sync::OnceLock<Facts>>> = std::sync::OnceLock::new();
     let all = FACTS.get_or_init(|| {
         (0..crate::tables::desc_count())
@@ -356,6 +355,7 @@ fn facts(i: &Instruction, name: &str) -> std::borrow::Cow<'static, Facts> {
             .collect()
     });
     let make = || {
+        let name = i.opcode().map(|o| o.name()).unwrap_or("");
         let mut implicit = InstructionInfo::new();
         implicit_by_opcode(i, name, &mut implicit);
         Facts {
