@@ -1370,10 +1370,7 @@ impl<'a> Ctx<'a> {
         } else {
             None
         };
-        let offset_temp = match args
-            .contains(&Arg::Address)
-            .then(|| address_operands(inst))
-        {
+        let offset_temp = match args.contains(&Arg::Address).then(|| address_operands(inst)) {
             Some(Some((_, _, o))) if Asm::inline_int(o).is_none() => Some(
                 free.take(RegFile::Sgpr, 0, 1, 1, p + 1)
                     .ok_or_else(no_sgprs)?,
