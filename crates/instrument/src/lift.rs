@@ -725,7 +725,10 @@ impl Decoded {
             return Some(k);
         }
         let both = word(1).map(|w1| u64::from(w0) | u64::from(w1) << 32);
-        if let Some(k) = both.filter(|_| short == Some(LONG)).and_then(|key| self.long.get(key)) {
+        if let Some(k) = both
+            .filter(|_| short == Some(LONG))
+            .and_then(|key| self.long.get(key))
+        {
             return Some(k);
         }
         let i = self.dec.decode(bytes).ok()?;
