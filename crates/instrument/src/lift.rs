@@ -21,6 +21,8 @@
 
 use std::collections::HashMap;
 
+use crate::fast_hash::FastHash;
+
 use inlay_codeobj::reloc::RelocType;
 use inlay_codeobj::symbols::{SymbolKind, SymbolTable};
 use inlay_codeobj::CodeObject;
@@ -362,8 +364,8 @@ struct Image<'a, 'd> {
     relocatable: bool,
     /// (index, base address, size, bytes, executable)
     sections: Vec<(usize, u64, u64, &'d [u8], bool)>,
-    relocs: HashMap<u64, usize>,
-    symtab: HashMap<usize, usize>,
+    relocs: HashMap<u64, usize, FastHash>,
+    symtab: HashMap<usize, usize, FastHash>,
 }
 
 const SHF_EXECINSTR: u64 = 4;
@@ -390,8 +392,8 @@ impl<'a, 'd> Image<'a, 'd> {
             co,
             relocatable,
             sections,
-            relocs: HashMap::new(),
-            symtab: HashMap::new(),
+            relocs: HashMap::default(),
+            symtab: HashMap::default(),
         };
         let table = if relocatable {
             SymbolTable::Symtab
@@ -403,6 +405,7 @@ impl<'a, 'd> Image<'a, 'd> {
                 img.symtab.insert(s.index, k);
             }
         }
+        img.relocs.reserve(co.relocations.len());
         for (k, r) in co.relocations.iter().enumerate() {
             let at = if relocatable {
                 let Some(base) = r
