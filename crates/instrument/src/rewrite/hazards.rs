@@ -1329,9 +1329,9 @@ impl FactsTable {
 /// The control flow of the stream's blocks: for each block, the stream
 /// position just past its last node (what runs before a successor), its
 /// predecessors, and whether nothing known runs before it.
-pub(super) struct Flow {
+pub(super) struct Flow<'a> {
     pub(super) block_end: Vec<usize>,
-    pub(super) preds: Vec<Vec<usize>>,
+    pub(super) preds: Vec<&'a [usize]>,
     /// The block runs right after the node before its label (kernel
     /// entry, whose preamble precedes it).
     pub(super) linear_entry: Vec<bool>,
@@ -1343,7 +1343,7 @@ pub(super) struct Stream<'a> {
     pub(super) facts: &'a [Facts],
     pub(super) briefs: &'a [Brief],
     pub(super) runs: &'a [Run],
-    pub(super) flow: &'a Flow,
+    pub(super) flow: &'a Flow<'a>,
 }
 
 /// Wait states to add at each slot of the stream so that no pair with an
@@ -1677,7 +1677,7 @@ fn quiet_before(stream: &Stream<'_>) -> Vec<u32> {
     while changed {
         changed = false;
         for b in 0..blocks {
-            for &pb in &flow.preds[b] {
+            for &pb in flow.preds[b] {
                 let through = match tail[pb] {
                     Some(d) => d,
                     None => total[pb].saturating_add(quiet[pb]),
@@ -1850,7 +1850,7 @@ impl History {
                         self.unknown(dist);
                         return;
                     }
-                    for &pb in &flow.preds[b] {
+                    for &pb in flow.preds[b] {
                         self.back(t, stream, pads, flow.block_end[pb], dist, depth + 1, fresh);
                     }
                     if !flow.linear_entry[b] {
@@ -1957,7 +1957,7 @@ impl Walk<'_> {
                         self.unknown(dist);
                         return;
                     }
-                    for &pb in &flow.preds[b] {
+                    for &pb in flow.preds[b] {
                         self.back(flow.block_end[pb], dist, run, depth + 1);
                     }
                     if !flow.linear_entry[b] {
@@ -2674,7 +2674,7 @@ mod tests {
         ];
         let flow = Flow {
             block_end: vec![4, 10, 13],
-            preds: vec![vec![], vec![], vec![0, 1]],
+            preds: vec![&[], &[], &[0, 1]],
             linear_entry: vec![true, false, false],
         };
         // Through the branch: one wait state (the branch) of five.
@@ -2691,7 +2691,7 @@ mod tests {
         ];
         let flow = Flow {
             block_end: vec![5],
-            preds: vec![vec![0]],
+            preds: vec![&[0]],
             linear_entry: vec![true],
         };
         assert_eq!(pads(t, &nodes, &tb, &flow, 1), vec![4]);
@@ -2700,7 +2700,7 @@ mod tests {
         let nodes = vec![Node::BlockStart(0), Node::Slot(0), node(&mut tb, r, true)];
         let flow = Flow {
             block_end: vec![3],
-            preds: vec![vec![]],
+            preds: vec![&[]],
             linear_entry: vec![false],
         };
         assert_eq!(pads(t, &nodes, &tb, &flow, 1), vec![5]);
