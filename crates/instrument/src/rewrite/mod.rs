@@ -1001,15 +1001,17 @@ impl Seams {
             .and_then(|f| prog.inst_at(0, f.entry));
         let flow = hazards::Flow {
             block_end,
-            preds: prog.blocks.iter().map(|b| b.preds.clone()).collect(),
+            preds: prog.blocks.iter().map(|b| b.preds.as_slice()).collect(),
             linear_entry: prog
                 .blocks
                 .iter()
                 .map(|b| Some(b.insts.start) == kernel_entry)
                 .collect(),
         };
-        let mfma = prog.insts.iter().any(|i| {
-            i.inst.mnemonic().starts_with("v_mfma") || i.inst.mnemonic().starts_with("v_smfmac")
+        // (Each distinct encoding looked at once.)
+        let mfma = forms.list.iter().any(|f| {
+            let name = f.inst.mnemonic();
+            name.starts_with("v_mfma") || name.starts_with("v_smfmac")
         });
         let slots = 1 + 4 * prog.insts.len();
         // Pairs inside one sequence were padded when its snippet was

@@ -346,13 +346,10 @@ pub(super) fn per_point_translation(dead: &[u16], save_scc: bool) -> Option<Regs
 /// both before the branch and at its target (the jump writes them and
 /// control goes on there).
 pub(super) fn long_branch_regs(free: &Free<'_>, branch: InstId, target: InstId) -> Option<Regs> {
-    let (here, there) = (free.before(branch), free.before(target));
-    let dead: Vec<u16> = here
-        .sgprs
-        .iter()
-        .copied()
-        .filter(|n| there.sgprs.contains(n))
-        .collect();
+    // (SGPRs only: a kernel can have hundreds of long branches.)
+    let (here, _) = free.sgprs_before(branch);
+    let (there, _) = free.sgprs_before(target);
+    let dead: Vec<u16> = here.into_iter().filter(|n| there.contains(n)).collect();
     let t = dead_pairs(&dead).next()?;
     let scc = dead_single(&dead, &[t])?;
     Some(Regs {
