@@ -360,10 +360,10 @@ fn vgpr_bit(n: u16) -> u16 {
 }
 
 /// RegSet bits of a register.
-pub(super) fn reg_bits(r: &Register) -> Vec<u16> {
+pub(super) fn reg_bits(r: &Register) -> std::ops::Range<u16> {
     match bits::bits_of(r) {
-        Some((b, n)) => (b..b + n).collect(),
-        None => Vec::new(),
+        Some((b, n)) => b..b + n,
+        None => 0..0,
     }
 }
 
@@ -405,33 +405,48 @@ pub(super) fn arg_vgprs(args: &[Arg]) -> Vec<u16> {
         .collect()
 }
 
-/// Registers an argument reads at the point.
-fn arg_sources(a: &Arg, inst: &Instruction) -> Vec<u16> {
-    match a {
-        Arg::Value(r) | Arg::Reference(r) => reg_bits(r),
-        Arg::Address => {
-            let (vaddr, saddr, _) = address_operands(inst).unwrap_or((0, None, 0));
-            let mut v = vec![vgpr_bit(vaddr)];
-            match saddr {
-                Some(s) => v.extend([s, s + 1]),
-                None => v.push(vgpr_bit(vaddr + 1)),
-            }
-            v
-        }
-        _ => Vec::new(),
-    }
+/// VGPRs (numbered from v0) an argument's value is computed from: a
+/// VGPR value's (one or two), an address's offset VGPRs (one with an SGPR
+/// base, else two); none for a reference, which passes where the register
+/// is, not its value.
+#[derive(Clone, Copy)]
+struct VgprSources {
+    v: [u16; 2],
+    n: u8,
 }
 
-/// VGPRs (numbered from v0) an argument's value is computed from; none
-/// for a reference, which passes where the register is, not its value.
-fn arg_vgpr_sources(a: &Arg, inst: &Instruction) -> Vec<u16> {
-    match a {
-        Arg::Reference(_) => Vec::new(),
-        _ => arg_sources(a, inst)
-            .into_iter()
-            .filter(|&b| (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b))
-            .map(|b| b - bits::VGPR_BASE)
-            .collect(),
+impl VgprSources {
+    fn of(a: &Arg, inst: &Instruction) -> VgprSources {
+        let mut out = VgprSources { v: [0; 2], n: 0 };
+        match a {
+            Arg::Value(r) if r.file == RegFile::Vgpr => {
+                for v in r.first..r.first + u16::from(r.count.min(2)) {
+                    out.push(v);
+                }
+            }
+            Arg::Address => {
+                let (vaddr, saddr, _) = address_operands(inst).unwrap_or((0, None, 0));
+                out.push(vaddr);
+                if saddr.is_none() && vaddr < 255 {
+                    out.push(vaddr + 1);
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    fn push(&mut self, v: u16) {
+        self.v[usize::from(self.n)] = v;
+        self.n += 1;
+    }
+
+    fn as_slice(&self) -> &[u16] {
+        &self.v[..usize::from(self.n)]
+    }
+
+    fn contains(&self, v: u16) -> bool {
+        self.as_slice().contains(&v)
     }
 }
 
@@ -847,7 +862,7 @@ impl<'a> Ctx<'a> {
         // scalar's, a slot of its own.
         for (k, a) in args.iter().enumerate() {
             if let Arg::Reference(reg) = a {
-                let first = reg_bits(reg).first().copied().unwrap_or(0);
+                let first = reg_bits(reg).next().unwrap_or(0);
                 p.ref_slots[k] = if first >= bits::VGPR_BASE {
                     p.vectors.iter().find_map(|&(b, s)| match s {
                         VSave::Scratch(o) if b == first => Some(o),
@@ -1010,7 +1025,7 @@ impl<'a> Ctx<'a> {
             });
         }
         if let Some([lo, hi]) = p.exec {
-            s.extend(self.exec_to_slots(lo, hi)?);
+            self.exec_to_slots(&mut s, lo, hi)?;
         }
         if let Some(slot) = p.scc {
             match slot {
@@ -1045,7 +1060,7 @@ impl<'a> Ctx<'a> {
         }
         // VGPRs before AGPRs (which may go through a VGPR already saved).
         for &(bit, to) in &p.vectors {
-            s.extend(self.save_vector(p, bit, to)?);
+            self.save_vector(&mut s, p, bit, to)?;
         }
         let arg_at = arg_vgprs(args);
         for (k, a) in args.iter().enumerate() {
@@ -1055,7 +1070,7 @@ impl<'a> Ctx<'a> {
                 }
                 for (d, bit) in reg_bits(reg).into_iter().enumerate() {
                     let t = arg_at[k];
-                    s.extend(self.scalar_into_vgpr(p, bit, t)?);
+                    self.scalar_into_vgpr(&mut s, p, bit, t)?;
                     s.push(self.scratch("buffer_store_dword", t, off + 4 * d as u32)?);
                 }
             }
@@ -1065,7 +1080,7 @@ impl<'a> Ctx<'a> {
         // arguments are computed in those lanes.
         if let Some([lo, hi]) = p.exec {
             if all_lanes {
-                s.extend(self.exec_from_slots(lo, hi)?);
+                self.exec_from_slots(&mut s, lo, hi)?;
             }
         }
         if r.call.once_per_wave {
@@ -1227,7 +1242,7 @@ impl<'a> Ctx<'a> {
             )?);
             // AGPRs first, while the VGPR they come through is free.
             for &(bit, from) in p.vectors.iter().rev() {
-                s.extend(self.restore_vector(p, bit, from)?);
+                self.restore_vector(&mut s, p, bit, from)?;
             }
             if p.vectors
                 .iter()
@@ -1246,7 +1261,7 @@ impl<'a> Ctx<'a> {
             }
         }
         if let Some([lo, hi]) = p.exec {
-            s.extend(self.exec_from_slots(lo, hi)?);
+            self.exec_from_slots(&mut s, lo, hi)?;
         }
         for (bits_, slots) in scalar_moves(&p.scalars) {
             s.push(match slots {
@@ -1297,36 +1312,34 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn exec_to_slots(&self, lo: Slot, hi: Slot) -> Result<Vec<Instruction>, RewriteError> {
+    fn exec_to_slots(&self, s: &mut Snippet, lo: Slot, hi: Slot) -> Result<(), RewriteError> {
         if let (Home::Sgpr(a), Home::Sgpr(b)) = (lo, hi) {
             if a % 2 == 0 && b == a + 1 {
-                return Ok(vec![self.asm.build(
-                    Encoding::Sop1,
-                    "s_mov_b64",
-                    &[Asm::sgpr(a, 2), EXEC],
-                )?]);
+                s.push(
+                    self.asm
+                        .build(Encoding::Sop1, "s_mov_b64", &[Asm::sgpr(a, 2), EXEC])?,
+                );
+                return Ok(());
             }
         }
-        Ok(vec![
-            self.write_slot(lo, scalar_operand(bits::EXEC))?,
-            self.write_slot(hi, scalar_operand(bits::EXEC + 1))?,
-        ])
+        s.push(self.write_slot(lo, scalar_operand(bits::EXEC))?);
+        s.push(self.write_slot(hi, scalar_operand(bits::EXEC + 1))?);
+        Ok(())
     }
 
-    fn exec_from_slots(&self, lo: Slot, hi: Slot) -> Result<Vec<Instruction>, RewriteError> {
+    fn exec_from_slots(&self, s: &mut Snippet, lo: Slot, hi: Slot) -> Result<(), RewriteError> {
         if let (Home::Sgpr(a), Home::Sgpr(b)) = (lo, hi) {
             if a % 2 == 0 && b == a + 1 {
-                return Ok(vec![self.asm.build(
-                    Encoding::Sop1,
-                    "s_mov_b64",
-                    &[EXEC, Asm::sgpr(a, 2)],
-                )?]);
+                s.push(
+                    self.asm
+                        .build(Encoding::Sop1, "s_mov_b64", &[EXEC, Asm::sgpr(a, 2)])?,
+                );
+                return Ok(());
             }
         }
-        Ok(vec![
-            self.read_slot(bits::EXEC, lo)?,
-            self.read_slot(bits::EXEC + 1, hi)?,
-        ])
+        s.push(self.read_slot(bits::EXEC, lo)?);
+        s.push(self.read_slot(bits::EXEC + 1, hi)?);
+        Ok(())
     }
 
     /// `s{to} = home` (an SGPR move or a lane read).
@@ -1396,17 +1409,18 @@ impl<'a> Ctx<'a> {
 
     fn save_vector(
         &self,
+        s: &mut Snippet,
         p: &CallPlan<'_, 'a>,
         bit: u16,
         to: VSave,
-    ) -> Result<Vec<Instruction>, RewriteError> {
+    ) -> Result<(), RewriteError> {
         let asm = self.asm;
         if bit >= bits::AGPR_BASE {
             let (t, slot) = match to {
                 VSave::Vgpr(t) => (t, None),
                 VSave::Scratch(o) => (p.agpr_temp.unwrap_or(0), Some(o)),
             };
-            let mut out = vec![asm.build(
+            s.push(asm.build(
                 Encoding::Vop3p,
                 "v_accvgpr_read_b32",
                 &[
@@ -1416,38 +1430,39 @@ impl<'a> Ctx<'a> {
                         count: 1,
                     },
                 ],
-            )?];
+            )?);
             if let Some(o) = slot {
-                out.push(self.scratch("buffer_store_dword", t, o)?);
+                s.push(self.scratch("buffer_store_dword", t, o)?);
             }
-            return Ok(out);
+            return Ok(());
         }
         let v = bit - bits::VGPR_BASE;
-        Ok(vec![match to {
+        s.push(match to {
             VSave::Vgpr(t) => asm.vmov(t, Operand::Vgpr { first: v, count: 1 })?,
             VSave::Scratch(o) => self.scratch("buffer_store_dword", v, o)?,
-        }])
+        });
+        Ok(())
     }
 
     fn restore_vector(
         &self,
+        s: &mut Snippet,
         p: &CallPlan<'_, 'a>,
         bit: u16,
         from: VSave,
-    ) -> Result<Vec<Instruction>, RewriteError> {
+    ) -> Result<(), RewriteError> {
         let asm = self.asm;
         if bit >= bits::AGPR_BASE {
-            let mut out = Vec::new();
             let t = match from {
                 VSave::Vgpr(t) => t,
                 VSave::Scratch(o) => {
                     let t = p.agpr_temp.unwrap_or(0);
-                    out.push(self.scratch("buffer_load_dword", t, o)?);
-                    out.push(asm.build(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0x0F70)])?);
+                    s.push(self.scratch("buffer_load_dword", t, o)?);
+                    s.push(asm.build(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0x0F70)])?);
                     t
                 }
             };
-            out.push(asm.build(
+            s.push(asm.build(
                 Encoding::Vop3p,
                 "v_accvgpr_write_b32",
                 &[
@@ -1458,13 +1473,14 @@ impl<'a> Ctx<'a> {
                     Operand::Vgpr { first: t, count: 1 },
                 ],
             )?);
-            return Ok(out);
+            return Ok(());
         }
         let v = bit - bits::VGPR_BASE;
-        Ok(vec![match from {
+        s.push(match from {
             VSave::Vgpr(t) => asm.vmov(v, Operand::Vgpr { first: t, count: 1 })?,
             VSave::Scratch(o) => self.scratch("buffer_load_dword", v, o)?,
-        }])
+        });
+        Ok(())
     }
 
     /// Whether computing the arguments may need a spare VGPR: one
@@ -1477,10 +1493,13 @@ impl<'a> Ctx<'a> {
         let at = arg_vgprs(args);
         args.iter().enumerate().any(|(k, a)| {
             let dest = at[k]..at[k] + a.dwords() as u16;
-            let feeds_another = args
-                .iter()
-                .enumerate()
-                .any(|(j, b)| j != k && arg_vgpr_sources(b, inst).iter().any(|v| dest.contains(v)));
+            let feeds_another = args.iter().enumerate().any(|(j, b)| {
+                j != k
+                    && VgprSources::of(b, inst)
+                        .as_slice()
+                        .iter()
+                        .any(|v| dest.contains(v))
+            });
             let address_through = *a == Arg::Address
                 && address_operands(inst).is_some_and(|(vaddr, saddr, _)| {
                     saddr.is_some_and(|sb| self.overwritten(p, sb) || self.overwritten(p, sb + 1))
@@ -1513,19 +1532,19 @@ impl<'a> Ctx<'a> {
     /// `v[t]` (every enabled lane) = the application's value of scalar `bit`.
     fn scalar_into_vgpr(
         &self,
+        s: &mut Snippet,
         p: &CallPlan<'_, 'a>,
         bit: u16,
         t: u16,
-    ) -> Result<Vec<Instruction>, RewriteError> {
+    ) -> Result<(), RewriteError> {
         let asm = self.asm;
         let src = if self.overwritten(p, bit) {
             match self.slot_of(p, bit) {
                 Some(Home::Sgpr(x)) => Asm::sgpr(x, 1),
                 Some(Home::Lane(v, l)) => {
-                    return Ok(vec![
-                        asm.lane("v_readlane_b32", v, 30, l)?,
-                        asm.vmov(t, Asm::sgpr(30, 1))?,
-                    ])
+                    s.push(asm.lane("v_readlane_b32", v, 30, l)?);
+                    s.push(asm.vmov(t, Asm::sgpr(30, 1))?);
+                    return Ok(());
                 }
                 // Not saved: not live and not read, so any value does.
                 None => scalar_operand(bit),
@@ -1533,7 +1552,8 @@ impl<'a> Ctx<'a> {
         } else {
             scalar_operand(bit)
         };
-        Ok(vec![asm.vmov(t, src)?])
+        s.push(asm.vmov(t, src)?);
+        Ok(())
     }
 
     /// Computes the arguments into v0.. in an order that reads every
@@ -1547,12 +1567,8 @@ impl<'a> Ctx<'a> {
         let args = &p.req.call.args;
         let at = arg_vgprs(args);
         // VGPRs each argument reads and writes.
-        let mut sources: Vec<Vec<u16>> = args.iter().map(|a| arg_vgpr_sources(a, inst)).collect();
-        let dests: Vec<Vec<u16>> = args
-            .iter()
-            .zip(&at)
-            .map(|(a, &v)| (v..v + a.dwords() as u16).collect())
-            .collect();
+        let mut sources: Vec<VgprSources> = args.iter().map(|a| VgprSources::of(a, inst)).collect();
+        let dests = |k: usize| at[k]..at[k] + args[k].dwords() as u16;
         // Renamed sources (after a cycle is broken through a spare VGPR).
         let mut rename: Vec<(u16, u16)> = Vec::new();
         let mut pending: Vec<usize> = (0..args.len()).collect();
@@ -1560,7 +1576,7 @@ impl<'a> Ctx<'a> {
             let ready = pending.iter().position(|&k| {
                 pending
                     .iter()
-                    .all(|&j| j == k || dests[k].iter().all(|d| !sources[j].contains(d)))
+                    .all(|&j| j == k || dests(k).all(|d| !sources[j].contains(d)))
             });
             match ready {
                 Some(pos) => {
@@ -1570,10 +1586,9 @@ impl<'a> Ctx<'a> {
                 None => {
                     // A cycle: move one source out of the way.
                     let k = pending[0];
-                    let d = *dests[k]
-                        .iter()
-                        .find(|d| pending.iter().any(|&j| j != k && sources[j].contains(d)))
-                        .unwrap_or(&dests[k][0]);
+                    let d = dests(k)
+                        .find(|&d| pending.iter().any(|&j| j != k && sources[j].contains(d)))
+                        .unwrap_or(at[k]);
                     let spare = p.spare_vgpr.ok_or_else(|| {
                         self.fail(
                             p.req,
@@ -1583,7 +1598,7 @@ impl<'a> Ctx<'a> {
                     s.push(self.asm.vmov(spare, Operand::Vgpr { first: d, count: 1 })?);
                     rename.push((d, spare));
                     for src in sources.iter_mut() {
-                        for v in src.iter_mut() {
+                        for v in src.v.iter_mut().take(usize::from(src.n)) {
                             if *v == d {
                                 *v = spare;
                             }
@@ -1662,7 +1677,7 @@ impl<'a> Ctx<'a> {
                 }
                 // SCC as 0 or 1 (from its slot once EXEC's setup wrote it).
                 RegFile::Scc if self.overwritten(p, bits::SCC) => {
-                    s.extend(self.scalar_into_vgpr(p, bits::SCC, d)?);
+                    self.scalar_into_vgpr(s, p, bits::SCC, d)?;
                 }
                 RegFile::Scc => {
                     s.push(b(
@@ -1674,7 +1689,7 @@ impl<'a> Ctx<'a> {
                 }
                 _ => {
                     for (j, bit) in reg_bits(reg).into_iter().enumerate() {
-                        s.extend(self.scalar_into_vgpr(p, bit, d + j as u16)?);
+                        self.scalar_into_vgpr(s, p, bit, d + j as u16)?;
                     }
                 }
             },
@@ -1725,8 +1740,8 @@ impl<'a> Ctx<'a> {
                                 count: 1,
                             };
                         }
-                        s.extend(self.scalar_into_vgpr(p, sb, d)?);
-                        s.extend(self.scalar_into_vgpr(p, sb + 1, d + 1)?);
+                        self.scalar_into_vgpr(s, p, sb, d)?;
+                        self.scalar_into_vgpr(s, p, sb + 1, d + 1)?;
                         s.push(b(
                             Encoding::Vop3,
                             "v_mad_u64_u32",

@@ -343,20 +343,29 @@ pub(super) struct Template {
 
 impl Template {
     pub(super) fn new(s: &Snippet) -> Template {
-        let mut bytes = Vec::new();
-        let mut relocs = Vec::with_capacity(s.relocs.len());
-        let mut constants = Vec::with_capacity(s.constants.len());
-        for (k, i) in s.insts.iter().enumerate() {
-            let start = bytes.len();
+        // Each instruction's offset, and the end.
+        let mut at = Vec::with_capacity(s.insts.len() + 1);
+        let mut bytes = Vec::with_capacity(8 * s.insts.len());
+        for i in &s.insts {
+            at.push(bytes.len());
             inlay_isa::encode_into(i, &mut bytes);
-            for r in s.relocs.iter().filter(|r| r.inst == k) {
-                relocs.push((start as u64 + 4, r.clone()));
-            }
-            for &(_, arg, dword) in s.constants.iter().filter(|c| c.0 == k) {
-                // The literal is the instruction's last dword.
-                constants.push((bytes.len() - 4, arg, dword));
-            }
         }
+        at.push(bytes.len());
+        // In the order of the instructions they patch.
+        let mut relocs: Vec<(u64, LiteralReloc)> = s
+            .relocs
+            .iter()
+            .filter(|r| r.inst < s.insts.len())
+            .map(|r| (at[r.inst] as u64 + 4, r.clone()))
+            .collect();
+        relocs.sort_by_key(|r| r.0);
+        let constants = s
+            .constants
+            .iter()
+            .filter(|c| c.0 < s.insts.len())
+            // The literal is the instruction's last dword.
+            .map(|&(k, arg, dword)| (at[k + 1] - 4, arg, dword))
+            .collect();
         Template {
             bytes,
             insts: s.insts.len(),
