@@ -21,6 +21,11 @@ pub(super) struct Asm {
     /// mnemonic in the tables and decodes its result again, is the slow part.
     pub(super) built:
         std::cell::RefCell<std::collections::HashMap<BuildKey, Instruction, FastHash>>,
+    /// An instruction built so far per shape (its form with every register
+    /// number zeroed): a new form of a known shape is a copy with its
+    /// registers renamed, not a search of the tables (call sequences
+    /// differ mostly in the registers their saves use).
+    shapes: std::cell::RefCell<std::collections::HashMap<BuildKey, Instruction, FastHash>>,
     /// Hazard facts of the instructions of inserted code, each distinct
     /// one's found once: for the padding inside every snippet, and then at
     /// the seams.
@@ -46,6 +51,34 @@ impl std::hash::Hash for BuildKey {
     }
 }
 
+/// The operand's key with its register number zeroed (see [`Asm::shapes`]).
+fn shape_key(o: &Operand) -> u64 {
+    match *o {
+        Operand::Vgpr { count, .. } => operand_key(&Operand::Vgpr { first: 0, count }),
+        Operand::Agpr { count, .. } => operand_key(&Operand::Agpr { first: 0, count }),
+        Operand::Sgpr { count, .. } => operand_key(&Operand::Sgpr { first: 0, count }),
+        _ => operand_key(o),
+    }
+}
+
+/// Encodings whose register operands all sit in plain register fields,
+/// which [`Instruction::set_register`] renames exactly as the builder
+/// sets them.
+fn renamable(enc: Encoding) -> bool {
+    matches!(
+        enc,
+        Encoding::Sop1
+            | Encoding::Sop2
+            | Encoding::Sopc
+            | Encoding::Sopk
+            | Encoding::Vop1
+            | Encoding::Vop2
+            | Encoding::Vopc
+            | Encoding::Vop3
+            | Encoding::Vop3p
+    )
+}
+
 fn operand_key(o: &Operand) -> u64 {
     let reg =
         |tag: u64, first: u16, count: u8| tag << 56 | u64::from(first) << 8 | u64::from(count);
@@ -60,6 +93,15 @@ fn operand_key(o: &Operand) -> u64 {
         Operand::Imm(v) => 8 << 56 | u64::from(v),
         Operand::Fixed(t) => 9 << 56 | t.as_ptr() as u64 & 0x00ff_ffff_ffff_ffff,
     }
+}
+
+/// The shape of form `key` (of `ops`).
+fn shape(key: &BuildKey, ops: &[Operand]) -> BuildKey {
+    let mut k = *key;
+    for (s, o) in k.ops.iter_mut().zip(ops) {
+        *s = shape_key(o);
+    }
+    k
 }
 
 impl Asm {
@@ -91,6 +133,7 @@ impl Asm {
             setups: Default::default(),
             decoder: inlay_isa::Decoder::new(target),
             built: Default::default(),
+            shapes: Default::default(),
             facts: Default::default(),
         }
     }
@@ -114,14 +157,49 @@ impl Asm {
                 return Ok(*i);
             }
         }
-        let i = self
-            .b
-            .build(enc, m, ops)
-            .map_err(|e| RewriteError::Build(m, e))?;
+        let i = match self.renamed(&key, ops) {
+            Some(i) => i,
+            None => {
+                let i = self
+                    .b
+                    .build(enc, m, ops)
+                    .map_err(|e| RewriteError::Build(m, e))?;
+                if ops.len() <= key.ops.len() && renamable(enc) {
+                    self.shapes.borrow_mut().insert(shape(&key, ops), i);
+                }
+                i
+            }
+        };
         if ops.len() <= key.ops.len() {
             self.built.borrow_mut().insert(key, i);
         }
         Ok(i)
+    }
+
+    /// The form `key` (of `ops`) as a copy of one of its shape built
+    /// before, registers renamed; `None` when there is none or a register
+    /// does not fit its field (then the builder says why).
+    fn renamed(&self, key: &BuildKey, ops: &[Operand]) -> Option<Instruction> {
+        if ops.len() > key.ops.len() || !renamable(key.enc) {
+            return None;
+        }
+        let mut i = *self.shapes.borrow().get(&shape(key, ops))?;
+        for (slot, o) in ops.iter().enumerate() {
+            if let Operand::Vgpr { first, .. }
+            | Operand::Agpr { first, .. }
+            | Operand::Sgpr { first, .. } = *o
+            {
+                if !i.set_register(slot, first) {
+                    return None;
+                }
+            }
+        }
+        debug_assert_eq!(
+            Some(i),
+            self.b.build(key.enc, i.mnemonic(), ops).ok(),
+            "a renamed copy differs from the form built"
+        );
+        Some(i)
     }
 
     pub(super) fn mov(&self, d: u16, v: u32) -> Result<Instruction, RewriteError> {
