@@ -1635,12 +1635,15 @@ impl<'a> Ctx<'a> {
             Arg::Const32(_) | Arg::Const64(_) => {
                 for dword in 0..a_dwords(&r.call.args[k]) {
                     let c = constant(&r.call.args[k], dword);
-                    let op = Asm::konst(c);
-                    let i = asm.vmov(d + u16::from(dword), op)?;
-                    if matches!(op, Operand::Literal(_)) {
-                        s.push_constant(i, k, dword);
-                    } else {
-                        s.push(i);
+                    match Asm::konst(c) {
+                        // Each copy of the template patches its own value
+                        // in: the code holds 0, one form for every call.
+                        Operand::Literal(_) => s.push_constant(
+                            asm.vmov(d + u16::from(dword), Operand::Literal(0))?,
+                            k,
+                            dword,
+                        ),
+                        op => s.push(asm.vmov(d + u16::from(dword), op)?),
                     }
                 }
             }
@@ -2419,14 +2422,14 @@ impl<'a> Calls<'a> {
             }
             let p = &ctx.plan(r)?;
             // (Debug builds) the copy is the code the call would have had
-            // built for it.
+            // built for it, its constants patched in.
             let (mut built, mut copied) = (Vec::new(), Vec::new());
             let (mut built_relocs, mut copied_relocs) = (Vec::new(), Vec::new());
-            ctx.code(p, area)?.encode(&mut built, &mut built_relocs);
             let args = &self.reqs[k].call.args;
-            out.templates[plan_of[k]].encode(&mut copied, &mut copied_relocs, |arg, dword| {
-                args.get(usize::from(arg)).map_or(0, |a| constant(a, dword))
-            });
+            let constants =
+                |arg: u8, dword| args.get(usize::from(arg)).map_or(0, |a| constant(a, dword));
+            Template::new(&ctx.code(p, area)?).encode(&mut built, &mut built_relocs, constants);
+            out.templates[plan_of[k]].encode(&mut copied, &mut copied_relocs, constants);
             debug_assert!(
                 built == copied && built_relocs == copied_relocs,
                 "a call's code from its template differs from the code built for it"
