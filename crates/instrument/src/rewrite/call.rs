@@ -128,28 +128,36 @@ pub(super) fn requests<'a>(
             check_arg(a).map_err(&fail)?;
         }
         let entry = entry.ok_or_else(|| fail("the kernel has no entry instruction".into()))?;
-        let sites: Vec<(Site, InstId)> = match call.point {
+        // (A point is one site but the exits: no list built for one.)
+        let one;
+        let exits: Vec<(Site, InstId)>;
+        let sites: &[(Site, InstId)] = match call.point {
+            Point::Before(i) | Point::After(i) if i >= prog.insts.len() => {
+                return Err(fail(format!("the program has no instruction {i}")));
+            }
             Point::Before(i) => {
-                if i >= prog.insts.len() {
-                    return Err(fail(format!("the program has no instruction {i}")));
-                }
-                vec![(Site::Before(i), i)]
+                one = [(Site::Before(i), i)];
+                &one
             }
             Point::After(i) => {
-                if i >= prog.insts.len() {
-                    return Err(fail(format!("the program has no instruction {i}")));
-                }
-                vec![(Site::After(i), i)]
+                one = [(Site::After(i), i)];
+                &one
             }
-            Point::Entry => vec![(Site::Entry, entry)],
-            Point::Exits => prog
-                .wave_ends()
-                .into_iter()
-                .filter(|&i| prog.blocks[prog.insts[i].block].function == 0)
-                .map(|i| (Site::Before(i), i))
-                .collect(),
+            Point::Entry => {
+                one = [(Site::Entry, entry)];
+                &one
+            }
+            Point::Exits => {
+                exits = prog
+                    .wave_ends()
+                    .into_iter()
+                    .filter(|&i| prog.blocks[prog.insts[i].block].function == 0)
+                    .map(|i| (Site::Before(i), i))
+                    .collect();
+                &exits
+            }
         };
-        for (site, inst) in sites {
+        for &(site, inst) in sites {
             let live_at = match site {
                 Site::Before(i) => i,
                 Site::Entry => entry,
@@ -304,6 +312,8 @@ pub(super) struct Ctx<'a> {
     /// Hazard facts of the instructions call sequences use (each built
     /// once, for padding inside every sequence and then at the seams).
     pub(super) facts: std::cell::RefCell<super::hazards::FactsTable>,
+    /// The ids of `facts` met before, looked up first.
+    pub(super) fact_ids: std::cell::RefCell<super::snippet::IdCache>,
     /// What each distinct instruction of inlined copies names (see
     /// [`super::inline::Named`]), found once.
     pub(super) named: std::cell::RefCell<super::inline::NamedTable>,
@@ -549,11 +559,17 @@ impl Pool {
         Some(self.take(bits::VGPR_BASE, bits::AGPR_BASE)? - bits::VGPR_BASE)
     }
 
+    /// The free aligned SGPR pairs, as a mask of their first registers.
+    fn free_pairs(&self) -> u128 {
+        let w = self.0.words();
+        let sgprs = (u128::from(w[0]) | u128::from(w[1]) << 64) & ((1 << bits::NUM_SGPRS) - 1);
+        sgprs & sgprs >> 1 & 0x5555_5555_5555_5555_5555_5555_5555_5555
+    }
+
     /// The lowest free aligned SGPR pair.
     fn low_sgpr_pair(&mut self) -> Option<u16> {
-        let t = (0..bits::NUM_SGPRS / 2)
-            .map(|k| 2 * k)
-            .find(|&t| self.0.has_sgpr(t) && self.0.has_sgpr(t + 1))?;
+        let pairs = self.free_pairs();
+        let t = (pairs != 0).then(|| pairs.trailing_zeros() as u16)?;
         self.0.remove_range(t, 2);
         Some(t)
     }
@@ -561,10 +577,8 @@ impl Pool {
     /// The highest free aligned SGPR pair (single slots come from the
     /// bottom: pairs from the top leave them the most).
     fn sgpr_pair(&mut self) -> Option<u16> {
-        let t = (0..bits::NUM_SGPRS / 2)
-            .rev()
-            .map(|k| 2 * k)
-            .find(|&t| self.0.has_sgpr(t) && self.0.has_sgpr(t + 1))?;
+        let pairs = self.free_pairs();
+        let t = (pairs != 0).then(|| 127 - pairs.leading_zeros() as u16)?;
         self.0.remove_range(t, 2);
         Some(t)
     }
@@ -1273,7 +1287,10 @@ impl<'a> Ctx<'a> {
                 )?,
             });
         }
-        s.resolve_with(&mut self.facts.borrow_mut())?;
+        s.resolve_cached(
+            &mut self.facts.borrow_mut(),
+            &mut self.fact_ids.borrow_mut(),
+        )?;
         Ok(s)
     }
 
@@ -2292,6 +2309,7 @@ impl<'a> Calls<'a> {
             borrow_all,
             loaded: loaded_registers(self.an),
             facts: std::cell::RefCell::new(asm.facts.take()),
+            fact_ids: std::cell::RefCell::new(super::snippet::IdCache::new()),
             named: Default::default(),
         };
         // Calls with the same hook, argument kinds and plan get the same
