@@ -26,6 +26,10 @@ pub(super) struct Asm {
     /// registers renamed, not a search of the tables (call sequences
     /// differ mostly in the registers their saves use).
     shapes: std::cell::RefCell<std::collections::HashMap<BuildKey, Instruction, FastHash>>,
+    /// The moves call sequences are mostly made of, built before, by a
+    /// word naming the move and its operands (see [`Asm::quick`]): one
+    /// slot compared, where [`Asm::build`] makes and hashes a form's key.
+    quick: std::cell::RefCell<Vec<(u64, Instruction)>>,
     /// Hazard facts of the instructions of inserted code, each distinct
     /// one's found once: for the padding inside every snippet, and then at
     /// the seams.
@@ -47,6 +51,47 @@ impl std::hash::Hash for BuildKey {
         h.write_u64(self.mnemonic as u64 ^ (self.enc as u64) << 56);
         for &o in &self.ops {
             h.write_u64(o);
+        }
+    }
+}
+
+/// Slots of [`Asm::quick`] (a power of two).
+const QUICK_SLOTS: usize = 4096;
+
+/// A register, special register or inline constant as 18 bits (see
+/// [`Asm::quick`]); `None` for any other operand.
+fn small(o: &Operand) -> Option<u64> {
+    let reg = |kind: u64, first: u16, count: u8| {
+        (first < 1024 && count < 32).then(|| kind << 15 | u64::from(first) << 5 | u64::from(count))
+    };
+    match *o {
+        Operand::Vgpr { first, count } => reg(1, first, count),
+        Operand::Agpr { first, count } => reg(2, first, count),
+        Operand::Sgpr { first, count } => reg(3, first, count),
+        Operand::Special { code, count } => reg(4, u16::from(code), count),
+        Operand::Inline(c) => Some(5 << 15 | u64::from(c)),
+        _ => None,
+    }
+}
+
+/// The moves [`Asm::quick`] keeps, each its own tag.
+#[derive(Clone, Copy)]
+enum Move {
+    VMov = 1,
+    WriteLane,
+    ReadLane,
+    SMov,
+    SMov64,
+}
+
+impl Move {
+    fn form(self) -> (Encoding, &'static str) {
+        match self {
+            Move::VMov => (Encoding::Vop1, "v_mov_b32_e32"),
+            Move::WriteLane => (Encoding::Vop3, "v_writelane_b32"),
+            Move::ReadLane => (Encoding::Vop3, "v_readlane_b32"),
+            Move::SMov => (Encoding::Sop1, "s_mov_b32"),
+            Move::SMov64 => (Encoding::Sop1, "s_mov_b64"),
         }
     }
 }
@@ -134,6 +179,7 @@ impl Asm {
             decoder: inlay_isa::Decoder::new(target),
             built: Default::default(),
             shapes: Default::default(),
+            quick: Default::default(),
             facts: Default::default(),
         }
     }
@@ -202,12 +248,68 @@ impl Asm {
         Some(i)
     }
 
+    /// Move `m` of `ops` (at most three), from a slot of a small cache
+    /// when it was built before: [`Asm::build`]'s memo is keyed by the
+    /// whole form, slower to make and hash than one word.
+    fn quick(&self, m: Move, ops: &[Operand]) -> Result<Instruction, RewriteError> {
+        let (enc, mnemonic) = m.form();
+        let mut key = (m as u64) << 56;
+        for (k, o) in ops.iter().enumerate() {
+            match small(o) {
+                Some(bits) if k < 3 => key |= bits << (18 * k),
+                _ => return self.build(enc, mnemonic, ops),
+            }
+        }
+        let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize % QUICK_SLOTS;
+        if let Some(&(k, i)) = self.quick.borrow().get(slot) {
+            if k == key {
+                return Ok(i);
+            }
+        }
+        let i = self.build(enc, mnemonic, ops)?;
+        let mut q = self.quick.borrow_mut();
+        if q.is_empty() {
+            // (A key is never 0: its tag is not.)
+            q.resize(QUICK_SLOTS, (0, Instruction::default()));
+        }
+        q[slot] = (key, i);
+        Ok(i)
+    }
+
     pub(super) fn mov(&self, d: u16, v: u32) -> Result<Instruction, RewriteError> {
-        self.build(
-            Encoding::Sop1,
-            "s_mov_b32",
-            &[Self::sgpr(d, 1), Self::konst(v)],
-        )
+        self.smov(Self::sgpr(d, 1), Self::konst(v))
+    }
+
+    /// `s_mov_b32 d, src`.
+    pub(super) fn smov(&self, d: Operand, src: Operand) -> Result<Instruction, RewriteError> {
+        self.quick(Move::SMov, &[d, src])
+    }
+
+    /// `s_mov_b64 d, src`.
+    pub(super) fn smov64(&self, d: Operand, src: Operand) -> Result<Instruction, RewriteError> {
+        self.quick(Move::SMov64, &[d, src])
+    }
+
+    /// `v_writelane_b32 vV, src, lane`.
+    pub(super) fn writelane(
+        &self,
+        v: u16,
+        src: Operand,
+        lane: u8,
+    ) -> Result<Instruction, RewriteError> {
+        let vop = Operand::Vgpr { first: v, count: 1 };
+        self.quick(Move::WriteLane, &[vop, src, Self::konst(u32::from(lane))])
+    }
+
+    /// `v_readlane_b32 d, vV, lane`.
+    pub(super) fn readlane(
+        &self,
+        d: Operand,
+        v: u16,
+        lane: u8,
+    ) -> Result<Instruction, RewriteError> {
+        let vop = Operand::Vgpr { first: v, count: 1 };
+        self.quick(Move::ReadLane, &[d, vop, Self::konst(u32::from(lane))])
     }
 
     /// `v_writelane_b32 vV, sS, lane` or `v_readlane_b32 sS, vV, lane`.
@@ -218,13 +320,11 @@ impl Asm {
         sgpr: u16,
         lane: u8,
     ) -> Result<Instruction, RewriteError> {
-        let (vop, sop) = (Operand::Vgpr { first: v, count: 1 }, Self::sgpr(sgpr, 1));
-        let ops = if m == "v_writelane_b32" {
-            [vop, sop, Self::konst(u32::from(lane))]
+        if m == "v_writelane_b32" {
+            self.writelane(v, Self::sgpr(sgpr, 1), lane)
         } else {
-            [sop, vop, Self::konst(u32::from(lane))]
-        };
-        self.build(Encoding::Vop3, m, &ops)
+            self.readlane(Self::sgpr(sgpr, 1), v, lane)
+        }
     }
 
     /// `s_mov_b32 sd, v` with `v` as a literal whatever its value, so the
@@ -251,11 +351,7 @@ impl Asm {
     }
 
     pub(super) fn vmov(&self, d: u16, src: Operand) -> Result<Instruction, RewriteError> {
-        self.build(
-            Encoding::Vop1,
-            "v_mov_b32_e32",
-            &[Operand::Vgpr { first: d, count: 1 }, src],
-        )
+        self.quick(Move::VMov, &[Operand::Vgpr { first: d, count: 1 }, src])
     }
 }
 

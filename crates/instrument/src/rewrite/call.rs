@@ -1031,11 +1031,7 @@ impl<'a> Ctx<'a> {
         for (bits_, slots) in scalar_moves(&p.scalars) {
             s.push(match slots {
                 Moves::One(slot) => self.write_slot(slot, scalar_operand(bits_))?,
-                Moves::Pair(t) => b(
-                    Encoding::Sop1,
-                    "s_mov_b64",
-                    &[Asm::sgpr(t, 2), scalar_pair_operand(bits_)],
-                )?,
+                Moves::Pair(t) => asm.smov64(Asm::sgpr(t, 2), scalar_pair_operand(bits_))?,
             });
         }
         if let Some([lo, hi]) = p.exec {
@@ -1062,11 +1058,7 @@ impl<'a> Ctx<'a> {
         // scalar by-reference values into their slots.
         let all_lanes = !p.vectors.is_empty() || p.ref_slots.iter().any(Option::is_some);
         if all_lanes {
-            s.push(b(
-                Encoding::Sop1,
-                "s_mov_b64",
-                &[EXEC, Operand::Inline(193)],
-            )?);
+            s.push(asm.smov64(EXEC, Operand::Inline(193))?);
         }
         if p.scratch_early {
             self.set_vsharp(&mut s)?;
@@ -1249,11 +1241,7 @@ impl<'a> Ctx<'a> {
             {
                 self.set_vsharp(&mut s)?;
             }
-            s.push(b(
-                Encoding::Sop1,
-                "s_mov_b64",
-                &[EXEC, Operand::Inline(193)],
-            )?);
+            s.push(asm.smov64(EXEC, Operand::Inline(193))?);
             // AGPRs first, while the VGPR they come through is free.
             for &(bit, from) in p.vectors.iter().rev() {
                 self.restore_vector(&mut s, p, bit, from)?;
@@ -1280,11 +1268,7 @@ impl<'a> Ctx<'a> {
         for (bits_, slots) in scalar_moves(&p.scalars) {
             s.push(match slots {
                 Moves::One(slot) => self.read_slot(bits_, slot)?,
-                Moves::Pair(t) => b(
-                    Encoding::Sop1,
-                    "s_mov_b64",
-                    &[scalar_pair_operand(bits_), Asm::sgpr(t, 2)],
-                )?,
+                Moves::Pair(t) => asm.smov64(scalar_pair_operand(bits_), Asm::sgpr(t, 2))?,
             });
         }
         s.resolve_cached(
@@ -1296,46 +1280,23 @@ impl<'a> Ctx<'a> {
 
     fn write_slot(&self, slot: Slot, src: Operand) -> Result<Instruction, RewriteError> {
         match slot {
-            Home::Sgpr(t) => self
-                .asm
-                .build(Encoding::Sop1, "s_mov_b32", &[Asm::sgpr(t, 1), src]),
-            Home::Lane(v, l) => self.asm.build(
-                Encoding::Vop3,
-                "v_writelane_b32",
-                &[
-                    Operand::Vgpr { first: v, count: 1 },
-                    src,
-                    Asm::konst(u32::from(l)),
-                ],
-            ),
+            Home::Sgpr(t) => self.asm.smov(Asm::sgpr(t, 1), src),
+            Home::Lane(v, l) => self.asm.writelane(v, src, l),
         }
     }
 
     fn read_slot(&self, bit: u16, slot: Slot) -> Result<Instruction, RewriteError> {
         let d = scalar_operand(bit);
         match slot {
-            Home::Sgpr(t) => self
-                .asm
-                .build(Encoding::Sop1, "s_mov_b32", &[d, Asm::sgpr(t, 1)]),
-            Home::Lane(v, l) => self.asm.build(
-                Encoding::Vop3,
-                "v_readlane_b32",
-                &[
-                    d,
-                    Operand::Vgpr { first: v, count: 1 },
-                    Asm::konst(u32::from(l)),
-                ],
-            ),
+            Home::Sgpr(t) => self.asm.smov(d, Asm::sgpr(t, 1)),
+            Home::Lane(v, l) => self.asm.readlane(d, v, l),
         }
     }
 
     fn exec_to_slots(&self, s: &mut Snippet, lo: Slot, hi: Slot) -> Result<(), RewriteError> {
         if let (Home::Sgpr(a), Home::Sgpr(b)) = (lo, hi) {
             if a % 2 == 0 && b == a + 1 {
-                s.push(
-                    self.asm
-                        .build(Encoding::Sop1, "s_mov_b64", &[Asm::sgpr(a, 2), EXEC])?,
-                );
+                s.push(self.asm.smov64(Asm::sgpr(a, 2), EXEC)?);
                 return Ok(());
             }
         }
@@ -1347,10 +1308,7 @@ impl<'a> Ctx<'a> {
     fn exec_from_slots(&self, s: &mut Snippet, lo: Slot, hi: Slot) -> Result<(), RewriteError> {
         if let (Home::Sgpr(a), Home::Sgpr(b)) = (lo, hi) {
             if a % 2 == 0 && b == a + 1 {
-                s.push(
-                    self.asm
-                        .build(Encoding::Sop1, "s_mov_b64", &[EXEC, Asm::sgpr(a, 2)])?,
-                );
+                s.push(self.asm.smov64(EXEC, Asm::sgpr(a, 2))?);
                 return Ok(());
             }
         }
@@ -1386,11 +1344,7 @@ impl<'a> Ctx<'a> {
     ) -> Result<(), RewriteError> {
         match h {
             [Home::Sgpr(a), Home::Sgpr(b)] if a.is_multiple_of(2) && b == a + 1 => {
-                s.push(self.asm.build(
-                    Encoding::Sop1,
-                    "s_mov_b64",
-                    &[Asm::sgpr(to, 2), Asm::sgpr(a, 2)],
-                )?)
+                s.push(self.asm.smov64(Asm::sgpr(to, 2), Asm::sgpr(a, 2))?)
             }
             _ => {
                 s.push(self.read_home(to, h[0])?);

@@ -326,7 +326,7 @@ pub(super) struct IdCache {
 
 impl IdCache {
     /// Slots (a power of two).
-    const SLOTS: usize = 1024;
+    const SLOTS: usize = 4096;
 
     pub(super) fn new() -> IdCache {
         IdCache {
@@ -342,7 +342,7 @@ impl IdCache {
         let w = i.words();
         let word = |k: usize| u64::from(w.get(k).copied().unwrap_or(0));
         let h = (word(0) | word(1) << 32).wrapping_add(i.len() as u64);
-        let k = (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % Self::SLOTS;
+        let k = (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize % Self::SLOTS;
         match self.slots[k] {
             (ref j, id) if j == i => id,
             _ => {
