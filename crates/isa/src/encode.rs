@@ -346,30 +346,71 @@ impl Instruction {
     /// Fixed slots that name registers (`off` holding a GLOBAL/SCRATCH
     /// saddr or a vaddr, a VOPC SDWA SGPR destination) are renamed too.
     pub fn set_register(&mut self, slot: usize, first: u16) -> bool {
-        let slot_info = self.slots().get(slot).copied();
-        if let Some(Slot::Fixed(_)) = slot_info {
-            return match crate::info::fixed_register_bits(self, slot) {
-                Some((dword, lo, width, scalar)) => {
-                    let fits = if scalar { first < 102 } else { first < 256 };
-                    fits && put(self, dword, lo, width, u32::from(first))
-                }
-                None => false,
-            };
-        }
-        let Some(Slot::Reg { field, .. }) = slot_info else {
-            return false;
-        };
-        let src9 = matches!(
-            field,
-            Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1
-        );
-        let v = u32::from(first);
-        match self.operand(slot) {
-            Some(Operand::Sgpr { .. }) if first < 102 => set(self, field, v),
-            Some(Operand::Vgpr { .. } | Operand::Agpr { .. }) if first < 256 => {
-                set(self, field, if src9 { 256 + v } else { v })
+        self.register_slot(slot)
+            .is_some_and(|r| self.set_register_at(r, first))
+    }
+
+    /// Where operand `slot`'s register is encoded, for
+    /// [`Instruction::set_register_at`]: found once, it renames that operand
+    /// of this instruction (and of any with the same encoding up to
+    /// register numbers) without decoding it again. `None` when the operand
+    /// names no SGPR, VGPR or AGPR.
+    pub fn register_slot(&self, slot: usize) -> Option<RegisterSlot> {
+        match self.slots().get(slot)? {
+            Slot::Fixed(_) => {
+                let (dword, lo, width, scalar) = crate::info::fixed_register_bits(self, slot)?;
+                Some(RegisterSlot::Fixed {
+                    dword,
+                    lo,
+                    width,
+                    scalar,
+                })
             }
-            _ => false,
+            &Slot::Reg { field, .. } => {
+                let src9 = matches!(
+                    field,
+                    Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1
+                );
+                match self.operand(slot)? {
+                    Operand::Sgpr { .. } => Some(RegisterSlot::Field {
+                        field,
+                        scalar: true,
+                        src9,
+                    }),
+                    Operand::Vgpr { .. } | Operand::Agpr { .. } => Some(RegisterSlot::Field {
+                        field,
+                        scalar: false,
+                        src9,
+                    }),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// [`Instruction::set_register`] for the operand `at` describes (from
+    /// [`Instruction::register_slot`] of this instruction).
+    pub fn set_register_at(&mut self, at: RegisterSlot, first: u16) -> bool {
+        let v = u32::from(first);
+        match at {
+            RegisterSlot::Fixed {
+                dword,
+                lo,
+                width,
+                scalar,
+            } => {
+                let fits = if scalar { first < 102 } else { first < 256 };
+                fits && put(self, dword, lo, width, v)
+            }
+            RegisterSlot::Field {
+                field,
+                scalar: true,
+                ..
+            } => first < 102 && set(self, field, v),
+            RegisterSlot::Field { field, src9, .. } => {
+                first < 256 && set(self, field, if src9 { 256 + v } else { v })
+            }
         }
     }
 
@@ -388,6 +429,26 @@ impl Instruction {
         put(self, 0, 0, 16, delta as i16 as u16 as u32);
         Ok(())
     }
+}
+
+/// Where a register operand is encoded ([`Instruction::register_slot`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegisterSlot {
+    /// A fixed operand's bits (dword, low bit, width), and whether it names
+    /// an SGPR.
+    Fixed {
+        dword: usize,
+        lo: u32,
+        width: u32,
+        scalar: bool,
+    },
+    /// An operand field, naming an SGPR or not, in 9-bit source encoding
+    /// (VGPR n = 256 + n) or not.
+    Field {
+        field: Field,
+        scalar: bool,
+        src9: bool,
+    },
 }
 
 #[cfg(test)]

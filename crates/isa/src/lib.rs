@@ -50,6 +50,6 @@ pub mod tables;
 pub mod target;
 
 pub use decode::{DecodeError, Decoder};
-pub use encode::{encode, encode_into, BuildError, Builder, Modifier};
+pub use encode::{encode, encode_into, BuildError, Builder, Modifier, RegisterSlot};
 pub use info::{info, Access, InstructionInfo, RegFile, Register, UsedRegister};
 pub use model::{Encoding, Instruction, Opcode, Operand, Target};

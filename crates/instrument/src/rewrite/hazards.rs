@@ -207,6 +207,8 @@ pub(super) struct Brief {
     kind: u32,
     affects: [u32; 2],
     waits: u8,
+    /// See [`Facts`]' `unknown`.
+    unknown: [u8; 2],
 }
 
 impl Brief {
@@ -586,6 +588,7 @@ impl Facts {
             kind: self.kind,
             affects: self.affects,
             waits: self.waits,
+            unknown: self.unknown,
         }
     }
 
@@ -1447,8 +1450,20 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
                                 if dist >= MAX_WAIT_STATES {
                                     break;
                                 }
-                                let reader = &stream.facts[run.ids[k as usize] as usize];
+                                let id = run.ids[k as usize] as usize;
                                 let at = dist.saturating_add(pads[s]);
+                                // (Most ask nothing of the history: seen
+                                // from the brief, the facts not read.)
+                                let brief = &stream.briefs[id];
+                                let unknown = u32::from(brief.unknown[usize::from(mfma)]);
+                                if history.affects & brief.kind == 0
+                                    && history
+                                        .unknown
+                                        .is_none_or(|u| u.saturating_add(at) >= unknown)
+                                {
+                                    continue;
+                                }
+                                let reader = &stream.facts[id];
                                 pads[s] += history.lack(t, stream, (reader, true, mfma), at);
                             }
                         }

@@ -54,7 +54,7 @@
 
 use std::sync::Arc;
 
-use inlay_isa::{info, Encoding, Instruction, InstructionInfo, Operand, RegFile};
+use inlay_isa::{info, Encoding, Instruction, InstructionInfo, Operand, RegFile, RegisterSlot};
 
 use super::asm::{Asm, EXEC};
 use super::call::{
@@ -98,9 +98,10 @@ struct Run {
     align: u16,
 }
 
-/// A register operand a renaming sets: its slot, and the run of its
-/// first register with the register's place in it (none: the return's).
-type Renamed = (u8, Option<(u16, u16)>);
+/// A register operand a renaming sets: its slot, where the instruction
+/// encodes it (none: it cannot be renamed), and the run of its first
+/// register with the register's place in it (none: the return's).
+type Renamed = (u8, Option<RegisterSlot>, Option<(u16, u16)>);
 
 /// A hook's code as the inliner takes it.
 #[derive(Debug)]
@@ -253,14 +254,19 @@ impl Body {
         // (Each operand's run found once, not per copy.)
         let operands = operands
             .into_iter()
-            .map(|named: Vec<(u8, RegFile, u16)>| {
+            .zip(&insts)
+            .map(|(named, (_, inst, _)): (Vec<(u8, RegFile, u16)>, _)| {
                 named
                     .into_iter()
                     .map(|(slot, file, first)| {
                         let run = runs.iter().position(|r| {
                             r.file == file && (r.first..r.first + r.count).contains(&first)
                         });
-                        (slot, run.map(|k| (k as u16, first - runs[k].first)))
+                        (
+                            slot,
+                            inst.register_slot(usize::from(slot)),
+                            run.map(|k| (k as u16, first - runs[k].first)),
+                        )
                     })
                     .collect()
             })
@@ -609,7 +615,7 @@ impl Renaming<'_> {
 }
 
 /// Free registers at a point.
-struct Free {
+struct Free<'h> {
     set: RegSet,
     /// VGPRs above everything (growing the allocation), from here up.
     above: u16,
@@ -620,19 +626,51 @@ struct Free {
     borrowed: Vec<u16>,
     /// Registers the kernel's loads write (taken last).
     loaded: RegSet,
+    /// What an earlier copy of the same call took for each purpose
+    /// ([`Choices`]).
+    hints: &'h [u16],
 }
 
-impl Free {
+/// Each register a placing chose, by purpose: the body's runs in order,
+/// then the sequence's registers ([`Sequence::purposes`]); `NONE` where
+/// none was taken.
+type Choices = Vec<u16>;
+
+const NONE: u16 = u16::MAX;
+
+fn choices(to: &[u16], seq: &Sequence) -> Choices {
+    to.iter()
+        .copied()
+        .chain(seq.purposes().map(|r| r.unwrap_or(NONE)))
+        .collect()
+}
+
+impl Free<'_> {
     /// `count` registers of `file` from one congruent to `first` modulo
-    /// `align`, lowest first.
-    fn take(&mut self, file: RegFile, first: u16, count: u16, align: u16) -> Option<u16> {
+    /// `align` for `purpose`: those an earlier copy took for it when they
+    /// are free here too (then points share that copy rather than each
+    /// building its own), else the lowest.
+    fn take(
+        &mut self,
+        file: RegFile,
+        first: u16,
+        count: u16,
+        align: u16,
+        purpose: usize,
+    ) -> Option<u16> {
         let (base, end) = match file {
             RegFile::Sgpr => (0, bits::NUM_SGPRS),
             RegFile::Vgpr => (bits::VGPR_BASE, bits::AGPR_BASE),
             _ => (bits::AGPR_BASE, bits::NUM_BITS),
         };
+        let hint = self.hints.get(purpose).copied().filter(|&h| h != NONE);
         let fits = |set: &RegSet| {
             let r = first % align;
+            let free_at =
+                |n: u16| base + n + count <= end && (n..n + count).all(|k| set.contains(base + k));
+            if let Some(h) = hint.filter(|&h| h % align == r && free_at(h)) {
+                return Some(h);
+            }
             let mut n = r;
             while base + n + count <= end {
                 // On to the first free one from `n` (those before it are
@@ -744,6 +782,9 @@ pub(super) struct Bodies {
     /// of its hooks placed in the kernel makes (see [`Facts`]).
     families: std::collections::HashMap<usize, Option<&'static str>>,
     copies: std::collections::HashMap<Box<[u64]>, Arc<Inlined>, FastHash>,
+    /// Per call up to its registers (a copy's key without them), the
+    /// registers its latest placing chose.
+    hints: std::collections::HashMap<Box<[u64]>, Choices, FastHash>,
     /// The key being looked up (kept to spare an allocation per point).
     key: Vec<u64>,
 }
@@ -1025,10 +1066,10 @@ struct Sequence {
 }
 
 impl Sequence {
-    /// Its registers as words (a part of a copy's key).
-    fn key(&self, key: &mut Vec<u64>) {
-        let none = u64::MAX;
-        for r in [
+    /// Its registers, in order of purpose (after the body's runs in
+    /// [`Choices`]).
+    fn purposes(&self) -> [Option<u16>; 7] {
+        [
             self.temp,
             self.offset_temp,
             self.save_scc,
@@ -1036,7 +1077,13 @@ impl Sequence {
             self.save_m0,
             self.save_exec,
             self.lanes,
-        ] {
+        ]
+    }
+
+    /// Its registers as words (a part of a copy's key).
+    fn key(&self, key: &mut Vec<u64>) {
+        let none = u64::MAX;
+        for r in self.purposes() {
             key.push(r.map_or(none, u64::from));
         }
         key.push(self.borrowed.len() as u64);
@@ -1138,6 +1185,69 @@ impl<'a> Ctx<'a> {
             an.resources.agprs_allocated.min(256) as u16,
         );
         set.subtract(&busy);
+        // Everything the code is built from but the kernel-wide context and
+        // the registers: what an earlier copy of it took is preferred.
+        let mut key = std::mem::take(&mut bodies.key);
+        self.call_key(r, &mut key);
+        key.push(r.call.module as u64);
+        key.push(Arc::as_ptr(body) as u64);
+        let prefix = key.len();
+        // The registers the latest placing of the same took are taken
+        // again where they are free: points then share its copy.
+        let (to, seq) = {
+            let latest = bodies
+                .hints
+                .get(key.as_slice())
+                .map_or(&[][..], |c| c.as_slice());
+            self.choose_registers(r, body, &inst, &live, [set, borrow], latest)
+                // (A hint may leave too few aligned registers: then none.)
+                .or_else(|_| self.choose_registers(r, body, &inst, &live, [set, borrow], &[]))?
+        };
+        let choices = choices(&to, &seq);
+        match bodies.hints.get_mut(&key[..prefix]) {
+            Some(h) => *h = choices,
+            None => {
+                bodies.hints.insert(key[..prefix].into(), choices);
+            }
+        }
+        let map = Renaming {
+            runs: &body.runs,
+            to,
+        };
+        key.extend(map.to.iter().map(|&t| u64::from(t)));
+        seq.key(&mut key);
+        if let Some(c) = bodies.copies.get(key.as_slice()) {
+            let c = c.clone();
+            bodies.key = key;
+            return Ok(c);
+        }
+        let copy = bodies.copies.len();
+        let inlined = self
+            .inline_code(r, body, &map, &inst, &seq, copy)
+            .map(Arc::new)
+            .map_err(|e| e.to_string());
+        // (Errors name the point: not shared.)
+        if let Ok(i) = &inlined {
+            bodies.copies.insert(key.as_slice().into(), i.clone());
+        }
+        bodies.key = key;
+        inlined
+    }
+
+    /// Registers for `body` at `r`'s point (`set` free there, `borrow`
+    /// live SGPRs it may borrow), preferring `hints` ([`Choices`]): where
+    /// each run of the body goes, and the sequence's registers.
+    #[allow(clippy::too_many_arguments)]
+    fn choose_registers(
+        &self,
+        r: &Request<'a>,
+        body: &Body,
+        inst: &Instruction,
+        live: &RegSet,
+        [set, borrow]: [RegSet; 2],
+        hints: &[u16],
+    ) -> Result<(Vec<u16>, Sequence), String> {
+        let args = &r.call.args;
         let mut free = Free {
             set,
             above: self.vgpr_limit,
@@ -1145,6 +1255,7 @@ impl<'a> Ctx<'a> {
             borrow,
             borrowed: Vec::new(),
             loaded: self.loaded,
+            hints,
         };
         // Widest alignment first, then longest, so runs pack.
         let mut order: Vec<usize> = (0..body.runs.len()).collect();
@@ -1223,7 +1334,7 @@ impl<'a> Ctx<'a> {
         for k in order.into_iter().filter(|&k| !placed[k]) {
             let run = body.runs[k];
             to[k] = free
-                .take(run.file, run.first, run.count, run.align)
+                .take(run.file, run.first, run.count, run.align, k)
                 .ok_or_else(|| {
                     format!(
                         "too few {} are dead at the point for the hook's {} (run of {} from {})",
@@ -1238,10 +1349,6 @@ impl<'a> Ctx<'a> {
                     )
                 })?;
         }
-        let map = Renaming {
-            runs: &body.runs,
-            to,
-        };
         // A once-per-wave hook's body that names nothing of the vector
         // unit needs no lane set: EXEC is left alone.
         let once = r.call.once_per_wave && body.vector;
@@ -1252,19 +1359,22 @@ impl<'a> Ctx<'a> {
             });
         let no_sgprs =
             || "too few SGPRs are dead at the point for the inlined sequence".to_string();
-        let sgpr_pair = |free: &mut Free| free.take(RegFile::Sgpr, 0, 2, 2).ok_or_else(no_sgprs);
+        // (Purposes of the sequence's registers, after the runs.)
+        let p = body.runs.len();
+        let sgpr_pair = |free: &mut Free, purpose: usize| {
+            free.take(RegFile::Sgpr, 0, 2, 2, p + purpose)
+                .ok_or_else(no_sgprs)
+        };
         let temp = if needs_temp {
-            Some(sgpr_pair(&mut free)?)
+            Some(sgpr_pair(&mut free, 0)?)
         } else {
             None
         };
-        let offset_temp = match args
-            .contains(&Arg::Address)
-            .then(|| address_operands(&inst))
-        {
-            Some(Some((_, _, o))) if Asm::inline_int(o).is_none() => {
-                Some(free.take(RegFile::Sgpr, 0, 1, 1).ok_or_else(no_sgprs)?)
-            }
+        let offset_temp = match args.contains(&Arg::Address).then(|| address_operands(inst)) {
+            Some(Some((_, _, o))) if Asm::inline_int(o).is_none() => Some(
+                free.take(RegFile::Sgpr, 0, 1, 1, p + 1)
+                    .ok_or_else(no_sgprs)?,
+            ),
             _ => None,
         };
         let launch_scc = args
@@ -1280,20 +1390,26 @@ impl<'a> Ctx<'a> {
             .iter()
             .any(|a| matches!(a, Arg::Value(reg) if reg.file == RegFile::Scc));
         let save_scc = (writes_scc && (live.contains(bits::SCC) || scc_arg))
-            .then(|| free.take(RegFile::Sgpr, 0, 1, 1).ok_or_else(no_sgprs))
+            .then(|| {
+                free.take(RegFile::Sgpr, 0, 1, 1, p + 2)
+                    .ok_or_else(no_sgprs)
+            })
             .transpose()?;
         let save_vcc = (body.writes_vcc && live.any_in(bits::VCC, 2))
-            .then(|| sgpr_pair(&mut free))
+            .then(|| sgpr_pair(&mut free, 3))
             .transpose()?;
         let save_m0 = (body.writes_m0 && live.contains(bits::M0))
-            .then(|| free.take(RegFile::Sgpr, 0, 1, 1).ok_or_else(no_sgprs))
+            .then(|| {
+                free.take(RegFile::Sgpr, 0, 1, 1, p + 4)
+                    .ok_or_else(no_sgprs)
+            })
             .transpose()?;
-        let save_exec = once.then(|| sgpr_pair(&mut free)).transpose()?;
+        let save_exec = once.then(|| sgpr_pair(&mut free, 5)).transpose()?;
         // Borrowed SGPRs go to lanes of a VGPR dead in every lane.
         let lanes = if free.borrowed.is_empty() {
             None
         } else {
-            Some(free.take(RegFile::Vgpr, 0, 1, 1).ok_or(
+            Some(free.take(RegFile::Vgpr, 0, 1, 1, p + 6).ok_or(
                 "too few SGPRs are dead at the point and no VGPR is free to borrow some through",
             )?)
         };
@@ -1307,29 +1423,7 @@ impl<'a> Ctx<'a> {
             borrowed: std::mem::take(&mut free.borrowed),
             lanes,
         };
-        // Everything the code is built from but the kernel-wide context.
-        let mut key = std::mem::take(&mut bodies.key);
-        self.call_key(r, &mut key);
-        key.push(r.call.module as u64);
-        key.push(Arc::as_ptr(body) as u64);
-        key.extend(map.to.iter().map(|&t| u64::from(t)));
-        seq.key(&mut key);
-        if let Some(c) = bodies.copies.get(key.as_slice()) {
-            let c = c.clone();
-            bodies.key = key;
-            return Ok(c);
-        }
-        let copy = bodies.copies.len();
-        let inlined = self
-            .inline_code(r, body, &map, &inst, &seq, copy)
-            .map(Arc::new)
-            .map_err(|e| e.to_string());
-        // (Errors name the point: not shared.)
-        if let Ok(i) = &inlined {
-            bodies.copies.insert(key.as_slice().into(), i.clone());
-        }
-        bodies.key = key;
-        inlined
+        Ok((to, seq))
     }
 
     /// The SGPR pair keeping the table entry `distance` bytes from `r`'s
@@ -1712,12 +1806,17 @@ impl<'a> Ctx<'a> {
         };
         // 5. The body.
         let symbol: Arc<str> = r.call.hook.as_str().into();
-        let is_home_move = |i: &Instruction| match (i.mnemonic(), i.operand(0), i.operand(1)) {
-            ("s_mov_b64", Some(Operand::Sgpr { first, count: 2 }), Some(Operand::Inline(c))) => {
-                super::simplify::inline_int(c)
-                    .is_some_and(|v| self.constant_home(i64::from(v) as u64) == Some(first))
-            }
-            _ => false,
+        // (Operands decoded only for the one mnemonic: this runs for every
+        // instruction of every copy.)
+        let is_home_move = |i: &Instruction| {
+            i.mnemonic() == "s_mov_b64"
+                && match (i.operand(0), i.operand(1)) {
+                    (Some(Operand::Sgpr { first, count: 2 }), Some(Operand::Inline(c))) => {
+                        super::simplify::inline_int(c)
+                            .is_some_and(|v| self.constant_home(i64::from(v) as u64) == Some(first))
+                    }
+                    _ => false,
+                }
         };
         // (A branch may land at the end, `label[len]`.)
         let mut label = vec![0usize; body.insts.len() + 1];
@@ -1755,10 +1854,10 @@ impl<'a> Ctx<'a> {
                 continue;
             }
             let mut i = orig;
-            for &(slot, run) in &body.operands[k] {
+            for &(slot, encoded, run) in &body.operands[k] {
                 let (run, at) = run.ok_or_else(|| unplaced("a register"))?;
                 let to = map.to[usize::from(run)] + at;
-                if !i.set_register(usize::from(slot), to) {
+                if !encoded.is_some_and(|e| i.set_register_at(e, to)) {
                     return Err(RewriteError::Build(
                         "an inlined hook",
                         inlay_isa::BuildError::Unknown(format!(

@@ -964,6 +964,8 @@ impl Seams {
         nodes.push(Node::Slot(Self::ENTRY as u32));
         calls(&mut nodes, Site::Entry);
         let mut block_end = vec![0; prog.blocks.len()];
+        let (forms, form_of) = prog.forms();
+        let mut form_facts = vec![u32::MAX; forms.list.len()];
         for &i in order {
             let ins = &prog.insts[i];
             let b = ins.block;
@@ -979,8 +981,14 @@ impl Seams {
             nodes.push(Node::Slot(Self::mid(i) as u32));
             calls(&mut nodes, Site::Before(i));
             nodes.push(Node::Slot(Self::tail(i) as u32));
+            // (Facts found once per distinct encoding, not looked up per
+            // instruction.)
+            let form = form_of[i] as usize;
+            if form_facts[form] == u32::MAX {
+                form_facts[form] = table.id_with(&ins.inst, prog.used_registers(i));
+            }
             nodes.push(Node::Inst {
-                facts: table.id_with(&ins.inst, prog.used_registers(i)),
+                facts: form_facts[form],
                 inserted: false,
             });
             nodes.push(Node::Slot(Self::after(i) as u32));
