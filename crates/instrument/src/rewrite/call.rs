@@ -370,10 +370,10 @@ fn vgpr_bit(n: u16) -> u16 {
 }
 
 /// RegSet bits of a register.
-pub(super) fn reg_bits(r: &Register) -> std::ops::Range<u16> {
+pub(super) fn reg_bits(r: &Register) -> Vec<u16> {
     match bits::bits_of(r) {
-        Some((b, n)) => b..b + n,
-        None => 0..0,
+        Some((b, n)) => (b..b + n).collect(),
+        None => Vec::new(),
     }
 }
 
@@ -876,7 +876,7 @@ impl<'a> Ctx<'a> {
         // scalar's, a slot of its own.
         for (k, a) in args.iter().enumerate() {
             if let Arg::Reference(reg) = a {
-                let first = reg_bits(reg).next().unwrap_or(0);
+                let first = reg_bits(reg).first().copied().unwrap_or(0);
                 p.ref_slots[k] = if first >= bits::VGPR_BASE {
                     p.vectors.iter().find_map(|&(b, s)| match s {
                         VSave::Scratch(o) if b == first => Some(o),
