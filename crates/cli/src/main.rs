@@ -1,5 +1,10 @@
 //! `inlay`: inspect, disassemble, run and instrument AMD GPU code.
 
+// The allocator the runtime library uses too (see the workspace's
+// Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod demangle;
 mod demo;
 mod disasm;

@@ -5,6 +5,12 @@
 //! Every entry point validates what the caller passes and answers with an HSA
 //! status; a panic is caught at the boundary and becomes `HSA_STATUS_ERROR`.
 
+/// The allocator instrumentation runs on inside the application (see the
+/// workspace's Cargo.toml: the system one's page faults and frees cost a
+/// fifth of an instrumentation). Rust programs linking this crate get it too.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod abi;
 mod agents;
 mod executables;

@@ -29,6 +29,10 @@
 //! relocations, to check that a change to the engine leaves the emitted
 //! code as it was.
 
+// The allocator the runtime library and the CLI instrument on.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::time::{Duration, Instant};
 
 use inlay_codeobj::CodeObject;

@@ -16,6 +16,10 @@
 //! instruction, callee summaries, resources) is printed as a hash, to
 //! compare two builds' results over a corpus.
 
+// The allocator the runtime library and the CLI analyse on.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::time::{Duration, Instant};
 
 use inlay_codeobj::CodeObject;

@@ -1140,7 +1140,7 @@ impl Run {
         before.push(at);
         let mut quiet = None;
         for &id in &ids {
-            quiet = Quiet::after(quiet, &facts[id as usize], true);
+            quiet = Quiet::after(quiet, &facts[id as usize].brief(), true);
         }
         let (mut writers, mut call_from_end) = (Vec::new(), None);
         let mut d = 0u32;
@@ -1232,7 +1232,7 @@ struct Quiet;
 impl Quiet {
     /// The wait states back to the nearest such writer or call after
     /// instruction `f` (`inserted` or not), given `before` up to it.
-    fn after(before: Option<u32>, f: &Facts, inserted: bool) -> Option<u32> {
+    fn after(before: Option<u32>, f: &Brief, inserted: bool) -> Option<u32> {
         if f.is_call() {
             Some(u32::MAX)
         } else if inserted && f.kind & MAY_WRITE != 0 {
@@ -1394,19 +1394,22 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
                 facts: id,
                 inserted,
             } => {
-                let reader = &stream.facts[id as usize];
+                // (What the walk reads of every instruction is its brief;
+                // its facts only when it is searched.)
+                let brief = &stream.briefs[id as usize];
                 let reach = match (quiet, label) {
                     (Some(d), _) => d,
                     (None, Some(b)) => application.saturating_add(quiet_before[b]),
                     (None, None) => 0,
                 };
                 // (Soft clauses reach further, so memory readers are searched.)
-                let unconcerned = reach >= MAX_WAIT_STATES || !recent.may_concern(reader.kind);
-                let far = !inserted && unconcerned && reader.kind & CLAUSES == 0;
-                recent.inst(reader, inserted);
-                quiet = Quiet::after(quiet, reader, inserted);
-                application = application.saturating_add(reader.wait_states());
+                let unconcerned = reach >= MAX_WAIT_STATES || !recent.may_concern(brief.kind);
+                let far = !inserted && unconcerned && brief.kind & CLAUSES == 0;
+                recent.inst(brief, inserted);
+                quiet = Quiet::after(quiet, brief, inserted);
+                application = application.saturating_add(brief.wait_states());
                 if let Some((s, at)) = slot.filter(|_| !far) {
+                    let reader = &stream.facts[id as usize];
                     let need = slot_need(
                         t,
                         stream,
@@ -1418,9 +1421,9 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
                     );
                     pads[s] += need;
                 }
-                clause &= reader.kind;
-                since_slot = since_slot.saturating_add(reader.wait_states());
-                if reader.is_call() {
+                clause &= brief.kind;
+                since_slot = since_slot.saturating_add(brief.wait_states());
+                if brief.is_call() {
                     since_call = Some(since_slot);
                 }
             }
@@ -1553,7 +1556,7 @@ impl Recent {
         }
     }
 
-    fn inst(&mut self, f: &Facts, inserted: bool) {
+    fn inst(&mut self, f: &Brief, inserted: bool) {
         self.clock = self.clock.saturating_add(f.wait_states());
         if inserted {
             self.concerns(f.affects[self.target], self.clock);
@@ -1656,7 +1659,7 @@ fn quiet_before(stream: &Stream<'_>) -> Vec<u32> {
                 total[b] = total[b].saturating_add(run.before[run.ids.len()]);
             }
             Node::Inst { facts, inserted } => {
-                let f = &stream.facts[facts as usize];
+                let f = &stream.briefs[facts as usize];
                 tail[b] = Quiet::after(tail[b], f, inserted);
                 total[b] = total[b].saturating_add(f.wait_states());
             }
