@@ -21,6 +21,15 @@ pub(super) struct Asm {
     /// mnemonic in the tables and decodes its result again, is the slow part.
     pub(super) built:
         std::cell::RefCell<std::collections::HashMap<BuildKey, Instruction, FastHash>>,
+    /// An instruction built so far per shape (its form with every register
+    /// number zeroed): a new form of a known shape is a copy with its
+    /// registers renamed, not a search of the tables (call sequences
+    /// differ mostly in the registers their saves use).
+    shapes: std::cell::RefCell<std::collections::HashMap<BuildKey, Instruction, FastHash>>,
+    /// The moves call sequences are mostly made of, built before, by a
+    /// word naming the move and its operands (see [`Asm::quick`]): one
+    /// slot compared, where [`Asm::build`] makes and hashes a form's key.
+    quick: std::cell::RefCell<Vec<(u64, Instruction)>>,
     /// Hazard facts of the instructions of inserted code, each distinct
     /// one's found once: for the padding inside every snippet, and then at
     /// the seams.
@@ -46,6 +55,75 @@ impl std::hash::Hash for BuildKey {
     }
 }
 
+/// Slots of [`Asm::quick`] (a power of two).
+const QUICK_SLOTS: usize = 4096;
+
+/// A register, special register or inline constant as 18 bits (see
+/// [`Asm::quick`]); `None` for any other operand.
+fn small(o: &Operand) -> Option<u64> {
+    let reg = |kind: u64, first: u16, count: u8| {
+        (first < 1024 && count < 32).then(|| kind << 15 | u64::from(first) << 5 | u64::from(count))
+    };
+    match *o {
+        Operand::Vgpr { first, count } => reg(1, first, count),
+        Operand::Agpr { first, count } => reg(2, first, count),
+        Operand::Sgpr { first, count } => reg(3, first, count),
+        Operand::Special { code, count } => reg(4, u16::from(code), count),
+        Operand::Inline(c) => Some(5 << 15 | u64::from(c)),
+        _ => None,
+    }
+}
+
+/// The moves [`Asm::quick`] keeps, each its own tag.
+#[derive(Clone, Copy)]
+enum Move {
+    VMov = 1,
+    WriteLane,
+    ReadLane,
+    SMov,
+    SMov64,
+}
+
+impl Move {
+    fn form(self) -> (Encoding, &'static str) {
+        match self {
+            Move::VMov => (Encoding::Vop1, "v_mov_b32_e32"),
+            Move::WriteLane => (Encoding::Vop3, "v_writelane_b32"),
+            Move::ReadLane => (Encoding::Vop3, "v_readlane_b32"),
+            Move::SMov => (Encoding::Sop1, "s_mov_b32"),
+            Move::SMov64 => (Encoding::Sop1, "s_mov_b64"),
+        }
+    }
+}
+
+/// The operand's key with its register number zeroed (see [`Asm::shapes`]).
+fn shape_key(o: &Operand) -> u64 {
+    match *o {
+        Operand::Vgpr { count, .. } => operand_key(&Operand::Vgpr { first: 0, count }),
+        Operand::Agpr { count, .. } => operand_key(&Operand::Agpr { first: 0, count }),
+        Operand::Sgpr { count, .. } => operand_key(&Operand::Sgpr { first: 0, count }),
+        _ => operand_key(o),
+    }
+}
+
+/// Encodings whose register operands all sit in plain register fields,
+/// which [`Instruction::set_register`] renames exactly as the builder
+/// sets them.
+fn renamable(enc: Encoding) -> bool {
+    matches!(
+        enc,
+        Encoding::Sop1
+            | Encoding::Sop2
+            | Encoding::Sopc
+            | Encoding::Sopk
+            | Encoding::Vop1
+            | Encoding::Vop2
+            | Encoding::Vopc
+            | Encoding::Vop3
+            | Encoding::Vop3p
+    )
+}
+
 fn operand_key(o: &Operand) -> u64 {
     let reg =
         |tag: u64, first: u16, count: u8| tag << 56 | u64::from(first) << 8 | u64::from(count);
@@ -60,6 +138,15 @@ fn operand_key(o: &Operand) -> u64 {
         Operand::Imm(v) => 8 << 56 | u64::from(v),
         Operand::Fixed(t) => 9 << 56 | t.as_ptr() as u64 & 0x00ff_ffff_ffff_ffff,
     }
+}
+
+/// The shape of form `key` (of `ops`).
+fn shape(key: &BuildKey, ops: &[Operand]) -> BuildKey {
+    let mut k = *key;
+    for (s, o) in k.ops.iter_mut().zip(ops) {
+        *s = shape_key(o);
+    }
+    k
 }
 
 impl Asm {
@@ -91,6 +178,8 @@ impl Asm {
             setups: Default::default(),
             decoder: inlay_isa::Decoder::new(target),
             built: Default::default(),
+            shapes: Default::default(),
+            quick: Default::default(),
             facts: Default::default(),
         }
     }
@@ -114,22 +203,113 @@ impl Asm {
                 return Ok(*i);
             }
         }
-        let i = self
-            .b
-            .build(enc, m, ops)
-            .map_err(|e| RewriteError::Build(m, e))?;
+        let i = match self.renamed(&key, ops) {
+            Some(i) => i,
+            None => {
+                let i = self
+                    .b
+                    .build(enc, m, ops)
+                    .map_err(|e| RewriteError::Build(m, e))?;
+                if ops.len() <= key.ops.len() && renamable(enc) {
+                    self.shapes.borrow_mut().insert(shape(&key, ops), i);
+                }
+                i
+            }
+        };
         if ops.len() <= key.ops.len() {
             self.built.borrow_mut().insert(key, i);
         }
         Ok(i)
     }
 
+    /// The form `key` (of `ops`) as a copy of one of its shape built
+    /// before, registers renamed; `None` when there is none or a register
+    /// does not fit its field (then the builder says why).
+    fn renamed(&self, key: &BuildKey, ops: &[Operand]) -> Option<Instruction> {
+        if ops.len() > key.ops.len() || !renamable(key.enc) {
+            return None;
+        }
+        let mut i = *self.shapes.borrow().get(&shape(key, ops))?;
+        for (slot, o) in ops.iter().enumerate() {
+            if let Operand::Vgpr { first, .. }
+            | Operand::Agpr { first, .. }
+            | Operand::Sgpr { first, .. } = *o
+            {
+                if !i.set_register(slot, first) {
+                    return None;
+                }
+            }
+        }
+        debug_assert_eq!(
+            Some(i),
+            self.b.build(key.enc, i.mnemonic(), ops).ok(),
+            "a renamed copy differs from the form built"
+        );
+        Some(i)
+    }
+
+    /// Move `m` of `ops` (at most three), from a slot of a small cache
+    /// when it was built before: [`Asm::build`]'s memo is keyed by the
+    /// whole form, slower to make and hash than one word.
+    fn quick(&self, m: Move, ops: &[Operand]) -> Result<Instruction, RewriteError> {
+        let (enc, mnemonic) = m.form();
+        let mut key = (m as u64) << 56;
+        for (k, o) in ops.iter().enumerate() {
+            match small(o) {
+                Some(bits) if k < 3 => key |= bits << (18 * k),
+                _ => return self.build(enc, mnemonic, ops),
+            }
+        }
+        let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize % QUICK_SLOTS;
+        if let Some(&(k, i)) = self.quick.borrow().get(slot) {
+            if k == key {
+                return Ok(i);
+            }
+        }
+        let i = self.build(enc, mnemonic, ops)?;
+        let mut q = self.quick.borrow_mut();
+        if q.is_empty() {
+            // (A key is never 0: its tag is not.)
+            q.resize(QUICK_SLOTS, (0, Instruction::default()));
+        }
+        q[slot] = (key, i);
+        Ok(i)
+    }
+
     pub(super) fn mov(&self, d: u16, v: u32) -> Result<Instruction, RewriteError> {
-        self.build(
-            Encoding::Sop1,
-            "s_mov_b32",
-            &[Self::sgpr(d, 1), Self::konst(v)],
-        )
+        self.smov(Self::sgpr(d, 1), Self::konst(v))
+    }
+
+    /// `s_mov_b32 d, src`.
+    pub(super) fn smov(&self, d: Operand, src: Operand) -> Result<Instruction, RewriteError> {
+        self.quick(Move::SMov, &[d, src])
+    }
+
+    /// `s_mov_b64 d, src`.
+    pub(super) fn smov64(&self, d: Operand, src: Operand) -> Result<Instruction, RewriteError> {
+        self.quick(Move::SMov64, &[d, src])
+    }
+
+    /// `v_writelane_b32 vV, src, lane`.
+    pub(super) fn writelane(
+        &self,
+        v: u16,
+        src: Operand,
+        lane: u8,
+    ) -> Result<Instruction, RewriteError> {
+        let vop = Operand::Vgpr { first: v, count: 1 };
+        self.quick(Move::WriteLane, &[vop, src, Self::konst(u32::from(lane))])
+    }
+
+    /// `v_readlane_b32 d, vV, lane`.
+    pub(super) fn readlane(
+        &self,
+        d: Operand,
+        v: u16,
+        lane: u8,
+    ) -> Result<Instruction, RewriteError> {
+        let vop = Operand::Vgpr { first: v, count: 1 };
+        self.quick(Move::ReadLane, &[d, vop, Self::konst(u32::from(lane))])
     }
 
     /// `v_writelane_b32 vV, sS, lane` or `v_readlane_b32 sS, vV, lane`.
@@ -140,13 +320,11 @@ impl Asm {
         sgpr: u16,
         lane: u8,
     ) -> Result<Instruction, RewriteError> {
-        let (vop, sop) = (Operand::Vgpr { first: v, count: 1 }, Self::sgpr(sgpr, 1));
-        let ops = if m == "v_writelane_b32" {
-            [vop, sop, Self::konst(u32::from(lane))]
+        if m == "v_writelane_b32" {
+            self.writelane(v, Self::sgpr(sgpr, 1), lane)
         } else {
-            [sop, vop, Self::konst(u32::from(lane))]
-        };
-        self.build(Encoding::Vop3, m, &ops)
+            self.readlane(Self::sgpr(sgpr, 1), v, lane)
+        }
     }
 
     /// `s_mov_b32 sd, v` with `v` as a literal whatever its value, so the
@@ -173,11 +351,7 @@ impl Asm {
     }
 
     pub(super) fn vmov(&self, d: u16, src: Operand) -> Result<Instruction, RewriteError> {
-        self.build(
-            Encoding::Vop1,
-            "v_mov_b32_e32",
-            &[Operand::Vgpr { first: d, count: 1 }, src],
-        )
+        self.quick(Move::VMov, &[Operand::Vgpr { first: d, count: 1 }, src])
     }
 }
 

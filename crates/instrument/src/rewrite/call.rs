@@ -128,28 +128,36 @@ pub(super) fn requests<'a>(
             check_arg(a).map_err(&fail)?;
         }
         let entry = entry.ok_or_else(|| fail("the kernel has no entry instruction".into()))?;
-        let sites: Vec<(Site, InstId)> = match call.point {
+        // (A point is one site but the exits: no list built for one.)
+        let one;
+        let exits: Vec<(Site, InstId)>;
+        let sites: &[(Site, InstId)] = match call.point {
+            Point::Before(i) | Point::After(i) if i >= prog.insts.len() => {
+                return Err(fail(format!("the program has no instruction {i}")));
+            }
             Point::Before(i) => {
-                if i >= prog.insts.len() {
-                    return Err(fail(format!("the program has no instruction {i}")));
-                }
-                vec![(Site::Before(i), i)]
+                one = [(Site::Before(i), i)];
+                &one
             }
             Point::After(i) => {
-                if i >= prog.insts.len() {
-                    return Err(fail(format!("the program has no instruction {i}")));
-                }
-                vec![(Site::After(i), i)]
+                one = [(Site::After(i), i)];
+                &one
             }
-            Point::Entry => vec![(Site::Entry, entry)],
-            Point::Exits => prog
-                .wave_ends()
-                .into_iter()
-                .filter(|&i| prog.blocks[prog.insts[i].block].function == 0)
-                .map(|i| (Site::Before(i), i))
-                .collect(),
+            Point::Entry => {
+                one = [(Site::Entry, entry)];
+                &one
+            }
+            Point::Exits => {
+                exits = prog
+                    .wave_ends()
+                    .into_iter()
+                    .filter(|&i| prog.blocks[prog.insts[i].block].function == 0)
+                    .map(|i| (Site::Before(i), i))
+                    .collect();
+                &exits
+            }
         };
-        for (site, inst) in sites {
+        for &(site, inst) in sites {
             let live_at = match site {
                 Site::Before(i) => i,
                 Site::Entry => entry,
@@ -304,6 +312,8 @@ pub(super) struct Ctx<'a> {
     /// Hazard facts of the instructions call sequences use (each built
     /// once, for padding inside every sequence and then at the seams).
     pub(super) facts: std::cell::RefCell<super::hazards::FactsTable>,
+    /// The ids of `facts` met before, looked up first.
+    pub(super) fact_ids: std::cell::RefCell<super::snippet::IdCache>,
     /// What each distinct instruction of inlined copies names (see
     /// [`super::inline::Named`]), found once.
     pub(super) named: std::cell::RefCell<super::inline::NamedTable>,
@@ -405,33 +415,48 @@ pub(super) fn arg_vgprs(args: &[Arg]) -> Vec<u16> {
         .collect()
 }
 
-/// Registers an argument reads at the point.
-fn arg_sources(a: &Arg, inst: &Instruction) -> Vec<u16> {
-    match a {
-        Arg::Value(r) | Arg::Reference(r) => reg_bits(r),
-        Arg::Address => {
-            let (vaddr, saddr, _) = address_operands(inst).unwrap_or((0, None, 0));
-            let mut v = vec![vgpr_bit(vaddr)];
-            match saddr {
-                Some(s) => v.extend([s, s + 1]),
-                None => v.push(vgpr_bit(vaddr + 1)),
-            }
-            v
-        }
-        _ => Vec::new(),
-    }
+/// VGPRs (numbered from v0) an argument's value is computed from: a
+/// VGPR value's (one or two), an address's offset VGPRs (one with an SGPR
+/// base, else two); none for a reference, which passes where the register
+/// is, not its value.
+#[derive(Clone, Copy)]
+struct VgprSources {
+    v: [u16; 2],
+    n: u8,
 }
 
-/// VGPRs (numbered from v0) an argument's value is computed from; none
-/// for a reference, which passes where the register is, not its value.
-fn arg_vgpr_sources(a: &Arg, inst: &Instruction) -> Vec<u16> {
-    match a {
-        Arg::Reference(_) => Vec::new(),
-        _ => arg_sources(a, inst)
-            .into_iter()
-            .filter(|&b| (bits::VGPR_BASE..bits::AGPR_BASE).contains(&b))
-            .map(|b| b - bits::VGPR_BASE)
-            .collect(),
+impl VgprSources {
+    fn of(a: &Arg, inst: &Instruction) -> VgprSources {
+        let mut out = VgprSources { v: [0; 2], n: 0 };
+        match a {
+            Arg::Value(r) if r.file == RegFile::Vgpr => {
+                for v in r.first..r.first + u16::from(r.count.min(2)) {
+                    out.push(v);
+                }
+            }
+            Arg::Address => {
+                let (vaddr, saddr, _) = address_operands(inst).unwrap_or((0, None, 0));
+                out.push(vaddr);
+                if saddr.is_none() && vaddr < 255 {
+                    out.push(vaddr + 1);
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    fn push(&mut self, v: u16) {
+        self.v[usize::from(self.n)] = v;
+        self.n += 1;
+    }
+
+    fn as_slice(&self) -> &[u16] {
+        &self.v[..usize::from(self.n)]
+    }
+
+    fn contains(&self, v: u16) -> bool {
+        self.as_slice().contains(&v)
     }
 }
 
@@ -534,11 +559,17 @@ impl Pool {
         Some(self.take(bits::VGPR_BASE, bits::AGPR_BASE)? - bits::VGPR_BASE)
     }
 
+    /// The free aligned SGPR pairs, as a mask of their first registers.
+    fn free_pairs(&self) -> u128 {
+        let w = self.0.words();
+        let sgprs = (u128::from(w[0]) | u128::from(w[1]) << 64) & ((1 << bits::NUM_SGPRS) - 1);
+        sgprs & sgprs >> 1 & 0x5555_5555_5555_5555_5555_5555_5555_5555
+    }
+
     /// The lowest free aligned SGPR pair.
     fn low_sgpr_pair(&mut self) -> Option<u16> {
-        let t = (0..bits::NUM_SGPRS / 2)
-            .map(|k| 2 * k)
-            .find(|&t| self.0.has_sgpr(t) && self.0.has_sgpr(t + 1))?;
+        let pairs = self.free_pairs();
+        let t = (pairs != 0).then(|| pairs.trailing_zeros() as u16)?;
         self.0.remove_range(t, 2);
         Some(t)
     }
@@ -546,10 +577,8 @@ impl Pool {
     /// The highest free aligned SGPR pair (single slots come from the
     /// bottom: pairs from the top leave them the most).
     fn sgpr_pair(&mut self) -> Option<u16> {
-        let t = (0..bits::NUM_SGPRS / 2)
-            .rev()
-            .map(|k| 2 * k)
-            .find(|&t| self.0.has_sgpr(t) && self.0.has_sgpr(t + 1))?;
+        let pairs = self.free_pairs();
+        let t = (pairs != 0).then(|| 127 - pairs.leading_zeros() as u16)?;
         self.0.remove_range(t, 2);
         Some(t)
     }
@@ -1002,15 +1031,11 @@ impl<'a> Ctx<'a> {
         for (bits_, slots) in scalar_moves(&p.scalars) {
             s.push(match slots {
                 Moves::One(slot) => self.write_slot(slot, scalar_operand(bits_))?,
-                Moves::Pair(t) => b(
-                    Encoding::Sop1,
-                    "s_mov_b64",
-                    &[Asm::sgpr(t, 2), scalar_pair_operand(bits_)],
-                )?,
+                Moves::Pair(t) => asm.smov64(Asm::sgpr(t, 2), scalar_pair_operand(bits_))?,
             });
         }
         if let Some([lo, hi]) = p.exec {
-            s.extend(self.exec_to_slots(lo, hi)?);
+            self.exec_to_slots(&mut s, lo, hi)?;
         }
         if let Some(slot) = p.scc {
             match slot {
@@ -1033,11 +1058,7 @@ impl<'a> Ctx<'a> {
         // scalar by-reference values into their slots.
         let all_lanes = !p.vectors.is_empty() || p.ref_slots.iter().any(Option::is_some);
         if all_lanes {
-            s.push(b(
-                Encoding::Sop1,
-                "s_mov_b64",
-                &[EXEC, Operand::Inline(193)],
-            )?);
+            s.push(asm.smov64(EXEC, Operand::Inline(193))?);
         }
         if p.scratch_early {
             self.set_vsharp(&mut s)?;
@@ -1045,7 +1066,7 @@ impl<'a> Ctx<'a> {
         }
         // VGPRs before AGPRs (which may go through a VGPR already saved).
         for &(bit, to) in &p.vectors {
-            s.extend(self.save_vector(p, bit, to)?);
+            self.save_vector(&mut s, p, bit, to)?;
         }
         let arg_at = arg_vgprs(args);
         for (k, a) in args.iter().enumerate() {
@@ -1055,7 +1076,7 @@ impl<'a> Ctx<'a> {
                 }
                 for (d, bit) in reg_bits(reg).into_iter().enumerate() {
                     let t = arg_at[k];
-                    s.extend(self.scalar_into_vgpr(p, bit, t)?);
+                    self.scalar_into_vgpr(&mut s, p, bit, t)?;
                     s.push(self.scratch("buffer_store_dword", t, off + 4 * d as u32)?);
                 }
             }
@@ -1065,7 +1086,7 @@ impl<'a> Ctx<'a> {
         // arguments are computed in those lanes.
         if let Some([lo, hi]) = p.exec {
             if all_lanes {
-                s.extend(self.exec_from_slots(lo, hi)?);
+                self.exec_from_slots(&mut s, lo, hi)?;
             }
         }
         if r.call.once_per_wave {
@@ -1220,14 +1241,10 @@ impl<'a> Ctx<'a> {
             {
                 self.set_vsharp(&mut s)?;
             }
-            s.push(b(
-                Encoding::Sop1,
-                "s_mov_b64",
-                &[EXEC, Operand::Inline(193)],
-            )?);
+            s.push(asm.smov64(EXEC, Operand::Inline(193))?);
             // AGPRs first, while the VGPR they come through is free.
             for &(bit, from) in p.vectors.iter().rev() {
-                s.extend(self.restore_vector(p, bit, from)?);
+                self.restore_vector(&mut s, p, bit, from)?;
             }
             if p.vectors
                 .iter()
@@ -1246,87 +1263,58 @@ impl<'a> Ctx<'a> {
             }
         }
         if let Some([lo, hi]) = p.exec {
-            s.extend(self.exec_from_slots(lo, hi)?);
+            self.exec_from_slots(&mut s, lo, hi)?;
         }
         for (bits_, slots) in scalar_moves(&p.scalars) {
             s.push(match slots {
                 Moves::One(slot) => self.read_slot(bits_, slot)?,
-                Moves::Pair(t) => b(
-                    Encoding::Sop1,
-                    "s_mov_b64",
-                    &[scalar_pair_operand(bits_), Asm::sgpr(t, 2)],
-                )?,
+                Moves::Pair(t) => asm.smov64(scalar_pair_operand(bits_), Asm::sgpr(t, 2))?,
             });
         }
-        s.resolve_with(&mut self.facts.borrow_mut())?;
+        s.resolve_cached(
+            &mut self.facts.borrow_mut(),
+            &mut self.fact_ids.borrow_mut(),
+        )?;
         Ok(s)
     }
 
     fn write_slot(&self, slot: Slot, src: Operand) -> Result<Instruction, RewriteError> {
         match slot {
-            Home::Sgpr(t) => self
-                .asm
-                .build(Encoding::Sop1, "s_mov_b32", &[Asm::sgpr(t, 1), src]),
-            Home::Lane(v, l) => self.asm.build(
-                Encoding::Vop3,
-                "v_writelane_b32",
-                &[
-                    Operand::Vgpr { first: v, count: 1 },
-                    src,
-                    Asm::konst(u32::from(l)),
-                ],
-            ),
+            Home::Sgpr(t) => self.asm.smov(Asm::sgpr(t, 1), src),
+            Home::Lane(v, l) => self.asm.writelane(v, src, l),
         }
     }
 
     fn read_slot(&self, bit: u16, slot: Slot) -> Result<Instruction, RewriteError> {
         let d = scalar_operand(bit);
         match slot {
-            Home::Sgpr(t) => self
-                .asm
-                .build(Encoding::Sop1, "s_mov_b32", &[d, Asm::sgpr(t, 1)]),
-            Home::Lane(v, l) => self.asm.build(
-                Encoding::Vop3,
-                "v_readlane_b32",
-                &[
-                    d,
-                    Operand::Vgpr { first: v, count: 1 },
-                    Asm::konst(u32::from(l)),
-                ],
-            ),
+            Home::Sgpr(t) => self.asm.smov(d, Asm::sgpr(t, 1)),
+            Home::Lane(v, l) => self.asm.readlane(d, v, l),
         }
     }
 
-    fn exec_to_slots(&self, lo: Slot, hi: Slot) -> Result<Vec<Instruction>, RewriteError> {
+    fn exec_to_slots(&self, s: &mut Snippet, lo: Slot, hi: Slot) -> Result<(), RewriteError> {
         if let (Home::Sgpr(a), Home::Sgpr(b)) = (lo, hi) {
             if a % 2 == 0 && b == a + 1 {
-                return Ok(vec![self.asm.build(
-                    Encoding::Sop1,
-                    "s_mov_b64",
-                    &[Asm::sgpr(a, 2), EXEC],
-                )?]);
+                s.push(self.asm.smov64(Asm::sgpr(a, 2), EXEC)?);
+                return Ok(());
             }
         }
-        Ok(vec![
-            self.write_slot(lo, scalar_operand(bits::EXEC))?,
-            self.write_slot(hi, scalar_operand(bits::EXEC + 1))?,
-        ])
+        s.push(self.write_slot(lo, scalar_operand(bits::EXEC))?);
+        s.push(self.write_slot(hi, scalar_operand(bits::EXEC + 1))?);
+        Ok(())
     }
 
-    fn exec_from_slots(&self, lo: Slot, hi: Slot) -> Result<Vec<Instruction>, RewriteError> {
+    fn exec_from_slots(&self, s: &mut Snippet, lo: Slot, hi: Slot) -> Result<(), RewriteError> {
         if let (Home::Sgpr(a), Home::Sgpr(b)) = (lo, hi) {
             if a % 2 == 0 && b == a + 1 {
-                return Ok(vec![self.asm.build(
-                    Encoding::Sop1,
-                    "s_mov_b64",
-                    &[EXEC, Asm::sgpr(a, 2)],
-                )?]);
+                s.push(self.asm.smov64(EXEC, Asm::sgpr(a, 2))?);
+                return Ok(());
             }
         }
-        Ok(vec![
-            self.read_slot(bits::EXEC, lo)?,
-            self.read_slot(bits::EXEC + 1, hi)?,
-        ])
+        s.push(self.read_slot(bits::EXEC, lo)?);
+        s.push(self.read_slot(bits::EXEC + 1, hi)?);
+        Ok(())
     }
 
     /// `s{to} = home` (an SGPR move or a lane read).
@@ -1356,11 +1344,7 @@ impl<'a> Ctx<'a> {
     ) -> Result<(), RewriteError> {
         match h {
             [Home::Sgpr(a), Home::Sgpr(b)] if a.is_multiple_of(2) && b == a + 1 => {
-                s.push(self.asm.build(
-                    Encoding::Sop1,
-                    "s_mov_b64",
-                    &[Asm::sgpr(to, 2), Asm::sgpr(a, 2)],
-                )?)
+                s.push(self.asm.smov64(Asm::sgpr(to, 2), Asm::sgpr(a, 2))?)
             }
             _ => {
                 s.push(self.read_home(to, h[0])?);
@@ -1396,17 +1380,18 @@ impl<'a> Ctx<'a> {
 
     fn save_vector(
         &self,
+        s: &mut Snippet,
         p: &CallPlan<'_, 'a>,
         bit: u16,
         to: VSave,
-    ) -> Result<Vec<Instruction>, RewriteError> {
+    ) -> Result<(), RewriteError> {
         let asm = self.asm;
         if bit >= bits::AGPR_BASE {
             let (t, slot) = match to {
                 VSave::Vgpr(t) => (t, None),
                 VSave::Scratch(o) => (p.agpr_temp.unwrap_or(0), Some(o)),
             };
-            let mut out = vec![asm.build(
+            s.push(asm.build(
                 Encoding::Vop3p,
                 "v_accvgpr_read_b32",
                 &[
@@ -1416,38 +1401,39 @@ impl<'a> Ctx<'a> {
                         count: 1,
                     },
                 ],
-            )?];
+            )?);
             if let Some(o) = slot {
-                out.push(self.scratch("buffer_store_dword", t, o)?);
+                s.push(self.scratch("buffer_store_dword", t, o)?);
             }
-            return Ok(out);
+            return Ok(());
         }
         let v = bit - bits::VGPR_BASE;
-        Ok(vec![match to {
+        s.push(match to {
             VSave::Vgpr(t) => asm.vmov(t, Operand::Vgpr { first: v, count: 1 })?,
             VSave::Scratch(o) => self.scratch("buffer_store_dword", v, o)?,
-        }])
+        });
+        Ok(())
     }
 
     fn restore_vector(
         &self,
+        s: &mut Snippet,
         p: &CallPlan<'_, 'a>,
         bit: u16,
         from: VSave,
-    ) -> Result<Vec<Instruction>, RewriteError> {
+    ) -> Result<(), RewriteError> {
         let asm = self.asm;
         if bit >= bits::AGPR_BASE {
-            let mut out = Vec::new();
             let t = match from {
                 VSave::Vgpr(t) => t,
                 VSave::Scratch(o) => {
                     let t = p.agpr_temp.unwrap_or(0);
-                    out.push(self.scratch("buffer_load_dword", t, o)?);
-                    out.push(asm.build(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0x0F70)])?);
+                    s.push(self.scratch("buffer_load_dword", t, o)?);
+                    s.push(asm.build(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0x0F70)])?);
                     t
                 }
             };
-            out.push(asm.build(
+            s.push(asm.build(
                 Encoding::Vop3p,
                 "v_accvgpr_write_b32",
                 &[
@@ -1458,13 +1444,14 @@ impl<'a> Ctx<'a> {
                     Operand::Vgpr { first: t, count: 1 },
                 ],
             )?);
-            return Ok(out);
+            return Ok(());
         }
         let v = bit - bits::VGPR_BASE;
-        Ok(vec![match from {
+        s.push(match from {
             VSave::Vgpr(t) => asm.vmov(v, Operand::Vgpr { first: t, count: 1 })?,
             VSave::Scratch(o) => self.scratch("buffer_load_dword", v, o)?,
-        }])
+        });
+        Ok(())
     }
 
     /// Whether computing the arguments may need a spare VGPR: one
@@ -1477,10 +1464,13 @@ impl<'a> Ctx<'a> {
         let at = arg_vgprs(args);
         args.iter().enumerate().any(|(k, a)| {
             let dest = at[k]..at[k] + a.dwords() as u16;
-            let feeds_another = args
-                .iter()
-                .enumerate()
-                .any(|(j, b)| j != k && arg_vgpr_sources(b, inst).iter().any(|v| dest.contains(v)));
+            let feeds_another = args.iter().enumerate().any(|(j, b)| {
+                j != k
+                    && VgprSources::of(b, inst)
+                        .as_slice()
+                        .iter()
+                        .any(|v| dest.contains(v))
+            });
             let address_through = *a == Arg::Address
                 && address_operands(inst).is_some_and(|(vaddr, saddr, _)| {
                     saddr.is_some_and(|sb| self.overwritten(p, sb) || self.overwritten(p, sb + 1))
@@ -1513,19 +1503,19 @@ impl<'a> Ctx<'a> {
     /// `v[t]` (every enabled lane) = the application's value of scalar `bit`.
     fn scalar_into_vgpr(
         &self,
+        s: &mut Snippet,
         p: &CallPlan<'_, 'a>,
         bit: u16,
         t: u16,
-    ) -> Result<Vec<Instruction>, RewriteError> {
+    ) -> Result<(), RewriteError> {
         let asm = self.asm;
         let src = if self.overwritten(p, bit) {
             match self.slot_of(p, bit) {
                 Some(Home::Sgpr(x)) => Asm::sgpr(x, 1),
                 Some(Home::Lane(v, l)) => {
-                    return Ok(vec![
-                        asm.lane("v_readlane_b32", v, 30, l)?,
-                        asm.vmov(t, Asm::sgpr(30, 1))?,
-                    ])
+                    s.push(asm.lane("v_readlane_b32", v, 30, l)?);
+                    s.push(asm.vmov(t, Asm::sgpr(30, 1))?);
+                    return Ok(());
                 }
                 // Not saved: not live and not read, so any value does.
                 None => scalar_operand(bit),
@@ -1533,7 +1523,8 @@ impl<'a> Ctx<'a> {
         } else {
             scalar_operand(bit)
         };
-        Ok(vec![asm.vmov(t, src)?])
+        s.push(asm.vmov(t, src)?);
+        Ok(())
     }
 
     /// Computes the arguments into v0.. in an order that reads every
@@ -1547,12 +1538,8 @@ impl<'a> Ctx<'a> {
         let args = &p.req.call.args;
         let at = arg_vgprs(args);
         // VGPRs each argument reads and writes.
-        let mut sources: Vec<Vec<u16>> = args.iter().map(|a| arg_vgpr_sources(a, inst)).collect();
-        let dests: Vec<Vec<u16>> = args
-            .iter()
-            .zip(&at)
-            .map(|(a, &v)| (v..v + a.dwords() as u16).collect())
-            .collect();
+        let mut sources: Vec<VgprSources> = args.iter().map(|a| VgprSources::of(a, inst)).collect();
+        let dests = |k: usize| at[k]..at[k] + args[k].dwords() as u16;
         // Renamed sources (after a cycle is broken through a spare VGPR).
         let mut rename: Vec<(u16, u16)> = Vec::new();
         let mut pending: Vec<usize> = (0..args.len()).collect();
@@ -1560,7 +1547,7 @@ impl<'a> Ctx<'a> {
             let ready = pending.iter().position(|&k| {
                 pending
                     .iter()
-                    .all(|&j| j == k || dests[k].iter().all(|d| !sources[j].contains(d)))
+                    .all(|&j| j == k || dests(k).all(|d| !sources[j].contains(d)))
             });
             match ready {
                 Some(pos) => {
@@ -1570,10 +1557,9 @@ impl<'a> Ctx<'a> {
                 None => {
                     // A cycle: move one source out of the way.
                     let k = pending[0];
-                    let d = *dests[k]
-                        .iter()
-                        .find(|d| pending.iter().any(|&j| j != k && sources[j].contains(d)))
-                        .unwrap_or(&dests[k][0]);
+                    let d = dests(k)
+                        .find(|&d| pending.iter().any(|&j| j != k && sources[j].contains(d)))
+                        .unwrap_or(at[k]);
                     let spare = p.spare_vgpr.ok_or_else(|| {
                         self.fail(
                             p.req,
@@ -1583,7 +1569,7 @@ impl<'a> Ctx<'a> {
                     s.push(self.asm.vmov(spare, Operand::Vgpr { first: d, count: 1 })?);
                     rename.push((d, spare));
                     for src in sources.iter_mut() {
-                        for v in src.iter_mut() {
+                        for v in src.v.iter_mut().take(usize::from(src.n)) {
                             if *v == d {
                                 *v = spare;
                             }
@@ -1620,12 +1606,15 @@ impl<'a> Ctx<'a> {
             Arg::Const32(_) | Arg::Const64(_) => {
                 for dword in 0..a_dwords(&r.call.args[k]) {
                     let c = constant(&r.call.args[k], dword);
-                    let op = Asm::konst(c);
-                    let i = asm.vmov(d + u16::from(dword), op)?;
-                    if matches!(op, Operand::Literal(_)) {
-                        s.push_constant(i, k, dword);
-                    } else {
-                        s.push(i);
+                    match Asm::konst(c) {
+                        // Each copy of the template patches its own value
+                        // in: the code holds 0, one form for every call.
+                        Operand::Literal(_) => s.push_constant(
+                            asm.vmov(d + u16::from(dword), Operand::Literal(0))?,
+                            k,
+                            dword,
+                        ),
+                        op => s.push(asm.vmov(d + u16::from(dword), op)?),
                     }
                 }
             }
@@ -1662,7 +1651,7 @@ impl<'a> Ctx<'a> {
                 }
                 // SCC as 0 or 1 (from its slot once EXEC's setup wrote it).
                 RegFile::Scc if self.overwritten(p, bits::SCC) => {
-                    s.extend(self.scalar_into_vgpr(p, bits::SCC, d)?);
+                    self.scalar_into_vgpr(s, p, bits::SCC, d)?;
                 }
                 RegFile::Scc => {
                     s.push(b(
@@ -1674,7 +1663,7 @@ impl<'a> Ctx<'a> {
                 }
                 _ => {
                     for (j, bit) in reg_bits(reg).into_iter().enumerate() {
-                        s.extend(self.scalar_into_vgpr(p, bit, d + j as u16)?);
+                        self.scalar_into_vgpr(s, p, bit, d + j as u16)?;
                     }
                 }
             },
@@ -1725,8 +1714,8 @@ impl<'a> Ctx<'a> {
                                 count: 1,
                             };
                         }
-                        s.extend(self.scalar_into_vgpr(p, sb, d)?);
-                        s.extend(self.scalar_into_vgpr(p, sb + 1, d + 1)?);
+                        self.scalar_into_vgpr(s, p, sb, d)?;
+                        self.scalar_into_vgpr(s, p, sb + 1, d + 1)?;
                         s.push(b(
                             Encoding::Vop3,
                             "v_mad_u64_u32",
@@ -2274,6 +2263,7 @@ impl<'a> Calls<'a> {
             borrow_all,
             loaded: loaded_registers(self.an),
             facts: std::cell::RefCell::new(asm.facts.take()),
+            fact_ids: std::cell::RefCell::new(super::snippet::IdCache::new()),
             named: Default::default(),
         };
         // Calls with the same hook, argument kinds and plan get the same
@@ -2404,14 +2394,14 @@ impl<'a> Calls<'a> {
             }
             let p = &ctx.plan(r)?;
             // (Debug builds) the copy is the code the call would have had
-            // built for it.
+            // built for it, its constants patched in.
             let (mut built, mut copied) = (Vec::new(), Vec::new());
             let (mut built_relocs, mut copied_relocs) = (Vec::new(), Vec::new());
-            ctx.code(p, area)?.encode(&mut built, &mut built_relocs);
             let args = &self.reqs[k].call.args;
-            out.templates[plan_of[k]].encode(&mut copied, &mut copied_relocs, |arg, dword| {
-                args.get(usize::from(arg)).map_or(0, |a| constant(a, dword))
-            });
+            let constants =
+                |arg: u8, dword| args.get(usize::from(arg)).map_or(0, |a| constant(a, dword));
+            Template::new(&ctx.code(p, area)?).encode(&mut built, &mut built_relocs, constants);
+            out.templates[plan_of[k]].encode(&mut copied, &mut copied_relocs, constants);
             debug_assert!(
                 built == copied && built_relocs == copied_relocs,
                 "a call's code from its template differs from the code built for it"

@@ -136,11 +136,11 @@ impl Snippet {
     /// Puts `s_nop`s where a pair inside the snippet is closer than its
     /// hazard rule (see `hazards`), on every path through its branches:
     /// the simplifier may have removed what separated them in clang's code.
-    fn pad_hazards(&mut self, table: &mut FactsTable) {
+    fn pad_hazards(&mut self, table: &mut FactsTable, cache: &mut IdCache) {
         let Some(t) = self.insts.first().map(Instruction::target) else {
             return;
         };
-        let mut ids: Vec<u32> = self.insts.iter().map(|i| table.id(i)).collect();
+        let mut ids: Vec<u32> = self.insts.iter().map(|i| cache.id(table, i)).collect();
         let mut briefs: Vec<Brief> = ids.iter().map(|&id| table.briefs[id as usize]).collect();
         let mut lands = self.landings();
         let mfma = briefs.iter().any(Brief::is_mfma);
@@ -270,7 +270,17 @@ impl Snippet {
     /// [`Snippet::resolve`], with the facts of instructions met before in
     /// `table`.
     pub(super) fn resolve_with(&mut self, table: &mut FactsTable) -> Result<(), RewriteError> {
-        self.pad_hazards(table);
+        self.resolve_cached(table, &mut IdCache::default())
+    }
+
+    /// [`Snippet::resolve_with`], the facts of instructions met before
+    /// found first in `cache` (which must serve this `table` only).
+    pub(super) fn resolve_cached(
+        &mut self,
+        table: &mut FactsTable,
+        cache: &mut IdCache,
+    ) -> Result<(), RewriteError> {
+        self.pad_hazards(table, cache);
         let mut at = Vec::with_capacity(self.insts.len() + 1);
         let mut a = 0u64;
         for i in &self.insts {
@@ -299,6 +309,46 @@ impl Snippet {
                     high: r.high,
                     addend: r.addend,
                 });
+            }
+        }
+    }
+}
+
+/// The facts ids of instructions met before, one slot per hash of the
+/// instruction, in front of a [`FactsTable`]'s own lookup: call sequences
+/// repeat a few hundred distinct instructions thousands of times, and a
+/// slot compared is cheaper than the table's hash map. (Empty, it only
+/// asks the table.)
+#[derive(Default)]
+pub(super) struct IdCache {
+    slots: Vec<(Instruction, u32)>,
+}
+
+impl IdCache {
+    /// Slots (a power of two).
+    const SLOTS: usize = 4096;
+
+    pub(super) fn new() -> IdCache {
+        IdCache {
+            // (The default instruction, of no length, matches none.)
+            slots: vec![(Instruction::default(), 0); Self::SLOTS],
+        }
+    }
+
+    fn id(&mut self, table: &mut FactsTable, i: &Instruction) -> u32 {
+        if self.slots.is_empty() {
+            return table.id(i);
+        }
+        let w = i.words();
+        let word = |k: usize| u64::from(w.get(k).copied().unwrap_or(0));
+        let h = (word(0) | word(1) << 32).wrapping_add(i.len() as u64);
+        let k = (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize % Self::SLOTS;
+        match self.slots[k] {
+            (ref j, id) if j == i => id,
+            _ => {
+                let id = table.id(i);
+                self.slots[k] = (*i, id);
+                id
             }
         }
     }
@@ -343,20 +393,29 @@ pub(super) struct Template {
 
 impl Template {
     pub(super) fn new(s: &Snippet) -> Template {
-        let mut bytes = Vec::new();
-        let mut relocs = Vec::with_capacity(s.relocs.len());
-        let mut constants = Vec::with_capacity(s.constants.len());
-        for (k, i) in s.insts.iter().enumerate() {
-            let start = bytes.len();
+        // Each instruction's offset, and the end.
+        let mut at = Vec::with_capacity(s.insts.len() + 1);
+        let mut bytes = Vec::with_capacity(8 * s.insts.len());
+        for i in &s.insts {
+            at.push(bytes.len());
             inlay_isa::encode_into(i, &mut bytes);
-            for r in s.relocs.iter().filter(|r| r.inst == k) {
-                relocs.push((start as u64 + 4, r.clone()));
-            }
-            for &(_, arg, dword) in s.constants.iter().filter(|c| c.0 == k) {
-                // The literal is the instruction's last dword.
-                constants.push((bytes.len() - 4, arg, dword));
-            }
         }
+        at.push(bytes.len());
+        // In the order of the instructions they patch.
+        let mut relocs: Vec<(u64, LiteralReloc)> = s
+            .relocs
+            .iter()
+            .filter(|r| r.inst < s.insts.len())
+            .map(|r| (at[r.inst] as u64 + 4, r.clone()))
+            .collect();
+        relocs.sort_by_key(|r| r.0);
+        let constants = s
+            .constants
+            .iter()
+            .filter(|c| c.0 < s.insts.len())
+            // The literal is the instruction's last dword.
+            .map(|&(k, arg, dword)| (at[k + 1] - 4, arg, dword))
+            .collect();
         Template {
             bytes,
             insts: s.insts.len(),
