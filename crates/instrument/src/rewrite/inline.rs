@@ -1969,7 +1969,10 @@ impl<'a> Ctx<'a> {
         if !names_loaded {
             s.remove_first();
         }
-        s.resolve_with(&mut self.facts.borrow_mut())?;
+        s.resolve_cached(
+            &mut self.facts.borrow_mut(),
+            &mut self.fact_ids.borrow_mut(),
+        )?;
         Ok(Inlined {
             code: s,
             max_sgpr,
