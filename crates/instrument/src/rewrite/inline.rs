@@ -1066,8 +1066,17 @@ struct Sequence {
 }
 
 impl Sequence {
-    /// Its registers, in order of purpose (after the body's runs in
-    /// [`Choices`]).
+    // Its registers' purposes: indices in `purposes`, and after the body's
+    // runs in [`Choices`].
+    const TEMP: usize = 0;
+    const OFFSET_TEMP: usize = 1;
+    const SAVE_SCC: usize = 2;
+    const SAVE_VCC: usize = 3;
+    const SAVE_M0: usize = 4;
+    const SAVE_EXEC: usize = 5;
+    const LANES: usize = 6;
+
+    /// Its registers, in order of purpose.
     fn purposes(&self) -> [Option<u16>; 7] {
         [
             self.temp,
@@ -1366,13 +1375,13 @@ impl<'a> Ctx<'a> {
                 .ok_or_else(no_sgprs)
         };
         let temp = if needs_temp {
-            Some(sgpr_pair(&mut free, 0)?)
+            Some(sgpr_pair(&mut free, Sequence::TEMP)?)
         } else {
             None
         };
         let offset_temp = match args.contains(&Arg::Address).then(|| address_operands(inst)) {
             Some(Some((_, _, o))) if Asm::inline_int(o).is_none() => Some(
-                free.take(RegFile::Sgpr, 0, 1, 1, p + 1)
+                free.take(RegFile::Sgpr, 0, 1, 1, p + Sequence::OFFSET_TEMP)
                     .ok_or_else(no_sgprs)?,
             ),
             _ => None,
@@ -1391,25 +1400,27 @@ impl<'a> Ctx<'a> {
             .any(|a| matches!(a, Arg::Value(reg) if reg.file == RegFile::Scc));
         let save_scc = (writes_scc && (live.contains(bits::SCC) || scc_arg))
             .then(|| {
-                free.take(RegFile::Sgpr, 0, 1, 1, p + 2)
+                free.take(RegFile::Sgpr, 0, 1, 1, p + Sequence::SAVE_SCC)
                     .ok_or_else(no_sgprs)
             })
             .transpose()?;
         let save_vcc = (body.writes_vcc && live.any_in(bits::VCC, 2))
-            .then(|| sgpr_pair(&mut free, 3))
+            .then(|| sgpr_pair(&mut free, Sequence::SAVE_VCC))
             .transpose()?;
         let save_m0 = (body.writes_m0 && live.contains(bits::M0))
             .then(|| {
-                free.take(RegFile::Sgpr, 0, 1, 1, p + 4)
+                free.take(RegFile::Sgpr, 0, 1, 1, p + Sequence::SAVE_M0)
                     .ok_or_else(no_sgprs)
             })
             .transpose()?;
-        let save_exec = once.then(|| sgpr_pair(&mut free, 5)).transpose()?;
+        let save_exec = once
+            .then(|| sgpr_pair(&mut free, Sequence::SAVE_EXEC))
+            .transpose()?;
         // Borrowed SGPRs go to lanes of a VGPR dead in every lane.
         let lanes = if free.borrowed.is_empty() {
             None
         } else {
-            Some(free.take(RegFile::Vgpr, 0, 1, 1, p + 6).ok_or(
+            Some(free.take(RegFile::Vgpr, 0, 1, 1, p + Sequence::LANES).ok_or(
                 "too few SGPRs are dead at the point and no VGPR is free to borrow some through",
             )?)
         };
