@@ -797,6 +797,11 @@ impl Bodies {
     /// point.
     pub(super) fn new(asm: &Asm, reqs: &[Request<'_>]) -> Bodies {
         let mut b = Bodies::default();
+        // (Calls placed as calls need no body.)
+        if reqs.iter().all(|r| r.call.placement == Placement::Call) {
+            b.of_call = vec![NO_BODY; reqs.len()];
+            return b;
+        }
         let mut modules: Vec<usize> = reqs.iter().map(|r| r.call.module).collect();
         modules.sort_unstable();
         modules.dedup();
