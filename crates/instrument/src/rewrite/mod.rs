@@ -983,12 +983,16 @@ impl Seams {
             nodes.push(Node::Slot(Self::tail(i) as u32));
             // (Facts found once per distinct encoding, not looked up per
             // instruction.)
-            let form = form_of[i] as usize;
-            if form_facts[form] == u32::MAX {
-                form_facts[form] = table.id_with(&ins.inst, prog.used_registers(i));
-            }
+            let facts = match form_of.get(i).and_then(|&k| form_facts.get_mut(k as usize)) {
+                Some(f) if *f != u32::MAX => *f,
+                Some(f) => {
+                    *f = table.id_with(&ins.inst, prog.used_registers(i));
+                    *f
+                }
+                None => table.id_with(&ins.inst, prog.used_registers(i)),
+            };
             nodes.push(Node::Inst {
-                facts: form_facts[form],
+                facts,
                 inserted: false,
             });
             nodes.push(Node::Slot(Self::after(i) as u32));
