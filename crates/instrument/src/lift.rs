@@ -1059,14 +1059,7 @@ fn lift_function_at(
                 let inst = forms[k as usize].inst;
                 if forms[k as usize].flow == Flow::Call {
                     let callee = resolve(img, scan, &inst, 1);
-                    let site = prog.calls.len();
-                    prog.calls.push(CallSite {
-                        inst: id,
-                        caller: f,
-                        callee,
-                        tail: false,
-                    });
-                    prog.functions[f].calls.push(site);
+                    add_call(prog, id, f, callee, false);
                 }
                 step(img, scan, &inst, dec.forms.used(k as usize), addr);
             }
@@ -1090,17 +1083,7 @@ fn lift_function_at(
                 match callee {
                     Callee::Unresolved if kind == FuncKind::Device => (Exit::Return, vec![]),
                     Callee::Unresolved => (Exit::Unresolved, vec![]),
-                    callee => {
-                        let site = prog.calls.len();
-                        prog.calls.push(CallSite {
-                            inst: id,
-                            caller: f,
-                            callee,
-                            tail: true,
-                        });
-                        prog.functions[f].calls.push(site);
-                        (Exit::TailCall(site), vec![])
-                    }
+                    callee => (Exit::TailCall(add_call(prog, id, f, callee, true)), vec![]),
                 }
             }
         };
@@ -1160,6 +1143,20 @@ fn in_address_order(found: Vec<(u64, u32)>, mut runs: Vec<usize>) -> Vec<(u64, u
 }
 
 /// The callee named by the SGPR pair in operand `op` of a call or setpc.
+/// Records that instruction `inst` of function `caller` calls `callee`
+/// (jumps to it, `tail`); the call site's index.
+fn add_call(prog: &mut Program, inst: InstId, caller: FuncId, callee: Callee, tail: bool) -> usize {
+    let site = prog.calls.len();
+    prog.calls.push(CallSite {
+        inst,
+        caller,
+        callee,
+        tail,
+    });
+    prog.functions[caller].calls.push(site);
+    site
+}
+
 fn resolve(img: &Image<'_, '_>, scan: &Scan, inst: &Instruction, op: usize) -> Callee {
     let Some(Operand::Sgpr { first, .. }) = inst.operand(op) else {
         return Callee::Unresolved;

@@ -312,21 +312,6 @@ impl Asm {
         self.quick(Move::ReadLane, &[d, vop, Self::konst(u32::from(lane))])
     }
 
-    /// `v_writelane_b32 vV, sS, lane` or `v_readlane_b32 sS, vV, lane`.
-    pub(super) fn lane(
-        &self,
-        m: &'static str,
-        v: u16,
-        sgpr: u16,
-        lane: u8,
-    ) -> Result<Instruction, RewriteError> {
-        if m == "v_writelane_b32" {
-            self.writelane(v, Self::sgpr(sgpr, 1), lane)
-        } else {
-            self.readlane(Self::sgpr(sgpr, 1), v, lane)
-        }
-    }
-
     /// `s_mov_b32 sd, v` with `v` as a literal whatever its value, so the
     /// size does not depend on the value.
     pub(super) fn mov_lit(&self, d: u16, v: u32) -> Result<Instruction, RewriteError> {

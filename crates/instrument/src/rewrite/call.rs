@@ -1050,7 +1050,7 @@ impl<'a> Ctx<'a> {
                         "s_cselect_b32",
                         &[s1(30), Asm::konst(1), zero],
                     )?);
-                    s.push(asm.lane("v_writelane_b32", v, 30, l)?);
+                    s.push(asm.writelane(v, Asm::sgpr(30, 1), l)?);
                 }
             }
         }
@@ -1217,7 +1217,7 @@ impl<'a> Ctx<'a> {
                         }
                         Some(Home::Lane(v, l)) => {
                             s.push(b(Encoding::Vop1, "v_readfirstlane_b32", &[s1(30), v1(t)])?);
-                            s.push(asm.lane("v_writelane_b32", v, 30, l)?);
+                            s.push(asm.writelane(v, Asm::sgpr(30, 1), l)?);
                         }
                         None => s.push(b(
                             Encoding::Vop1,
@@ -1257,7 +1257,7 @@ impl<'a> Ctx<'a> {
             match slot {
                 Home::Sgpr(t) => s.push(b(Encoding::Sopc, "s_cmp_lg_u32", &[s1(t), zero])?),
                 Home::Lane(v, l) => {
-                    s.push(asm.lane("v_readlane_b32", v, 30, l)?);
+                    s.push(asm.readlane(Asm::sgpr(30, 1), v, l)?);
                     s.push(b(Encoding::Sopc, "s_cmp_lg_u32", &[s1(30), zero])?);
                 }
             }
@@ -1513,7 +1513,7 @@ impl<'a> Ctx<'a> {
             match self.slot_of(p, bit) {
                 Some(Home::Sgpr(x)) => Asm::sgpr(x, 1),
                 Some(Home::Lane(v, l)) => {
-                    s.push(asm.lane("v_readlane_b32", v, 30, l)?);
+                    s.push(asm.readlane(Asm::sgpr(30, 1), v, l)?);
                     s.push(asm.vmov(t, Asm::sgpr(30, 1))?);
                     return Ok(());
                 }

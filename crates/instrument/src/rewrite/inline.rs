@@ -1523,7 +1523,7 @@ impl<'a> Ctx<'a> {
         s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0)])?);
         if let Some(v) = seq.lanes {
             for (lane, &x) in seq.borrowed.iter().enumerate() {
-                s.push(asm.lane("v_writelane_b32", v, x, lane as u8)?);
+                s.push(asm.writelane(v, Asm::sgpr(x, 1), lane as u8)?);
             }
         }
         if let Some(t) = save_scc {
@@ -1966,7 +1966,7 @@ impl<'a> Ctx<'a> {
         // Last, as SCC's slot may be one of them.
         if let Some(v) = seq.lanes {
             for (lane, &x) in seq.borrowed.iter().enumerate() {
-                s.push(asm.lane("v_readlane_b32", v, x, lane as u8)?);
+                s.push(asm.readlane(Asm::sgpr(x, 1), v, lane as u8)?);
             }
         }
         // The highest registers named, and whether the code names one an

@@ -569,14 +569,14 @@ pub fn rewrite(
                 };
                 let saved: Vec<u16> = (k..k + width).filter(|n| !dead.contains(n)).collect();
                 for (lane, &sr) in saved.iter().enumerate() {
-                    code.push(asm.lane("v_writelane_b32", v, sr, lane as u8)?);
+                    code.push(asm.writelane(v, Asm::sgpr(sr, 1), lane as u8)?);
                 }
                 code.extend(asm.setup(&r, plan.counters)?);
                 for &h in hs {
                     asm.hook(h, &r, &point, &mut code)?;
                 }
                 for (lane, &sr) in saved.iter().enumerate() {
-                    code.push(asm.lane("v_readlane_b32", v, sr, lane as u8)?);
+                    code.push(asm.readlane(Asm::sgpr(sr, 1), v, lane as u8)?);
                 }
                 added_by_hooks += code.len();
                 hook_code.insert(i, code);

@@ -527,7 +527,7 @@ pub(super) fn launch_state(
         code.push(
             match home {
                 Home::Sgpr(h) => asm.build(Encoding::Sop1, "s_mov_b32", &[s1(h), s1(src)]),
-                Home::Lane(v, l) => asm.lane("v_writelane_b32", v, src, l),
+                Home::Lane(v, l) => asm.writelane(v, Asm::sgpr(src, 1), l),
             }
             .map_err(|e| e.to_string())?,
         );
