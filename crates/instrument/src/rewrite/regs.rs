@@ -21,6 +21,15 @@ impl Free<'_> {
         (free, live.contains(crate::regs::SCC))
     }
 
+    /// SGPRs dead both before `a` and before `b`.
+    pub(super) fn sgprs_before_both(&self, a: InstId, b: InstId) -> Vec<u16> {
+        let live = self.an.live_before(a).any();
+        let usable = self.an.resources.sgprs_usable as u16;
+        live.union(&self.an.live_before(b).any())
+            .union(&self.taken)
+            .absent_sgprs(usable)
+    }
+
     pub(super) fn before(&self, i: InstId) -> crate::FreeRegisters {
         let mut f = self.an.free_before(i);
         let t = &self.taken;
@@ -347,9 +356,7 @@ pub(super) fn per_point_translation(dead: &[u16], save_scc: bool) -> Option<Regs
 /// control goes on there).
 pub(super) fn long_branch_regs(free: &Free<'_>, branch: InstId, target: InstId) -> Option<Regs> {
     // (SGPRs only: a kernel can have hundreds of long branches.)
-    let (here, _) = free.sgprs_before(branch);
-    let (there, _) = free.sgprs_before(target);
-    let dead: Vec<u16> = here.into_iter().filter(|n| there.contains(n)).collect();
+    let dead = free.sgprs_before_both(branch, target);
     let t = dead_pairs(&dead).next()?;
     let scc = dead_single(&dead, &[t])?;
     Some(Regs {
