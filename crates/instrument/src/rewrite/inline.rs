@@ -835,14 +835,20 @@ impl Bodies {
             Default::default();
         let (mut key, mut last) = (Vec::new(), Vec::new());
         let mut last_id = NO_BODY;
+        let mut last_req: Option<&Request<'_>> = None;
         b.of_call = Vec::with_capacity(reqs.len());
         for r in reqs {
             if r.call.placement == Placement::Call {
                 b.of_call.push(NO_BODY);
                 continue;
             }
+            // (Calls in a row are often alike: no key, no lookup then.)
+            if last_req.is_some_and(|l| same_facts_key(l, r)) {
+                b.of_call.push(last_id);
+                continue;
+            }
+            last_req = Some(r);
             facts_key(r, &mut key);
-            // (Calls in a row are often alike: no lookup then.)
             if last_id != NO_BODY && key == last {
                 b.of_call.push(last_id);
                 continue;
@@ -1045,6 +1051,14 @@ fn facts(r: &Request<'_>, bodies: &Bodies) -> Facts {
 /// Everything [`facts`] reads of call `r`, as words: its hook (which
 /// gives the offset table's alignments), module (the atomic family), one
 /// lane or not, and inline constants.
+/// Whether `a` and `b` have the same [`facts_key`], seen from what it reads.
+fn same_facts_key(a: &Request<'_>, b: &Request<'_>) -> bool {
+    std::ptr::eq(a.hook, b.hook)
+        && a.call.module == b.call.module
+        && a.call.once_per_wave == b.call.once_per_wave
+        && a.call.args == b.call.args
+}
+
 fn facts_key(r: &Request<'_>, key: &mut Vec<u64>) {
     key.clear();
     key.push(r.hook as *const HookInfo as u64);
