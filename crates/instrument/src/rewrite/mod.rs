@@ -937,8 +937,11 @@ impl Seams {
     ) -> Seams {
         use hazards::{Node, Run};
         let prog = &an.program;
-        // A kernel repeats encodings: a few thousand distinct in 20,000.
-        table.reserve(prog.insts.len() / 4);
+        // Room for the distinct encodings: the kernel's, and a quarter more
+        // (what inlined copies and call sequences usually add; built-in
+        // hooks with a constant per point add more, and grow the table).
+        let (forms, form_of) = prog.forms();
+        table.reserve(forms.list.len() + forms.list.len() / 4);
         // Each call sequence a run, its instructions' facts found once.
         let runs: Vec<Run> = placed
             .templates()
@@ -964,7 +967,6 @@ impl Seams {
         nodes.push(Node::Slot(Self::ENTRY as u32));
         calls(&mut nodes, Site::Entry);
         let mut block_end = vec![0; prog.blocks.len()];
-        let (forms, form_of) = prog.forms();
         let mut form_facts = vec![u32::MAX; forms.list.len()];
         for &i in order {
             let ins = &prog.insts[i];
