@@ -1115,6 +1115,9 @@ pub(super) struct Run {
     head_kinds: u32,
     head_clauses: u32,
     head_unknown: [u32; 2],
+    /// For each kind (a bit) of `head_kinds`, the wait states from its
+    /// start to its first head reader of that kind.
+    head_nearest: Vec<(u8, u32)>,
     /// For each reader kind (a bit) some writer of `writers` concerns, the
     /// wait states back from its end to the nearest such writer: on
     /// targets other than gfx942, and on gfx942.
@@ -1179,6 +1182,7 @@ impl Run {
             nearest
         });
         let (mut head_kinds, mut head_clauses, mut head_unknown) = (0, 0, [0u32; 2]);
+        let mut head_nearest = Vec::new();
         let first_call = calls.first().copied().unwrap_or(u32::MAX);
         for &k in readers.iter().take_while(|&&k| k <= first_call) {
             let f = &facts[ids[k as usize] as usize];
@@ -1189,6 +1193,13 @@ impl Run {
                 }
             }
             if at < MAX_WAIT_STATES {
+                // (Readers come in order: the first with a kind is the
+                // nearest.)
+                let mut new = f.kind & !head_kinds;
+                while new != 0 {
+                    head_nearest.push((new.trailing_zeros() as u8, at));
+                    new &= new - 1;
+                }
                 head_kinds |= f.kind;
                 for (u, need) in head_unknown.iter_mut().zip(f.unknown) {
                     *u = (*u).max(u32::from(need).saturating_sub(at));
@@ -1207,6 +1218,7 @@ impl Run {
             head_kinds,
             head_clauses,
             head_unknown,
+            head_nearest,
             nearest_writers,
         }
     }
@@ -1429,10 +1441,22 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
             }
             Node::Run(r) => {
                 let run = &stream.runs[r as usize];
-                recent.run(run);
+                // A run right after its slot, with nothing within reach
+                // before that concerns its head (nor a call, nor a label),
+                // nor a soft clause its head may join, asks the slot
+                // nothing: what the search below would find, seen without
+                // searching.
+                let head_unconcerned = since_slot == 0
+                    && clause == CLAUSES
+                    && (!mfma || run.calls.is_empty())
+                    && slot.is_some_and(|(s, _)| {
+                        run.head_clauses & recent.last_clauses == 0 || pads[s] > 0
+                    })
+                    && recent.quiet_for(run);
+                recent.run(run, stream.briefs);
                 quiet = Quiet::after_run(quiet, run);
                 application = application.saturating_add(run.before[run.ids.len()]);
-                if let Some((s, at)) = slot {
+                if let Some((s, at)) = slot.filter(|_| !head_unconcerned) {
                     // With no call since the slot and no soft clause
                     // reaching back past it, the readers of the run's head
                     // (before its first call: those after it are padded
@@ -1506,10 +1530,15 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
 /// they only add distance), and where the last call and label were. An
 /// application reader's search meets only inserted writers, none before
 /// a call, and through a label ones this cannot see.
+///
+/// It also keeps, for [`Recent::quiet_for`], the same for every writer,
+/// inserted or not, and the soft-clause kinds of the last instruction.
 struct Recent {
     target: usize,
     clock: u32,
     writer: [Option<u32>; 32],
+    any_writer: [Option<u32>; 32],
+    last_clauses: u32,
     call: Option<u32>,
     label: Option<u32>,
 }
@@ -1520,6 +1549,8 @@ impl Recent {
             target: usize::from(gfx942(t)),
             clock: 0,
             writer: [None; 32],
+            any_writer: [None; 32],
+            last_clauses: 0,
             call: None,
             label: None,
         }
@@ -1547,26 +1578,44 @@ impl Recent {
         false
     }
 
-    fn concerns(&mut self, affects: u32, at: u32) {
+    /// Whether a search back from here for the head readers of `run`,
+    /// were it to start here, would surely find nothing they lack: no
+    /// call and no label within reach, and no writer concerning a head
+    /// reader's kind that close to it (pads left out: they only add
+    /// distance).
+    fn quiet_for(&self, run: &Run) -> bool {
+        if self.within_reach(self.label) || self.within_reach(self.call) {
+            return false;
+        }
+        run.head_nearest.iter().all(|&(bit, at)| {
+            self.any_writer[usize::from(bit)]
+                .is_none_or(|w| (self.clock - w).saturating_add(at) >= MAX_WAIT_STATES)
+        })
+    }
+
+    fn concerns(writers: &mut [Option<u32>; 32], affects: u32, at: u32) {
         let mut bits = affects;
         while bits != 0 {
             let b = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            self.writer[b] = Some(at);
+            writers[b] = Some(at);
         }
     }
 
     fn inst(&mut self, f: &Brief, inserted: bool) {
         self.clock = self.clock.saturating_add(f.wait_states());
+        let affects = f.affects[self.target];
         if inserted {
-            self.concerns(f.affects[self.target], self.clock);
+            Self::concerns(&mut self.writer, affects, self.clock);
         }
+        Self::concerns(&mut self.any_writer, affects, self.clock);
+        self.last_clauses = f.kind & CLAUSES;
         if f.is_call() {
             self.call = Some(self.clock);
         }
     }
 
-    fn run(&mut self, run: &Run) {
+    fn run(&mut self, run: &Run, briefs: &[Brief]) {
         self.clock = self.clock.saturating_add(run.before[run.ids.len()]);
         if !run.calls.is_empty() {
             // Its last call, or as far back as its writers were listed.
@@ -1574,7 +1623,12 @@ impl Recent {
             self.call = Some(self.clock.saturating_sub(back));
         }
         for &(bit, d) in &run.nearest_writers[self.target] {
-            self.writer[usize::from(bit)] = Some(self.clock.saturating_sub(d));
+            let at = Some(self.clock.saturating_sub(d));
+            self.writer[usize::from(bit)] = at;
+            self.any_writer[usize::from(bit)] = at;
+        }
+        if let Some(&last) = run.ids.last() {
+            self.last_clauses = briefs[last as usize].kind & CLAUSES;
         }
     }
 
