@@ -309,6 +309,9 @@ pub(super) struct Ctx<'a> {
     /// Registers the kernel's memory instructions write: at a point, a
     /// load may still be writing them (see [`loaded_registers`]).
     pub(super) loaded: RegSet,
+    /// Registers live before some instruction of the program: those
+    /// outside are dead at every point.
+    pub(super) ever_live: RegSet,
     /// Hazard facts of the instructions call sequences use (each built
     /// once, for padding inside every sequence and then at the seams).
     pub(super) facts: std::cell::RefCell<super::hazards::FactsTable>,
@@ -2262,6 +2265,7 @@ impl<'a> Calls<'a> {
             save_all,
             borrow_all,
             loaded: loaded_registers(self.an),
+            ever_live: self.an.liveness.ever_live(),
             facts: std::cell::RefCell::new(asm.facts.take()),
             fact_ids: std::cell::RefCell::new(super::snippet::IdCache::new()),
             named: Default::default(),
@@ -2281,9 +2285,16 @@ impl<'a> Calls<'a> {
         let mut inputs = Vec::new();
         let mut bodies = self.bodies.borrow_mut();
         let mut inline_ids: std::collections::HashMap<usize, usize, FastHash> = Default::default();
+        // (The key's call part is kept while calls in a row have it alike.)
+        let (mut last, mut call_part) = (None::<&Request<'_>>, 0);
         for (k, r) in self.reqs.iter().enumerate() {
-            ctx.call_key(r, &mut inputs);
-            inputs.push(r.call.placement as u64);
+            if last.is_some_and(|l| same_call_key(l, r)) {
+                inputs.truncate(call_part);
+            } else {
+                ctx.call_key(r, &mut inputs);
+                inputs.push(r.call.placement as u64);
+                (last, call_part) = (Some(r), inputs.len());
+            }
             inputs.extend_from_slice(self.an.live_before(r.live_at).any().words());
             if let Some(&id) = by_inputs.get(inputs.as_slice()) {
                 plan_of.push(id);
@@ -2429,4 +2440,15 @@ impl<'a> Calls<'a> {
         out.facts = ctx.facts.into_inner();
         Ok(out)
     }
+}
+
+/// Whether calls `a` and `b` have the same [`Ctx::call_key`] and
+/// placement, seen from what the key reads (an address argument reads the
+/// instruction).
+fn same_call_key(a: &Request<'_>, b: &Request<'_>) -> bool {
+    std::ptr::eq(a.hook, b.hook)
+        && a.call.once_per_wave == b.call.once_per_wave
+        && a.call.placement == b.call.placement
+        && a.call.args == b.call.args
+        && (a.inst == b.inst || !a.call.args.iter().any(|x| matches!(x, Arg::Address)))
 }
