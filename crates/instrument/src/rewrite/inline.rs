@@ -626,6 +626,9 @@ struct Free<'h> {
     borrowed: Vec<u16>,
     /// Registers the kernel's loads write (taken last).
     loaded: RegSet,
+    /// Registers live somewhere in the kernel (taken after those dead
+    /// everywhere).
+    ever_live: RegSet,
     /// What an earlier copy of the same call took for each purpose
     /// ([`Choices`]).
     hints: &'h [u16],
@@ -687,8 +690,14 @@ impl Free<'_> {
             }
             None
         };
-        // Registers no load writes first: the entry wait is then not needed.
-        if let Some(n) = fits(&self.set.difference(&self.loaded)).or_else(|| fits(&self.set)) {
+        // Registers dead at every point first (every point takes the same
+        // ones, and shares one copy), then those no load writes (the entry
+        // wait is then not needed).
+        let unloaded = self.set.difference(&self.loaded);
+        if let Some(n) = fits(&unloaded.difference(&self.ever_live))
+            .or_else(|| fits(&unloaded))
+            .or_else(|| fits(&self.set))
+        {
             self.set.remove_range(base + n, count);
             return Some(n);
         }
@@ -1233,6 +1242,15 @@ impl<'a> Ctx<'a> {
         };
         let choices = choices(&to, &seq);
         match bodies.hints.get_mut(&key[..prefix]) {
+            // (A purpose this placing had no need of, saving VCC where it
+            // is dead say, keeps the register taken for it last.)
+            Some(h) if h.len() == choices.len() => {
+                for (hint, &c) in h.iter_mut().zip(&choices) {
+                    if c != NONE {
+                        *hint = c;
+                    }
+                }
+            }
             Some(h) => *h = choices,
             None => {
                 bodies.hints.insert(key[..prefix].into(), choices);
@@ -1283,6 +1301,7 @@ impl<'a> Ctx<'a> {
             borrow,
             borrowed: Vec::new(),
             loaded: self.loaded,
+            ever_live: self.ever_live,
             hints,
         };
         // Widest alignment first, then longest, so runs pack.
