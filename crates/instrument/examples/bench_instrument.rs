@@ -18,11 +18,12 @@
 //! `trace_address`, like the example tools' hooks). Calls are made as
 //! calls unless `--inline` (inlining forced: an error where it cannot be)
 //! or `--auto` (the engine's choice) says otherwise. The times are the
-//! best of 3 runs, after one instrumentation that
+//! best of 3 runs (`--runs N`: of N; more runs steady the figures on a
+//! machine others load), after one instrumentation that
 //! warms the process up (reported apart). Kernels are ranked by
 //! instructions reached (the kernel and every device function it calls).
 //!
-//! Each phase is timed twice, best of 3 each: wall time and the thread's
+//! Each phase is timed twice, best of the runs each: wall time and the thread's
 //! CPU time (on a machine others load, the CPU time is the steadier
 //! figure: it leaves out the time the thread waits for a core). With
 //! `--digest`, each row also prints a hash of the rewritten code and its
@@ -33,6 +34,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use inlay_codeobj::CodeObject;
@@ -49,7 +51,7 @@ enum Hooks {
 }
 use inlay_instrument::{analyse, counting, emit};
 
-/// Wall and thread CPU time of one phase (each the best of 3).
+/// Wall and thread CPU time of one phase (each the best of the runs).
 #[derive(Clone, Copy, Default)]
 struct Time {
     wall: Duration,
@@ -96,13 +98,16 @@ fn thread_cpu() -> Duration {
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
+/// Runs per measurement (`--runs`).
+static RUNS: AtomicUsize = AtomicUsize::new(3);
+
 fn best<T>(mut f: impl FnMut() -> T) -> (Time, T) {
     let mut best = Time {
         wall: Duration::MAX,
         cpu: Duration::MAX,
     };
     let mut out = None;
-    for _ in 0..3 {
+    for _ in 0..RUNS.load(Ordering::Relaxed).max(1) {
         let (t, c) = (Instant::now(), thread_cpu());
         let r = f();
         best.wall = best.wall.min(t.elapsed());
@@ -287,6 +292,10 @@ fn main() {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--top" => top = args.next().and_then(|n| n.parse().ok()).unwrap_or(10),
+            "--runs" => {
+                let runs = args.next().and_then(|n| n.parse().ok()).unwrap_or(3);
+                RUNS.store(runs, Ordering::Relaxed);
+            }
             "--every-instruction" => hooks = Hooks::Every,
             "--memory-trace" => hooks = Hooks::Memory,
             "--calls" => calls = args.next(),
@@ -320,9 +329,10 @@ fn main() {
             match m {
                 Ok(m) => {
                     println!(
-                        "hook module {path}: read and {hook} analysed in {:.2} ms wall, {:.2} ms CPU (best of 3)",
+                        "hook module {path}: read and {hook} analysed in {:.2} ms wall, {:.2} ms CPU (best of {})",
                         t.wall.as_secs_f64() * 1e3,
-                        t.cpu.as_secs_f64() * 1e3
+                        t.cpu.as_secs_f64() * 1e3,
+                        RUNS.load(Ordering::Relaxed)
                     );
                     (Some(m), t)
                 }
@@ -358,8 +368,9 @@ fn main() {
         let cold = measure(f, &data[f], k, hooks, module.as_ref(), &choice);
         let total = cold.analyse + cold.rewrite + cold.emit;
         println!(
-            "first instrumentation in this process (not in the rows): {} instructions, best of 3 {:.2} ms wall, {:.2} ms CPU",
+            "first instrumentation in this process (not in the rows): {} instructions, best of {} {:.2} ms wall, {:.2} ms CPU",
             cold.insts,
+            RUNS.load(Ordering::Relaxed),
             total.wall.as_secs_f64() * 1e3,
             total.cpu.as_secs_f64() * 1e3
         );
@@ -370,7 +381,10 @@ fn main() {
         .map(|(_, f, k)| measure(f, &data[f], k, hooks, module.as_ref(), &choice))
         .collect();
     rows.sort_by_key(|r| std::cmp::Reverse(r.insts));
-    println!("times: wall / thread CPU, best of 3 each; total includes the hook module's analysis");
+    println!(
+        "times: wall / thread CPU, best of {} each; total includes the hook module's analysis",
+        RUNS.load(Ordering::Relaxed)
+    );
     println!(
         "{:>8} {:>7} {:>9} {:>17} {:>17} {:>15} {:>17} {:>15}  kernel",
         "insts", "hooks", "per hook", "analyse", "rewrite", "emit", "total", "per 10k"
