@@ -381,12 +381,6 @@ impl Liveness {
     pub fn before(&self, i: InstId) -> Live {
         self.before.get(i)
     }
-
-    /// Every register live before some instruction, in any lane: those
-    /// outside it are dead everywhere.
-    pub fn ever_live(&self) -> RegSet {
-        self.before.ever()
-    }
 }
 
 /// Words of a [`Live`]: `active`'s, then `inactive`'s.
@@ -447,24 +441,6 @@ impl Packed {
             }
         }
         words.iter().all(|&x| x == 0)
-    }
-
-    /// Every register some state holds, in any lane.
-    fn ever(&self) -> RegSet {
-        let w = self.kept.len();
-        let mut any = vec![0u64; w];
-        if w > 0 {
-            for state in self.words.chunks_exact(w) {
-                for (a, &s) in any.iter_mut().zip(state) {
-                    *a |= s;
-                }
-            }
-        }
-        let mut out = RegSet::new();
-        for (&k, &a) in self.kept.iter().zip(&any) {
-            out.insert_mask(usize::from(k) % RegSet::WORDS, a);
-        }
-        out
     }
 
     fn get(&self, i: InstId) -> Live {

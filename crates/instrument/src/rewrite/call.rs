@@ -309,9 +309,9 @@ pub(super) struct Ctx<'a> {
     /// Registers the kernel's memory instructions write: at a point, a
     /// load may still be writing them (see [`loaded_registers`]).
     pub(super) loaded: RegSet,
-    /// Registers live before some instruction of the program: those
-    /// outside are dead at every point.
-    pub(super) ever_live: RegSet,
+    /// The SGPRs the kernel may use without growing its allocation, the
+    /// most often dead first (see [`sgprs_by_deadness`]).
+    pub(super) sgprs_often_dead: Vec<u16>,
     /// Hazard facts of the instructions call sequences use (each built
     /// once, for padding inside every sequence and then at the seams).
     pub(super) facts: std::cell::RefCell<super::hazards::FactsTable>,
@@ -337,6 +337,31 @@ pub(super) fn loaded_registers(an: &Analysis) -> RegSet {
         }
     }
     out
+}
+
+/// The SGPRs below [`crate::Resources::sgprs_usable`], those dead before
+/// more of every eighth instruction first (then in order): inlined copies
+/// take SGPRs in this order, so most points have them free and share a
+/// copy.
+fn sgprs_by_deadness(an: &Analysis) -> Vec<u16> {
+    let usable = an.resources.sgprs_usable.min(u32::from(bits::NUM_SGPRS)) as u16;
+    let mut dead = vec![0u32; usize::from(usable)];
+    for i in (0..an.program.insts.len()).step_by(8) {
+        let live = an.live_before(i).any();
+        for (w, &word) in live.words().iter().enumerate().take(2) {
+            let mut d = !word;
+            while d != 0 {
+                let n = 64 * w + d.trailing_zeros() as usize;
+                d &= d - 1;
+                if let Some(c) = dead.get_mut(n) {
+                    *c += 1;
+                }
+            }
+        }
+    }
+    let mut order: Vec<u16> = (0..usable).collect();
+    order.sort_by_key(|&n| std::cmp::Reverse(dead[usize::from(n)]));
+    order
 }
 
 /// The saves of one call, decided before its code (the save area's size
@@ -2265,7 +2290,7 @@ impl<'a> Calls<'a> {
             save_all,
             borrow_all,
             loaded: loaded_registers(self.an),
-            ever_live: self.an.liveness.ever_live(),
+            sgprs_often_dead: sgprs_by_deadness(self.an),
             facts: std::cell::RefCell::new(asm.facts.take()),
             fact_ids: std::cell::RefCell::new(super::snippet::IdCache::new()),
             named: Default::default(),

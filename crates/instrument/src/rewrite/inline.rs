@@ -626,9 +626,9 @@ struct Free<'h> {
     borrowed: Vec<u16>,
     /// Registers the kernel's loads write (taken last).
     loaded: RegSet,
-    /// Registers live somewhere in the kernel (taken after those dead
-    /// everywhere).
-    ever_live: RegSet,
+    /// The SGPRs it may take without growing the allocation, the most
+    /// often dead in the kernel first (taken next).
+    sgprs_often_dead: &'h [u16],
     /// What an earlier copy of the same call took for each purpose
     /// ([`Choices`]).
     hints: &'h [u16],
@@ -690,11 +690,27 @@ impl Free<'_> {
             }
             None
         };
-        // Registers dead at every point first (every point takes the same
-        // ones, and shares one copy), then those no load writes (the entry
-        // wait is then not needed).
+        // Registers no load writes first (the entry wait is then not
+        // needed). SGPRs: the hint, else those dead most often in the
+        // kernel (by the first of the run), not the lowest: most points
+        // have them free and share one copy.
+        let often_dead = |set: &RegSet| {
+            if file != RegFile::Sgpr {
+                return None;
+            }
+            let r = first % align;
+            let end = self.sgprs_often_dead.len() as u16;
+            let free_at = |n: u16| n + count <= end && (n..n + count).all(|k| set.contains(k));
+            if let Some(h) = hint.filter(|&h| h % align == r && free_at(h)) {
+                return Some(h);
+            }
+            self.sgprs_often_dead
+                .iter()
+                .copied()
+                .find(|&n| n % align == r && free_at(n))
+        };
         let unloaded = self.set.difference(&self.loaded);
-        if let Some(n) = fits(&unloaded.difference(&self.ever_live))
+        if let Some(n) = often_dead(&unloaded)
             .or_else(|| fits(&unloaded))
             .or_else(|| fits(&self.set))
         {
@@ -1301,7 +1317,7 @@ impl<'a> Ctx<'a> {
             borrow,
             borrowed: Vec::new(),
             loaded: self.loaded,
-            ever_live: self.ever_live,
+            sgprs_often_dead: &self.sgprs_often_dead,
             hints,
         };
         // Widest alignment first, then longest, so runs pack.
