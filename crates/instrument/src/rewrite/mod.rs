@@ -937,11 +937,7 @@ impl Seams {
     ) -> Seams {
         use hazards::{Node, Run};
         let prog = &an.program;
-        // Room for the distinct encodings: the kernel's, and a quarter more
-        // (what inlined copies and call sequences usually add; built-in
-        // hooks with a constant per point add more, and grow the table).
         let (forms, form_of) = prog.forms();
-        table.reserve(forms.list.len() + forms.list.len() / 4);
         // Each call sequence a run, its instructions' facts found once.
         let runs: Vec<Run> = placed
             .templates()
