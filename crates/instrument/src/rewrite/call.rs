@@ -310,8 +310,9 @@ pub(super) struct Ctx<'a> {
     /// load may still be writing them (see [`loaded_registers`]).
     pub(super) loaded: RegSet,
     /// The SGPRs the kernel may use without growing its allocation, the
-    /// most often dead first (see [`sgprs_by_deadness`]).
-    pub(super) sgprs_often_dead: Vec<u16>,
+    /// most often dead first (see [`sgprs_by_deadness`]; found when a call
+    /// is first inlined).
+    pub(super) sgprs_often_dead: std::cell::OnceCell<Vec<u16>>,
     /// Hazard facts of the instructions call sequences use (each built
     /// once, for padding inside every sequence and then at the seams).
     pub(super) facts: std::cell::RefCell<super::hazards::FactsTable>,
@@ -343,7 +344,7 @@ pub(super) fn loaded_registers(an: &Analysis) -> RegSet {
 /// more of every eighth instruction first (then in order): inlined copies
 /// take SGPRs in this order, so most points have them free and share a
 /// copy.
-fn sgprs_by_deadness(an: &Analysis) -> Vec<u16> {
+pub(super) fn sgprs_by_deadness(an: &Analysis) -> Vec<u16> {
     let usable = an.resources.sgprs_usable.min(u32::from(bits::NUM_SGPRS)) as u16;
     let mut dead = vec![0u32; usize::from(usable)];
     for i in (0..an.program.insts.len()).step_by(8) {
@@ -2290,7 +2291,7 @@ impl<'a> Calls<'a> {
             save_all,
             borrow_all,
             loaded: loaded_registers(self.an),
-            sgprs_often_dead: sgprs_by_deadness(self.an),
+            sgprs_often_dead: Default::default(),
             facts: std::cell::RefCell::new(asm.facts.take()),
             fact_ids: std::cell::RefCell::new(super::snippet::IdCache::new()),
             named: Default::default(),

@@ -1317,7 +1317,9 @@ impl<'a> Ctx<'a> {
             borrow,
             borrowed: Vec::new(),
             loaded: self.loaded,
-            sgprs_often_dead: &self.sgprs_often_dead,
+            sgprs_often_dead: self
+                .sgprs_often_dead
+                .get_or_init(|| super::call::sgprs_by_deadness(self.an)),
             hints,
         };
         // Widest alignment first, then longest, so runs pack.
