@@ -970,14 +970,16 @@ impl Seams {
             if prog.blocks[b].insts.start == i {
                 nodes.push(Node::BlockStart(b as u32));
             }
-            nodes.push(Node::Slot(Self::head(i) as u32));
-            inserted(
-                &mut nodes,
-                &mut table,
-                &mut hook_code.get(&i).into_iter().flatten(),
-            );
-            nodes.push(Node::Slot(Self::mid(i) as u32));
-            calls(&mut nodes, Site::Before(i));
+            // (A slot another follows with nothing between pads nothing:
+            // head, mid and after are left out where no code follows them.)
+            if let Some(code) = hook_code.get(&i) {
+                nodes.push(Node::Slot(Self::head(i) as u32));
+                inserted(&mut nodes, &mut table, &mut code.iter());
+            }
+            if placed.at(Site::Before(i)).template_ids().next().is_some() {
+                nodes.push(Node::Slot(Self::mid(i) as u32));
+                calls(&mut nodes, Site::Before(i));
+            }
             nodes.push(Node::Slot(Self::tail(i) as u32));
             // (Facts found once per distinct encoding, not looked up per
             // instruction.)
@@ -993,8 +995,10 @@ impl Seams {
                 facts,
                 inserted: false,
             });
-            nodes.push(Node::Slot(Self::after(i) as u32));
-            calls(&mut nodes, Site::After(i));
+            if placed.at(Site::After(i)).template_ids().next().is_some() {
+                nodes.push(Node::Slot(Self::after(i) as u32));
+                calls(&mut nodes, Site::After(i));
+            }
             block_end[b] = nodes.len();
         }
         let kernel_entry = prog
