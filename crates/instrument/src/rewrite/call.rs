@@ -2306,23 +2306,31 @@ impl<'a> Calls<'a> {
         // A plan is a function of the call and the liveness at its site:
         // calls alike at points with the same live registers share it
         // without planning again.
-        let mut by_inputs: std::collections::HashMap<Box<[u64]>, usize, FastHash> =
+        // (Keyed by the call's part, an index into the distinct ones, and
+        // the live registers: no key allocated per point.)
+        let mut by_inputs: std::collections::HashMap<(u32, RegSet), usize, FastHash> =
             Default::default();
-        let mut inputs = Vec::new();
+        let mut call_parts: std::collections::HashMap<Box<[u64]>, u32, FastHash> =
+            Default::default();
+        let (mut words, mut last_words) = (Vec::new(), Vec::new());
         let mut bodies = self.bodies.borrow_mut();
         let mut inline_ids: std::collections::HashMap<usize, usize, FastHash> = Default::default();
-        // (The key's call part is kept while calls in a row have it alike.)
-        let (mut last, mut call_part) = (None::<&Request<'_>>, 0);
+        // (The call part is kept while calls in a row have it alike, or
+        // the same words.)
+        let (mut last, mut part) = (None::<&Request<'_>>, 0u32);
         for (k, r) in self.reqs.iter().enumerate() {
-            if last.is_some_and(|l| same_call_key(l, r)) {
-                inputs.truncate(call_part);
-            } else {
-                ctx.call_key(r, &mut inputs);
-                inputs.push(r.call.placement as u64);
-                (last, call_part) = (Some(r), inputs.len());
+            if !last.is_some_and(|l| same_call_key(l, r)) {
+                ctx.call_key(r, &mut words);
+                words.push(r.call.placement as u64);
+                if last.is_none() || words != last_words {
+                    let next = call_parts.len() as u32;
+                    part = *call_parts.entry(words.as_slice().into()).or_insert(next);
+                    std::mem::swap(&mut words, &mut last_words);
+                }
+                last = Some(r);
             }
-            inputs.extend_from_slice(self.an.live_before(r.live_at).any().words());
-            if let Some(&id) = by_inputs.get(inputs.as_slice()) {
+            let inputs = (part, self.an.live_before(r.live_at).any());
+            if let Some(&id) = by_inputs.get(&inputs) {
                 plan_of.push(id);
                 continue;
             }
@@ -2348,7 +2356,7 @@ impl<'a> Calls<'a> {
                     }
                 },
             };
-            by_inputs.insert(inputs.clone().into_boxed_slice(), id);
+            by_inputs.insert(inputs, id);
             plan_of.push(id);
         }
         let plans = || {
