@@ -2323,8 +2323,14 @@ impl<'a> Calls<'a> {
                 ctx.call_key(r, &mut words);
                 words.push(r.call.placement as u64);
                 if last.is_none() || words != last_words {
-                    let next = call_parts.len() as u32;
-                    part = *call_parts.entry(words.as_slice().into()).or_insert(next);
+                    part = match call_parts.get(words.as_slice()) {
+                        Some(&p) => p,
+                        None => {
+                            let p = call_parts.len() as u32;
+                            call_parts.insert(words.as_slice().into(), p);
+                            p
+                        }
+                    };
                     std::mem::swap(&mut words, &mut last_words);
                 }
                 last = Some(r);

@@ -1073,9 +1073,6 @@ fn facts(r: &Request<'_>, bodies: &Bodies) -> Facts {
     }
 }
 
-/// Everything [`facts`] reads of call `r`, as words: its hook (which
-/// gives the offset table's alignments), module (the atomic family), one
-/// lane or not, and inline constants.
 /// Whether `a` and `b` have the same [`facts_key`], seen from what it reads.
 fn same_facts_key(a: &Request<'_>, b: &Request<'_>) -> bool {
     std::ptr::eq(a.hook, b.hook)
@@ -1084,6 +1081,9 @@ fn same_facts_key(a: &Request<'_>, b: &Request<'_>) -> bool {
         && a.call.args == b.call.args
 }
 
+/// Everything [`facts`] reads of call `r`, as words: its hook (which
+/// gives the offset table's alignments), module (the atomic family), one
+/// lane or not, and inline constants.
 fn facts_key(r: &Request<'_>, key: &mut Vec<u64>) {
     key.clear();
     key.push(r.hook as *const HookInfo as u64);
