@@ -254,25 +254,16 @@ struct Split {
 }
 
 impl Split {
-    /// The bits `b..b + n` (of [`crate::regs`]; those of neither part,
-    /// SCC's, are left out).
-    fn of(b: u16, n: u16) -> Split {
-        let mut out = Split::default();
+    /// Adds the bits `b..b + n` (of [`crate::regs`]; those of neither
+    /// part, SCC's, are left out).
+    fn add_bits(&mut self, b: u16, n: u16) {
         for (w, mask) in bits::word_masks(b, n) {
             match w {
-                0 => out.s |= u128::from(mask),
-                1 => out.s |= u128::from(mask) << 64,
-                4..=11 => out.v[w - 4] |= mask,
+                0 => self.s |= u128::from(mask),
+                1 => self.s |= u128::from(mask) << 64,
+                4..=11 => self.v[w - 4] |= mask,
                 _ => {}
             }
-        }
-        out
-    }
-
-    fn add(&mut self, o: &Split) {
-        self.s |= o.s;
-        for (a, b) in self.v.iter_mut().zip(&o.v) {
-            *a |= b;
         }
     }
 
@@ -310,8 +301,14 @@ impl Facts {
 
     /// [`Facts::with_registers`], given the kinds its opcode has.
     fn build(inst: &Instruction, used: &[UsedRegister], opcode_kinds: u32) -> Facts {
-        let name = inst.mnemonic();
-        let mut f = Facts {
+        let mut f = Facts::blank(inst);
+        f.fill(used, opcode_kinds);
+        f
+    }
+
+    /// Facts of `inst` with no registers and no kinds, for [`Facts::fill`].
+    fn blank(inst: &Instruction) -> Facts {
+        Facts {
             inst: *inst,
             kind: 0,
             waits: 1,
@@ -324,13 +321,22 @@ impl Facts {
             hw_touches: 0,
             exact: true,
             used: [BLANK; CAPACITY],
-            used_len: used.len().min(CAPACITY) as u8,
+            used_len: 0,
             unknown: [0; 2],
             affects: [u32::MAX; 2],
-        };
-        if name == "s_nop" {
+        }
+    }
+
+    /// Fills in blank facts from the instruction's registers (inlay-isa's
+    /// `info`) and its opcode's kinds. (In place: the facts table builds
+    /// each entry where it keeps it, not on the stack and then copied.)
+    fn fill(&mut self, used: &[UsedRegister], opcode_kinds: u32) {
+        let f = self;
+        let inst = f.inst;
+        if inst.mnemonic() == "s_nop" {
             f.waits = ((inst.words()[0] & 0xf) + 1) as u8;
         }
+        f.used_len = used.len().min(CAPACITY) as u8;
         let n = usize::from(f.used_len);
         f.used[..n].copy_from_slice(&used[..n]);
         f.kind = opcode_kinds;
@@ -348,25 +354,23 @@ impl Facts {
             if r.file == RegFile::Pc {
                 continue;
             }
-            let set = match bits::bits_of(r) {
-                Some((b, n)) => {
-                    f.exact &= n == u16::from(r.count);
-                    Split::of(b, n)
-                }
-                None => {
-                    f.exact = false;
-                    continue;
-                }
+            let Some((b, n)) = bits::bits_of(r) else {
+                f.exact = false;
+                continue;
             };
-            f.touches.add(&set);
+            f.exact &= n == u16::from(r.count);
+            // (Each set's words ORed in place: a register set built and
+            // added whole per register made this the seams' costliest
+            // loop, in copies of the sets.)
+            f.touches.add_bits(b, n);
             if u.access.reads() {
-                f.reads.add(&set);
+                f.reads.add_bits(b, n);
                 if u.operand == Some(2) {
-                    f.lane_select.add(&set);
+                    f.lane_select.add_bits(b, n);
                 }
             }
             if u.access.writes() {
-                f.writes.add(&set);
+                f.writes.add_bits(b, n);
             }
         }
         for u in used {
@@ -374,7 +378,7 @@ impl Facts {
             let vector = matches!(r.file, RegFile::Vgpr | RegFile::Agpr);
             if f.is_vmem() && u.access == Access::Read && vector && r.count > 2 {
                 if let Some((b, n)) = bits::bits_of(r) {
-                    f.wide_store.add(&Split::of(b, n));
+                    f.wide_store.add_bits(b, n);
                 }
             }
         }
@@ -429,10 +433,9 @@ impl Facts {
             if f.exact {
                 f.after_unknown(mfma)
             } else {
-                required_after_unknown_listed(inst.target(), &f, mfma)
+                required_after_unknown_listed(inst.target(), f, mfma)
             }
         } as u8);
-        f
     }
 
     /// [`required_after_unknown`] from the bit sets.
@@ -1289,10 +1292,7 @@ impl FactsTable {
         let key = Self::key(inst);
         match self.ids.get(&key) {
             Some(&id) => id,
-            None => {
-                let f = Facts::build(inst, info(inst).used_registers(), self.opcode_kinds(inst));
-                self.insert(key, f)
-            }
+            None => self.insert(key, inst, info(inst).used_registers()),
         }
     }
 
@@ -1302,10 +1302,7 @@ impl FactsTable {
         let key = Self::key(inst);
         match self.ids.get(&key) {
             Some(&id) => id,
-            None => {
-                let f = Facts::build(inst, used, self.opcode_kinds(inst));
-                self.insert(key, f)
-            }
+            None => self.insert(key, inst, used),
         }
     }
 
@@ -1329,10 +1326,15 @@ impl FactsTable {
             .or_insert_with(|| opcode_kinds(inst))
     }
 
-    fn insert(&mut self, key: (u64, u64), f: Facts) -> u32 {
+    /// Adds the facts of `inst`, whose registers are `used`, built in
+    /// place.
+    fn insert(&mut self, key: (u64, u64), inst: &Instruction, used: &[UsedRegister]) -> u32 {
+        let kinds = self.opcode_kinds(inst);
         let id = self.facts.len() as u32;
+        self.facts.push(Facts::blank(inst));
+        let f = self.facts.last_mut().expect("just pushed");
+        f.fill(used, kinds);
         self.briefs.push(f.brief());
-        self.facts.push(f);
         self.ids.insert(key, id);
         id
     }
