@@ -121,12 +121,13 @@ pub struct Facts {
     /// Wait states it gives those after it (see [`wait_states`]).
     waits: u8,
     /// Registers (bits of [`crate::regs`]) read, read as operand 2 (the
-    /// lane select of `v_readlane`/`v_writelane`), written, named at all,
-    /// and a store's data VGPRs when wider than 64 bits.
+    /// lane select of `v_readlane`/`v_writelane`: scalar ones only), written,
+    /// and a store's data VGPRs when wider than 64 bits. (Every register
+    /// named is read or written; the table holds one of these per distinct
+    /// instruction, so what the sets imply is not kept twice.)
     reads: Split,
-    lane_select: Split,
+    lane_select: u128,
     writes: Split,
-    touches: Split,
     wide_store: Split,
     /// Hardware registers (`s_getreg`/`s_setreg` ids below 64) written
     /// and named.
@@ -313,9 +314,8 @@ impl Facts {
             kind: 0,
             waits: 1,
             reads: Split::default(),
-            lane_select: Split::default(),
+            lane_select: 0,
             writes: Split::default(),
-            touches: Split::default(),
             wide_store: Split::default(),
             hw_writes: 0,
             hw_touches: 0,
@@ -362,11 +362,12 @@ impl Facts {
             // (Each set's words ORed in place: a register set built and
             // added whole per register made this the seams' costliest
             // loop, in copies of the sets.)
-            f.touches.add_bits(b, n);
             if u.access.reads() {
                 f.reads.add_bits(b, n);
                 if u.operand == Some(2) {
-                    f.lane_select.add_bits(b, n);
+                    let mut select = Split::default();
+                    select.add_bits(b, n);
+                    f.lane_select |= select.s;
                 }
             }
             if u.access.writes() {
@@ -409,14 +410,14 @@ impl Facts {
         let may_read = !f.exact
             || f.is_valu()
             || f.is_vmem() && reads_scalar
-            || f.touches.has_v()
+            || f.names_v()
             || f.kind & (M0_READER | SETREG | GETREG | CLAUSE_SMEM | CLAUSE_VMEM) != 0;
         f.kind |= if may_write { MAY_WRITE } else { 0 } | if may_read { MAY_READ } else { 0 };
-        if !f.exact || f.touches.has_v() {
+        if !f.exact || f.names_v() {
             f.kind |= NAMES_V;
         }
         let scalar_read = !f.exact || f.reads.s & SCALAR_RESULTS != 0;
-        let scalar_select = !f.exact || f.lane_select.s != 0;
+        let scalar_select = !f.exact || f.lane_select != 0;
         if scalar_read && f.is_vmem() {
             f.kind |= VMEM_READS_SCALAR;
         }
@@ -463,7 +464,7 @@ impl Facts {
         if k & (M0_READER | VALU) != 0 {
             at_least(1);
         }
-        if mfma && self.touches.has_v() {
+        if mfma && self.names_v() {
             at_least(MAX_WAIT_STATES);
         }
         need
@@ -579,6 +580,11 @@ impl Facts {
 
     fn is_lane_op(&self) -> bool {
         self.kind & LANE_OP != 0
+    }
+
+    /// Whether it names a vector register (read or written).
+    fn names_v(&self) -> bool {
+        self.reads.has_v() || self.writes.has_v()
     }
 
     /// Wait states it gives to those after it.
@@ -768,7 +774,7 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
             if rk & VMEM != 0 && scalar & r.reads.s != 0 {
                 at_least(5);
             }
-            if rk & LANE_OP != 0 && scalar & r.lane_select.s != 0 {
+            if rk & LANE_OP != 0 && scalar & r.lane_select != 0 {
                 at_least(4);
             }
             if gfx942(t) && rk & VALU != 0 && scalar & r.reads.s != 0 {
@@ -804,12 +810,14 @@ pub fn required(t: Target, w: &Facts, r: &Facts) -> u32 {
     if rk & DPP != 0
         && w.writes.v[..4]
             .iter()
-            .zip(&r.touches.v[..4])
-            .any(|(a, b)| a & b != 0)
+            .zip(r.reads.v[..4].iter().zip(&r.writes.v[..4]))
+            .any(|(a, (b, c))| a & (b | c) != 0)
     {
         at_least(2);
     }
-    if wk & MFMA != 0 && (w.writes.meets_v(&r.touches) || w.reads.meets_v(&r.writes)) {
+    if wk & MFMA != 0
+        && (w.writes.meets_v(&r.reads) || w.writes.meets_v(&r.writes) || w.reads.meets_v(&r.writes))
+    {
         at_least(MAX_WAIT_STATES);
     }
     if wk & SALU != 0 && w.writes.s & M0_BIT != 0 && rk & M0_READER != 0 {
