@@ -67,19 +67,7 @@
 
 use inlay_isa::{info, Access, Decoder, Encoding, Instruction, RegFile, Target, UsedRegister};
 
-use inlay_isa::info::CAPACITY;
-
 use crate::regs as bits;
-
-const BLANK: UsedRegister = UsedRegister {
-    register: inlay_isa::Register {
-        file: RegFile::Sgpr,
-        first: 0,
-        count: 0,
-    },
-    access: Access::Read,
-    operand: None,
-};
 
 /// The longest distance any rule asks for (wait states).
 pub const MAX_WAIT_STATES: u32 = 19;
@@ -136,9 +124,6 @@ pub struct Facts {
     /// Every register it names maps to bits whole: the sets above say all
     /// the rules ask. Otherwise the rules read its registers one by one.
     exact: bool,
-    /// Its registers (inlay-isa's `info` holds at most [`CAPACITY`]).
-    used: [UsedRegister; CAPACITY],
-    used_len: u8,
     /// Wait states it needs after unknown code: without MFMAs in the
     /// program, and with.
     unknown: [u8; 2],
@@ -146,6 +131,16 @@ pub struct Facts {
     /// ask wait states of after it, on targets other than gfx942 and on
     /// gfx942: [`required`] is 0 for a reader of none of them.
     affects: [u32; 2],
+}
+
+/// An instruction's registers as inlay-isa's `info` gives them.
+struct Used(inlay_isa::InstructionInfo);
+
+impl std::ops::Deref for Used {
+    type Target = [UsedRegister];
+    fn deref(&self) -> &[UsedRegister] {
+        self.0.used_registers()
+    }
 }
 
 // Kinds (bits of `Facts::kind`).
@@ -320,8 +315,6 @@ impl Facts {
             hw_writes: 0,
             hw_touches: 0,
             exact: true,
-            used: [BLANK; CAPACITY],
-            used_len: 0,
             unknown: [0; 2],
             affects: [u32::MAX; 2],
         }
@@ -336,9 +329,6 @@ impl Facts {
         if inst.mnemonic() == "s_nop" {
             f.waits = ((inst.words()[0] & 0xf) + 1) as u8;
         }
-        f.used_len = used.len().min(CAPACITY) as u8;
-        let n = usize::from(f.used_len);
-        f.used[..n].copy_from_slice(&used[..n]);
         f.kind = opcode_kinds;
         for u in used {
             let r = &u.register;
@@ -390,7 +380,15 @@ impl Facts {
             }
         };
         flag(f.reads_m0_as_hazard(), M0_READER);
-        flag(f.forwards_partial_dst(), PARTIAL_DST);
+        let valu_scalar_write = f.is_valu()
+            && used.iter().any(|u| {
+                u.access.writes()
+                    && matches!(
+                        u.register.file,
+                        RegFile::Sgpr | RegFile::Vcc | RegFile::Ttmp
+                    )
+            });
+        flag(f.forwards_partial_dst(valu_scalar_write), PARTIAL_DST);
         flag(f.clause_kind() == Some(true), CLAUSE_SMEM);
         flag(f.clause_kind() == Some(false), CLAUSE_VMEM);
         flag(f.may_store(), STORES);
@@ -508,8 +506,12 @@ impl Facts {
         out
     }
 
-    fn used(&self) -> &[UsedRegister] {
-        &self.used[..usize::from(self.used_len)]
+    /// Its registers, found again (the rules read them one by one only
+    /// for instructions whose registers the bit sets do not hold, and
+    /// their partners: rare, while keeping them made every entry of the
+    /// facts table a third larger).
+    fn used(&self) -> Used {
+        Used(info(&self.inst))
     }
 
     fn name(&self) -> &'static str {
@@ -542,12 +544,13 @@ impl Facts {
     /// destination's high half). For VOP3P llc-19 tests the same modifier
     /// bit, which there is src0's `op_sel_hi` (set by default), and pads
     /// after it; we follow it, as an extra wait state is always safe.
-    fn forwards_partial_dst(&self) -> bool {
+    /// (`valu_scalar_write`: it is a VALU writing a scalar register.)
+    fn forwards_partial_dst(&self, valu_scalar_write: bool) -> bool {
         let w = self.inst.words();
         match self.inst.encoding() {
             Encoding::Vop1Sdwa | Encoding::Vop2Sdwa => w.get(1).is_some_and(|d| (d >> 8) & 7 != 6),
             // VOP3B (carry-out forms) keep their SGPR destination there.
-            Encoding::Vop3 => w[0] & 1 << 14 != 0 && self.valu_scalar_writes().next().is_none(),
+            Encoding::Vop3 => w[0] & 1 << 14 != 0 && !valu_scalar_write,
             Encoding::Vop3p => w.get(1).is_some_and(|d| d & 1 << 27 != 0),
             _ => false,
         }
@@ -618,11 +621,13 @@ impl Facts {
         self.kind & MAY_READ != 0
     }
 
-    fn writes(&self, file: RegFile) -> impl Iterator<Item = inlay_isa::Register> + '_ {
-        self.used()
+    fn writes(&self, file: RegFile) -> std::vec::IntoIter<inlay_isa::Register> {
+        let used = self.used();
+        let written = used
             .iter()
-            .filter(move |u| u.access.writes() && u.register.file == file)
-            .map(|u| u.register)
+            .filter(|u| u.access.writes() && u.register.file == file)
+            .map(|u| u.register);
+        written.collect::<Vec<_>>().into_iter()
     }
 
     fn writes_any(&self, file: RegFile) -> bool {
@@ -667,16 +672,18 @@ impl Facts {
     /// are at most 64 bits except an image's, which are counted too:
     /// conservative, like a MUBUF store with an SGPR `soffset`, which
     /// LLVM exempts.
-    fn wide_store_data(&self) -> impl Iterator<Item = inlay_isa::Register> + '_ {
+    fn wide_store_data(&self) -> std::vec::IntoIter<inlay_isa::Register> {
         let vmem = self.is_vmem();
-        self.used()
+        let used = self.used();
+        let data = used
             .iter()
-            .filter(move |u| {
+            .filter(|u| {
                 vmem && u.access == Access::Read
                     && matches!(u.register.file, RegFile::Vgpr | RegFile::Agpr)
                     && u.register.count > 2
             })
-            .map(|u| u.register)
+            .map(|u| u.register);
+        data.collect::<Vec<_>>().into_iter()
     }
 }
 
@@ -917,7 +924,7 @@ fn required_listed(t: Target, w: &Facts, r: &Facts) -> u32 {
             {
                 at_least(1);
             }
-            let late = w.is_trans() && !r.is_trans() || w.forwards_partial_dst();
+            let late = w.is_trans() && !r.is_trans() || w.kind & PARTIAL_DST != 0;
             if gfx942(t) && late && r.is_valu() && r.reads(&v, None) {
                 at_least(1);
             }

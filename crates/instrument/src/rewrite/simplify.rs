@@ -135,9 +135,12 @@ impl State {
     /// Applies an instruction's writes (values computed before it).
     fn apply(&mut self, writes: &[(u16, V)]) {
         let written = |n: u16| writes.iter().any(|&(b, _)| b == n);
-        for slot in self.s.iter_mut().chain(self.v.iter_mut()) {
-            if matches!(*slot, Copy(n) if written(n)) {
-                *slot = Unknown;
+        // (Copies are of SGPRs only: a write of none leaves them all.)
+        if writes.iter().any(|&(b, _)| b < bits::NUM_SGPRS) {
+            for slot in self.s.iter_mut().chain(self.v.iter_mut()) {
+                if matches!(*slot, Copy(n) if written(n)) {
+                    *slot = Unknown;
+                }
             }
         }
         for &(b, x) in writes {
