@@ -287,15 +287,12 @@ const M0_BIT: u128 = 1 << bits::M0;
 
 impl Facts {
     pub fn new(inst: &Instruction) -> Facts {
-        Facts::with_registers(inst, info(inst).used_registers())
+        Facts::build(inst, info(inst).used_registers(), opcode_kinds(inst))
     }
 
-    /// The facts of `inst`, whose registers (inlay-isa's `info`) are `used`.
-    pub fn with_registers(inst: &Instruction, used: &[UsedRegister]) -> Facts {
-        Facts::build(inst, used, opcode_kinds(inst))
-    }
-
-    /// [`Facts::with_registers`], given the kinds its opcode has.
+    /// The facts of `inst`, given its registers (inlay-isa's `info`: the
+    /// register-by-register rules find them again from the instruction)
+    /// and the kinds its opcode has.
     fn build(inst: &Instruction, used: &[UsedRegister], opcode_kinds: u32) -> Facts {
         let mut f = Facts::blank(inst);
         f.fill(used, opcode_kinds);
@@ -324,6 +321,7 @@ impl Facts {
     /// `info`) and its opcode's kinds. (In place: the facts table builds
     /// each entry where it keeps it, not on the stack and then copied.)
     fn fill(&mut self, used: &[UsedRegister], opcode_kinds: u32) {
+        debug_assert_eq!(used, info(&self.inst).used_registers());
         let f = self;
         let inst = f.inst;
         if inst.mnemonic() == "s_nop" {
