@@ -812,7 +812,16 @@ pub(super) struct Bodies {
     hints: std::collections::HashMap<Box<[u64]>, Choices, FastHash>,
     /// The key being looked up (kept to spare an allocation per point).
     key: Vec<u64>,
+    /// Each simplification made, by hook, facts and VGPRs left opaque
+    /// (finding the opaque constants and then the body they allow ask
+    /// for the same one).
+    made: SimplifiedMemo,
 }
+
+type SimplifiedMemo = std::collections::HashMap<
+    (*const HookInfo, Facts, Vec<u16>),
+    Result<(Arc<Body>, bool), String>,
+>;
 
 /// [`Bodies::of_call`] of a call placed as a call.
 const NO_BODY: u32 = u32::MAX;
@@ -915,11 +924,13 @@ impl Bodies {
                         known
                     } else {
                         let alike = match b.get(r.hook) {
-                            Ok(body) => match body.simplified(asm, &alike_facts, &opaque) {
-                                Ok((s, true)) => Some(Ok(Arc::new(s))),
-                                Ok((_, false)) => None,
-                                Err(e) => Some(Err(e)),
-                            },
+                            Ok(body) => {
+                                match b.simplified(asm, r.hook, &body, &alike_facts, &opaque) {
+                                    Ok((s, true)) => Some(Ok(s)),
+                                    Ok((_, false)) => None,
+                                    Err(e) => Some(Err(e)),
+                                }
+                            }
                             Err(e) => Some(Err(e)),
                         };
                         let known = alike.map(|body| {
@@ -933,7 +944,8 @@ impl Bodies {
                         Some(id) => id,
                         None => {
                             let body = b.get(r.hook).and_then(|body| {
-                                body.simplified(asm, &facts, &[]).map(|(s, _)| Arc::new(s))
+                                b.simplified(asm, r.hook, &body, &facts, &[])
+                                    .map(|(s, _)| s)
                             });
                             b.simplified.push(body);
                             b.simplified.len() as u32 - 1
@@ -990,9 +1002,29 @@ impl Bodies {
             .filter(|&v| {
                 let mut f = facts.clone();
                 f.vgprs.retain(|&(x, _)| x != v);
-                matches!(body.simplified(asm, &f, &[v]), Ok((_, true)))
+                matches!(self.simplified(asm, h, &body, &f, &[v]), Ok((_, true)))
             })
             .collect()
+    }
+
+    /// `body` (`h`'s) simplified for `facts` with `opaque` left unknown
+    /// ([`Body::simplified`]), made once.
+    fn simplified(
+        &mut self,
+        asm: &Asm,
+        h: &HookInfo,
+        body: &Body,
+        facts: &Facts,
+        opaque: &[u16],
+    ) -> Result<(Arc<Body>, bool), String> {
+        let key = (h as *const HookInfo, facts.clone(), opaque.to_vec());
+        self.made
+            .entry(key)
+            .or_insert_with(|| {
+                body.simplified(asm, facts, opaque)
+                    .map(|(s, alike)| (Arc::new(s), alike))
+            })
+            .clone()
     }
 
     fn get(&mut self, h: &HookInfo) -> Result<Arc<Body>, String> {
