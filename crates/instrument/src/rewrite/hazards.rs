@@ -225,6 +225,16 @@ impl Brief {
         self.kind & SWAPPC != 0
     }
 
+    /// See [`Facts::may_read`].
+    pub(super) fn may_read(&self) -> bool {
+        self.kind & MAY_READ != 0
+    }
+
+    /// See [`required_after_unknown`].
+    pub(super) fn after_unknown(&self, mfma: bool) -> u32 {
+        u32::from(self.unknown[usize::from(mfma)])
+    }
+
     pub(super) fn is_mfma(&self) -> bool {
         self.kind & MFMA != 0
     }
@@ -1141,12 +1151,12 @@ pub(super) struct Run {
 }
 
 impl Run {
-    pub(super) fn new(ids: Vec<u32>, facts: &[Facts]) -> Run {
+    pub(super) fn new(ids: Vec<u32>, briefs: &[Brief]) -> Run {
         let mut before = Vec::with_capacity(ids.len() + 1);
         let (mut calls, mut readers) = (Vec::new(), Vec::new());
         let mut at = 0u32;
         for (k, &id) in ids.iter().enumerate() {
-            let f = &facts[id as usize];
+            let f = &briefs[id as usize];
             before.push(at);
             at = at.saturating_add(f.wait_states());
             if f.is_call() {
@@ -1159,12 +1169,12 @@ impl Run {
         before.push(at);
         let mut quiet = None;
         for &id in &ids {
-            quiet = Quiet::after(quiet, &facts[id as usize].brief(), true);
+            quiet = Quiet::after(quiet, &briefs[id as usize], true);
         }
         let (mut writers, mut call_from_end) = (Vec::new(), None);
         let mut d = 0u32;
         for &id in ids.iter().rev() {
-            let f = &facts[id as usize];
+            let f = &briefs[id as usize];
             if d >= MAX_WAIT_STATES {
                 break;
             }
@@ -1179,7 +1189,7 @@ impl Run {
         }
         let clause_prefix = [CLAUSE_SMEM, CLAUSE_VMEM].map(|k| {
             ids.iter()
-                .take_while(|&&id| facts[id as usize].kind & k != 0)
+                .take_while(|&&id| briefs[id as usize].kind & k != 0)
                 .count() as u32
         });
         let nearest_writers = [0, 1].map(|target| {
@@ -1188,7 +1198,7 @@ impl Run {
             let mut seen = 0u32;
             let mut nearest: Vec<(u8, u32)> = Vec::new();
             for &(d, id) in &writers {
-                let mut bits = facts[id as usize].affects[target] & !seen;
+                let mut bits = briefs[id as usize].affects[target] & !seen;
                 seen |= bits;
                 while bits != 0 {
                     nearest.push((bits.trailing_zeros() as u8, d));
@@ -1201,7 +1211,7 @@ impl Run {
         let mut head_nearest = Vec::new();
         let first_call = calls.first().copied().unwrap_or(u32::MAX);
         for &k in readers.iter().take_while(|&&k| k <= first_call) {
-            let f = &facts[ids[k as usize] as usize];
+            let f = &briefs[ids[k as usize] as usize];
             let at = before[k as usize];
             for (c, n) in [CLAUSE_SMEM, CLAUSE_VMEM].into_iter().zip(clause_prefix) {
                 if n >= k {
@@ -2792,8 +2802,8 @@ mod tests {
             is.iter().map(|i| tb.id(i)).collect()
         };
         let runs = vec![
-            Run::new(ids(&mut tb, &[other, r]), &tb.facts),
-            Run::new(ids(&mut tb, &[other, w]), &tb.facts),
+            Run::new(ids(&mut tb, &[other, r]), &tb.briefs),
+            Run::new(ids(&mut tb, &[other, w]), &tb.briefs),
         ];
         let nodes = vec![
             node(&mut tb, w, false),

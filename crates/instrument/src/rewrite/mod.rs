@@ -944,7 +944,7 @@ impl Seams {
             .iter()
             .map(|t| {
                 let ids = t.code.iter().map(|i| table.id(i)).collect();
-                Run::new(ids, &table.facts)
+                Run::new(ids, &table.briefs)
             })
             .collect();
         let mut nodes = Vec::with_capacity(8 * prog.insts.len());

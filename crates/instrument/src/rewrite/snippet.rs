@@ -146,9 +146,10 @@ impl Snippet {
         let mfma = briefs.iter().any(Brief::is_mfma);
         let mut k = 0;
         while k < self.insts.len() {
-            let r = &table.facts[ids[k] as usize];
-            let bound = required_after_unknown(t, r, mfma);
-            if !(r.may_read() && near(t, &briefs, &lands, k, bound)) {
+            // (A reader's brief says whether a search is needed: its facts
+            // are read only for one.)
+            let bound = briefs[k].after_unknown(mfma);
+            if !(briefs[k].may_read() && near(t, &briefs, &lands, k, bound)) {
                 k += 1;
                 continue;
             }
