@@ -321,6 +321,60 @@ pub(super) struct Ctx<'a> {
     /// What each distinct instruction of inlined copies names (see
     /// [`super::inline::Named`]), found once.
     pub(super) named: std::cell::RefCell<super::inline::NamedTable>,
+    /// The constant argument dwords (hook, argument, dword) whose value
+    /// differs between the hook's calls: their code holds a literal each
+    /// copy patches, so calls that differ only there share one (a hook
+    /// passed each point's index).
+    pub(super) varying: Varying,
+}
+
+/// See [`Ctx::varying`]: (hook, argument, dword) and whether it varies,
+/// for each constant dword of the calls (a plan's calls have a few: a
+/// list searched is cheaper than a map).
+pub(super) type Varying = Vec<((*const HookInfo, usize, u8), bool)>;
+
+/// Whether each constant argument dword of `reqs` differs between calls
+/// of the same hook.
+pub(super) fn varying_constants(reqs: &[Request<'_>]) -> Varying {
+    // (Each with the value it had first.)
+    let mut seen: Vec<((*const HookInfo, usize, u8), u32, bool)> = Vec::new();
+    for r in reqs {
+        for (k, a) in r.call.args.iter().enumerate() {
+            if !matches!(a, Arg::Const32(_) | Arg::Const64(_)) {
+                continue;
+            }
+            for dword in 0..a_dwords(a) {
+                let key = (r.hook as *const HookInfo, k, dword);
+                let c = constant(a, dword);
+                match seen.iter_mut().find(|(x, _, _)| *x == key) {
+                    Some((_, first, varies)) => *varies |= *first != c,
+                    None => seen.push((key, c, false)),
+                }
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(key, _, varies)| (key, varies))
+        .collect()
+}
+
+/// The operand that sets constant dword `dword` of argument `k` of `r`'s
+/// call: its inline constant, or `None` for a literal the template
+/// patches per copy (a value that varies between the hook's calls, or
+/// one no inline constant holds).
+pub(super) fn constant_operand(
+    varying: &Varying,
+    r: &Request<'_>,
+    k: usize,
+    dword: u8,
+) -> Option<Operand> {
+    let c = constant(&r.call.args[k], dword);
+    let key = (r.hook as *const HookInfo, k, dword);
+    match Asm::konst(c) {
+        Operand::Literal(_) => None,
+        _ if varying.iter().any(|&(x, varies)| varies && x == key) => None,
+        op => Some(op),
+    }
 }
 
 /// Registers some memory instruction of the program writes (the only ones
@@ -957,14 +1011,15 @@ impl<'a> Ctx<'a> {
         key.push(r.hook as *const HookInfo as u64);
         key.push(u64::from(r.call.once_per_wave));
         key.push(r.call.args.len() as u64);
-        for a in &r.call.args {
+        for (k, a) in r.call.args.iter().enumerate() {
             match a {
                 Arg::Const32(_) | Arg::Const64(_) => {
                     key.push(1 << 56 | u64::from(a.dwords()));
                     for d in 0..a_dwords(a) {
-                        let c = constant(a, d);
-                        let literal = matches!(Asm::konst(c), Operand::Literal(_));
-                        key.push(if literal { none } else { u64::from(c) });
+                        key.push(match constant_operand(&self.varying, r, k, d) {
+                            Some(_) => u64::from(constant(a, d)),
+                            None => none,
+                        });
                     }
                 }
                 Arg::Value(reg) | Arg::Reference(reg) => {
@@ -1634,16 +1689,15 @@ impl<'a> Ctx<'a> {
         match &r.call.args[k] {
             Arg::Const32(_) | Arg::Const64(_) => {
                 for dword in 0..a_dwords(&r.call.args[k]) {
-                    let c = constant(&r.call.args[k], dword);
-                    match Asm::konst(c) {
+                    match constant_operand(&self.varying, r, k, dword) {
                         // Each copy of the template patches its own value
                         // in: the code holds 0, one form for every call.
-                        Operand::Literal(_) => s.push_constant(
+                        None => s.push_constant(
                             asm.vmov(d + u16::from(dword), Operand::Literal(0))?,
                             k,
                             dword,
                         ),
-                        op => s.push(asm.vmov(d + u16::from(dword), op)?),
+                        Some(op) => s.push(asm.vmov(d + u16::from(dword), op)?),
                     }
                 }
             }
@@ -2295,6 +2349,7 @@ impl<'a> Calls<'a> {
             facts: std::cell::RefCell::new(asm.facts.take()),
             fact_ids: std::cell::RefCell::new(super::snippet::IdCache::new()),
             named: Default::default(),
+            varying: varying_constants(&self.reqs),
         };
         // Calls with the same hook, argument kinds and plan get the same
         // code up to their constants: each distinct plan is kept once (in

@@ -1658,12 +1658,10 @@ impl<'a> Ctx<'a> {
                 Arg::Const32(_) | Arg::Const64(_) => {
                     for j in 0..a.dwords() as u8 {
                         let Some(p) = d(u16::from(j)) else { continue };
-                        let op = Asm::konst(constant(a, j));
-                        let i = asm.vmov(p, op)?;
-                        if matches!(op, Operand::Literal(_)) {
-                            s.push_constant(i, k, j);
-                        } else {
-                            s.push(i);
+                        match super::call::constant_operand(&self.varying, r, k, j) {
+                            // (Patched per copy: the code holds 0.)
+                            None => s.push_constant(asm.vmov(p, Operand::Literal(0))?, k, j),
+                            Some(op) => s.push(asm.vmov(p, op)?),
                         }
                     }
                 }
