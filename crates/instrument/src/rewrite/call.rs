@@ -368,8 +368,19 @@ pub(super) fn constant_operand(
     k: usize,
     dword: u8,
 ) -> Option<Operand> {
-    let c = constant(&r.call.args[k], dword);
-    let key = (r.hook as *const HookInfo, k, dword);
+    constant_operand_of(varying, r.hook, k, dword, constant(&r.call.args[k], dword))
+}
+
+/// [`constant_operand`] of value `c` as dword `dword` of argument `k` of
+/// a call to `hook`.
+fn constant_operand_of(
+    varying: &Varying,
+    hook: &HookInfo,
+    k: usize,
+    dword: u8,
+    c: u32,
+) -> Option<Operand> {
+    let key = (hook as *const HookInfo, k, dword);
     match Asm::konst(c) {
         Operand::Literal(_) => None,
         _ if varying.iter().any(|&(x, varies)| varies && x == key) => None,
@@ -2374,7 +2385,7 @@ impl<'a> Calls<'a> {
         // the same words.)
         let (mut last, mut part) = (None::<&Request<'_>>, 0u32);
         for (k, r) in self.reqs.iter().enumerate() {
-            if !last.is_some_and(|l| same_call_key(l, r)) {
+            if !last.is_some_and(|l| same_call_key(&ctx.varying, l, r)) {
                 ctx.call_key(r, &mut words);
                 words.push(r.call.placement as u64);
                 if last.is_none() || words != last_words {
@@ -2539,11 +2550,34 @@ impl<'a> Calls<'a> {
 
 /// Whether calls `a` and `b` have the same [`Ctx::call_key`] and
 /// placement, seen from what the key reads (an address argument reads the
-/// instruction).
-fn same_call_key(a: &Request<'_>, b: &Request<'_>) -> bool {
+/// instruction; a constant patched per copy, nothing of its value).
+fn same_call_key(varying: &Varying, a: &Request<'_>, b: &Request<'_>) -> bool {
     std::ptr::eq(a.hook, b.hook)
         && a.call.once_per_wave == b.call.once_per_wave
         && a.call.placement == b.call.placement
-        && a.call.args == b.call.args
+        && args_alike(&a.call.args, &b.call.args, |k, d, x, y| {
+            let patched = |c: u32| constant_operand_of(varying, a.hook, k, d, c).is_none();
+            patched(x) && patched(y)
+        })
         && (a.inst == b.inst || !a.call.args.iter().any(|x| matches!(x, Arg::Address)))
+}
+
+/// Whether argument lists `a` and `b` are the same but for constant
+/// dwords that differ where `ignored(argument, dword, a's, b's)` says the
+/// value does not matter.
+pub(super) fn args_alike(
+    a: &[Arg],
+    b: &[Arg],
+    ignored: impl Fn(usize, u8, u32, u32) -> bool,
+) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).enumerate().all(|(k, (x, y))| match (x, y) {
+            (Arg::Const32(_), Arg::Const32(_)) | (Arg::Const64(_), Arg::Const64(_)) => {
+                (0..a_dwords(x)).all(|d| {
+                    let (p, q) = (constant(x, d), constant(y, d));
+                    p == q || ignored(k, d, p, q)
+                })
+            }
+            _ => x == y,
+        })
 }
