@@ -1142,7 +1142,6 @@ fn in_address_order(found: Vec<(u64, u32)>, mut runs: Vec<usize>) -> Vec<(u64, u
     out
 }
 
-/// The callee named by the SGPR pair in operand `op` of a call or setpc.
 /// Records that instruction `inst` of function `caller` calls `callee`
 /// (jumps to it, `tail`); the call site's index.
 fn add_call(prog: &mut Program, inst: InstId, caller: FuncId, callee: Callee, tail: bool) -> usize {
@@ -1157,6 +1156,7 @@ fn add_call(prog: &mut Program, inst: InstId, caller: FuncId, callee: Callee, ta
     site
 }
 
+/// The callee named by the SGPR pair in operand `op` of a call or setpc.
 fn resolve(img: &Image<'_, '_>, scan: &Scan, inst: &Instruction, op: usize) -> Callee {
     let Some(Operand::Sgpr { first, .. }) = inst.operand(op) else {
         return Callee::Unresolved;
