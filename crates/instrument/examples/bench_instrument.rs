@@ -128,7 +128,7 @@ fn digest(rw: &inlay_instrument::rewrite::Rewritten) -> u64 {
     fnv(&mut h, &rw.code);
     for r in &rw.relocations {
         fnv(&mut h, &r.offset.to_le_bytes());
-        fnv(&mut h, r.symbol.as_bytes());
+        fnv(&mut h, rw.symbols[r.symbol as usize].as_bytes());
         fnv(&mut h, &[u8::from(r.high)]);
         fnv(&mut h, &r.addend.to_le_bytes());
     }

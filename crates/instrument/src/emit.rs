@@ -74,21 +74,13 @@ pub fn code_object(
 
     // Dynamic symbols: the descriptor, the kernel, the implicit-argument
     // block (if any), then the hooks the code calls (undefined: the loader
-    // finds them in the hook modules at freeze).
-    // (A set first: there are two relocations per call, naming few symbols;
-    // relocations in a row mostly share one name, compared by address.)
-    let mut undefined: std::collections::BTreeSet<&str> = Default::default();
-    let mut last: Option<&std::sync::Arc<str>> = None;
-    for r in &rw.relocations {
-        if last.is_some_and(|l| std::sync::Arc::ptr_eq(l, &r.symbol)) {
-            continue;
-        }
-        last = Some(&r.symbol);
-        if *r.symbol != *block_name {
-            undefined.insert(&r.symbol);
-        }
-    }
-    let undefined: Vec<&str> = undefined.into_iter().collect();
+    // finds them in the hook modules at freeze), by name.
+    let mut undefined: Vec<&str> = (rw.symbols.iter())
+        .map(|n| &**n)
+        .filter(|n| *n != block_name)
+        .collect();
+    undefined.sort_unstable();
+    undefined.dedup();
     let mut names: Vec<&[u8]> = vec![kd_name.as_bytes(), name.as_bytes()];
     if block_size > 0 {
         names.push(block_name.as_bytes());
@@ -274,18 +266,15 @@ pub fn code_object(
     w.write_dynstr();
     if !rw.relocations.is_empty() {
         w.write_align_relocation();
-        // (The last relocation's symbol and index: the next mostly shares them.)
-        let mut last: Option<(&std::sync::Arc<str>, u32)> = None;
+        // Each relocated name's symbol index.
+        let index: Vec<u32> = (rw.symbols.iter())
+            .map(|n| match undefined.iter().position(|u| *u == &**n) {
+                Some(k) => (first_undefined + k) as u32,
+                None => 3,
+            })
+            .collect();
         for r in &rw.relocations {
-            let sym = match last {
-                Some((l, sym)) if std::sync::Arc::ptr_eq(l, &r.symbol) => sym,
-                _ if *r.symbol == *block_name => 3,
-                _ => {
-                    first_undefined as u32
-                        + undefined.iter().position(|n| **n == *r.symbol).unwrap_or(0) as u32
-                }
-            };
-            last = Some((&r.symbol, sym));
+            let sym = index[r.symbol as usize];
             let r_type = if r.high {
                 inlay_codeobj::reloc::RelocType::REL32_HI
             } else {

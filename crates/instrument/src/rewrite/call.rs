@@ -2040,7 +2040,7 @@ impl SiteCode<'_> {
         self.calls.iter().map(|c| c.template as usize)
     }
 
-    pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<CodeReloc>) {
+    pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut super::Relocations) {
         for c in self.calls {
             let args = c.args;
             self.templates[c.template as usize].encode(code, relocs, |arg, dword| {
@@ -2513,7 +2513,7 @@ impl<'a> Calls<'a> {
             // (Debug builds) the copy is the code the call would have had
             // built for it, its constants patched in.
             let (mut built, mut copied) = (Vec::new(), Vec::new());
-            let (mut built_relocs, mut copied_relocs) = (Vec::new(), Vec::new());
+            let (mut built_relocs, mut copied_relocs) = Default::default();
             let args = &self.reqs[k].call.args;
             let constants =
                 |arg: u8, dword| args.get(usize::from(arg)).map_or(0, |a| constant(a, dword));

@@ -265,14 +265,61 @@ pub struct Plan {
 /// at `offset` (from the start of [`Rewritten::code`]) gets the low
 /// (`high` false) or high half of `S + addend - P`, `S` the address of
 /// `symbol`, `P` the word's (`R_AMDGPU_REL32_LO` / `_HI`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CodeReloc {
     pub offset: u64,
-    /// Shared by every relocation naming it (a call at every instruction
-    /// makes two per call).
-    pub symbol: std::sync::Arc<str>,
+    /// Index of the symbol in [`Rewritten::symbols`] (a call at every
+    /// instruction makes two relocations per call, naming few symbols).
+    pub symbol: u32,
     pub high: bool,
     pub addend: i64,
+}
+
+/// Relocations being collected, with the names they refer to (each once).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Relocations {
+    list: Vec<CodeReloc>,
+    symbols: Vec<std::sync::Arc<str>>,
+}
+
+impl Relocations {
+    pub(super) fn with_capacity(n: usize) -> Relocations {
+        Relocations {
+            list: Vec::with_capacity(n),
+            symbols: Vec::new(),
+        }
+    }
+
+    pub(super) fn push(
+        &mut self,
+        offset: u64,
+        symbol: &std::sync::Arc<str>,
+        high: bool,
+        addend: i64,
+    ) {
+        let symbol = self.symbol(symbol);
+        self.list.push(CodeReloc {
+            offset,
+            symbol,
+            high,
+            addend,
+        });
+    }
+
+    /// The index of `name`, added if new. There are few names (the hooks,
+    /// the table entries of their modules): found by address first, as
+    /// most relocations share the name their copy's template was built
+    /// with, then by text.
+    fn symbol(&mut self, name: &std::sync::Arc<str>) -> u32 {
+        let known = (self.symbols.iter())
+            .position(|n| std::sync::Arc::ptr_eq(n, name))
+            .or_else(|| self.symbols.iter().position(|n| **n == **name));
+        let k = known.unwrap_or_else(|| {
+            self.symbols.push(name.clone());
+            self.symbols.len() - 1
+        });
+        k as u32
+    }
 }
 
 /// An implicit-argument block the instrumented code object carries because
@@ -305,6 +352,8 @@ pub struct Rewritten {
     /// Relocations of the calls to compiled hooks (undefined symbols the
     /// loader resolves against the hook modules at freeze).
     pub relocations: Vec<CodeReloc>,
+    /// The symbols the relocations name, each once.
+    pub symbols: Vec<std::sync::Arc<str>>,
     /// An implicit-argument block the host must fill before each dispatch.
     pub implicit_args: Option<ImplicitArgs>,
     /// Calls to compiled hooks placed inline rather than called.
@@ -748,7 +797,7 @@ pub fn rewrite(
     let uses_reserved = uses_reserved || !long.is_empty();
 
     let mut code = Vec::with_capacity(at as usize);
-    let mut relocations = Vec::with_capacity(preamble.relocs.len() + placed.relocations());
+    let mut relocations = Relocations::with_capacity(preamble.relocs.len() + placed.relocations());
     let nops = |s: usize, code: &mut Vec<u8>| {
         // (Most slots take none.)
         if seams.pads[s] > 0 {
@@ -888,7 +937,8 @@ pub fn rewrite(
         preamble: preamble.insts.len(),
         new_offset,
         calls_to_original,
-        relocations,
+        relocations: relocations.list,
+        symbols: relocations.symbols,
         implicit_args: placed.implicit_block.then_some(ImplicitArgs {
             size: crate::hooks::IMPLICIT_ARGS_V5 as u32,
         }),

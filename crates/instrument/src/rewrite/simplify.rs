@@ -1612,7 +1612,7 @@ mod tests {
         );
         s.resolve().unwrap();
         let mut code = Vec::new();
-        s.encode(&mut code, &mut Vec::new());
+        s.encode(&mut code, &mut Default::default());
         let base = mem
             .alloc(code.len() as u64 + 256, 256, MemKind::Device, 0)
             .unwrap();

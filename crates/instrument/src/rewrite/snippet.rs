@@ -299,17 +299,12 @@ impl Snippet {
 
     /// Appends the encoded snippet to `code`; its relocations, with their
     /// offsets in `code`, to `relocs`.
-    pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut Vec<super::CodeReloc>) {
+    pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut super::Relocations) {
         for (k, i) in self.insts.iter().enumerate() {
             let start = code.len() as u64;
             inlay_isa::encode_into(i, code);
             for r in self.relocs.iter().filter(|r| r.inst == k) {
-                relocs.push(super::CodeReloc {
-                    offset: start + 4,
-                    symbol: r.symbol.clone(),
-                    high: r.high,
-                    addend: r.addend,
-                });
+                relocs.push(start + 4, &r.symbol, r.high, r.addend);
             }
         }
     }
@@ -439,7 +434,7 @@ impl Template {
     pub(super) fn encode(
         &self,
         code: &mut Vec<u8>,
-        relocs: &mut Vec<super::CodeReloc>,
+        relocs: &mut super::Relocations,
         constant: impl Fn(u8, u8) -> u32,
     ) {
         let start = code.len();
@@ -448,12 +443,7 @@ impl Template {
             code[start + at..start + at + 4].copy_from_slice(&constant(arg, dword).to_le_bytes());
         }
         for (at, r) in &self.relocs {
-            relocs.push(super::CodeReloc {
-                offset: start as u64 + at,
-                symbol: r.symbol.clone(),
-                high: r.high,
-                addend: r.addend,
-            });
+            relocs.push(start as u64 + at, &r.symbol, r.high, r.addend);
         }
     }
 }
