@@ -28,7 +28,8 @@
 //! figure: it leaves out the time the thread waits for a core). With
 //! `--digest`, each row also prints a hash of the rewritten code and its
 //! relocations, to check that a change to the engine leaves the emitted
-//! code as it was.
+//! code as it was. With `--write DIR`, each instrumented code object is
+//! written to DIR (to read it with llvm-objdump-19 or llvm-readelf-19).
 
 // The allocator the runtime library and the CLI instrument on.
 #[global_allocator]
@@ -100,6 +101,8 @@ fn thread_cpu() -> Duration {
 
 /// Runs per measurement (`--runs`).
 static RUNS: AtomicUsize = AtomicUsize::new(3);
+/// Where `--write` puts the instrumented code objects.
+static WRITE_TO: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 
 fn best<T>(mut f: impl FnMut() -> T) -> (Time, T) {
     let mut best = Time {
@@ -272,8 +275,15 @@ fn measure(
     row.digest = digest(&rw);
     let (t, out) = best(|| emit::code_object(&co, kernel, &rw));
     row.emit = t;
-    if let Err(e) = out {
-        row.error = Some(format!("emit: {e}"));
+    match (out, WRITE_TO.get()) {
+        (Err(e), _) => row.error = Some(format!("emit: {e}")),
+        (Ok(bytes), Some(dir)) => {
+            let name = format!("{}.{kernel}.hsaco", file.rsplit('/').next().unwrap_or(""));
+            if let Err(e) = std::fs::write(dir.join(&name), bytes) {
+                row.error = Some(format!("writing {name}: {e}"));
+            }
+        }
+        (Ok(_), None) => {}
     }
     row
 }
@@ -300,6 +310,9 @@ fn main() {
             "--memory-trace" => hooks = Hooks::Memory,
             "--calls" => calls = args.next(),
             "--digest" => show_digest = true,
+            "--write" => {
+                let _ = WRITE_TO.set(args.next().unwrap_or_default().into());
+            }
             "--hook" => choice.hook = args.next(),
             "--inline" => choice.placement = Placement::Inline,
             "--auto" => choice.placement = Placement::Auto,

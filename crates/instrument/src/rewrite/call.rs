@@ -5,7 +5,7 @@ use inlay_isa::{Encoding, Instruction, Operand, RegFile, Register};
 
 use super::asm::{Asm, EXEC};
 use super::inline::Placing;
-use super::preamble::{GotEntry, Home, Homes, Needs};
+use super::preamble::{sgpr_pair, Home, Homes, ModuleValue, Needs};
 use super::snippet::{Snippet, Template};
 use super::*;
 use crate::fast_hash::FastHash;
@@ -1261,9 +1261,9 @@ impl<'a> Ctx<'a> {
             .iter()
             .find(|(name, _)| **name == *r.call.hook)
             .map(|x| x.1);
-        let from = match home {
-            Some([Home::Sgpr(t), Home::Sgpr(t1)]) if t.is_multiple_of(2) && t1 == t + 1 => t,
-            Some([lo, hi]) => {
+        let from = match home.map(|h| (h, sgpr_pair(h))) {
+            Some((_, Some(t))) => t,
+            Some(([lo, hi], None)) => {
                 s.push(self.read_home(30, lo)?);
                 s.push(self.read_home(31, hi)?);
                 30
@@ -1437,11 +1437,9 @@ impl<'a> Ctx<'a> {
         to: u16,
         h: [Home; 2],
     ) -> Result<(), RewriteError> {
-        match h {
-            [Home::Sgpr(a), Home::Sgpr(b)] if a.is_multiple_of(2) && b == a + 1 => {
-                s.push(self.asm.smov64(Asm::sgpr(to, 2), Asm::sgpr(a, 2))?)
-            }
-            _ => {
+        match sgpr_pair(h) {
+            Some(a) => s.push(self.asm.smov64(Asm::sgpr(to, 2), Asm::sgpr(a, 2))?),
+            None => {
                 s.push(self.read_home(to, h[0])?);
                 s.push(self.read_home(to + 1, h[1])?);
             }
@@ -2199,10 +2197,11 @@ impl<'a> Calls<'a> {
             .filter(|h| h.sites >= KEEP_ADDRESS_FROM)
             .map(|h| reqs[h.first].call.hook.as_str().into())
             .collect();
-        // The global-offset-table entries that hooks inlined from many
-        // sites read: loaded once, into homes.
-        // (An entry and the sites of the hooks that read it.)
-        let mut got: Vec<(GotEntry, usize)> = Vec::new();
+        // The addresses in hook modules, and the global-offset-table
+        // entries, that hooks inlined from many sites read: found once,
+        // into homes.
+        // (A value and the sites of the hooks that read it.)
+        let mut module_values: Vec<(ModuleValue, usize)> = Vec::new();
         for h in &called {
             let r = &reqs[h.first];
             let may_inline = reqs.iter().any(|r| {
@@ -2212,17 +2211,17 @@ impl<'a> Calls<'a> {
                 continue;
             }
             let symbol: std::sync::Arc<str> = r.call.hook.as_str().into();
-            for distance in super::inline::got_slots(h.info) {
+            for (distance, loaded) in super::inline::module_values(h.info) {
                 let address = h.info.address.wrapping_add(distance as u64);
-                match got
-                    .iter_mut()
-                    .find(|(g, _)| g.module == r.call.module && g.address == address)
-                {
+                match module_values.iter_mut().find(|(g, _)| {
+                    g.module == r.call.module && g.address == address && g.loaded == loaded
+                }) {
                     Some((_, sites)) => *sites += h.sites,
-                    None => got.push((
-                        GotEntry {
+                    None => module_values.push((
+                        ModuleValue {
                             module: r.call.module,
                             address,
+                            loaded,
                             symbol: symbol.clone(),
                             distance,
                         },
@@ -2231,7 +2230,7 @@ impl<'a> Calls<'a> {
                 }
             }
         }
-        let got: Vec<GotEntry> = got
+        let module_values: Vec<ModuleValue> = module_values
             .into_iter()
             .filter(|&(_, sites)| sites >= KEEP_ADDRESS_FROM)
             .map(|(g, _)| g)
@@ -2245,7 +2244,7 @@ impl<'a> Calls<'a> {
             &needs,
             &super::preamble::Kept {
                 hooks: &hooks,
-                got: &got,
+                module_values: &module_values,
                 constants: &constants,
             },
             &an.program.kernel,

@@ -60,9 +60,9 @@ use super::asm::{Asm, EXEC};
 use super::call::{
     address_operands, arg_vgprs, constant, reg_bits, scalar_operand, CallPlan, Ctx, Request,
 };
-use super::preamble::Home;
+use super::preamble::{sgpr_pair, Home};
 use super::simplify::{simplify_alike, Facts};
-use super::snippet::{LiteralReloc, Snippet};
+use super::snippet::Snippet;
 use super::RewriteError;
 use crate::fast_hash::FastHash;
 use crate::hooks::{Arg, HookInfo, LaunchValue, Placement};
@@ -76,8 +76,10 @@ pub(super) enum Kind {
     /// A branch to the body instruction of this index.
     Branch(usize),
     Return,
-    /// `s_getpc_b64`, with the offset the adds that followed it in the
-    /// hook added to its pair (folded into its relocations).
+    /// `s_getpc_b64`, with the adds that followed it in the hook folded
+    /// in: its pair gets the address this far from the hook's entry (read
+    /// from the kernel's home for it when there is one, else found with
+    /// relocations).
     Getpc(i64),
     /// An `s_getpc_b64` of the pair that stands for `s_getpc_b64` and
     /// `s_load_dwordx2` of the 64-bit entry of the module's global offset
@@ -129,9 +131,10 @@ pub(super) struct Body {
     /// Registers it reads before writing them (its inputs: arguments and
     /// ABI inputs not in it need not be set).
     live_in: RegSet,
-    /// SGPR pairs written only by [`Kind::Got`] of one table entry (its
-    /// distance): they may be the entry's home.
-    got_pairs: Vec<(u16, i64)>,
+    /// SGPR pairs written only by [`Kind::Getpc`] of one address or
+    /// [`Kind::Got`] of one table entry (its distance, and whether it is
+    /// loaded): they may be the value's home.
+    module_pairs: Vec<(u16, (i64, bool))>,
     /// SGPR pairs written only by `s_mov_b64` of one 64-bit inline
     /// constant (its value): when the body does not read them first, they
     /// may be a home of that constant.
@@ -183,7 +186,7 @@ impl Body {
             };
             insts.push((at, i, kind));
         }
-        Body::of(got_loads(fold_pc_offsets(insts), h), h.address)
+        Body::of(got_loads(fold_pc_offsets(insts, h.address), h), h.address)
     }
 
     /// A body of these instructions (the hook's registers grouped into
@@ -245,9 +248,6 @@ impl Body {
                     }
                 }
             }
-            // The relocated literals of a s_getpc_b64 are added with SCC
-            // (a table entry's: when no home keeps it, see `got_scc`).
-            writes_scc |= matches!(kind, Kind::Getpc(_));
             operands.push(named);
         }
         let runs = runs(tuples);
@@ -282,7 +282,7 @@ impl Body {
             vector,
             entry,
             live_in: RegSet::all(),
-            got_pairs: got_pairs(&insts, &infos),
+            module_pairs: module_pairs(&insts, &infos),
             constant_pairs: constant_pairs(&insts, &infos),
             waits_for: waits_for_something(&insts, &infos),
             insts,
@@ -337,8 +337,12 @@ fn branch_targets(insts: &[(u64, Instruction, Kind)]) -> Vec<usize> {
 
 /// Each `s_getpc_b64` followed by the `s_add_u32`/`s_addc_u32` of a
 /// 64-bit literal offset to its pair (how clang reaches a symbol) as one
-/// [`Kind::Getpc`] with that offset: its relocations give the sum.
-fn fold_pc_offsets(insts: Vec<(u64, Instruction, Kind)>) -> Vec<(u64, Instruction, Kind)> {
+/// [`Kind::Getpc`] with the sum, every getpc's address given by its
+/// distance from `entry`, the hook's.
+fn fold_pc_offsets(
+    insts: Vec<(u64, Instruction, Kind)>,
+    entry: u64,
+) -> Vec<(u64, Instruction, Kind)> {
     let targets = branch_targets(&insts);
     let adds = |k: usize, d: u16| -> Option<i64> {
         let lit = |j: usize, m: &str, r: u16| match insts.get(j) {
@@ -382,6 +386,12 @@ fn fold_pc_offsets(insts: Vec<(u64, Instruction, Kind)>) -> Vec<(u64, Instructio
         .filter(|(_, k)| *k)
         .map(|((a, i, kind), _)| match kind {
             Kind::Branch(t) => (a, i, Kind::Branch(new_index[t])),
+            // (The value s_getpc_b64 gives is the address after it.)
+            Kind::Getpc(off) => (
+                a,
+                i,
+                Kind::Getpc(((a + 4).wrapping_sub(entry) as i64).wrapping_add(off)),
+            ),
             k => (a, i, k),
         })
         .collect()
@@ -403,10 +413,9 @@ fn got_loads(insts: Vec<(u64, Instruction, Kind)>, h: &HookInfo) -> Vec<(u64, In
         if std::mem::take(&mut skip) {
             continue;
         }
-        if let (Kind::Getpc(off), Some(pair @ Operand::Sgpr { count: 2, .. })) =
+        if let (Kind::Getpc(dist), Some(pair @ Operand::Sgpr { count: 2, .. })) =
             (kind, i.operand(0))
         {
-            let dist = ((addr + 4).wrapping_sub(h.address) as i64).wrapping_add(off);
             let slot = h.address.wrapping_add(dist as u64);
             let load = insts.get(k + 1).filter(|&&(_, l, lk)| {
                 lk == Kind::Plain
@@ -434,10 +443,14 @@ fn got_loads(insts: Vec<(u64, Instruction, Kind)>, h: &HookInfo) -> Vec<(u64, In
         .collect()
 }
 
-/// The SGPR pairs written only by [`Kind::Got`] of one entry, each time.
-fn got_pairs(insts: &[(u64, Instruction, Kind)], infos: &[InstructionInfo]) -> Vec<(u16, i64)> {
+/// See [`Body::module_pairs`].
+fn module_pairs(
+    insts: &[(u64, Instruction, Kind)],
+    infos: &[InstructionInfo],
+) -> Vec<(u16, (i64, bool))> {
     pairs_only_written_with(insts, infos, |i, kind| match (kind, i.operand(0)) {
-        (Kind::Got(d), Some(Operand::Sgpr { first, count: 2 })) => Some((first, d)),
+        (Kind::Getpc(d), Some(Operand::Sgpr { first, count: 2 })) => Some((first, (d, false))),
+        (Kind::Got(d), Some(Operand::Sgpr { first, count: 2 })) => Some((first, (d, true))),
         _ => None,
     })
 }
@@ -493,14 +506,16 @@ fn pairs_only_written_with<T: Copy + PartialEq>(
         .collect()
 }
 
-/// The global-offset-table entries (distances from the hook's entry) the
-/// hook's inlined code loads.
-pub(super) fn got_slots(h: &HookInfo) -> Vec<i64> {
+/// The addresses in the hook's module its inlined code computes, and the
+/// global-offset-table entries it loads: distances from the hook's entry,
+/// and whether loaded.
+pub(super) fn module_values(h: &HookInfo) -> Vec<(i64, bool)> {
     Body::new(h).map_or(Vec::new(), |b| {
         b.insts
             .iter()
             .filter_map(|&(_, _, k)| match k {
-                Kind::Got(d) => Some(d),
+                Kind::Getpc(d) => Some((d, false)),
+                Kind::Got(d) => Some((d, true)),
                 _ => None,
             })
             .collect()
@@ -1383,11 +1398,11 @@ impl<'a> Ctx<'a> {
             Some(Home::Sgpr(x)) => Some(x),
             _ => None,
         };
-        // A pair only a table entry kept in a home is loaded into is that
+        // A pair only a module value kept in a home is put into is that
         // home.
-        let got_pair = |n: u16| -> Option<u16> {
-            let &(_, d) = body.got_pairs.iter().find(|&&(p, _)| p == n)?;
-            self.got_home(r, body, d)
+        let module_pair = |n: u16| -> Option<u16> {
+            let &(_, (d, loaded)) = body.module_pairs.iter().find(|&&(p, _)| p == n)?;
+            sgpr_pair(self.module_home(r, body, d, loaded)?)
         };
         // A pair set only to a constant a home keeps is that home.
         let constant_pair = |n: u16| -> Option<u16> {
@@ -1399,7 +1414,7 @@ impl<'a> Ctx<'a> {
         };
         let same_place = |run: &Run| -> Option<u16> {
             if let (RegFile::Sgpr, 2) = (run.file, run.count) {
-                if let Some(h) = got_pair(run.first).or_else(|| constant_pair(run.first)) {
+                if let Some(h) = module_pair(run.first).or_else(|| constant_pair(run.first)) {
                     return Some(h);
                 }
             }
@@ -1481,9 +1496,10 @@ impl<'a> Ctx<'a> {
         let launch_scc = args
             .iter()
             .any(|a| matches!(a, Arg::Launch(LaunchValue::WorkgroupSize(_))));
-        // A table entry no home keeps is found with s_getpc_b64 and adds.
+        // A module value no home keeps is found with s_getpc_b64 and adds.
         let got_scc = body.insts.iter().any(|&(_, _, k)| match k {
-            Kind::Got(d) => self.got_home(r, body, d).is_none(),
+            Kind::Getpc(d) => self.module_home(r, body, d, false).is_none(),
+            Kind::Got(d) => self.module_home(r, body, d, true).is_none(),
             _ => false,
         });
         let writes_scc = body.writes_scc || got_scc || once || launch_scc;
@@ -1529,14 +1545,20 @@ impl<'a> Ctx<'a> {
         Ok((to, seq))
     }
 
-    /// The SGPR pair keeping the table entry `distance` bytes from `r`'s
-    /// hook, if the kernel keeps it.
-    fn got_home(&self, r: &Request<'a>, body: &Body, distance: i64) -> Option<u16> {
+    /// The homes keeping the address `distance` bytes from `r`'s hook
+    /// (`loaded`: the table entry there), if the kernel keeps it.
+    fn module_home(
+        &self,
+        r: &Request<'a>,
+        body: &Body,
+        distance: i64,
+        loaded: bool,
+    ) -> Option<[Home; 2]> {
         let address = body.entry.wrapping_add(distance as u64);
         self.homes
-            .got
+            .module_values
             .iter()
-            .find(|(g, _)| g.module == r.call.module && g.address == address)
+            .find(|(g, _)| g.module == r.call.module && g.address == address && g.loaded == loaded)
             .map(|&(_, h)| h)
     }
 
@@ -1968,49 +1990,27 @@ impl<'a> Ctx<'a> {
                 }
             }
             match kind {
-                Kind::Getpc(offset) => {
+                Kind::Getpc(dist) | Kind::Got(dist) => {
                     let Some(Operand::Sgpr { first: d, .. }) = i.operand(0) else {
                         return Err(unplaced("s_getpc_b64's pair"));
                     };
-                    // The address after the original s_getpc_b64, in the
-                    // loaded module: the hook's symbol plus its distance.
-                    let dist = ((addr + 4).wrapping_sub(body.entry) as i64).wrapping_add(offset);
-                    s.push(i);
-                    s.relocs.push(LiteralReloc {
-                        inst: s.insts.len(),
-                        symbol: symbol.clone(),
-                        high: false,
-                        addend: dist + 4,
-                    });
-                    s.push(asm.add_lit("s_add_u32", d, 0)?);
-                    s.relocs.push(LiteralReloc {
-                        inst: s.insts.len(),
-                        symbol: symbol.clone(),
-                        high: true,
-                        addend: dist + 12,
-                    });
-                    s.push(asm.add_lit("s_addc_u32", d + 1, 0)?);
-                }
-                Kind::Got(dist) => {
-                    let Some(Operand::Sgpr { first: d, .. }) = i.operand(0) else {
-                        return Err(unplaced("s_getpc_b64's pair"));
-                    };
-                    match self.got_home(r, body, dist) {
+                    let loaded = matches!(kind, Kind::Got(_));
+                    match self.module_home(r, body, dist, loaded) {
                         // Renamed onto it.
-                        Some(h) if h == d => {}
-                        Some(h) => s.push(b(
-                            Encoding::Sop1,
-                            "s_mov_b64",
-                            &[Asm::sgpr(d, 2), Asm::sgpr(h, 2)],
-                        )?),
+                        Some(h) if sgpr_pair(h) == Some(d) => {}
+                        Some(h) => self.read_home_pair(&mut s, d, h)?,
+                        // The address in the loaded module (the hook's
+                        // symbol plus the distance), and the entry there.
                         None => {
-                            loads_got = true;
                             s.pc_relative_at(asm, d, symbol.clone(), dist)?;
-                            s.push(b(
-                                Encoding::Smem,
-                                "s_load_dwordx2",
-                                &[Asm::sgpr(d, 2), Asm::sgpr(d, 2), Operand::Imm(0)],
-                            )?);
+                            if loaded {
+                                loads_got = true;
+                                s.push(b(
+                                    Encoding::Smem,
+                                    "s_load_dwordx2",
+                                    &[Asm::sgpr(d, 2), Asm::sgpr(d, 2), Operand::Imm(0)],
+                                )?);
+                            }
                         }
                     }
                 }

@@ -211,15 +211,26 @@ pub(super) enum Home {
     Lane(u16, u8),
 }
 
-/// An entry of a hook module's global offset table: the module (the
-/// plan's index), the entry's address in it, and a hook's symbol with the
-/// entry's distance from it (how the kernel reaches it).
+/// A 64-bit value of a hook module that inlined hooks compute: an address
+/// in it (`loaded` false: what `s_getpc_b64` and its adds give), or the
+/// entry of its global offset table there (`loaded`). The module (the
+/// plan's index), the address, and a hook's symbol with the address's
+/// distance from it (how the kernel reaches it).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct GotEntry {
+pub(super) struct ModuleValue {
     pub(super) module: usize,
     pub(super) address: u64,
+    pub(super) loaded: bool,
     pub(super) symbol: std::sync::Arc<str>,
     pub(super) distance: i64,
+}
+
+/// The first of two homes that are an aligned SGPR pair.
+pub(super) fn sgpr_pair(h: [Home; 2]) -> Option<u16> {
+    match h {
+        [Home::Sgpr(a), Home::Sgpr(b)] if a.is_multiple_of(2) && b == a + 1 => Some(a),
+        _ => None,
+    }
 }
 
 /// Launch values that calls read at any point, so the kernel keeps them.
@@ -261,10 +272,10 @@ pub(super) struct Homes {
     /// The address of each hook called, by symbol: a call jumps to it
     /// with no relocation of its own (the preamble's are the only ones).
     pub(super) hooks: Vec<(std::sync::Arc<str>, [Home; 2])>,
-    /// Entries of hook modules' global offset tables inlined hooks read
-    /// (see [`GotEntry`]), and the SGPR pair holding each one's value:
-    /// loaded once, by the preamble.
-    pub(super) got: Vec<(GotEntry, u16)>,
+    /// Addresses in hook modules and entries of their global offset
+    /// tables inlined hooks read (see [`ModuleValue`]), and the homes
+    /// holding each one's value: found once, by the preamble.
+    pub(super) module_values: Vec<(ModuleValue, [Home; 2])>,
     /// 64-bit inline constants inlined hooks read from many sites (an
     /// atomic's data), and the SGPR pair holding each one.
     pub(super) constants: Vec<(u64, u16)>,
@@ -373,8 +384,8 @@ fn initial_values(s: &InitialSgprs) -> Vec<(u16, u16)> {
 pub(super) struct Kept<'k> {
     /// Hooks' addresses (their symbols).
     pub(super) hooks: &'k [std::sync::Arc<str>],
-    /// Entries of hook modules' global offset tables.
-    pub(super) got: &'k [GotEntry],
+    /// Addresses in hook modules and entries of their global offset tables.
+    pub(super) module_values: &'k [ModuleValue],
     /// 64-bit inline constants inlined bodies read.
     pub(super) constants: &'k [u64],
 }
@@ -392,10 +403,10 @@ pub(super) fn launch_state(
 ) -> Result<LaunchState, String> {
     let Kept {
         hooks,
-        got,
+        module_values,
         constants,
     } = *kept;
-    if !needs.any() && hooks.is_empty() && got.is_empty() && constants.is_empty() {
+    if !needs.any() && hooks.is_empty() && module_values.is_empty() && constants.is_empty() {
         return Ok(LaunchState {
             homes: Homes::default(),
             descriptor: *kd,
@@ -490,15 +501,14 @@ pub(super) fn launch_state(
     for h in hooks {
         homes.hooks.push((h.clone(), arr2(take(2, &mut taken)?)));
     }
-    // Table entries only in aligned SGPR pairs (loaded straight there).
-    for g in got {
-        match take(2, &mut taken)?[..] {
-            [Home::Sgpr(a), Home::Sgpr(_)] if a % 2 == 0 => homes.got.push((g.clone(), a)),
-            // (Lanes: the inlined code loads the entry itself.)
-            _ => break,
-        }
+    // Module values in SGPRs or lanes (two lane reads cost less than
+    // finding one), while homes are left (else the code finds them).
+    for g in module_values {
+        let Ok(h) = take(2, &mut taken) else { break };
+        homes.module_values.push((g.clone(), arr2(h)));
     }
-    // Constants likewise (in lanes the inlined code sets them itself).
+    // Constants only in aligned SGPR pairs (in lanes the inlined code
+    // sets them itself: one move).
     for &c in constants {
         match take(2, &mut taken)?[..] {
             [Home::Sgpr(a), Home::Sgpr(_)] if a % 2 == 0 => homes.constants.push((c, a)),
@@ -583,10 +593,6 @@ pub(super) fn launch_state(
     // block, or the one the code object carries) and each hook's address,
     // straight into their homes when those are an aligned SGPR pair (every
     // wave runs this, whether it makes a call or not), else through `temp`.
-    let pair_home = |h: [Home; 2]| match h {
-        [Home::Sgpr(a), Home::Sgpr(b)] if a.is_multiple_of(2) && b == a + 1 => Some(a),
-        _ => None,
-    };
     let to_home = |code: &mut Snippet, h: [Home; 2], d: u16| -> Result<(), String> {
         if d == temp {
             put(code, h[0], temp)?;
@@ -595,7 +601,7 @@ pub(super) fn launch_state(
         Ok(())
     };
     if let (Some(h), Some(from)) = (homes.implicit, needs.implicit) {
-        let d = pair_home(h).unwrap_or(temp);
+        let d = sgpr_pair(h).unwrap_or(temp);
         match from {
             Implicit::Kernarg(off) => {
                 let p = now
@@ -613,8 +619,34 @@ pub(super) fn launch_state(
         to_home(&mut code, h, d)?;
     }
     for (symbol, h) in &homes.hooks {
-        let d = pair_home(*h).unwrap_or(temp);
+        let d = sgpr_pair(*h).unwrap_or(temp);
         code.pc_relative(asm, d, symbol.clone()).map_err(e)?;
+        to_home(&mut code, *h, d)?;
+    }
+    let wait_loads = || {
+        // lgkmcnt(0)
+        asm.build(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0xC07F)])
+            .map_err(e)
+    };
+    for (g, h) in &homes.module_values {
+        let d = sgpr_pair(*h).unwrap_or(temp);
+        code.pc_relative_at(asm, d, g.symbol.clone(), g.distance)
+            .map_err(e)?;
+        if g.loaded {
+            code.push(
+                asm.build(
+                    Encoding::Smem,
+                    "s_load_dwordx2",
+                    &[Asm::sgpr(d, 2), Asm::sgpr(d, 2), Operand::Imm(0)],
+                )
+                .map_err(e)?,
+            );
+            // (Into lanes once it has landed; into a pair, waited for
+            // at the end.)
+            if d == temp {
+                code.push(wait_loads()?);
+            }
+        }
         to_home(&mut code, *h, d)?;
     }
     if needs.flat_scratch && was.flat_scratch_init.is_none() {
@@ -706,18 +738,6 @@ pub(super) fn launch_state(
             .map_err(e)?,
         );
     }
-    for (g, h) in &homes.got {
-        code.pc_relative_at(asm, *h, g.symbol.clone(), g.distance)
-            .map_err(e)?;
-        code.push(
-            asm.build(
-                Encoding::Smem,
-                "s_load_dwordx2",
-                &[Asm::sgpr(*h, 2), Asm::sgpr(*h, 2), Operand::Imm(0)],
-            )
-            .map_err(e)?,
-        );
-    }
     for &(c, h) in &homes.constants {
         let k = Asm::inline_int(c as i64 as i32)
             .filter(|_| (-16..=64).contains(&(c as i64)))
@@ -727,12 +747,9 @@ pub(super) fn launch_state(
                 .map_err(e)?,
         );
     }
-    if !homes.got.is_empty() {
-        // lgkmcnt(0): the entries are there before the kernel's code.
-        code.push(
-            asm.build(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0xC07F)])
-                .map_err(e)?,
-        );
+    if homes.module_values.iter().any(|(g, _)| g.loaded) {
+        // The entries are there before the kernel's code.
+        code.push(wait_loads()?);
     }
     Ok(LaunchState {
         homes,

@@ -661,6 +661,11 @@ fn analyse(
                     i32::try_from(d).map_or((Unknown, Unknown), |d| (GotLo(d), GotHi(d)));
                 vec![(first, lo), (first + 1, hi), (bits::SCC, Unknown)]
             }
+            // An address, found with adds (SCC written) where no home
+            // keeps it.
+            (Kind::Getpc(_), Some(Operand::Sgpr { first, count: 2 })) => {
+                vec![(first, Unknown), (first + 1, Unknown), (bits::SCC, Unknown)]
+            }
             _ => transfer(i, &infos[k], st, facts.one_lane),
         };
         let taken = branch_taken(i, st);
