@@ -1467,7 +1467,8 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
             Node::Run(r) => {
                 let run = &stream.runs[r as usize];
                 // A run right after its slot, with nothing within reach
-                // before that concerns its head (nor a call, nor a label),
+                // before that concerns its head (nor a label, nor a call
+                // too close),
                 // nor a soft clause its head may join, asks the slot
                 // nothing: what the search below would find, seen without
                 // searching.
@@ -1477,7 +1478,7 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
                     && slot.is_some_and(|(s, _)| {
                         run.head_clauses & recent.last_clauses == 0 || pads[s] > 0
                     })
-                    && recent.quiet_for(run);
+                    && recent.quiet_for(run, mfma);
                 recent.run(run, stream.briefs);
                 quiet = Quiet::after_run(quiet, run);
                 application = application.saturating_add(run.before[run.ids.len()]);
@@ -1605,11 +1606,17 @@ impl Recent {
 
     /// Whether a search back from here for the head readers of `run`,
     /// were it to start here, would surely find nothing they lack: no
-    /// call and no label within reach, and no writer concerning a head
+    /// label within reach, no call so close that the unknown code before
+    /// its return may concern a head reader (the search ends there, as
+    /// unknown one wait state before it), and no writer concerning a head
     /// reader's kind that close to it (pads left out: they only add
     /// distance).
-    fn quiet_for(&self, run: &Run) -> bool {
-        if self.within_reach(self.label) || self.within_reach(self.call) {
+    fn quiet_for(&self, run: &Run, mfma: bool) -> bool {
+        if self.within_reach(self.label) {
+            return false;
+        }
+        let after_call = self.call.filter(|_| self.within_reach(self.call));
+        if after_call.is_some_and(|c| (self.clock - c + 1) < run.head_unknown[usize::from(mfma)]) {
             return false;
         }
         run.head_nearest.iter().all(|&(bit, at)| {
