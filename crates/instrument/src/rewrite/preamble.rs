@@ -590,9 +590,10 @@ pub(super) fn launch_state(
         );
     }
     // Pointers computed once: the implicit arguments (the kernel's own
-    // block, or the one the code object carries) and each hook's address,
-    // straight into their homes when those are an aligned SGPR pair (every
-    // wave runs this, whether it makes a call or not), else through `temp`.
+    // block, or the one the code object carries), each hook's address and
+    // the module values inlined hooks read, straight into their homes when
+    // those are an aligned SGPR pair (every wave runs this, whether it
+    // makes a call or not), else through `temp`.
     let to_home = |code: &mut Snippet, h: [Home; 2], d: u16| -> Result<(), String> {
         if d == temp {
             put(code, h[0], temp)?;
