@@ -660,6 +660,14 @@ impl Pool {
         sgprs & sgprs >> 1 & 0x5555_5555_5555_5555_5555_5555_5555_5555
     }
 
+    /// The highest free aligned SGPR pair below `end`.
+    fn high_sgpr_pair_below(&mut self, end: u16) -> Option<u16> {
+        let pairs = self.free_pairs() & ((1u128 << end.saturating_sub(1)) - 1);
+        let t = (pairs != 0).then(|| 127 - pairs.leading_zeros() as u16)?;
+        self.0.remove_range(t, 2);
+        Some(t)
+    }
+
     /// The lowest free aligned SGPR pair.
     fn low_sgpr_pair(&mut self) -> Option<u16> {
         let pairs = self.free_pairs();
@@ -911,8 +919,18 @@ impl<'a> Ctx<'a> {
             next = scalar.first_in(b + 1, bits::VGPR_BASE);
         }
         p.exec = if exec_changes {
-            // An aligned pair when there is one: one move each way.
-            if let Some(t) = free.low_sgpr_pair() {
+            // An aligned pair when there is one: one move each way. The
+            // highest the allocation has (many points have it free, so
+            // more calls share a sequence), else the lowest.
+            let usable = self
+                .an
+                .resources
+                .sgprs_usable
+                .min(u32::from(bits::NUM_SGPRS)) as u16;
+            if let Some(t) = free
+                .high_sgpr_pair_below(usable)
+                .or_else(|| free.low_sgpr_pair())
+            {
                 Some([Home::Sgpr(t), Home::Sgpr(t + 1)])
             } else {
                 let lo = slot(&mut free).ok_or_else(none)?;
