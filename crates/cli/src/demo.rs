@@ -118,7 +118,8 @@ pub fn run(code: &[u8]) -> Result<String, String> {
     let kd = co.kernel(KERNEL).ok_or("no kernel")?.descriptor;
     let base = original.image.ok_or("no image")?;
     let rw = rewrite(&an, base, &kd, &plan).map_err(|x| e(&x))?;
-    let bytes = emit::code_object(&co, KERNEL, &rw).map_err(|x| e(&x))?;
+    let added = rw.added;
+    let bytes = emit::code_object(&co, KERNEL, rw).map_err(|x| e(&x))?;
     let copy = dev.load(&bytes).map_err(|x| e(&x))?;
     let both = Program::merge(dev.memory(), &[&original, &copy]).map_err(|x| e(&x))?;
     let (c2, stats) = run(&both, &emit::instrumented_name(KERNEL))?;
@@ -141,7 +142,7 @@ pub fn run(code: &[u8]) -> Result<String, String> {
          the instrumented dispatch executed {} wave instructions ({:.3}x)\n",
         an.program.blocks.len(),
         plan_counts.measured.len(),
-        rw.added,
+        added,
         bytes.len(),
         if c2 == c { "yes, bit for bit" } else { "NO" },
         native.instructions,

@@ -67,7 +67,7 @@ fn count(version: u32, file: &str, kernel: &str, per_block: Option<bool>) -> Res
     };
     let kd = co.kernel(kernel).ok_or("no kernel")?.descriptor;
     let rw = rewrite(&an, original.image.unwrap_or(0), &kd, &plan).map_err(|e| e.to_string())?;
-    let out = emit::code_object(&co, kernel, &rw).map_err(|e| e.to_string())?;
+    let out = emit::code_object(&co, kernel, rw).map_err(|e| e.to_string())?;
     let inst = dev.load(&out).map_err(|e| e.to_string())?;
     let both = Program::merge(dev.memory(), &[&original, &inst]).map_err(|e| e.to_string())?;
     Ok(

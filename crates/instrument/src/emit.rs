@@ -5,17 +5,23 @@
 //!
 //! Nothing else of the original is copied: the rewritten code reaches the
 //! original code object's data and external functions at the addresses
-//! [`crate::rewrite`] materialized, so the new code object has no data,
-//! no relocations and no undefined symbols, and writing it costs little
-//! whatever the size of the original.
+//! [`crate::rewrite`] materialized. What the new code object adds is the
+//! implicit-argument block its hooks may need (`.data`) and relocations
+//! against the compiled hooks it calls (undefined symbols the loader
+//! finds in the hook modules).
+//!
+//! The code is not copied either: it is written around the rewrite's
+//! buffer ([`Code`]), the headers in the page before the code, everything
+//! else after it. With a hook at every instruction the code is megabytes.
 
 use inlay_codeobj::metadata::{AMDGPU_NOTE_NAME, NT_AMDGPU_METADATA};
 use inlay_codeobj::CodeObject;
 use object::elf;
 use object::write::elf::{FileHeader, ProgramHeader, SectionHeader, Sym, Writer};
+use object::write::WritableBuffer;
 use object::Endianness;
 
-use crate::rewrite::Rewritten;
+use crate::rewrite::{Code, Rewritten};
 
 /// Name of the instrumented copy of `kernel`.
 pub fn instrumented_name(kernel: &str) -> String {
@@ -31,11 +37,11 @@ pub fn implicit_args_name(kernel: &str) -> String {
 const PAGE: usize = 0x1000;
 
 /// A code object holding `kernel` of `co`, rewritten, as the kernel
-/// [`instrumented_name`]`(kernel)`.
+/// [`instrumented_name`]`(kernel)`; its bytes are `rw`'s code buffer.
 pub fn code_object(
     co: &CodeObject<'_>,
     kernel: &str,
-    rw: &Rewritten,
+    rw: Rewritten,
 ) -> Result<Vec<u8>, inlay_codeobj::Error> {
     let err = |what: String| inlay_codeobj::Error::new(what);
     let name = instrumented_name(kernel);
@@ -89,7 +95,11 @@ pub fn code_object(
     names.extend(undefined.iter().map(|n| n.as_bytes()));
     let dynsyms = names.len() as u32 + 1;
 
-    let mut out = Vec::new();
+    let code_len = rw.code.len();
+    let mut out = AroundCode {
+        buf: rw.code.into_buffer(),
+        len: 0,
+    };
     let mut w = Writer::new(Endianness::Little, true, &mut out);
     let dyn_names: Vec<_> = names.iter().map(|n| w.add_dynamic_string(n)).collect();
     let str_names: Vec<_> = names.iter().map(|n| w.add_string(n)).collect();
@@ -129,12 +139,23 @@ pub fn code_object(
         w.reserve_symbol_index(None);
     }
 
-    // Layout: addresses equal file offsets. A read-only segment (headers,
-    // note, dynamic symbols, relocations, descriptor), the code from the
-    // next page, the dynamic section and the block from the page after.
+    // Layout: addresses equal file offsets. The headers, the code from the
+    // next page (where the rewrite left it), a read-only segment (note,
+    // dynamic symbols, relocations, descriptor) and then the dynamic
+    // section and the block, each from a page of its own.
     let dynamic = 6 + if rw.relocations.is_empty() { 0 } else { 3 };
     w.reserve_file_header();
-    w.reserve_program_headers(5);
+    w.reserve_program_headers(6);
+    let headers_end = w.reserved_len();
+    let text_off = w.reserve(code_len, PAGE);
+    let text_end = w.reserved_len();
+    if text_off != Code::HEADROOM {
+        return Err(err(format!(
+            "the code object's headers end at {headers_end:#x}, past the code's place {:#x}",
+            Code::HEADROOM
+        )));
+    }
+    w.reserve_until(text_end.next_multiple_of(PAGE));
     let note_off = w.reserve(note.len(), 4);
     let dynsym_off = w.reserve_dynsym();
     let hash_off = w.reserve_hash(1, dynsyms);
@@ -147,9 +168,7 @@ pub fn code_object(
     let rela_len = w.reserved_len() - rela_off;
     let rodata_off = w.reserve(64, 64);
     let ro_end = w.reserved_len();
-    let text_off = w.reserve(rw.code.len(), PAGE);
-    let text_end = w.reserved_len();
-    w.reserve_until(text_end.next_multiple_of(PAGE));
+    w.reserve_until(ro_end.next_multiple_of(PAGE));
     let dynamic_off = w.reserve_dynamic(dynamic);
     let data_off = if block_size > 0 {
         w.reserve(block_size, 64)
@@ -185,12 +204,19 @@ pub fn code_object(
         p_memsz: len as u64,
         p_align: align as u64,
     };
-    w.write_program_header(&segment(elf::PT_LOAD, elf::PF_R, 0, ro_end, PAGE));
+    w.write_program_header(&segment(elf::PT_LOAD, elf::PF_R, 0, headers_end, PAGE));
     w.write_program_header(&segment(
         elf::PT_LOAD,
         elf::PF_R | elf::PF_X,
         text_off,
-        rw.code.len(),
+        code_len,
+        PAGE,
+    ));
+    w.write_program_header(&segment(
+        elf::PT_LOAD,
+        elf::PF_R,
+        note_off,
+        ro_end - note_off,
         PAGE,
     ));
     w.write_program_header(&segment(
@@ -209,7 +235,10 @@ pub fn code_object(
     ));
     w.write_program_header(&segment(elf::PT_NOTE, elf::PF_R, note_off, note.len(), 4));
 
-    w.write_align(4);
+    // The code is in place: passed over.
+    w.pad_until(text_off);
+    w.pad_until(text_end);
+    w.pad_until(note_off);
     w.write(&note);
     let global = |kind: u8| (elf::STB_GLOBAL << 4) | kind;
     let defined = |name, section, kind, value: usize, size: usize| Sym {
@@ -243,7 +272,7 @@ pub fn code_object(
         text_sec,
         elf::STT_FUNC,
         text_off,
-        rw.code.len(),
+        code_len,
     ));
     if let Some(d) = data_sec {
         w.write_dynamic_symbol(&defined(
@@ -293,8 +322,6 @@ pub fn code_object(
     }
     w.write_align(64);
     w.write(&kd.to_bytes());
-    w.pad_until(text_off);
-    w.write(&rw.code);
     w.pad_until(dynamic_off);
     w.write_align_dynamic();
     w.write_dynamic(elf::DT_HASH, hash_off as u64);
@@ -328,7 +355,7 @@ pub fn code_object(
         text_sec,
         elf::STT_FUNC,
         text_off,
-        rw.code.len(),
+        code_len,
     ));
     if let Some(d) = data_sec {
         w.write_symbol(&defined(
@@ -393,7 +420,7 @@ pub fn code_object(
         sh_flags: u64::from(elf::SHF_ALLOC | elf::SHF_EXECINSTR),
         sh_addr: text_off as u64,
         sh_offset: text_off as u64,
-        sh_size: rw.code.len() as u64,
+        sh_size: code_len as u64,
         sh_link: 0,
         sh_info: 0,
         sh_addralign: 256,
@@ -417,7 +444,44 @@ pub fn code_object(
     w.write_symtab_section_header(1);
     w.write_strtab_section_header();
     w.write_shstrtab_section_header();
-    Ok(out)
+    Ok(out.buf)
+}
+
+/// The code object's bytes, written around the code already in the buffer
+/// (see [`Code`]): what the writer writes before it goes into the headroom
+/// (zeros), the code is passed over (padding up to a length keeps the
+/// bytes there), and the rest is appended.
+struct AroundCode {
+    buf: Vec<u8>,
+    /// Where the writer is.
+    len: usize,
+}
+
+impl WritableBuffer for AroundCode {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn reserve(&mut self, size: usize) -> Result<(), ()> {
+        self.buf.reserve(size.saturating_sub(self.buf.len()));
+        Ok(())
+    }
+
+    fn resize(&mut self, new_len: usize) {
+        if new_len > self.buf.len() {
+            self.buf.resize(new_len, 0);
+        }
+        self.len = new_len;
+    }
+
+    fn write_bytes(&mut self, val: &[u8]) {
+        let end = self.len + val.len();
+        if end > self.buf.len() {
+            self.buf.resize(end, 0);
+        }
+        self.buf[self.len..end].copy_from_slice(val);
+        self.len = end;
+    }
 }
 
 /// An ELF note: `AMDGPU` name, `NT_AMDGPU_METADATA` type, `desc`.

@@ -135,10 +135,14 @@ pub(crate) fn build(
         ..Plan::default()
     };
     let co = CodeObject::parse(&k.code.bytes).map_err(|e| e.to_string())?;
-    let rw = rewrite(analysis, k.code.load_delta, descriptor, &plan).map_err(|e| e.to_string())?;
-    let bytes = emit::code_object(&co, k.kernel, &rw).map_err(|e| e.to_string())?;
+    let mut rw =
+        rewrite(analysis, k.code.load_delta, descriptor, &plan).map_err(|e| e.to_string())?;
+    // (What is read of it after the code object is written.)
+    let (block, added) = (rw.implicit_args, rw.added);
+    let new_offset = std::mem::take(&mut rw.new_offset);
+    let bytes = emit::code_object(&co, k.kernel, rw).map_err(|e| e.to_string())?;
     let loaded = load(k, &co, &bytes, &plan.modules)?;
-    let implicit_args = match rw.implicit_args {
+    let implicit_args = match block {
         None => None,
         Some(_) => Some(
             loaded
@@ -161,11 +165,7 @@ pub(crate) fn build(
             (r.tool, part)
         })
         .collect();
-    let copies = rw
-        .new_offset
-        .iter()
-        .map(|&off| loaded.entry + off)
-        .collect();
+    let copies = new_offset.iter().map(|&off| loaded.entry + off).collect();
     let (counters, traces) = buffers.keep();
     Ok(Some(Copy {
         object: loaded.object,
@@ -177,7 +177,7 @@ pub(crate) fn build(
         traces,
         parts,
         copies,
-        added: rw.added,
+        added,
         implicit_args,
         left_out: Vec::new(),
         _executable: loaded.executable,

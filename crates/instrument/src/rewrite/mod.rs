@@ -275,18 +275,21 @@ pub struct CodeReloc {
     pub addend: i64,
 }
 
-/// Relocations being collected, with the names they refer to (each once).
+/// Relocations being collected, with the names they refer to (each once),
+/// at offsets in a buffer whose code starts `base` bytes in.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Relocations {
     list: Vec<CodeReloc>,
     symbols: Vec<std::sync::Arc<str>>,
+    base: u64,
 }
 
 impl Relocations {
-    pub(super) fn with_capacity(n: usize) -> Relocations {
+    pub(super) fn with_capacity(n: usize, base: usize) -> Relocations {
         Relocations {
             list: Vec::with_capacity(n),
             symbols: Vec::new(),
+            base: base as u64,
         }
     }
 
@@ -299,7 +302,7 @@ impl Relocations {
     ) {
         let symbol = self.symbol(symbol);
         self.list.push(CodeReloc {
-            offset,
+            offset: offset - self.base,
             symbol,
             high,
             addend,
@@ -332,11 +335,45 @@ pub struct ImplicitArgs {
     pub size: u32,
 }
 
+/// Rewritten code (it derefs to its bytes), in a buffer with
+/// [`Code::HEADROOM`] bytes before it: the code object writer puts its
+/// headers there and the rest after the code, rather than copying the code
+/// (megabytes with a hook at every instruction).
+#[derive(Debug)]
+pub struct Code(Vec<u8>);
+
+impl Clone for Code {
+    /// A copy with the same room after the code.
+    fn clone(&self) -> Code {
+        let mut buf = Vec::with_capacity(self.0.capacity());
+        buf.extend_from_slice(&self.0);
+        Code(buf)
+    }
+}
+
+impl Code {
+    /// Bytes before the code: a page, the code's place in the code object.
+    pub const HEADROOM: usize = 0x1000;
+
+    /// The buffer, headroom included.
+    pub(crate) fn into_buffer(self) -> Vec<u8> {
+        self.0
+    }
+}
+
+impl std::ops::Deref for Code {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.0[Self::HEADROOM..]
+    }
+}
+
 /// The rewritten kernel.
 #[derive(Debug, Clone)]
 pub struct Rewritten {
     /// Its code: the kernel's entry first, then the device functions.
-    pub code: Vec<u8>,
+    pub code: Code,
     /// The original descriptor with SGPRs grown; its entry offset is left
     /// for whoever places the code (the code-object writer sets it).
     pub descriptor: KernelDescriptor,
@@ -796,8 +833,14 @@ pub fn rewrite(
     };
     let uses_reserved = uses_reserved || !long.is_empty();
 
-    let mut code = Vec::with_capacity(at as usize);
-    let mut relocations = Relocations::with_capacity(preamble.relocs.len() + placed.relocations());
+    // The code after the headroom; room after it for the rest of the code
+    // object (a relocation takes 24 bytes; the metadata note, symbols and
+    // headers mostly fit in a page).
+    let relocs = preamble.relocs.len() + placed.relocations();
+    let mut code = Vec::with_capacity(Code::HEADROOM + at as usize + 24 * relocs + 0x4000);
+    code.resize(Code::HEADROOM, 0);
+    let here = |code: &Vec<u8>| (code.len() - Code::HEADROOM) as u64;
+    let mut relocations = Relocations::with_capacity(relocs, Code::HEADROOM);
     let nops = |s: usize, code: &mut Vec<u8>| {
         // (Most slots take none.)
         if seams.pads[s] > 0 {
@@ -820,13 +863,13 @@ pub fn rewrite(
             .at(Site::Before(i))
             .encode(&mut code, &mut relocations);
         if let Some(t) = translations.get(&i) {
-            let at = code.len() as u64;
+            let at = here(&code);
             let tc = t.code(&asm, at, &label)?;
             added += tc.len();
             for x in &tc {
                 encode_into(x, &mut code);
             }
-            debug_assert_eq!(code.len() as u64 - at, t.size());
+            debug_assert_eq!(here(&code) - at, t.size());
         }
         nops(Seams::tail(i), &mut code);
         let mut inst = prog.insts[i].inst;
@@ -883,7 +926,7 @@ pub fn rewrite(
             .at(Site::After(i))
             .encode(&mut code, &mut relocations);
     }
-    debug_assert_eq!(code.len() as u64, at);
+    debug_assert_eq!(here(&code), at);
 
     let mut kd = calls.descriptor();
     let highest_vgpr = grown_vgpr.max((call_insts > 0).then_some(placed.max_vgpr));
@@ -930,7 +973,7 @@ pub fn rewrite(
         })
         .collect();
     Ok(Rewritten {
-        code,
+        code: Code(code),
         descriptor: kd,
         added,
         added_by_hooks,

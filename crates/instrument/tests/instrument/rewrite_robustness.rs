@@ -114,7 +114,7 @@ fn instrument(bytes: &[u8], kernel: &str, per_block: bool, dead_only: bool) -> b
     let Ok(rw) = rewrite(&an, 0x7e00_0000_0000, &kd, &plan) else {
         return false;
     };
-    let Ok(out) = emit::code_object(&co, kernel, &rw) else {
+    let Ok(out) = emit::code_object(&co, kernel, rw) else {
         return false;
     };
     let back = CodeObject::parse(&out).expect("an emitted code object parses");

@@ -77,7 +77,7 @@ pub fn instrument(
 ) -> Result<Loaded, RewriteError> {
     let kd = co.kernel(kernel).expect("kernel").descriptor;
     let rw = rewrite(an, original.image.expect("image"), &kd, plan)?;
-    let bytes = emit::code_object(co, kernel, &rw).expect("emit");
+    let bytes = emit::code_object(co, kernel, rw.clone()).expect("emit");
     if let Ok(dir) = std::env::var("INLAY_TEST_DUMP") {
         let _ = std::fs::write(format!("{dir}/{kernel}.inlay.hsaco"), &bytes);
     }

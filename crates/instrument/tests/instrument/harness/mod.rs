@@ -188,7 +188,7 @@ pub fn instrument(
 ) -> Result<Loaded, RewriteError> {
     let kd = co.kernel(kernel).expect("kernel").descriptor;
     let rw = rewrite(an, original.image.expect("image"), &kd, plan)?;
-    let code_object = emit::code_object(co, kernel, &rw).expect("emit");
+    let code_object = emit::code_object(co, kernel, rw.clone()).expect("emit");
     let instrumented = dev.load(&code_object).expect("load instrumented");
     let both = Program::merge(dev.memory(), &[original, &instrumented]).expect("merge");
     Ok(Loaded {
