@@ -1399,9 +1399,13 @@ impl<'a> Ctx<'a> {
             _ => None,
         };
         // A pair only a module value kept in a home is put into is that
-        // home.
+        // home, unless the body reads it first (an ABI input, say: set
+        // there, it would overwrite the home).
         let module_pair = |n: u16| -> Option<u16> {
-            let &(_, (d, loaded)) = body.module_pairs.iter().find(|&&(p, _)| p == n)?;
+            let &(_, (d, loaded)) = body
+                .module_pairs
+                .iter()
+                .find(|&&(p, _)| p == n && !body.live_in.any_in(p, 2))?;
             sgpr_pair(self.module_home(r, body, d, loaded)?)
         };
         // A pair set only to a constant a home keeps is that home.

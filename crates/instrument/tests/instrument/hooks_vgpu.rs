@@ -1290,3 +1290,68 @@ fn griddim_in_a_hook_is_the_launchs_as_luthier_printed() {
         }
     }
 }
+
+/// `grid_size_x` (fixtures/src/hooks_test.hip) reads the dispatch packet
+/// through s[4:5], its dispatch-pointer input, and clang then reuses that
+/// pair for a global's address. Inlined before every instruction of
+/// vector_add, which has SGPRs to spare, the address is kept in an SGPR
+/// pair home; a copy renamed onto that home would have the dispatch pointer
+/// set there. Every copy must store the launch's grid size, and the kernel's
+/// buffers must be as the original leaves them.
+#[test]
+fn an_inlined_hook_reusing_an_input_pair_for_an_address_keeps_both() {
+    let bytes = fixture(5, "vector_add");
+    let co = CodeObject::parse(&bytes).unwrap();
+    let md = co.metadata.as_ref().unwrap().kernels[0].clone();
+    let name = md.name.clone();
+    let (mem, dev) = device();
+    let original = dev.load(&bytes).unwrap();
+    let an = analyse(&co, &name).unwrap();
+    let calls: Vec<HookCall> = (0..an.program.insts.len())
+        .map(|i| HookCall {
+            point: Point::Before(i),
+            module: 0,
+            hook: "grid_size_x".into(),
+            args: vec![],
+            once_per_wave: false,
+            placement: Placement::Inline,
+        })
+        .collect();
+    let n = calls.len();
+    let plan = Plan {
+        calls,
+        modules: vec![hook_module()],
+        ..Plan::default()
+    };
+    let loaded =
+        instrument(&mem, &co, &name, &an, &original, &plan).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(loaded.rw.inlined, n, "every call inlined");
+    let l = launch(&dev, &md, 7);
+    let inputs = read_buffers(&dev, &l.buffers);
+    let packet = harness::calls::packet(&dev, &md, &l, 0);
+    dev.dispatch_program(&original, &name, &packet, None)
+        .unwrap_or_else(|f| panic!("original: {f}"));
+    let want = read_buffers(&dev, &l.buffers);
+    for (&b, bytes) in l.buffers.iter().zip(&inputs) {
+        dev.write(b, bytes).unwrap();
+    }
+    let global = loaded.variable("inlay_grid_size_x");
+    dev.write(global, &[0; 4]).unwrap();
+    loaded.prepare(&dev, &name, l.grid, l.wg);
+    dev.dispatch_program(
+        &loaded.program,
+        &emit::instrumented_name(&name),
+        &packet,
+        None,
+    )
+    .unwrap_or_else(|f| panic!("instrumented: {f}"));
+    assert_eq!(
+        dev.download_u32(global, 1).unwrap()[0],
+        l.grid[0],
+        "the grid size the hook stored"
+    );
+    assert!(
+        want == read_buffers(&dev, &l.buffers),
+        "the instrumented kernel's buffers differ"
+    );
+}
