@@ -693,6 +693,14 @@ const MAX_AREA: u32 = 4096;
 /// 8191 KiB per wave of 64 lanes, rounded down to what the vgpu allows).
 pub(super) const MAX_PRIVATE: u32 = 128 * 1024;
 
+impl CallPlan<'_, '_> {
+    /// Instructions its call sequence has at least: each scalar save's
+    /// move there and back, each vector save's, and the `s_swappc_b64`.
+    pub(super) fn min_len(&self) -> usize {
+        1 + 2 * (scalar_moves(&self.scalars).len() + self.vectors.len())
+    }
+}
+
 impl<'a> Ctx<'a> {
     pub(super) fn fail(&self, r: &Request<'_>, reason: String) -> RewriteError {
         call_error(self.an, r.call, describe(self.an, r.site, r.inst), reason)

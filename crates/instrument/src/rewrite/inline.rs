@@ -1234,8 +1234,13 @@ impl<'a> Ctx<'a> {
             (_, Err(_)) => Ok(Placing::Call(self.plan(r)?)),
             (_, Ok((body, i))) => match self.plan(r) {
                 Ok(p) => {
-                    let call = self.code(&p, 0)?.insts.len() + body.len();
-                    Ok(if i.code.insts.len() <= call {
+                    // (A copy no longer than the hook's code and the least
+                    // the call sequence has is no longer than the call:
+                    // its code is not built to compare.)
+                    let inline = i.code.insts.len();
+                    let shorter = inline <= body.len() + p.min_len()
+                        || inline <= self.code(&p, 0)?.insts.len() + body.len();
+                    Ok(if shorter {
                         Placing::Inline(i)
                     } else {
                         Placing::Call(p)
