@@ -1036,7 +1036,16 @@ impl Seams {
             .templates()
             .iter()
             .map(|t| {
-                let ids = t.code.iter().map(|i| table.id(i)).collect();
+                // (Ids found when the snippet was padded, in this table.)
+                let ids: Vec<u32> = if t.ids.len() == t.code.len() {
+                    t.ids.clone()
+                } else {
+                    t.code.iter().map(|i| table.id(i)).collect()
+                };
+                debug_assert!(
+                    t.code.iter().zip(&ids).all(|(i, &id)| table.id(i) == id),
+                    "a template's kept facts ids are not its instructions'"
+                );
                 Run::new(ids, &table.briefs)
             })
             .collect();

@@ -29,6 +29,9 @@ pub(super) struct Snippet {
     /// Indices of branches to a label, and the labels (instruction indices
     /// they land before; `insts.len()` is the end).
     branches: Vec<(usize, usize)>,
+    /// Once resolved with a facts table: each instruction's facts id in it
+    /// (found while padding, kept for the seams).
+    pub(super) ids: Vec<u32>,
 }
 
 impl Snippet {
@@ -136,9 +139,9 @@ impl Snippet {
     /// Puts `s_nop`s where a pair inside the snippet is closer than its
     /// hazard rule (see `hazards`), on every path through its branches:
     /// the simplifier may have removed what separated them in clang's code.
-    fn pad_hazards(&mut self, table: &mut FactsTable, cache: &mut IdCache) {
+    fn pad_hazards(&mut self, table: &mut FactsTable, cache: &mut IdCache) -> Vec<u32> {
         let Some(t) = self.insts.first().map(Instruction::target) else {
-            return;
+            return Vec::new();
         };
         let mut ids: Vec<u32> = self.insts.iter().map(|i| cache.id(table, i)).collect();
         let mut briefs: Vec<Brief> = ids.iter().map(|&id| table.briefs[id as usize]).collect();
@@ -185,6 +188,7 @@ impl Snippet {
             }
             k += 1;
         }
+        ids
     }
 
     /// For each position (up to `insts.len()`), whether a branch lands
@@ -281,7 +285,7 @@ impl Snippet {
         table: &mut FactsTable,
         cache: &mut IdCache,
     ) -> Result<(), RewriteError> {
-        self.pad_hazards(table, cache);
+        let mut ids = self.pad_hazards(table, cache);
         let mut at = Vec::with_capacity(self.insts.len() + 1);
         let mut a = 0u64;
         for i in &self.insts {
@@ -293,7 +297,10 @@ impl Snippet {
             self.insts[b]
                 .set_branch_target(at[b], at[to])
                 .map_err(|e| RewriteError::Build("a branch in hook code", e))?;
+            // (Its target is in its words, which the facts are keyed by.)
+            ids[b] = cache.id(table, &self.insts[b]);
         }
+        self.ids = ids;
         Ok(())
     }
 
@@ -380,6 +387,8 @@ pub(super) struct Template {
     /// The instructions themselves (constants not patched in), for the
     /// hazard check.
     pub(super) code: Vec<Instruction>,
+    /// Their facts ids, when the snippet was resolved (else empty).
+    pub(super) ids: Vec<u32>,
     /// Relocations by byte offset of their word.
     relocs: Vec<(u64, LiteralReloc)>,
     /// Literal words holding constant arguments: byte offset, argument,
@@ -416,6 +425,7 @@ impl Template {
             bytes,
             insts: s.insts.len(),
             code: s.insts.clone(),
+            ids: s.ids.clone(),
             relocs,
             constants,
         }
