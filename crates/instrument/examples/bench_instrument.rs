@@ -212,24 +212,26 @@ fn measure(
         if let Some(m) = module {
             // Compiled hooks: the same sites, calls instead.
             let exec = Arg::Value(Register::new(RegFile::Exec, 0, 2));
+            let (hook, value) = match hooks {
+                Hooks::Memory => ("obs_value64", Arg::Address),
+                _ => ("obs_value", Arg::Const32(0)),
+            };
+            let hook = choice.hook.as_deref().unwrap_or(hook);
+            // (One name shared by every call, as a tool's insertions do.)
+            let name: std::sync::Arc<str> = hook.into();
             let calls = sites
                 .iter()
                 .enumerate()
                 .map(|(n, &i)| {
-                    let (hook, value) = match hooks {
-                        Hooks::Memory => ("obs_value64", Arg::Address),
-                        _ => ("obs_value", Arg::Const32(0)),
-                    };
-                    let hook = choice.hook.as_deref().unwrap_or(hook);
                     let args = match hook {
                         "count_instr" => vec![Arg::Const32(1)],
                         "trace_address" => vec![Arg::Address],
-                        _ => vec![Arg::Const32(n as u32), exec.clone(), value],
+                        _ => vec![Arg::Const32(n as u32), exec.clone(), value.clone()],
                     };
                     HookCall {
                         point: Point::Before(i),
                         module: 0,
-                        hook: hook.into(),
+                        hook: name.clone(),
                         args,
                         once_per_wave: false,
                         placement: choice.placement,

@@ -184,7 +184,7 @@ pub struct HookCall {
     /// Index into [`crate::rewrite::Plan::modules`].
     pub module: usize,
     /// The hook's symbol name.
-    pub hook: String,
+    pub hook: std::sync::Arc<str>,
     pub args: Vec<Arg>,
     /// Run the hook once per wave (in one lane) instead of in every lane
     /// EXEC enables at the point.

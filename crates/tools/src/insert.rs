@@ -89,10 +89,15 @@ impl Insertions {
         if let Point::Before(i) | Point::After(i) = point {
             self.check(i)?;
         }
+        // (Calls in a row mostly name one hook: its name is shared.)
+        let hook = match self.calls.last() {
+            Some(c) if *c.hook == *hook => c.hook.clone(),
+            _ => hook.into(),
+        };
         self.calls.push(HookCall {
             point,
             module: 0,
-            hook: hook.to_string(),
+            hook,
             args: args.to_vec(),
             once_per_wave,
             placement: Default::default(),

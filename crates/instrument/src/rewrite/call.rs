@@ -57,7 +57,7 @@ pub(super) fn call_error(
 ) -> RewriteError {
     RewriteError::Call {
         kernel: an.program.kernel.clone(),
-        hook: call.hook.clone(),
+        hook: call.hook.to_string(),
         point: where_,
         reason,
     }
@@ -93,7 +93,7 @@ pub(super) fn requests<'a>(
         };
         let fail = |reason: String| call_error(an, call, point_text(), reason);
         let hook = match last {
-            Some((m, name, hook)) if m == call.module && name == call.hook => hook,
+            Some((m, name, hook)) if m == call.module && name == &*call.hook => hook,
             _ => {
                 let module = plan
                     .modules
@@ -1295,7 +1295,7 @@ impl<'a> Ctx<'a> {
                 30
             }
             None => {
-                s.pc_relative(asm, 30, r.call.hook.as_str().into())?;
+                s.pc_relative(asm, 30, r.call.hook.clone())?;
                 30
             }
         };
@@ -2221,7 +2221,7 @@ impl<'a> Calls<'a> {
         let hooks: Vec<std::sync::Arc<str>> = called
             .iter()
             .filter(|h| h.sites >= KEEP_ADDRESS_FROM)
-            .map(|h| reqs[h.first].call.hook.as_str().into())
+            .map(|h| reqs[h.first].call.hook.clone())
             .collect();
         // The addresses in hook modules, and the global-offset-table
         // entries, that hooks inlined from many sites read: found once,
@@ -2236,7 +2236,7 @@ impl<'a> Calls<'a> {
             if !may_inline {
                 continue;
             }
-            let symbol: std::sync::Arc<str> = r.call.hook.as_str().into();
+            let symbol: std::sync::Arc<str> = r.call.hook.clone();
             for (distance, loaded) in super::inline::module_values(h.info) {
                 let address = h.info.address.wrapping_add(distance as u64);
                 match module_values.iter_mut().find(|(g, _)| {

@@ -1937,7 +1937,7 @@ impl<'a> Ctx<'a> {
             Some(s.branch(b(Encoding::Sopp, "s_cbranch_execz", &[Operand::Imm(0)])?))
         };
         // 5. The body.
-        let symbol: Arc<str> = r.call.hook.as_str().into();
+        let symbol: Arc<str> = r.call.hook.clone();
         // (Operands decoded only for the one mnemonic: this runs for every
         // instruction of every copy.)
         let is_home_move = |i: &Instruction| {
