@@ -1078,9 +1078,10 @@ impl Seams {
                 nodes.push(Node::Slot(Self::head(i) as u32));
                 inserted(&mut nodes, &mut table, &mut code.iter());
             }
-            if placed.at(Site::Before(i)).template_ids().next().is_some() {
+            let before = placed.at(Site::Before(i));
+            if before.template_ids().next().is_some() {
                 nodes.push(Node::Slot(Self::mid(i) as u32));
-                calls(&mut nodes, Site::Before(i));
+                nodes.extend(before.template_ids().map(|t| Node::Run(t as u32)));
             }
             nodes.push(Node::Slot(Self::tail(i) as u32));
             // (Facts found once per distinct encoding, not looked up per
@@ -1097,9 +1098,10 @@ impl Seams {
                 facts,
                 inserted: false,
             });
-            if placed.at(Site::After(i)).template_ids().next().is_some() {
+            let after = placed.at(Site::After(i));
+            if after.template_ids().next().is_some() {
                 nodes.push(Node::Slot(Self::after(i) as u32));
-                calls(&mut nodes, Site::After(i));
+                nodes.extend(after.template_ids().map(|t| Node::Run(t as u32)));
             }
             block_end[b] = nodes.len();
         }
