@@ -782,20 +782,20 @@ pub fn rewrite(
     // sequence and right before each application instruction.
     let facts = std::mem::take(&mut placed.facts);
     let seams = Seams::plan(an, &order, &preamble, &hook_code, &placed, facts);
-    let nop_bytes = |s: usize| 4 * u64::from(seams.pads[s].div_ceil(8));
     for (i, b) in before_bytes.iter_mut().enumerate() {
-        *b += nop_bytes(Seams::head(i)) + nop_bytes(Seams::mid(i)) + nop_bytes(Seams::tail(i));
+        *b +=
+            seams.bytes(Seams::head(i)) + seams.bytes(Seams::mid(i)) + seams.bytes(Seams::tail(i));
     }
     added_by_hooks += seams.nops();
     // Calls after an instruction sit between it and the next one's label.
     let after_bytes: Vec<u64> = (0..prog.insts.len())
-        .map(|i| placed.at(Site::After(i)).bytes() + nop_bytes(Seams::after(i)))
+        .map(|i| placed.at(Site::After(i)).bytes() + seams.bytes(Seams::after(i)))
         .collect();
     let mut own_bytes: Vec<u64> = (0..prog.insts.len())
         .map(|i| emits[i].size(&prog.insts[i].inst))
         .collect();
     let head: u64 = preamble.insts.iter().map(|i| i.len() as u64).sum::<u64>()
-        + nop_bytes(Seams::ENTRY)
+        + seams.bytes(Seams::ENTRY)
         + placed.at(Site::Entry).bytes();
     let (label, new_offset, at) = loop {
         let mut label = vec![0u64; prog.insts.len()];
@@ -841,24 +841,16 @@ pub fn rewrite(
     code.resize(Code::HEADROOM, 0);
     let here = |code: &Vec<u8>| (code.len() - Code::HEADROOM) as u64;
     let mut relocations = Relocations::with_capacity(relocs, Code::HEADROOM);
-    let nops = |s: usize, code: &mut Vec<u8>| {
-        // (Most slots take none.)
-        if seams.pads[s] > 0 {
-            for n in hazards::nops(prog.target, seams.pads[s]) {
-                encode_into(&n, code);
-            }
-        }
-    };
     preamble.encode(&mut code, &mut relocations);
-    nops(Seams::ENTRY, &mut code);
+    seams.put(prog.target, Seams::ENTRY, &mut code);
     placed.at(Site::Entry).encode(&mut code, &mut relocations);
     let mut added = preamble.insts.len() + added_by_hooks;
     for &i in &order {
-        nops(Seams::head(i), &mut code);
+        seams.put(prog.target, Seams::head(i), &mut code);
         for h in hook_code.get(&i).into_iter().flatten() {
             encode_into(h, &mut code);
         }
-        nops(Seams::mid(i), &mut code);
+        seams.put(prog.target, Seams::mid(i), &mut code);
         placed
             .at(Site::Before(i))
             .encode(&mut code, &mut relocations);
@@ -871,7 +863,7 @@ pub fn rewrite(
             }
             debug_assert_eq!(here(&code) - at, t.size());
         }
-        nops(Seams::tail(i), &mut code);
+        seams.put(prog.target, Seams::tail(i), &mut code);
         let mut inst = prog.insts[i].inst;
         let here = new_offset[i];
         match emits[i] {
@@ -921,7 +913,7 @@ pub fn rewrite(
             }
         }
         encode_into(&inst, &mut code);
-        nops(Seams::after(i), &mut code);
+        seams.put(prog.target, Seams::after(i), &mut code);
         placed
             .at(Site::After(i))
             .encode(&mut code, &mut relocations);
@@ -1010,6 +1002,27 @@ impl Seams {
     }
     fn after(i: InstId) -> usize {
         4 + 4 * i
+    }
+
+    /// Bytes of slot `s`'s nops.
+    #[inline(always)]
+    fn bytes(&self, s: usize) -> u64 {
+        4 * u64::from(self.pads[s].div_ceil(8))
+    }
+
+    /// Appends slot `s`'s nops to `code` (most slots take none: only that
+    /// is checked inline).
+    #[inline(always)]
+    fn put(&self, t: Target, s: usize, code: &mut Vec<u8>) {
+        if self.pads[s] > 0 {
+            self.put_nops(t, s, code);
+        }
+    }
+
+    fn put_nops(&self, t: Target, s: usize, code: &mut Vec<u8>) {
+        for n in hazards::nops(t, self.pads[s]) {
+            encode_into(&n, code);
+        }
     }
 
     /// Instructions the pads take.
