@@ -11,6 +11,7 @@ use crate::model::{Encoding as E, Instruction, Operand, Target};
 use crate::tables::{desc, Field, File, ImmKind, Slot, TargetTables};
 
 /// Appends the instruction's bytes (little-endian words) to `out`.
+#[inline]
 pub fn encode_into(i: &Instruction, out: &mut Vec<u8>) {
     for w in i.words() {
         out.extend_from_slice(&w.to_le_bytes());

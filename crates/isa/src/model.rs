@@ -160,22 +160,27 @@ pub struct Instruction {
 
 impl Instruction {
     /// Size in bytes (4 or 8).
+    #[inline]
     pub fn len(&self) -> usize {
         self.len as usize
     }
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    #[inline]
     pub fn encoding(&self) -> Encoding {
         self.encoding
     }
+    #[inline]
     pub fn target(&self) -> Target {
         self.target
     }
+    #[inline]
     pub fn is_valid(&self) -> bool {
         self.desc != 0
     }
     /// Machine words: base instruction, then literal or SDWA/DPP dword.
+    #[inline]
     pub fn words(&self) -> &[u32] {
         &self.words[..(self.len as usize / 4).min(2)]
     }
