@@ -93,7 +93,13 @@ pub(super) fn requests<'a>(
         };
         let fail = |reason: String| call_error(an, call, point_text(), reason);
         let hook = match last {
-            Some((m, name, hook)) if m == call.module && name == &*call.hook => hook,
+            // (Calls in a row mostly share one name: the same string is
+            // the same name, without comparing its bytes.)
+            Some((m, name, hook))
+                if m == call.module && (std::ptr::eq(name, &*call.hook) || name == &*call.hook) =>
+            {
+                hook
+            }
             _ => {
                 let module = plan
                     .modules
@@ -2054,6 +2060,7 @@ impl SiteCode<'_> {
             .map(|c| &self.templates[c.template as usize])
     }
 
+    #[inline(always)]
     pub(super) fn bytes(&self) -> u64 {
         self.templates().map(Template::bytes).sum()
     }
@@ -2064,7 +2071,16 @@ impl SiteCode<'_> {
         self.calls.iter().map(|c| c.template as usize)
     }
 
+    /// Appends the calls' code (most sites have none: only that is
+    /// checked inline).
+    #[inline(always)]
     pub(super) fn encode(&self, code: &mut Vec<u8>, relocs: &mut super::Relocations) {
+        if !self.calls.is_empty() {
+            self.encode_calls(code, relocs);
+        }
+    }
+
+    fn encode_calls(&self, code: &mut Vec<u8>, relocs: &mut super::Relocations) {
         for c in self.calls {
             let args = c.args;
             self.templates[c.template as usize].encode(code, relocs, |arg, dword| {
@@ -2098,6 +2114,7 @@ pub(super) struct Placed<'a> {
 
 /// A site's group among the placed calls: the entry, then before and
 /// after each instruction.
+#[inline(always)]
 fn site_slot(site: Site) -> usize {
     match site {
         Site::Entry => 0,
@@ -2108,6 +2125,7 @@ fn site_slot(site: Site) -> usize {
 
 impl<'a> Placed<'a> {
     /// The calls at `site`.
+    #[inline(always)]
     pub(super) fn at(&self, site: Site) -> SiteCode<'_> {
         let g = site_slot(site);
         let calls = match (self.start.get(g), self.start.get(g + 1)) {

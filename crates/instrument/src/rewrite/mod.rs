@@ -755,12 +755,12 @@ pub fn rewrite(
 
     // Layout: preamble, then every function's instructions in address
     // order, each preceded by its hook code (its label).
-    let order: Vec<InstId> = prog
-        .functions
-        .iter()
-        .flat_map(|f| f.blocks.clone())
-        .flat_map(|b| prog.blocks[b].insts.clone())
-        .collect();
+    let mut order: Vec<InstId> = Vec::with_capacity(prog.insts.len());
+    for f in &prog.functions {
+        for b in f.blocks.clone() {
+            order.extend(prog.blocks[b].insts.clone());
+        }
+    }
     // Branches that cannot reach their target once hooks are in become
     // long jumps: lay out, find the branches out of range, make them long,
     // lay out again until nothing changes (sizes only grow, so it ends).
@@ -847,8 +847,10 @@ pub fn rewrite(
     let mut added = preamble.insts.len() + added_by_hooks;
     for &i in &order {
         seams.put(prog.target, Seams::head(i), &mut code);
-        for h in hook_code.get(&i).into_iter().flatten() {
-            encode_into(h, &mut code);
+        if let Some(hook) = hook_code.get(&i) {
+            for h in hook {
+                encode_into(h, &mut code);
+            }
         }
         seams.put(prog.target, Seams::mid(i), &mut code);
         placed
