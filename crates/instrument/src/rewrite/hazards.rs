@@ -263,13 +263,28 @@ impl Split {
     /// Adds the bits `b..b + n` (of [`crate::regs`]; those of neither
     /// part, SCC's, are left out).
     fn add_bits(&mut self, b: u16, n: u16) {
-        for (w, mask) in bits::word_masks(b, n) {
-            match w {
-                0 => self.s |= u128::from(mask),
-                1 => self.s |= u128::from(mask) << 64,
-                4..=11 => self.v[w - 4] |= mask,
-                _ => {}
+        let lo = b % 64;
+        if n > 0 && lo + n <= 64 && b + n <= bits::NUM_BITS {
+            // Within one word (nearly every operand).
+            let mask = if n == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << n) - 1) << lo
+            };
+            self.add_mask(usize::from(b / 64), mask);
+        } else {
+            for (w, mask) in bits::word_masks(b, n) {
+                self.add_mask(w, mask);
             }
+        }
+    }
+
+    fn add_mask(&mut self, w: usize, mask: u64) {
+        match w {
+            0 => self.s |= u128::from(mask),
+            1 => self.s |= u128::from(mask) << 64,
+            4..=11 => self.v[w - 4] |= mask,
+            _ => {}
         }
     }
 

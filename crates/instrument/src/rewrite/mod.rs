@@ -787,32 +787,36 @@ pub fn rewrite(
             seams.bytes(Seams::head(i)) + seams.bytes(Seams::mid(i)) + seams.bytes(Seams::tail(i));
     }
     added_by_hooks += seams.nops();
-    // Calls after an instruction sit between it and the next one's label.
+    // Calls after an instruction sit between it and the next one's label:
+    // what follows the label is the instruction itself and those.
     let after_bytes: Vec<u64> = (0..prog.insts.len())
         .map(|i| placed.at(Site::After(i)).bytes() + seams.bytes(Seams::after(i)))
         .collect();
-    let mut own_bytes: Vec<u64> = (0..prog.insts.len())
-        .map(|i| emits[i].size(&prog.insts[i].inst))
+    let mut tail_bytes: Vec<u64> = (0..prog.insts.len())
+        .map(|i| emits[i].size(&prog.insts[i].inst) + after_bytes[i])
         .collect();
     let head: u64 = preamble.insts.iter().map(|i| i.len() as u64).sum::<u64>()
         + seams.bytes(Seams::ENTRY)
         + placed.at(Site::Entry).bytes();
-    let (label, new_offset, at) = loop {
-        let mut label = vec![0u64; prog.insts.len()];
-        let mut new_offset = vec![0u64; prog.insts.len()];
+    // (Only branches can grow.)
+    let branches: Vec<(InstId, InstId)> = order
+        .iter()
+        .filter_map(|&i| match emits[i] {
+            Emit::Branch { target } => Some((i, target)),
+            _ => None,
+        })
+        .collect();
+    let mut label = vec![0u64; prog.insts.len()];
+    let at = loop {
         let mut at: u64 = head;
         for &i in &order {
             label[i] = at;
-            at += before_bytes[i];
-            new_offset[i] = at;
-            at += own_bytes[i] + after_bytes[i];
+            at += before_bytes[i] + tail_bytes[i];
         }
         let mut grew = false;
-        for &i in &order {
-            let Emit::Branch { target } = emits[i] else {
-                continue;
-            };
-            let delta = (label[target] as i64 - new_offset[i] as i64 - 4) / 4;
+        for &(i, target) in &branches {
+            let from = label[i] + before_bytes[i];
+            let delta = (label[target] as i64 - from as i64 - 4) / 4;
             let fits = (-32768..=32767).contains(&delta) && !plan.all_branches_long;
             if long.contains_key(&i) || fits {
                 continue;
@@ -824,13 +828,16 @@ pub fn rewrite(
                 })?,
             };
             long.insert(i, regs);
-            own_bytes[i] = long_branch_size(&prog.insts[i].inst);
+            tail_bytes[i] = long_branch_size(&prog.insts[i].inst) + after_bytes[i];
             grew = true;
         }
         if !grew {
-            break (label, new_offset, at);
+            break at;
         }
     };
+    // (Blocks partition the instructions: every one is in `order`.)
+    debug_assert_eq!(order.len(), prog.insts.len());
+    let new_offset: Vec<u64> = label.iter().zip(&before_bytes).map(|(l, b)| l + b).collect();
     let uses_reserved = uses_reserved || !long.is_empty();
 
     // The code after the headroom; room after it for the rest of the code
