@@ -837,7 +837,11 @@ pub fn rewrite(
     };
     // (Blocks partition the instructions: every one is in `order`.)
     debug_assert_eq!(order.len(), prog.insts.len());
-    let new_offset: Vec<u64> = label.iter().zip(&before_bytes).map(|(l, b)| l + b).collect();
+    let new_offset: Vec<u64> = label
+        .iter()
+        .zip(&before_bytes)
+        .map(|(l, b)| l + b)
+        .collect();
     let uses_reserved = uses_reserved || !long.is_empty();
 
     // The code after the headroom; room after it for the rest of the code
