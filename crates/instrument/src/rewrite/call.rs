@@ -777,10 +777,11 @@ impl<'a> Ctx<'a> {
         // register holds them; then the V# and s33 are set first.
         let mut plan = CallPlan {
             req: r,
-            scalars: Vec::new(),
+            // (Sized for most plans, which grew these a few times each.)
+            scalars: Vec::with_capacity(8),
             scc: None,
             exec: None,
-            vectors: Vec::new(),
+            vectors: Vec::with_capacity(8),
             ref_slots: vec![None; args.len()],
             agpr_temp: None,
             area: 0,
@@ -1146,6 +1147,8 @@ impl<'a> Ctx<'a> {
         let args = &r.call.args;
         let inst = self.an.program.insts[r.inst].inst;
         let mut s = Snippet::default();
+        // (Room for most sequences, which grew it a few times each.)
+        s.insts.reserve(64);
         let b = |e: Encoding, m: &'static str, ops: &[Operand]| asm.build(e, m, ops);
         let s1 = |n: u16| Asm::sgpr(n, 1);
         let v1 = |n: u16| Operand::Vgpr { first: n, count: 1 };

@@ -1168,7 +1168,9 @@ pub(super) struct Run {
 impl Run {
     pub(super) fn new(ids: Vec<u32>, briefs: &[Brief]) -> Run {
         let mut before = Vec::with_capacity(ids.len() + 1);
-        let (mut calls, mut readers) = (Vec::new(), Vec::new());
+        // (Sized up front: a call at every instruction builds hundreds of
+        // runs, and their lists grew a few times each.)
+        let (mut calls, mut readers) = (Vec::new(), Vec::with_capacity(ids.len()));
         let mut at = 0u32;
         for (k, &id) in ids.iter().enumerate() {
             let f = &briefs[id as usize];
@@ -1186,7 +1188,7 @@ impl Run {
         for &id in &ids {
             quiet = Quiet::after(quiet, &briefs[id as usize], true);
         }
-        let (mut writers, mut call_from_end) = (Vec::new(), None);
+        let (mut writers, mut call_from_end) = (Vec::with_capacity(ids.len().min(32)), None);
         let mut d = 0u32;
         for &id in ids.iter().rev() {
             let f = &briefs[id as usize];
@@ -1211,7 +1213,7 @@ impl Run {
             // `writers` runs back from the end: the first with a bit is
             // the nearest.
             let mut seen = 0u32;
-            let mut nearest: Vec<(u8, u32)> = Vec::new();
+            let mut nearest: Vec<(u8, u32)> = Vec::with_capacity(32);
             for &(d, id) in &writers {
                 let mut bits = briefs[id as usize].affects[target] & !seen;
                 seen |= bits;
@@ -1223,7 +1225,7 @@ impl Run {
             nearest
         });
         let (mut head_kinds, mut head_clauses, mut head_unknown) = (0, 0, [0u32; 2]);
-        let mut head_nearest = Vec::new();
+        let mut head_nearest = Vec::with_capacity(32);
         let first_call = calls.first().copied().unwrap_or(u32::MAX);
         for &k in readers.iter().take_while(|&&k| k <= first_call) {
             let f = &briefs[ids[k as usize] as usize];
