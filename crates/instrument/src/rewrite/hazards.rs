@@ -1346,6 +1346,20 @@ impl FactsTable {
         }
     }
 
+    /// Adds the facts of `inst`, whose registers are `used`, as a new
+    /// entry without looking for an equal one: for instructions the
+    /// caller knows are distinct (the application's distinct encodings).
+    /// An equal entry already there is harmless: both say the same.
+    pub(super) fn add(&mut self, inst: &Instruction, used: &[UsedRegister]) -> u32 {
+        let kinds = self.opcode_kinds(inst);
+        let id = self.facts.len() as u32;
+        self.facts.push(Facts::blank(inst));
+        let f = self.facts.last_mut().expect("just pushed");
+        f.fill(used, kinds);
+        self.briefs.push(f.brief());
+        id
+    }
+
     fn key(inst: &Instruction) -> (u64, u64) {
         let w = inst.words();
         let word = |k: usize| u64::from(w.get(k).copied().unwrap_or(0));
@@ -1366,15 +1380,10 @@ impl FactsTable {
             .or_insert_with(|| opcode_kinds(inst))
     }
 
-    /// Adds the facts of `inst`, whose registers are `used`, built in
-    /// place.
+    /// Adds the facts of `inst`, whose registers are `used`, and finds
+    /// them by `key` from now on.
     fn insert(&mut self, key: (u64, u64), inst: &Instruction, used: &[UsedRegister]) -> u32 {
-        let kinds = self.opcode_kinds(inst);
-        let id = self.facts.len() as u32;
-        self.facts.push(Facts::blank(inst));
-        let f = self.facts.last_mut().expect("just pushed");
-        f.fill(used, kinds);
-        self.briefs.push(f.brief());
+        let id = self.add(inst, used);
         self.ids.insert(key, id);
         id
     }

@@ -1111,11 +1111,11 @@ impl Seams {
             }
             nodes.push(Node::Slot(Self::tail(i) as u32));
             // (Facts found once per distinct encoding, not looked up per
-            // instruction.)
+            // instruction nor in the table.)
             let facts = match form_of.get(i).and_then(|&k| form_facts.get_mut(k as usize)) {
                 Some(f) if *f != u32::MAX => *f,
                 Some(f) => {
-                    *f = table.id_with(&ins.inst, prog.used_registers(i));
+                    *f = table.add(&ins.inst, prog.used_registers(i));
                     *f
                 }
                 None => table.id_with(&ins.inst, prog.used_registers(i)),
