@@ -1054,7 +1054,7 @@ impl Seams {
         placed: &call::Placed<'_>,
         mut table: hazards::FactsTable,
     ) -> Seams {
-        use hazards::{Node, Run};
+        use hazards::Run;
         let prog = &an.program;
         let (forms, form_of) = prog.forms();
         // Each call sequence a run, its instructions' facts found once.
@@ -1075,41 +1075,38 @@ impl Seams {
                 Run::new(ids, &table.briefs)
             })
             .collect();
-        let mut nodes = Vec::with_capacity(8 * prog.insts.len());
-        let inserted = |nodes: &mut Vec<Node>,
-                        table: &mut hazards::FactsTable,
-                        is: &mut dyn Iterator<Item = &Instruction>| {
-            nodes.extend(is.map(|inst| Node::Inst {
-                facts: table.id(inst),
-                inserted: true,
-            }))
-        };
-        let calls = |nodes: &mut Vec<Node>, site: Site| {
-            nodes.extend(placed.at(site).template_ids().map(|t| Node::Run(t as u32)));
-        };
-        inserted(&mut nodes, &mut table, &mut preamble.insts.iter());
-        nodes.push(Node::Slot(Self::ENTRY as u32));
-        calls(&mut nodes, Site::Entry);
+        let mut nodes = hazards::Nodes::new(8 * prog.insts.len(), prog.blocks.len());
+        for inst in &preamble.insts {
+            nodes.inst(table.id(inst), true, &table.briefs);
+        }
+        nodes.slot(Self::ENTRY);
+        for t in placed.at(Site::Entry).template_ids() {
+            nodes.run(t as u32, &runs);
+        }
         let mut block_end = vec![0; prog.blocks.len()];
         let mut form_facts = vec![u32::MAX; forms.list.len()];
         for &i in order {
             let ins = &prog.insts[i];
             let b = ins.block;
             if prog.blocks[b].insts.start == i {
-                nodes.push(Node::BlockStart(b as u32));
+                nodes.block(b);
             }
             // (A slot another follows with nothing between pads nothing:
             // head, mid and after are left out where no code follows them.)
             if let Some(code) = hook_code.get(&i) {
-                nodes.push(Node::Slot(Self::head(i) as u32));
-                inserted(&mut nodes, &mut table, &mut code.iter());
+                nodes.slot(Self::head(i));
+                for inst in code {
+                    nodes.inst(table.id(inst), true, &table.briefs);
+                }
             }
             let before = placed.at(Site::Before(i));
             if before.template_ids().next().is_some() {
-                nodes.push(Node::Slot(Self::mid(i) as u32));
-                nodes.extend(before.template_ids().map(|t| Node::Run(t as u32)));
+                nodes.slot(Self::mid(i));
+                for t in before.template_ids() {
+                    nodes.run(t as u32, &runs);
+                }
             }
-            nodes.push(Node::Slot(Self::tail(i) as u32));
+            nodes.slot(Self::tail(i));
             // (Facts found once per distinct encoding, not looked up per
             // instruction nor in the table.)
             let facts = match form_of.get(i).and_then(|&k| form_facts.get_mut(k as usize)) {
@@ -1120,17 +1117,17 @@ impl Seams {
                 }
                 None => table.id_with(&ins.inst, prog.used_registers(i)),
             };
-            nodes.push(Node::Inst {
-                facts,
-                inserted: false,
-            });
+            nodes.inst(facts, false, &table.briefs);
             let after = placed.at(Site::After(i));
             if after.template_ids().next().is_some() {
-                nodes.push(Node::Slot(Self::after(i) as u32));
-                nodes.extend(after.template_ids().map(|t| Node::Run(t as u32)));
+                nodes.slot(Self::after(i));
+                for t in after.template_ids() {
+                    nodes.run(t as u32, &runs);
+                }
             }
             block_end[b] = nodes.len();
         }
+        let (nodes, tails) = nodes.finish();
         let kernel_entry = prog
             .functions
             .first()
@@ -1158,6 +1155,7 @@ impl Seams {
             briefs: &table.briefs,
             runs: &runs,
             flow: &flow,
+            tails: Some(&tails),
         };
         let pads = hazards::pad(prog.target, &stream, slots, mfma);
         Seams { pads }
