@@ -381,6 +381,12 @@ impl Liveness {
     pub fn before(&self, i: InstId) -> Live {
         self.before.get(i)
     }
+
+    /// The words the state before instruction `i` is stored in: equal
+    /// words, equal states (a comparison that unpacks nothing).
+    pub(crate) fn words_before(&self, i: InstId) -> &[u64] {
+        self.before.slot(i)
+    }
 }
 
 /// Words of a [`Live`]: `active`'s, then `inactive`'s.
@@ -441,6 +447,12 @@ impl Packed {
             }
         }
         words.iter().all(|&x| x == 0)
+    }
+
+    /// Instruction `i`'s stored words (none past the end).
+    fn slot(&self, i: InstId) -> &[u64] {
+        let w = self.kept.len();
+        self.words.get(i * w..(i + 1) * w).unwrap_or(&[])
     }
 
     fn get(&self, i: InstId) -> Live {

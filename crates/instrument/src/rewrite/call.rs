@@ -2430,6 +2430,8 @@ impl<'a> Calls<'a> {
         // (The call part is kept while calls in a row have it alike, or
         // the same words.)
         let (mut last, mut part) = (None::<&Request<'_>>, 0u32);
+        let mut last_site: Option<(u32, &[u64], usize)> = None;
+        let mut last_inputs: Option<((u32, RegSet), usize)> = None;
         for (k, r) in self.reqs.iter().enumerate() {
             if !last.is_some_and(|l| same_call_key(&ctx.varying, l, r)) {
                 ctx.call_key(r, &mut words);
@@ -2447,8 +2449,24 @@ impl<'a> Calls<'a> {
                 }
                 last = Some(r);
             }
+            // (Most points have the live registers of the point before:
+            // compared first as stored, unpacking nothing, then as a set,
+            // before the map is asked.)
+            let words = self.an.liveness.words_before(r.live_at);
+            if let Some((p, w, id)) = last_site {
+                if p == part && w == words {
+                    plan_of.push(id);
+                    continue;
+                }
+            }
             let inputs = (part, self.an.live_before(r.live_at).any());
-            if let Some(&id) = by_inputs.get(&inputs) {
+            let found = match last_inputs {
+                Some((last, id)) if last == inputs => Some(id),
+                _ => by_inputs.get(&inputs).copied(),
+            };
+            if let Some(id) = found {
+                last_site = Some((part, words, id));
+                last_inputs = Some((inputs, id));
                 plan_of.push(id);
                 continue;
             }
@@ -2475,6 +2493,8 @@ impl<'a> Calls<'a> {
                 },
             };
             by_inputs.insert(inputs, id);
+            last_site = Some((part, words, id));
+            last_inputs = Some((inputs, id));
             plan_of.push(id);
         }
         let plans = || {
