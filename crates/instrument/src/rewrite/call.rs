@@ -2557,20 +2557,27 @@ impl<'a> Calls<'a> {
         for g in 1..out.start.len() {
             out.start[g] += out.start[g - 1];
         }
-        let mut next = out.start.clone();
-        let mut order = vec![0usize; self.reqs.len()];
-        for (k, r) in self.reqs.iter().enumerate() {
-            let g = site_slot(r.site);
-            order[next[g] as usize] = k;
-            next[g] += 1;
-        }
-        out.calls = order
-            .iter()
-            .map(|&k| CallCode {
-                template: plan_of[k] as u32,
-                args: &self.reqs[k].call.args,
-            })
-            .collect();
+        let code = |k: usize| CallCode {
+            template: plan_of[k] as u32,
+            args: &self.reqs[k].call.args,
+        };
+        // (A plan lists its calls in site order, mostly: then they are.)
+        let in_order = self
+            .reqs
+            .windows(2)
+            .all(|w| site_slot(w[0].site) <= site_slot(w[1].site));
+        out.calls = if in_order {
+            (0..self.reqs.len()).map(code).collect()
+        } else {
+            let mut next = out.start.clone();
+            let mut order = vec![0usize; self.reqs.len()];
+            for (k, r) in self.reqs.iter().enumerate() {
+                let g = site_slot(r.site);
+                order[next[g] as usize] = k;
+                next[g] += 1;
+            }
+            order.into_iter().map(code).collect()
+        };
         for (k, r) in self.reqs.iter().enumerate() {
             if !cfg!(debug_assertions) || !matches!(distinct[plan_of[k]], Placing::Call(_)) {
                 continue;
