@@ -63,17 +63,27 @@ pub(super) fn call_error(
     }
 }
 
+/// A plan's calls, each at each of its sites, checked; with what the
+/// later stages need of all of them, found in the same pass (a pass over
+/// a call at every instruction streams megabytes).
+pub(super) struct Survey<'a> {
+    pub(super) reqs: Vec<Request<'a>>,
+    /// The hooks called, in order of first use.
+    called: Vec<CalledHook<'a>>,
+    /// The launch values the calls' arguments read.
+    arg_needs: Needs,
+}
+
 /// The calls of a plan, each at each of its sites, checked.
-pub(super) fn requests<'a>(
-    an: &Analysis,
-    plan: &'a Plan,
-) -> Result<Vec<Request<'a>>, RewriteError> {
+pub(super) fn requests<'a>(an: &Analysis, plan: &'a Plan) -> Result<Survey<'a>, RewriteError> {
     let prog = &an.program;
     let entry = prog
         .functions
         .first()
         .and_then(|f| prog.inst_at(0, f.entry));
     let mut out = Vec::with_capacity(plan.calls.len());
+    let mut called: Vec<CalledHook<'a>> = Vec::new();
+    let mut arg_needs = Needs::default();
     // The last hook found and checked (calls in a row name the same one).
     let mut last: Option<(usize, &str, &HookInfo)> = None;
     for call in &plan.calls {
@@ -132,6 +142,7 @@ pub(super) fn requests<'a>(
         // never wrote where the value does not matter (mem_trace's hook did).
         for a in &call.args {
             check_arg(a).map_err(&fail)?;
+            arg_needs.add_arg(a);
         }
         let entry = entry.ok_or_else(|| fail("the kernel has no entry instruction".into()))?;
         // (A point is one site but the exits: no list built for one.)
@@ -188,6 +199,19 @@ pub(super) fn requests<'a>(
                         .into(),
                 ));
             }
+            let inlinable = call.placement != crate::hooks::Placement::Call;
+            match called.iter_mut().rev().find(|h| std::ptr::eq(h.info, hook)) {
+                Some(h) => {
+                    h.sites += 1;
+                    h.inlinable |= inlinable;
+                }
+                None => called.push(CalledHook {
+                    info: hook,
+                    first: out.len(),
+                    sites: 1,
+                    inlinable,
+                }),
+            }
             out.push(Request {
                 site,
                 inst,
@@ -197,7 +221,11 @@ pub(super) fn requests<'a>(
             });
         }
     }
-    Ok(out)
+    Ok(Survey {
+        reqs: out,
+        called,
+        arg_needs,
+    })
 }
 
 fn check_arg(a: &Arg) -> Result<(), String> {
@@ -242,13 +270,13 @@ fn check_arg(a: &Arg) -> Result<(), String> {
 /// The launch values the calls need kept for the whole kernel: those the
 /// `hooks` called read, and those the calls pass.
 pub(super) fn needs(
-    reqs: &[Request<'_>],
     hooks: &[CalledHook<'_>],
+    arg_needs: Needs,
     implicit: Option<Implicit>,
 ) -> Needs {
     let mut n = Needs {
         implicit,
-        ..Needs::default()
+        ..arg_needs
     };
     for h in hooks {
         let i = &h.info.inputs;
@@ -262,25 +290,28 @@ pub(super) fn needs(
         }
         n.workitem |= i.workitem_id;
     }
-    for r in reqs {
-        for a in &r.call.args {
-            if let Arg::Reference(_) = a {
-                n.vsharp = true;
-                n.flat_scratch = true;
+    n
+}
+
+impl Needs {
+    /// Notes what argument `a` reads.
+    fn add_arg(&mut self, a: &Arg) {
+        match a {
+            Arg::Reference(_) => {
+                self.vsharp = true;
+                self.flat_scratch = true;
             }
-            if let Arg::Launch(v) = a {
-                match v {
-                    LaunchValue::GridSize(_)
-                    | LaunchValue::WorkgroupSize(_)
-                    | LaunchValue::DispatchPtr => n.dispatch = true,
-                    LaunchValue::WorkgroupId(d) => n.workgroup_id[usize::from(*d)] = true,
-                    LaunchValue::WorkitemId(_) => n.workitem = true,
-                    LaunchValue::KernargDword(_) | LaunchValue::KernargPtr => n.kernarg = true,
-                }
-            }
+            Arg::Launch(v) => match v {
+                LaunchValue::GridSize(_)
+                | LaunchValue::WorkgroupSize(_)
+                | LaunchValue::DispatchPtr => self.dispatch = true,
+                LaunchValue::WorkgroupId(d) => self.workgroup_id[usize::from(*d)] = true,
+                LaunchValue::WorkitemId(_) => self.workitem = true,
+                LaunchValue::KernargDword(_) | LaunchValue::KernargPtr => self.kernarg = true,
+            },
+            _ => {}
         }
     }
-    n
 }
 
 /// A scalar save slot: an SGPR, or a lane of a VGPR.
@@ -1998,22 +2029,8 @@ pub(super) struct CalledHook<'a> {
     /// Its first request, and its number of sites.
     first: usize,
     sites: usize,
-}
-
-/// The hooks `reqs` call, in order of first use.
-fn called_hooks<'a>(reqs: &[Request<'a>]) -> Vec<CalledHook<'a>> {
-    let mut out: Vec<CalledHook<'a>> = Vec::new();
-    for (k, r) in reqs.iter().enumerate() {
-        match out.iter_mut().find(|h| std::ptr::eq(h.info, r.hook)) {
-            Some(h) => h.sites += 1,
-            None => out.push(CalledHook {
-                info: r.hook,
-                first: k,
-                sites: 1,
-            }),
-        }
-    }
-    out
+    /// Some call of it may be inlined (is not placed as a call).
+    inlinable: bool,
 }
 
 /// Call sites of one hook from which its address is kept for the whole
@@ -2175,11 +2192,14 @@ impl<'a> Calls<'a> {
         plan: &'a Plan,
         asm: &Asm,
     ) -> Result<Calls<'a>, RewriteError> {
-        let reqs = requests(an, plan)?;
+        let Survey {
+            reqs,
+            called,
+            arg_needs,
+        } = requests(an, plan)?;
         let fail = |r: &Request<'_>, reason: String| {
             call_error(an, r.call, describe(an, r.site, r.inst), reason)
         };
-        let called = called_hooks(&reqs);
         let mut implicit = None;
         for h in called.iter().filter(|h| h.info.inputs.implicitarg_ptr) {
             let r = &reqs[h.first];
@@ -2195,7 +2215,7 @@ impl<'a> Calls<'a> {
                 None => Implicit::Block,
             });
         }
-        let mut needs = needs(&reqs, &called, implicit);
+        let mut needs = needs(&called, arg_needs, implicit);
         // Any call may have to save VGPRs on the instrumentation stack
         // (known only once registers are found), so the V# is kept whenever
         // there are calls.
@@ -2251,10 +2271,7 @@ impl<'a> Calls<'a> {
         let mut module_values: Vec<(ModuleValue, usize)> = Vec::new();
         for h in &called {
             let r = &reqs[h.first];
-            let may_inline = reqs.iter().any(|r| {
-                std::ptr::eq(r.hook, h.info) && r.call.placement != crate::hooks::Placement::Call
-            });
-            if !may_inline {
+            if !h.inlinable {
                 continue;
             }
             let symbol: std::sync::Arc<str> = r.call.hook.clone();
@@ -2283,7 +2300,7 @@ impl<'a> Calls<'a> {
             .map(|(g, _)| g)
             .collect();
         // The constants inlined bodies read from many sites: kept too.
-        let bodies = super::inline::Bodies::new(asm, &reqs);
+        let bodies = super::inline::Bodies::new(asm, &reqs, called.iter().any(|h| h.inlinable));
         let constants = bodies.constants(KEEP_ADDRESS_FROM);
         let state = super::preamble::launch_state(
             asm,

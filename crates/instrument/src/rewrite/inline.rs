@@ -844,10 +844,10 @@ const NO_BODY: u32 = u32::MAX;
 impl Bodies {
     /// Bodies for the hooks of `reqs`, each call's simplified for its
     /// point.
-    pub(super) fn new(asm: &Asm, reqs: &[Request<'_>]) -> Bodies {
+    pub(super) fn new(asm: &Asm, reqs: &[Request<'_>], any_inlinable: bool) -> Bodies {
         let mut b = Bodies::default();
         // (Calls placed as calls need no body.)
-        if reqs.iter().all(|r| r.call.placement == Placement::Call) {
+        if !any_inlinable {
             b.of_call = vec![NO_BODY; reqs.len()];
             return b;
         }
