@@ -72,6 +72,8 @@ pub(super) struct Survey<'a> {
     called: Vec<CalledHook<'a>>,
     /// The launch values the calls' arguments read.
     arg_needs: Needs,
+    /// Which constant argument dwords vary between a hook's calls.
+    varying: Varying,
 }
 
 /// The calls of a plan, each at each of its sites, checked.
@@ -84,6 +86,7 @@ pub(super) fn requests<'a>(an: &Analysis, plan: &'a Plan) -> Result<Survey<'a>, 
     let mut out = Vec::with_capacity(plan.calls.len());
     let mut called: Vec<CalledHook<'a>> = Vec::new();
     let mut arg_needs = Needs::default();
+    let mut constants = Constants::default();
     // The last hook found and checked (calls in a row name the same one).
     let mut last: Option<(usize, &str, &HookInfo)> = None;
     for call in &plan.calls {
@@ -144,6 +147,7 @@ pub(super) fn requests<'a>(an: &Analysis, plan: &'a Plan) -> Result<Survey<'a>, 
             check_arg(a).map_err(&fail)?;
             arg_needs.add_arg(a);
         }
+        constants.note(hook, &call.args);
         let entry = entry.ok_or_else(|| fail("the kernel has no entry instruction".into()))?;
         // (A point is one site but the exits: no list built for one.)
         let one;
@@ -225,6 +229,7 @@ pub(super) fn requests<'a>(an: &Analysis, plan: &'a Plan) -> Result<Survey<'a>, 
         reqs: out,
         called,
         arg_needs,
+        varying: constants.varying(),
     })
 }
 
@@ -370,29 +375,34 @@ pub(super) struct Ctx<'a> {
 /// list searched is cheaper than a map).
 pub(super) type Varying = Vec<((*const HookInfo, usize, u8), bool)>;
 
-/// Whether each constant argument dword of `reqs` differs between calls
-/// of the same hook.
-pub(super) fn varying_constants(reqs: &[Request<'_>]) -> Varying {
-    // (Each with the value it had first.)
-    let mut seen: Vec<((*const HookInfo, usize, u8), u32, bool)> = Vec::new();
-    for r in reqs {
-        for (k, a) in r.call.args.iter().enumerate() {
+/// Whether each constant argument dword differs between calls of the same
+/// hook, noted call by call: each with the value it had first.
+#[derive(Default)]
+struct Constants(Vec<((*const HookInfo, usize, u8), u32, bool)>);
+
+impl Constants {
+    fn note(&mut self, hook: &HookInfo, args: &[Arg]) {
+        for (k, a) in args.iter().enumerate() {
             if !matches!(a, Arg::Const32(_) | Arg::Const64(_)) {
                 continue;
             }
             for dword in 0..a_dwords(a) {
-                let key = (r.hook as *const HookInfo, k, dword);
+                let key = (hook as *const HookInfo, k, dword);
                 let c = constant(a, dword);
-                match seen.iter_mut().find(|(x, _, _)| *x == key) {
+                match self.0.iter_mut().find(|(x, _, _)| *x == key) {
                     Some((_, first, varies)) => *varies |= *first != c,
-                    None => seen.push((key, c, false)),
+                    None => self.0.push((key, c, false)),
                 }
             }
         }
     }
-    seen.into_iter()
-        .map(|(key, _, varies)| (key, varies))
-        .collect()
+
+    fn varying(self) -> Varying {
+        self.0
+            .into_iter()
+            .map(|(key, _, varies)| (key, varies))
+            .collect()
+    }
 }
 
 /// The operand that sets constant dword `dword` of argument `k` of `r`'s
@@ -2044,6 +2054,8 @@ const KEEP_ADDRESS_FROM: usize = 16;
 pub(super) struct Calls<'a> {
     an: &'a Analysis,
     reqs: Vec<Request<'a>>,
+    /// Which constant argument dwords vary between a hook's calls.
+    varying: Varying,
     implicit: Option<Implicit>,
     state: super::preamble::LaunchState,
     /// Registers any called hook writes.
@@ -2196,6 +2208,7 @@ impl<'a> Calls<'a> {
             reqs,
             called,
             arg_needs,
+            varying,
         } = requests(an, plan)?;
         let fail = |r: &Request<'_>, reason: String| {
             call_error(an, r.call, describe(an, r.site, r.inst), reason)
@@ -2321,6 +2334,7 @@ impl<'a> Calls<'a> {
         Ok(Calls {
             an,
             reqs,
+            varying,
             implicit,
             state,
             hooks_write,
@@ -2423,7 +2437,7 @@ impl<'a> Calls<'a> {
             facts: std::cell::RefCell::new(asm.facts.take()),
             fact_ids: std::cell::RefCell::new(super::snippet::IdCache::new()),
             named: Default::default(),
-            varying: varying_constants(&self.reqs),
+            varying: self.varying.clone(),
         };
         // Calls with the same hook, argument kinds and plan get the same
         // code up to their constants: each distinct plan is kept once (in
