@@ -145,9 +145,7 @@ pub(super) fn requests<'a>(an: &Analysis, plan: &'a Plan) -> Result<Survey<'a>, 
         // never wrote where the value does not matter (mem_trace's hook did).
         for a in &call.args {
             check_arg(a).map_err(&fail)?;
-            arg_needs.add_arg(a);
         }
-        constants.note(hook, &call.args);
         let entry = entry.ok_or_else(|| fail("the kernel has no entry instruction".into()))?;
         // (A point is one site but the exits: no list built for one.)
         let one;
@@ -178,6 +176,13 @@ pub(super) fn requests<'a>(an: &Analysis, plan: &'a Plan) -> Result<Survey<'a>, 
                 &exits
             }
         };
+        // (What a call with no site passes is needed nowhere.)
+        if !sites.is_empty() {
+            for a in &call.args {
+                arg_needs.add_arg(a);
+            }
+            constants.note(hook, &call.args);
+        }
         for &(site, inst) in sites {
             let live_at = match site {
                 Site::Before(i) => i,
