@@ -2562,8 +2562,8 @@ impl<'a> Calls<'a> {
             .iter()
             .map(|d| {
                 Ok(match d {
-                    Placing::Call(p) => Template::new(&ctx.code(p, area)?),
-                    Placing::Inline(i) => Template::new(&i.code),
+                    Placing::Call(p) => Template::new(ctx.code(p, area)?),
+                    Placing::Inline(i) => Template::new(i.code.clone()),
                 })
             })
             .collect::<Result<Vec<_>, RewriteError>>()?;
@@ -2626,7 +2626,7 @@ impl<'a> Calls<'a> {
             let args = &self.reqs[k].call.args;
             let constants =
                 |arg: u8, dword| args.get(usize::from(arg)).map_or(0, |a| constant(a, dword));
-            Template::new(&ctx.code(p, area)?).encode(&mut built, &mut built_relocs, constants);
+            Template::new(ctx.code(p, area)?).encode(&mut built, &mut built_relocs, constants);
             out.templates[plan_of[k]].encode(&mut copied, &mut copied_relocs, constants);
             debug_assert!(
                 built == copied && built_relocs == copied_relocs,

@@ -397,7 +397,7 @@ pub(super) struct Template {
 }
 
 impl Template {
-    pub(super) fn new(s: &Snippet) -> Template {
+    pub(super) fn new(s: Snippet) -> Template {
         // Each instruction's offset, and the end.
         let mut at = Vec::with_capacity(s.insts.len() + 1);
         let mut bytes = Vec::with_capacity(8 * s.insts.len());
@@ -424,8 +424,8 @@ impl Template {
         Template {
             bytes,
             insts: s.insts.len(),
-            code: s.insts.clone(),
-            ids: s.ids.clone(),
+            code: s.insts,
+            ids: s.ids,
             relocs,
             constants,
         }
