@@ -2079,6 +2079,7 @@ pub(super) struct Calls<'a> {
 
 /// One call's code: its template (by index), and the call whose
 /// constants it takes.
+#[derive(Clone, Copy)]
 struct CallCode<'a> {
     template: u32,
     args: &'a [Arg],
@@ -2449,7 +2450,12 @@ impl<'a> Calls<'a> {
         // order of first use), and every call names its plan.
         let mut distinct = Vec::new();
         let mut ids: std::collections::HashMap<Box<[u64]>, usize, FastHash> = Default::default();
-        let mut plan_of = Vec::with_capacity(self.reqs.len());
+        // Each call's template, in request order; and how many calls each
+        // site has (at `start[g + 1]`, for the grouping below), and whether
+        // the requests came in site order (they mostly do).
+        let mut calls: Vec<CallCode<'a>> = Vec::with_capacity(self.reqs.len());
+        out.start = vec![0u32; 2 * n + 2];
+        let (mut in_order, mut last_slot) = (true, 0);
         let mut key = Vec::new();
         // A plan is a function of the call and the liveness at its site:
         // calls alike at points with the same live registers share it
@@ -2489,49 +2495,57 @@ impl<'a> Calls<'a> {
             // compared first as stored, unpacking nothing, then as a set,
             // before the map is asked.)
             let words = self.an.liveness.words_before(r.live_at);
-            if let Some((p, w, id)) = last_site {
-                if p == part && w == words {
-                    plan_of.push(id);
-                    continue;
+            let id = 'plan: {
+                if let Some((p, w, id)) = last_site {
+                    if p == part && w == words {
+                        break 'plan id;
+                    }
                 }
-            }
-            let inputs = (part, self.an.live_before(r.live_at).any());
-            let found = match last_inputs {
-                Some((last, id)) if last == inputs => Some(id),
-                _ => by_inputs.get(&inputs).copied(),
-            };
-            if let Some(id) = found {
-                last_site = Some((part, words, id));
-                last_inputs = Some((inputs, id));
-                plan_of.push(id);
-                continue;
-            }
-            let id = match ctx.place_one(r, k, &mut bodies)? {
-                Placing::Call(p) => {
-                    ctx.template_key(&p, &mut key);
-                    match ids.get(key.as_slice()) {
-                        Some(&id) => id,
-                        None => {
-                            ids.insert(key.clone().into_boxed_slice(), distinct.len());
-                            distinct.push(Placing::Call(p));
-                            distinct.len() - 1
+                let inputs = (part, self.an.live_before(r.live_at).any());
+                let found = match last_inputs {
+                    Some((last, id)) if last == inputs => Some(id),
+                    _ => by_inputs.get(&inputs).copied(),
+                };
+                if let Some(id) = found {
+                    last_site = Some((part, words, id));
+                    last_inputs = Some((inputs, id));
+                    break 'plan id;
+                }
+                let id = match ctx.place_one(r, k, &mut bodies)? {
+                    Placing::Call(p) => {
+                        ctx.template_key(&p, &mut key);
+                        match ids.get(key.as_slice()) {
+                            Some(&id) => id,
+                            None => {
+                                ids.insert(key.clone().into_boxed_slice(), distinct.len());
+                                distinct.push(Placing::Call(p));
+                                distinct.len() - 1
+                            }
                         }
                     }
-                }
-                // (Points placing the same copy share its template.)
-                Placing::Inline(i) => match inline_ids.get(&i.copy) {
-                    Some(&id) => id,
-                    None => {
-                        inline_ids.insert(i.copy, distinct.len());
-                        distinct.push(Placing::Inline(i));
-                        distinct.len() - 1
-                    }
-                },
+                    // (Points placing the same copy share its template.)
+                    Placing::Inline(i) => match inline_ids.get(&i.copy) {
+                        Some(&id) => id,
+                        None => {
+                            inline_ids.insert(i.copy, distinct.len());
+                            distinct.push(Placing::Inline(i));
+                            distinct.len() - 1
+                        }
+                    },
+                };
+                by_inputs.insert(inputs, id);
+                last_site = Some((part, words, id));
+                last_inputs = Some((inputs, id));
+                id
             };
-            by_inputs.insert(inputs, id);
-            last_site = Some((part, words, id));
-            last_inputs = Some((inputs, id));
-            plan_of.push(id);
+            let g = site_slot(r.site);
+            in_order &= g >= last_slot;
+            last_slot = g;
+            out.start[g + 1] += 1;
+            calls.push(CallCode {
+                template: id as u32,
+                args: &r.call.args,
+            });
         }
         let plans = || {
             distinct.iter().filter_map(|d| match d {
@@ -2580,42 +2594,13 @@ impl<'a> Calls<'a> {
                 }
             }
         }
-        out.inlined = plan_of
+        out.inlined = calls
             .iter()
-            .filter(|&&id| matches!(distinct[id], Placing::Inline(_)))
+            .filter(|c| matches!(distinct[c.template as usize], Placing::Inline(_)))
             .count();
-        // The calls grouped by site, in the plan's order within a site (a
-        // counting sort).
-        out.start = vec![0u32; 2 * n + 2];
-        for r in &self.reqs {
-            out.start[site_slot(r.site) + 1] += 1;
-        }
-        for g in 1..out.start.len() {
-            out.start[g] += out.start[g - 1];
-        }
-        let code = |k: usize| CallCode {
-            template: plan_of[k] as u32,
-            args: &self.reqs[k].call.args,
-        };
-        // (A plan lists its calls in site order, mostly: then they are.)
-        let in_order = self
-            .reqs
-            .windows(2)
-            .all(|w| site_slot(w[0].site) <= site_slot(w[1].site));
-        out.calls = if in_order {
-            (0..self.reqs.len()).map(code).collect()
-        } else {
-            let mut next = out.start.clone();
-            let mut order = vec![0usize; self.reqs.len()];
-            for (k, r) in self.reqs.iter().enumerate() {
-                let g = site_slot(r.site);
-                order[next[g] as usize] = k;
-                next[g] += 1;
-            }
-            order.into_iter().map(code).collect()
-        };
-        for (k, r) in self.reqs.iter().enumerate() {
-            if !cfg!(debug_assertions) || !matches!(distinct[plan_of[k]], Placing::Call(_)) {
+        for (r, c) in self.reqs.iter().zip(&calls) {
+            let t = c.template as usize;
+            if !cfg!(debug_assertions) || !matches!(distinct[t], Placing::Call(_)) {
                 continue;
             }
             let p = &ctx.plan(r)?;
@@ -2623,16 +2608,36 @@ impl<'a> Calls<'a> {
             // built for it, its constants patched in.
             let (mut built, mut copied) = (Vec::new(), Vec::new());
             let (mut built_relocs, mut copied_relocs) = Default::default();
-            let args = &self.reqs[k].call.args;
-            let constants =
-                |arg: u8, dword| args.get(usize::from(arg)).map_or(0, |a| constant(a, dword));
+            let constants = |arg: u8, dword| {
+                c.args
+                    .get(usize::from(arg))
+                    .map_or(0, |a| constant(a, dword))
+            };
             Template::new(ctx.code(p, area)?).encode(&mut built, &mut built_relocs, constants);
-            out.templates[plan_of[k]].encode(&mut copied, &mut copied_relocs, constants);
+            out.templates[t].encode(&mut copied, &mut copied_relocs, constants);
             debug_assert!(
                 built == copied && built_relocs == copied_relocs,
                 "a call's code from its template differs from the code built for it"
             );
         }
+        // The calls grouped by site, in the plan's order within a site (a
+        // counting sort, the counts gathered above; calls already in site
+        // order, as a plan mostly lists them, are left so).
+        for g in 1..out.start.len() {
+            out.start[g] += out.start[g - 1];
+        }
+        out.calls = if in_order {
+            calls
+        } else {
+            let mut next = out.start.clone();
+            let mut order = vec![0usize; calls.len()];
+            for (k, r) in self.reqs.iter().enumerate() {
+                let g = site_slot(r.site);
+                order[next[g] as usize] = k;
+                next[g] += 1;
+            }
+            order.into_iter().map(|k| calls[k]).collect()
+        };
         out.max_sgpr = out.max_sgpr.max(self.hook_sgprs.saturating_sub(1));
         out.max_vgpr = out
             .max_vgpr
