@@ -358,8 +358,11 @@ pub(super) struct Ctx<'a> {
     pub(super) loaded: RegSet,
     /// The SGPRs the kernel may use without growing its allocation, the
     /// most often dead first (see [`sgprs_by_deadness`]; found when a call
-    /// is first inlined).
+    /// is first planned or inlined).
     pub(super) sgprs_often_dead: std::cell::OnceCell<Vec<u16>>,
+    /// The scalar slots the last call to save the same scalar registers
+    /// was given (see [`ScalarSlots`]).
+    pub(super) scalar_slots: std::cell::RefCell<ScalarSlots>,
     /// Hazard facts of the instructions call sequences use (each built
     /// once, for padding inside every sequence and then at the seams).
     pub(super) facts: std::cell::RefCell<super::hazards::FactsTable>,
@@ -373,6 +376,82 @@ pub(super) struct Ctx<'a> {
     /// copy patches, so calls that differ only there share one (a hook
     /// passed each point's index).
     pub(super) varying: Varying,
+}
+
+/// Scalar slots given before, by what they were for: the scalar
+/// registers saved (their bits, a word per 64), whether EXEC and SCC were
+/// saved too. A call saving the same takes the same slots when they are
+/// all free at its point and cost no more moves than its own: points
+/// nearby mostly differ in registers the slots do not touch, and then
+/// share one sequence.
+pub(super) type ScalarSlots =
+    std::collections::HashMap<([u64; 4], bool, bool), KeptSlots, FastHash>;
+
+/// The scalar slots of a call's plan.
+#[derive(Clone)]
+pub(super) struct KeptSlots {
+    scalars: Vec<(u16, Slot)>,
+    exec: Option<[Slot; 2]>,
+    scc: Option<Slot>,
+}
+
+impl KeptSlots {
+    fn homes(&self) -> impl Iterator<Item = Slot> + '_ {
+        let scalars = self.scalars.iter().map(|x| x.1);
+        scalars
+            .chain(self.exec.iter().flatten().copied())
+            .chain(self.scc)
+    }
+
+    /// The least [`KeptSlots::cost`] slots for the scalar registers
+    /// `scalar` (and EXEC, SCC when saved) can have: every aligned pair
+    /// one move, no lane.
+    fn least(scalar: &RegSet, exec: bool, scc: bool) -> (usize, usize) {
+        let words = &scalar.words()[..usize::from(bits::VGPR_BASE / 64)];
+        let regs: u32 = words.iter().map(|w| w.count_ones()).sum();
+        let mut pairs: u32 = words
+            .iter()
+            .map(|w| (w & w >> 1 & 0x5555_5555_5555_5555).count_ones())
+            .sum();
+        // (M0 is saved alone.)
+        if scalar.contains(bits::M0) && scalar.contains(bits::M0 + 1) {
+            pairs -= 1;
+        }
+        let moves = (regs - pairs) as usize + usize::from(exec) + usize::from(scc);
+        (moves, 0)
+    }
+
+    /// Moves each way, then lanes among the slots (a lane move is an
+    /// 8-byte VALU instruction, an SGPR move a 4-byte SALU one).
+    fn cost(&self) -> (usize, usize) {
+        let exec = match self.exec {
+            Some([Home::Sgpr(a), Home::Sgpr(b)]) if a % 2 == 0 && b == a + 1 => 1,
+            Some(_) => 2,
+            None => 0,
+        };
+        // (As `scalar_moves` pairs them.)
+        let pairs = self
+            .scalars
+            .windows(2)
+            .filter(|w| match (w[0], w[1]) {
+                ((b, Home::Sgpr(t)), (b2, Home::Sgpr(t2))) => {
+                    b % 2 == 0 && b2 == b + 1 && t % 2 == 0 && t2 == t + 1
+                }
+                _ => false,
+            })
+            .count();
+        let moves = self.scalars.len() - pairs + exec + usize::from(self.scc.is_some());
+        let lanes = self.homes().filter(|h| matches!(h, Home::Lane(..))).count();
+        (moves, lanes)
+    }
+}
+
+/// The register bit a slot takes (a lane takes its VGPR).
+fn home_bit(h: Slot) -> u16 {
+    match h {
+        Home::Sgpr(t) => t,
+        Home::Lane(v, _) => bits::VGPR_BASE + v,
+    }
 }
 
 /// See [`Ctx::varying`]: (hook, argument, dword) and whether it varies,
@@ -458,13 +537,15 @@ pub(super) fn loaded_registers(an: &Analysis) -> RegSet {
 }
 
 /// The SGPRs below [`crate::Resources::sgprs_usable`], those dead before
-/// more of every eighth instruction first (then in order): inlined copies
-/// take SGPRs in this order, so most points have them free and share a
-/// copy.
+/// more of the instructions sampled first (then in order): call slots and
+/// inlined copies take SGPRs in this order, so most points have them free
+/// and share a sequence. (Every eighth instruction is sampled, or about
+/// 256 spread over the kernel when it is longer.)
 pub(super) fn sgprs_by_deadness(an: &Analysis) -> Vec<u16> {
     let usable = an.resources.sgprs_usable.min(u32::from(bits::NUM_SGPRS)) as u16;
     let mut dead = vec![0u32; usize::from(usable)];
-    for i in (0..an.program.insts.len()).step_by(8) {
+    let n = an.program.insts.len();
+    for i in (0..n).step_by((n / 256).max(8)) {
         let live = an.live_before(i).any();
         for (w, &word) in live.words().iter().enumerate().take(2) {
             let mut d = !word;
@@ -484,6 +565,7 @@ pub(super) fn sgprs_by_deadness(an: &Analysis) -> Vec<u16> {
 
 /// The saves of one call, decided before its code (the save area's size
 /// sets every hook's stack pointer).
+#[derive(Clone)]
 pub(super) struct CallPlan<'r, 'a> {
     req: &'r Request<'a>,
     /// Scalar registers (RegSet bits, SCC excluded) and their slots.
@@ -679,26 +761,55 @@ fn scalar_pair_operand(b: u16) -> Operand {
 }
 
 /// Registers free to save into at a call: SGPRs and VGPRs (below a
-/// limit) nothing needs there, handed out lowest first.
-struct Pool(RegSet);
+/// limit) nothing needs there. SGPRs are handed out in the order of
+/// [`sgprs_by_deadness`] (then lowest first): points that save the same
+/// registers then mostly save them into the same slots, and share one
+/// sequence. VGPRs are handed out lowest first.
+#[derive(Clone, Copy)]
+struct Pool<'o> {
+    free: RegSet,
+    /// SGPRs, those dead at the most points first.
+    order: &'o [u16],
+    /// Where the searches of `order` for a single SGPR and for a pair go
+    /// on from: registers only leave the pool, so none before is free.
+    single_from: usize,
+    pair_from: usize,
+}
 
-impl Pool {
-    fn new(busy: &RegSet, vgpr_limit: u16) -> Pool {
+impl<'o> Pool<'o> {
+    fn new(busy: &RegSet, vgpr_limit: u16, order: &'o [u16]) -> Pool<'o> {
         let mut free = RegSet::new();
         free.insert_range(0, bits::NUM_SGPRS);
         free.insert_range(bits::VGPR_BASE, vgpr_limit);
         free.subtract(busy);
-        Pool(free)
+        Pool {
+            free,
+            order,
+            single_from: 0,
+            pair_from: 0,
+        }
     }
 
     fn take(&mut self, start: u16, end: u16) -> Option<u16> {
-        let b = self.0.first_in(start, end)?;
-        self.0.remove(b);
+        let b = self.free.first_in(start, end)?;
+        self.free.remove(b);
         Some(b)
     }
 
     fn sgpr(&mut self) -> Option<u16> {
-        self.take(0, bits::NUM_SGPRS)
+        let rest = &self.order[self.single_from..];
+        match rest.iter().position(|&n| self.free.contains(n)) {
+            Some(k) => {
+                self.single_from += k + 1;
+                let n = rest[k];
+                self.free.remove(n);
+                Some(n)
+            }
+            None => {
+                self.single_from = self.order.len();
+                self.take(0, bits::NUM_SGPRS)
+            }
+        }
     }
 
     fn vgpr(&mut self) -> Option<u16> {
@@ -707,7 +818,7 @@ impl Pool {
 
     /// The free aligned SGPR pairs, as a mask of their first registers.
     fn free_pairs(&self) -> u128 {
-        let w = self.0.words();
+        let w = self.free.words();
         let sgprs = (u128::from(w[0]) | u128::from(w[1]) << 64) & ((1 << bits::NUM_SGPRS) - 1);
         sgprs & sgprs >> 1 & 0x5555_5555_5555_5555_5555_5555_5555_5555
     }
@@ -716,7 +827,7 @@ impl Pool {
     fn high_sgpr_pair_below(&mut self, end: u16) -> Option<u16> {
         let pairs = self.free_pairs() & ((1u128 << end.saturating_sub(1)) - 1);
         let t = (pairs != 0).then(|| 127 - pairs.leading_zeros() as u16)?;
-        self.0.remove_range(t, 2);
+        self.free.remove_range(t, 2);
         Some(t)
     }
 
@@ -724,16 +835,36 @@ impl Pool {
     fn low_sgpr_pair(&mut self) -> Option<u16> {
         let pairs = self.free_pairs();
         let t = (pairs != 0).then(|| pairs.trailing_zeros() as u16)?;
-        self.0.remove_range(t, 2);
+        self.free.remove_range(t, 2);
         Some(t)
     }
 
-    /// The highest free aligned SGPR pair (single slots come from the
-    /// bottom: pairs from the top leave them the most).
+    /// The first free aligned SGPR pair in the order (by its first
+    /// register).
+    fn ordered_sgpr_pair(&mut self) -> Option<u16> {
+        let pairs = self.free_pairs();
+        if pairs == 0 {
+            return None;
+        }
+        let rest = &self.order[self.pair_from..];
+        let Some(k) = rest.iter().position(|&n| n % 2 == 0 && pairs >> n & 1 != 0) else {
+            self.pair_from = self.order.len();
+            return None;
+        };
+        self.pair_from += k + 1;
+        let t = rest[k];
+        self.free.remove_range(t, 2);
+        Some(t)
+    }
+
+    /// A free aligned SGPR pair: the first in the order, else the highest.
     fn sgpr_pair(&mut self) -> Option<u16> {
+        if let Some(t) = self.ordered_sgpr_pair() {
+            return Some(t);
+        }
         let pairs = self.free_pairs();
         let t = (pairs != 0).then(|| 127 - pairs.leading_zeros() as u16)?;
-        self.0.remove_range(t, 2);
+        self.free.remove_range(t, 2);
         Some(t)
     }
 }
@@ -746,6 +877,26 @@ const MAX_AREA: u32 = 4096;
 pub(super) const MAX_PRIVATE: u32 = 128 * 1024;
 
 impl CallPlan<'_, '_> {
+    /// The registers it keeps values in, which must be free at its
+    /// point: the save slots and the spare VGPR (RegSet bits).
+    fn slots(&self) -> impl Iterator<Item = u16> + '_ {
+        let scalars = self.scalars.iter().map(|x| home_bit(x.1));
+        let exec_scc = self
+            .exec
+            .iter()
+            .flatten()
+            .chain(&self.scc)
+            .map(|&h| home_bit(h));
+        let vectors = self.vectors.iter().filter_map(|x| match x.1 {
+            VSave::Vgpr(v) => Some(vgpr_bit(v)),
+            VSave::Scratch(_) => None,
+        });
+        scalars
+            .chain(exec_scc)
+            .chain(vectors)
+            .chain(self.spare_vgpr.map(vgpr_bit))
+    }
+
     /// Instructions its call sequence has at least: each scalar save's
     /// move there and back, each vector save's, and the `s_swappc_b64`.
     pub(super) fn min_len(&self) -> usize {
@@ -915,8 +1066,11 @@ impl<'a> Ctx<'a> {
         let save = live.intersection(&c);
         let busy = live.union(&c).union(&self.taken);
         // Free scalar slots: SGPRs nobody needs here; free VGPRs likewise
-        // (in every lane), within the allocation. Taken lowest first.
-        let mut free = Pool::new(&busy, self.vgpr_limit);
+        // (in every lane), within the allocation (see `Pool`).
+        let order = self
+            .sgprs_often_dead
+            .get_or_init(|| sgprs_by_deadness(self.an));
+        let mut free = Pool::new(&busy, self.vgpr_limit, order);
         // VGPRs above everything, for temporaries only (lanes of scalar
         // saves, a VGPR to move AGPRs or arguments through): never vector
         // saves, which go to scratch rather than grow the allocation a lot.
@@ -946,9 +1100,11 @@ impl<'a> Ctx<'a> {
         let exec_changes = vector().next().is_some()
             || r.call.once_per_wave
             || args.iter().any(|a| matches!(a, Arg::Reference(_)));
-        // Scalar slots: free SGPRs first, then lanes of a free VGPR.
+        // (The pool as it was before any scalar slot was given: see below.)
+        let (pool_before, above_before) = (free, above.clone());
+        // A scalar slot: a free SGPR, else a lane of a free VGPR.
         let mut lane_vgpr: Option<(u16, u8)> = None;
-        let mut slot = |free: &mut Pool| -> Option<Slot> {
+        let mut slot = |free: &mut Pool<'_>| -> Option<Slot> {
             if let Some(s) = free.sgpr() {
                 return Some(Home::Sgpr(s));
             }
@@ -962,50 +1118,99 @@ impl<'a> Ctx<'a> {
         let none = || {
             self.fail(r, "no register is free to save a register in (all SGPRs and VGPRs are live or used by the hook)".into())
         };
+        // Scalar slots: the slots the last call saving the same scalar
+        // registers was given, when they are all free here and cost no
+        // more than the pool's choice, so that both calls share a
+        // sequence. (When they cost the least any slots could, the pool is
+        // not asked.)
         p.scalars.clear();
-        let mut next = scalar.first_in(0, bits::VGPR_BASE);
-        while let Some(b) = next {
-            // An aligned pair saved whole into an aligned free pair: one
-            // s_mov_b64 each way.
-            let pair = b.is_multiple_of(2) && scalar.contains(b + 1) && b != bits::M0;
-            let to = pair.then(|| free.sgpr_pair()).flatten();
-            if let Some(t) = to {
-                p.scalars.push((b, Home::Sgpr(t)));
-                p.scalars.push((b + 1, Home::Sgpr(t + 1)));
-                next = scalar.first_in(b + 2, bits::VGPR_BASE);
-                continue;
+        let scc = save.contains(bits::SCC);
+        let key = (
+            std::array::from_fn(|w| scalar.words()[w]),
+            exec_changes,
+            scc,
+        );
+        let mut kept_slots = self.scalar_slots.borrow_mut();
+        let kept_cost = kept_slots
+            .get(&key)
+            .filter(|k| k.homes().all(|h| free.free.contains(home_bit(h))))
+            .map(KeptSlots::cost);
+        let take_kept = |p: &mut CallPlan<'_, 'a>, free: &mut Pool<'_>| {
+            let k = &kept_slots[&key];
+            for h in k.homes() {
+                free.free.remove(home_bit(h));
             }
-            let s = slot(&mut free).ok_or_else(none)?;
-            p.scalars.push((b, s));
-            next = scalar.first_in(b + 1, bits::VGPR_BASE);
-        }
-        p.exec = if exec_changes {
-            // An aligned pair when there is one: one move each way. The
-            // highest the allocation has (many points have it free, so
-            // more calls share a sequence), else the lowest.
-            let usable = self
-                .an
-                .resources
-                .sgprs_usable
-                .min(u32::from(bits::NUM_SGPRS)) as u16;
-            if let Some(t) = free
-                .high_sgpr_pair_below(usable)
-                .or_else(|| free.low_sgpr_pair())
-            {
-                Some([Home::Sgpr(t), Home::Sgpr(t + 1)])
+            p.scalars.extend_from_slice(&k.scalars);
+            (p.exec, p.scc) = (k.exec, k.scc);
+        };
+        if kept_cost == Some(KeptSlots::least(&scalar, exec_changes, scc)) {
+            take_kept(p, &mut free);
+        } else {
+            let mut next = scalar.first_in(0, bits::VGPR_BASE);
+            while let Some(b) = next {
+                // An aligned pair saved whole into an aligned free pair: one
+                // s_mov_b64 each way.
+                let pair = b.is_multiple_of(2) && scalar.contains(b + 1) && b != bits::M0;
+                let to = pair.then(|| free.sgpr_pair()).flatten();
+                if let Some(t) = to {
+                    p.scalars.push((b, Home::Sgpr(t)));
+                    p.scalars.push((b + 1, Home::Sgpr(t + 1)));
+                    next = scalar.first_in(b + 2, bits::VGPR_BASE);
+                    continue;
+                }
+                let s = slot(&mut free).ok_or_else(none)?;
+                p.scalars.push((b, s));
+                next = scalar.first_in(b + 1, bits::VGPR_BASE);
+            }
+            p.exec = if exec_changes {
+                // An aligned pair when there is one: one move each way. The
+                // first in the order, else the highest the allocation has
+                // (many points have those free, so more calls share a
+                // sequence), else the lowest.
+                let usable = self
+                    .an
+                    .resources
+                    .sgprs_usable
+                    .min(u32::from(bits::NUM_SGPRS)) as u16;
+                if let Some(t) = free
+                    .ordered_sgpr_pair()
+                    .or_else(|| free.high_sgpr_pair_below(usable))
+                    .or_else(|| free.low_sgpr_pair())
+                {
+                    Some([Home::Sgpr(t), Home::Sgpr(t + 1)])
+                } else {
+                    let lo = slot(&mut free).ok_or_else(none)?;
+                    let hi = slot(&mut free).ok_or_else(none)?;
+                    Some([lo, hi])
+                }
             } else {
-                let lo = slot(&mut free).ok_or_else(none)?;
-                let hi = slot(&mut free).ok_or_else(none)?;
-                Some([lo, hi])
+                None
+            };
+            p.scc = if save.contains(bits::SCC) {
+                Some(slot(&mut free).ok_or_else(none)?)
+            } else {
+                None
+            };
+            let fresh = KeptSlots {
+                scalars: std::mem::take(&mut p.scalars),
+                exec: p.exec,
+                scc: p.scc,
+            };
+            if kept_cost.is_some_and(|c| c <= fresh.cost()) {
+                (free, above) = (pool_before, above_before);
+                take_kept(p, &mut free);
+            } else {
+                (p.scalars, p.exec, p.scc) = (fresh.scalars.clone(), fresh.exec, fresh.scc);
+                // (Lanes of VGPRs above the allocation are not kept: the
+                // pool does not hold them.)
+                if fresh
+                    .homes()
+                    .all(|h| home_bit(h) < bits::VGPR_BASE + self.vgpr_limit)
+                {
+                    kept_slots.insert(key, fresh);
+                }
             }
-        } else {
-            None
-        };
-        p.scc = if save.contains(bits::SCC) {
-            Some(slot(&mut free).ok_or_else(none)?)
-        } else {
-            None
-        };
+        }
         // Vector saves: free VGPRs, else scratch; by-reference ones always
         // in scratch (the hook gets a pointer to the slot).
         p.vectors.clear();
@@ -2440,6 +2645,7 @@ impl<'a> Calls<'a> {
             borrow_all,
             loaded: loaded_registers(self.an),
             sgprs_often_dead: Default::default(),
+            scalar_slots: Default::default(),
             facts: std::cell::RefCell::new(asm.facts.take()),
             fact_ids: std::cell::RefCell::new(super::snippet::IdCache::new()),
             named: Default::default(),
@@ -2598,14 +2804,31 @@ impl<'a> Calls<'a> {
             .iter()
             .filter(|c| matches!(distinct[c.template as usize], Placing::Inline(_)))
             .count();
-        for (r, c) in self.reqs.iter().zip(&calls) {
-            let t = c.template as usize;
-            if !cfg!(debug_assertions) || !matches!(distinct[t], Placing::Call(_)) {
+        let checked = if cfg!(debug_assertions) {
+            calls.len()
+        } else {
+            0
+        };
+        for (r, c) in self.reqs.iter().zip(&calls).take(checked) {
+            let Placing::Call(shared) = &distinct[c.template as usize] else {
                 continue;
+            };
+            // (Debug builds) the plan of the call's template fits it: its
+            // slots are free at the call's point, and the copy is the code
+            // built for the call with that plan, its constants patched in.
+            let mut live = self.an.live_before(r.live_at).any();
+            let inst = &self.an.program.insts[r.inst].inst;
+            for a in &r.call.args {
+                add_arg_sources(a, inst, &mut live);
             }
-            let p = &ctx.plan(r)?;
-            // (Debug builds) the copy is the code the call would have had
-            // built for it, its constants patched in.
+            debug_assert!(
+                shared.slots().all(|b| !live.contains(b)),
+                "a call's shared save slots are live at its point"
+            );
+            let p = &CallPlan {
+                req: r,
+                ..shared.clone()
+            };
             let (mut built, mut copied) = (Vec::new(), Vec::new());
             let (mut built_relocs, mut copied_relocs) = Default::default();
             let constants = |arg: u8, dword| {
@@ -2614,7 +2837,7 @@ impl<'a> Calls<'a> {
                     .map_or(0, |a| constant(a, dword))
             };
             Template::new(ctx.code(p, area)?).encode(&mut built, &mut built_relocs, constants);
-            out.templates[t].encode(&mut copied, &mut copied_relocs, constants);
+            out.templates[c.template as usize].encode(&mut copied, &mut copied_relocs, constants);
             debug_assert!(
                 built == copied && built_relocs == copied_relocs,
                 "a call's code from its template differs from the code built for it"
