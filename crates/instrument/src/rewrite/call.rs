@@ -2846,8 +2846,10 @@ impl<'a> Calls<'a> {
         // The calls grouped by site, in the plan's order within a site (a
         // counting sort, the counts gathered above; calls already in site
         // order, as a plan mostly lists them, are left so).
-        for g in 1..out.start.len() {
-            out.start[g] += out.start[g - 1];
+        let mut sum = 0;
+        for s in &mut out.start {
+            sum += *s;
+            *s = sum;
         }
         out.calls = if in_order {
             calls
