@@ -1025,7 +1025,6 @@ fn lift_function_at(
         }
     }
     let last_block = prog.blocks.len();
-    let last_inst = prog.insts.len();
     let fidx = prog.functions.len();
     debug_assert_eq!(fidx, f);
     prog.functions.push(Function {
@@ -1036,12 +1035,14 @@ fn lift_function_at(
         calls: Vec::new(),
     });
 
-    let block_of = |prog: &Program, a: u64| -> Option<BlockId> {
-        let slice = &prog.insts[first_inst..last_inst];
-        let k = slice.binary_search_by_key(&a, |x| x.addr).ok()?;
-        let b = prog.insts[first_inst + k].block;
-        (prog.blocks[b].insts.start == first_inst + k).then_some(b)
-    };
+    // The blocks' start addresses, in order (a search of these stays in
+    // the cache; one of the instructions did not).
+    let starts: Vec<u64> = prog.blocks[first_block..last_block]
+        .iter()
+        .map(|b| prog.insts[b.insts.start].addr)
+        .collect();
+    let block_of =
+        |a: u64| -> Option<BlockId> { Some(first_block + starts.binary_search(&a).ok()?) };
 
     // Exits, edges and calls.
     for b in first_block..last_block {
@@ -1089,7 +1090,7 @@ fn lift_function_at(
         };
         let mut ids = Vec::with_capacity(succs.len());
         for s in succs {
-            let sb = block_of(prog, s).ok_or(LiftError::OutsideCode { address: s })?;
+            let sb = block_of(s).ok_or(LiftError::OutsideCode { address: s })?;
             if !ids.contains(&sb) {
                 ids.push(sb);
             }
