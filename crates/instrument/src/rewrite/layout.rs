@@ -181,9 +181,24 @@ pub(super) fn long_branch_size(branch: &Instruction) -> u64 {
 pub(super) fn plan_emits(an: &Analysis, load_delta: u64) -> (Vec<Emit>, Vec<bool>) {
     let prog = &an.program;
     let mut emits = vec![Emit::Same; prog.insts.len()];
+    // Whether it branches to an immediate target, whether it is an
+    // `s_getpc_b64`: asked once per distinct encoding.
+    let kind = |i: &Instruction| {
+        (
+            i.slots().contains(&Slot::Imm(ImmKind::Branch)),
+            i.opcode().map(|o| o.name()) == Some("s_getpc_b64"),
+        )
+    };
+    let (forms, form_of) = prog.forms();
+    let kinds: Vec<(bool, bool)> = forms.list.iter().map(|f| kind(&f.inst)).collect();
     for (i, ins) in prog.insts.iter().enumerate() {
+        let (branch, getpc) = form_of
+            .get(i)
+            .and_then(|&k| kinds.get(k as usize))
+            .copied()
+            .unwrap_or_else(|| kind(&ins.inst));
         let f = prog.blocks[ins.block].function;
-        if ins.inst.slots().contains(&Slot::Imm(ImmKind::Branch)) {
+        if branch {
             if let crate::lift::Flow::Branch(t) | crate::lift::Flow::CondBranch(t) =
                 crate::lift::flow(&ins.inst, ins.addr)
             {
@@ -192,7 +207,7 @@ pub(super) fn plan_emits(an: &Analysis, load_delta: u64) -> (Vec<Emit>, Vec<bool
                 }
             }
         }
-        if ins.inst.opcode().map(|o| o.name()) == Some("s_getpc_b64") {
+        if getpc {
             let d = sdst(&ins.inst);
             emits[i] = Emit::MaterializePc {
                 d,
