@@ -6,11 +6,12 @@ use inlay_isa::{Encoding, Instruction, Operand, RegFile, Register};
 use super::asm::{Asm, EXEC};
 use super::inline::Placing;
 use super::preamble::{sgpr_pair, Home, Homes, ModuleValue, Needs};
-use super::snippet::{Snippet, Template};
+use super::snippet::{Settled, Snippet, Template};
 use super::*;
 use crate::fast_hash::FastHash;
 use crate::hooks::{clobberable, Arg, HookCall, HookInfo, LaunchValue, Point, ARG_VGPRS};
 use crate::regs::{self as bits, RegSet};
+use std::sync::Arc;
 
 /// Where a call goes, once `Point::Exits` is expanded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -368,6 +369,10 @@ pub(super) struct Ctx<'a> {
     pub(super) facts: std::cell::RefCell<super::hazards::FactsTable>,
     /// The ids of `facts` met before, looked up first.
     pub(super) fact_ids: std::cell::RefCell<super::snippet::IdCache>,
+    /// The middles of call sequences built so far, by [`Ctx::core_key`]
+    /// and the save area.
+    pub(super) cores:
+        std::cell::RefCell<std::collections::HashMap<Box<[u64]>, Arc<Settled>, FastHash>>,
     /// What each distinct instruction of inlined copies names (see
     /// [`super::inline::Named`]), found once.
     pub(super) named: std::cell::RefCell<super::inline::NamedTable>,
@@ -1359,18 +1364,29 @@ impl<'a> Ctx<'a> {
     /// which a template patches per copy: calls with the same key get the
     /// same code.
     fn template_key(&self, p: &CallPlan<'_, 'a>, key: &mut Vec<u64>) {
+        self.core_key(p, true, key);
+    }
+
+    /// What the middle of a call's sequence reads of the call and its plan
+    /// (see [`Ctx::template_key`]), as words; the scalar slots when
+    /// `scalars`.
+    fn core_key(&self, p: &CallPlan<'_, 'a>, scalars: bool, key: &mut Vec<u64>) {
         self.call_key(p.req, key);
         let home = |h: Home| match h {
             Home::Sgpr(s) => u64::from(s),
             Home::Lane(v, l) => 1 << 32 | u64::from(v) << 8 | u64::from(l),
         };
         let none = u64::MAX;
-        key.push(p.scalars.len() as u64);
-        for &(b, h) in &p.scalars {
-            key.push(u64::from(b));
-            key.push(home(h));
+        if scalars {
+            key.push(p.scalars.len() as u64);
+            for &(b, h) in &p.scalars {
+                key.push(u64::from(b));
+                key.push(home(h));
+            }
+            key.push(p.scc.map_or(none, home));
+        } else {
+            key.push(none);
         }
-        key.push(p.scc.map_or(none, home));
         for h in p.exec.map_or([None, None], |[lo, hi]| [Some(lo), Some(hi)]) {
             key.push(h.map_or(none, home));
         }
@@ -1391,24 +1407,33 @@ impl<'a> Ctx<'a> {
     }
 
     /// The call's code; `area` is the largest save area of all calls
-    /// (the hook's stack starts past it).
+    /// (the hook's stack starts past it). Its middle, between the scalar
+    /// saves and restores, is built and padded once for every call with
+    /// the same (see [`Ctx::core`]).
     pub(super) fn code(&self, p: &CallPlan<'_, 'a>, area: u32) -> Result<Snippet, RewriteError> {
-        let r = p.req;
-        let asm = self.asm;
-        let args = &r.call.args;
-        let inst = self.an.program.insts[r.inst].inst;
         let mut s = Snippet::default();
         // (Room for most sequences, which grew it a few times each.)
         s.insts.reserve(64);
+        self.scalar_saves(p, &mut s)?;
+        s.append_settled(&self.core(p, area)?);
+        self.scalar_restores(p, &mut s)?;
+        let table = &mut self.facts.borrow_mut();
+        s.resolve_cached(table, &mut self.fact_ids.borrow_mut())?;
+        debug_assert!(
+            s.fully_padded(table),
+            "a call sequence joined from its parts lacks wait states"
+        );
+        Ok(s)
+    }
+
+    /// Scalar saves, EXEC, then SCC (through s30, dead or saved by then),
+    /// after outstanding memory operations land.
+    fn scalar_saves(&self, p: &CallPlan<'_, 'a>, s: &mut Snippet) -> Result<(), RewriteError> {
+        let asm = self.asm;
         let b = |e: Encoding, m: &'static str, ops: &[Operand]| asm.build(e, m, ops);
         let s1 = |n: u16| Asm::sgpr(n, 1);
-        let v1 = |n: u16| Operand::Vgpr { first: n, count: 1 };
         let zero = Asm::konst(0);
-        let slot_of = |bit: u16| p.scalars.iter().find(|(b, _)| *b == bit).map(|x| x.1);
-
-        // Outstanding memory operations land before anything reads registers.
         s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0)])?);
-        // 1. Scalar saves, EXEC, then SCC (through s30, dead or saved by then).
         for (bits_, slots) in scalar_moves(&p.scalars) {
             s.push(match slots {
                 Moves::One(slot) => self.write_slot(slot, scalar_operand(bits_))?,
@@ -1416,7 +1441,7 @@ impl<'a> Ctx<'a> {
             });
         }
         if let Some([lo, hi]) = p.exec {
-            self.exec_to_slots(&mut s, lo, hi)?;
+            self.exec_to_slots(s, lo, hi)?;
         }
         if let Some(slot) = p.scc {
             match slot {
@@ -1435,6 +1460,59 @@ impl<'a> Ctx<'a> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The middle of `p`'s sequence, from a memo of those built: the
+    /// same for calls alike whose plans differ only in scalar slots its
+    /// arguments do not read.
+    fn core(&self, p: &CallPlan<'_, 'a>, area: u32) -> Result<Arc<Settled>, RewriteError> {
+        let mut key = Vec::new();
+        self.core_key(p, self.reads_scalar_slots(p), &mut key);
+        key.push(u64::from(area));
+        if let Some(core) = self.cores.borrow().get(key.as_slice()) {
+            if cfg!(debug_assertions) {
+                let fresh = self.build_core(p, area)?;
+                let (a, b) = (core.code(), fresh.code());
+                debug_assert!(
+                    a.insts == b.insts && a.relocs == b.relocs && a.constants == b.constants,
+                    "a call's shared middle differs from the one built for it"
+                );
+            }
+            return Ok(core.clone());
+        }
+        let core = Arc::new(self.build_core(p, area)?);
+        self.cores.borrow_mut().insert(key.into(), core.clone());
+        Ok(core)
+    }
+
+    /// Whether the middle of `p`'s sequence reads scalar save slots: an
+    /// argument reads a scalar register, which it may find in its slot.
+    /// (EXEC's slots are in every middle's key.)
+    fn reads_scalar_slots(&self, p: &CallPlan<'_, 'a>) -> bool {
+        let inst = &self.an.program.insts[p.req.inst].inst;
+        p.req.call.args.iter().any(|a| match a {
+            Arg::Value(r) | Arg::Reference(r) => {
+                !matches!(r.file, RegFile::Vgpr | RegFile::Agpr | RegFile::Exec)
+            }
+            Arg::Address => address_operands(inst).is_some_and(|x| x.1.is_some()),
+            _ => false,
+        })
+    }
+
+    /// Builds and pads the middle of `p`'s sequence.
+    fn build_core(&self, p: &CallPlan<'_, 'a>, area: u32) -> Result<Settled, RewriteError> {
+        let r = p.req;
+        let asm = self.asm;
+        let args = &r.call.args;
+        let inst = self.an.program.insts[r.inst].inst;
+        let mut s = Snippet::default();
+        let b = |e: Encoding, m: &'static str, ops: &[Operand]| asm.build(e, m, ops);
+        let s1 = |n: u16| Asm::sgpr(n, 1);
+        let v1 = |n: u16| Operand::Vgpr { first: n, count: 1 };
+        let zero = Asm::konst(0);
+        let slot_of = |bit: u16| p.scalars.iter().find(|(b, _)| *b == bit).map(|x| x.1);
+
         // 2. With every lane on: V# and s33 for scratch, vector saves,
         // scalar by-reference values into their slots.
         let all_lanes = !p.vectors.is_empty() || p.ref_slots.iter().any(Option::is_some);
@@ -1634,6 +1712,17 @@ impl<'a> Ctx<'a> {
                 s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0x0F70)])?);
             }
         }
+        let table = &mut self.facts.borrow_mut();
+        s.resolve_cached(table, &mut self.fact_ids.borrow_mut())?;
+        Ok(Settled::new(s, table))
+    }
+
+    /// The end of the restores: SCC, EXEC, the scalars.
+    fn scalar_restores(&self, p: &CallPlan<'_, 'a>, s: &mut Snippet) -> Result<(), RewriteError> {
+        let asm = self.asm;
+        let b = |e: Encoding, m: &'static str, ops: &[Operand]| asm.build(e, m, ops);
+        let s1 = |n: u16| Asm::sgpr(n, 1);
+        let zero = Asm::konst(0);
         if let Some(slot) = p.scc {
             match slot {
                 Home::Sgpr(t) => s.push(b(Encoding::Sopc, "s_cmp_lg_u32", &[s1(t), zero])?),
@@ -1644,7 +1733,7 @@ impl<'a> Ctx<'a> {
             }
         }
         if let Some([lo, hi]) = p.exec {
-            self.exec_from_slots(&mut s, lo, hi)?;
+            self.exec_from_slots(s, lo, hi)?;
         }
         for (bits_, slots) in scalar_moves(&p.scalars) {
             s.push(match slots {
@@ -1652,11 +1741,7 @@ impl<'a> Ctx<'a> {
                 Moves::Pair(t) => asm.smov64(scalar_pair_operand(bits_), Asm::sgpr(t, 2))?,
             });
         }
-        s.resolve_cached(
-            &mut self.facts.borrow_mut(),
-            &mut self.fact_ids.borrow_mut(),
-        )?;
-        Ok(s)
+        Ok(())
     }
 
     fn write_slot(&self, slot: Slot, src: Operand) -> Result<Instruction, RewriteError> {
@@ -2648,6 +2733,7 @@ impl<'a> Calls<'a> {
             scalar_slots: Default::default(),
             facts: std::cell::RefCell::new(asm.facts.take()),
             fact_ids: std::cell::RefCell::new(super::snippet::IdCache::new()),
+            cores: Default::default(),
             named: Default::default(),
             varying: self.varying.clone(),
         };

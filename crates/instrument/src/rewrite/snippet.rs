@@ -32,6 +32,67 @@ pub(super) struct Snippet {
     /// Once resolved with a facts table: each instruction's facts id in it
     /// (found while padding, kept for the seams).
     pub(super) ids: Vec<u32>,
+    /// Parts appended already padded within themselves (see
+    /// [`Snippet::append_settled`]), by the index they start at: until
+    /// resolved.
+    settled: Vec<(usize, std::sync::Arc<Settled>)>,
+}
+
+/// A snippet padded within itself, for appending to others whole: how
+/// close to its start each of its instructions is, so that only readers a
+/// writer before it can reach are searched again (see [`Settled::new`]).
+#[derive(Debug)]
+pub(super) struct Settled {
+    code: Snippet,
+    /// Per instruction: the fewest instructions from the part's start to
+    /// it on any path (at most 255), or 0 when a soft clause it may join
+    /// runs back to the start (then a writer before it may ask anything).
+    reach: Vec<u8>,
+}
+
+impl Settled {
+    /// `code`, resolved with `table`.
+    pub(super) fn new(code: Snippet, table: &FactsTable) -> Settled {
+        let n = code.insts.len();
+        debug_assert_eq!(code.ids.len(), n, "a settled part is resolved");
+        let briefs: Vec<&Brief> = code
+            .ids
+            .iter()
+            .map(|&id| &table.briefs[id as usize])
+            .collect();
+        // Fewest instructions before each position on a path from the
+        // start: falling through, or by a branch landing there (forward
+        // only, as inserted code branches; any other counts as the start).
+        let mut fewest = vec![0u32; n + 1];
+        for k in 1..=n {
+            fewest[k] = fewest[k - 1] + 1;
+        }
+        let mut branches = code.branches.clone();
+        branches.sort_by_key(|&(_, to)| to);
+        for k in 1..=n {
+            let mut f = fewest[k - 1] + 1;
+            for &(b, to) in branches.iter().filter(|&&(_, to)| to == k) {
+                f = f.min(if b < to { fewest[b] + 1 } else { 0 });
+            }
+            fewest[k] = f;
+        }
+        let reach = (0..n)
+            .map(|k| {
+                let clause_to_start = briefs[k].kind() & CLAUSES != 0
+                    && briefs[..k].iter().all(|w| w.continues_clause(briefs[k]));
+                if clause_to_start {
+                    0
+                } else {
+                    fewest[k].min(255) as u8
+                }
+            })
+            .collect();
+        Settled { code, reach }
+    }
+
+    pub(super) fn code(&self) -> &Snippet {
+        &self.code
+    }
 }
 
 impl Snippet {
@@ -118,10 +179,32 @@ impl Snippet {
         self.branches.push((b, to));
     }
 
+    /// Appends `part` whole: padding then searches its readers again
+    /// only where a writer before it can reach them.
+    pub(super) fn append_settled(&mut self, part: &std::sync::Arc<Settled>) {
+        let at = self.insts.len();
+        let code = &part.code;
+        self.insts.extend_from_slice(&code.insts);
+        self.relocs.extend(code.relocs.iter().map(|r| LiteralReloc {
+            inst: r.inst + at,
+            ..r.clone()
+        }));
+        self.constants
+            .extend(code.constants.iter().map(|&(k, arg, d)| (k + at, arg, d)));
+        self.branches
+            .extend(code.branches.iter().map(|&(b, to)| (b + at, to + at)));
+        self.settled.push((at, part.clone()));
+    }
+
     /// Removes the first instruction (before [`Snippet::resolve`]).
     pub(super) fn remove_first(&mut self) {
         if self.insts.is_empty() {
             return;
+        }
+        // (A part losing its first instruction is searched as new code.)
+        self.settled.retain(|(at, _)| *at > 0);
+        for (at, _) in &mut self.settled {
+            *at -= 1;
         }
         self.insts.remove(0);
         for r in &mut self.relocs {
@@ -141,9 +224,27 @@ impl Snippet {
     /// the simplifier may have removed what separated them in clang's code.
     fn pad_hazards(&mut self, table: &mut FactsTable, cache: &mut IdCache) -> Vec<u32> {
         let Some(t) = self.insts.first().map(Instruction::target) else {
+            self.settled.clear();
             return Vec::new();
         };
-        let mut ids: Vec<u32> = self.insts.iter().map(|i| cache.id(table, i)).collect();
+        // Ids: settled parts bring theirs; the rest are looked up. A
+        // reader's reach (0 outside settled parts: searched) bounds what a
+        // writer before its part can ask of it.
+        let mut ids: Vec<u32> = Vec::with_capacity(self.insts.len());
+        let mut reach: Vec<u8> = Vec::new();
+        if !self.settled.is_empty() {
+            reach.resize(self.insts.len(), 0);
+        }
+        for (at, part) in std::mem::take(&mut self.settled) {
+            for i in &self.insts[ids.len()..at] {
+                ids.push(cache.id(table, i));
+            }
+            ids.extend_from_slice(&part.code.ids);
+            reach[at..at + part.reach.len()].copy_from_slice(&part.reach);
+        }
+        for i in &self.insts[ids.len()..] {
+            ids.push(cache.id(table, i));
+        }
         let mut briefs: Vec<Brief> = ids.iter().map(|&id| table.briefs[id as usize]).collect();
         let mut lands = self.landings();
         let mfma = briefs.iter().any(Brief::is_mfma);
@@ -152,7 +253,10 @@ impl Snippet {
             // (A reader's brief says whether a search is needed: its facts
             // are read only for one.)
             let bound = briefs[k].after_unknown(mfma);
-            if !(briefs[k].may_read() && near(t, &briefs, &lands, k, bound)) {
+            let settled = reach
+                .get(k)
+                .is_some_and(|&r| r > 0 && u32::from(r) >= bound);
+            if settled || !(briefs[k].may_read() && near(t, &briefs, &lands, k, bound)) {
                 k += 1;
                 continue;
             }
@@ -171,6 +275,9 @@ impl Snippet {
                 let nop_ids: Vec<u32> = nops.iter().map(|n| table.id(n)).collect();
                 briefs.splice(k..k, nop_ids.iter().map(|&id| table.briefs[id as usize]));
                 ids.splice(k..k, nop_ids);
+                if !reach.is_empty() {
+                    reach.splice(k..k, std::iter::repeat_n(0, c));
+                }
                 self.insts.splice(k..k, nops);
                 for r in &mut self.relocs {
                     r.inst += if r.inst >= k { c } else { 0 };
@@ -302,6 +409,15 @@ impl Snippet {
         }
         self.ids = ids;
         Ok(())
+    }
+
+    /// Whether padding the resolved snippet again, every reader searched,
+    /// would add nothing (a check of [`Snippet::append_settled`]'s
+    /// shortcut).
+    pub(super) fn fully_padded(&self, table: &mut FactsTable) -> bool {
+        let mut again = Snippet::with_branches(self.insts.clone(), self.branches.clone());
+        again.pad_hazards(table, &mut IdCache::default());
+        again.insts == self.insts
     }
 
     /// Appends the encoded snippet to `code`; its relocations, with their
