@@ -25,7 +25,8 @@ pub(super) struct Asm {
     /// number zeroed): a new form of a known shape is a copy with its
     /// registers renamed, not a search of the tables (call sequences
     /// differ mostly in the registers their saves use).
-    shapes: std::cell::RefCell<std::collections::HashMap<BuildKey, Instruction, FastHash>>,
+    /// (With where each operand's register is encoded, found once.)
+    shapes: std::cell::RefCell<std::collections::HashMap<BuildKey, Shape, FastHash>>,
     /// The moves call sequences are mostly made of, built before, by a
     /// word naming the move and its operands (see [`Asm::quick`]): one
     /// slot compared, where [`Asm::build`] makes and hashes a form's key.
@@ -53,6 +54,14 @@ impl std::hash::Hash for BuildKey {
             h.write_u64(o);
         }
     }
+}
+
+/// An instruction of a shape (see [`Asm::shapes`]) and where each of its
+/// register operands is encoded (`None`: no register there).
+#[derive(Clone, Copy)]
+struct Shape {
+    inst: Instruction,
+    registers: [Option<inlay_isa::RegisterSlot>; 6],
 }
 
 /// Slots of [`Asm::quick`] (a power of two).
@@ -211,7 +220,9 @@ impl Asm {
                     .build(enc, m, ops)
                     .map_err(|e| RewriteError::Build(m, e))?;
                 if ops.len() <= key.ops.len() && renamable(enc) {
-                    self.shapes.borrow_mut().insert(shape(&key, ops), i);
+                    let registers = std::array::from_fn(|k| i.register_slot(k));
+                    let s = Shape { inst: i, registers };
+                    self.shapes.borrow_mut().insert(shape(&key, ops), s);
                 }
                 i
             }
@@ -229,17 +240,21 @@ impl Asm {
         if ops.len() > key.ops.len() || !renamable(key.enc) {
             return None;
         }
-        let mut i = *self.shapes.borrow().get(&shape(key, ops))?;
-        for (slot, o) in ops.iter().enumerate() {
+        let Shape {
+            mut inst,
+            registers,
+        } = *self.shapes.borrow().get(&shape(key, ops))?;
+        for (o, at) in ops.iter().zip(registers) {
             if let Operand::Vgpr { first, .. }
             | Operand::Agpr { first, .. }
             | Operand::Sgpr { first, .. } = *o
             {
-                if !i.set_register(slot, first) {
+                if !at.is_some_and(|at| inst.set_register_at(at, first)) {
                     return None;
                 }
             }
         }
+        let i = inst;
         debug_assert_eq!(
             Some(i),
             self.b.build(key.enc, i.mnemonic(), ops).ok(),

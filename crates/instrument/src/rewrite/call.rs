@@ -735,22 +735,19 @@ enum Moves {
 }
 
 /// The scalar saves as moves, pairs joined.
-fn scalar_moves(scalars: &[(u16, Slot)]) -> Vec<(u16, Moves)> {
-    let mut out = Vec::with_capacity(scalars.len());
+fn scalar_moves(scalars: &[(u16, Slot)]) -> impl Iterator<Item = (u16, Moves)> + '_ {
     let mut k = 0;
-    while k < scalars.len() {
-        let (b, s) = scalars[k];
+    std::iter::from_fn(move || {
+        let &(b, s) = scalars.get(k)?;
         if let (Home::Sgpr(t), Some(&(b2, Home::Sgpr(t2)))) = (s, scalars.get(k + 1)) {
             if b.is_multiple_of(2) && b2 == b + 1 && t.is_multiple_of(2) && t2 == t + 1 {
-                out.push((b, Moves::Pair(t)));
                 k += 2;
-                continue;
+                return Some((b, Moves::Pair(t)));
             }
         }
-        out.push((b, Moves::One(s)));
         k += 1;
-    }
-    out
+        Some((b, Moves::One(s)))
+    })
 }
 
 /// The 64-bit scalar operand of a pair of RegSet bits starting at `b`.
@@ -905,7 +902,7 @@ impl CallPlan<'_, '_> {
     /// Instructions its call sequence has at least: each scalar save's
     /// move there and back, each vector save's, and the `s_swappc_b64`.
     pub(super) fn min_len(&self) -> usize {
-        1 + 2 * (scalar_moves(&self.scalars).len() + self.vectors.len())
+        1 + 2 * (scalar_moves(&self.scalars).count() + self.vectors.len())
     }
 }
 
@@ -1467,7 +1464,7 @@ impl<'a> Ctx<'a> {
     /// same for calls alike whose plans differ only in scalar slots its
     /// arguments do not read.
     fn core(&self, p: &CallPlan<'_, 'a>, area: u32) -> Result<Arc<Settled>, RewriteError> {
-        let mut key = Vec::new();
+        let mut key = Vec::with_capacity(64);
         self.core_key(p, self.reads_scalar_slots(p), &mut key);
         key.push(u64::from(area));
         if let Some(core) = self.cores.borrow().get(key.as_slice()) {
