@@ -305,10 +305,15 @@ impl Analysis {
         self.liveness.before(i)
     }
 
+    /// Registers live before instruction `i` in any lane.
+    pub fn live_any_before(&self, i: InstId) -> RegSet {
+        self.liveness.any_before(i)
+    }
+
     /// The scalar part of [`Analysis::free_before`]: dead SGPRs and whether
     /// SCC is live (all scalar hook code needs, without listing vector registers).
     pub fn free_sgprs_before(&self, i: InstId) -> (Vec<u16>, bool) {
-        let any = self.live_before(i).any();
+        let any = self.live_any_before(i);
         let sgprs = any.absent_sgprs(self.resources.sgprs_usable as u16);
         (sgprs, any.contains(regs::SCC))
     }

@@ -382,6 +382,12 @@ impl Liveness {
         self.before.get(i)
     }
 
+    /// Every register live before instruction `i` in any lane (`before(i).any()`,
+    /// unpacked straight into one set).
+    pub fn any_before(&self, i: InstId) -> RegSet {
+        self.before.any(i)
+    }
+
     /// The words the state before instruction `i` is stored in: equal
     /// words, equal states (a comparison that unpacks nothing).
     pub(crate) fn words_before(&self, i: InstId) -> &[u64] {
@@ -469,6 +475,18 @@ impl Packed {
             }
         }
         live
+    }
+
+    /// [`Packed::get`]'s union of both sets.
+    fn any(&self, i: InstId) -> RegSet {
+        let w = self.kept.len();
+        let mut any = RegSet::new();
+        if let Some(slot) = self.words.get(i * w..(i + 1) * w) {
+            for (&s, &k) in slot.iter().zip(&self.kept) {
+                any.insert_mask(usize::from(k) % RegSet::WORDS, s);
+            }
+        }
+        any
     }
 
     /// Empties instruction `i`'s `inactive`.

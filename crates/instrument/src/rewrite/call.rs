@@ -551,7 +551,7 @@ pub(super) fn sgprs_by_deadness(an: &Analysis) -> Vec<u16> {
     let mut dead = vec![0u32; usize::from(usable)];
     let n = an.program.insts.len();
     for i in (0..n).step_by((n / 256).max(8)) {
-        let live = an.live_before(i).any();
+        let live = an.live_any_before(i);
         for (w, &word) in live.words().iter().enumerate().take(2) {
             let mut d = !word;
             while d != 0 {
@@ -960,7 +960,7 @@ impl<'a> Ctx<'a> {
 
         // What must survive: live registers, and those an argument reads
         // (read after the sequence starts writing, they must be saved).
-        let mut live = self.an.live_before(r.live_at).any();
+        let mut live = self.an.live_any_before(r.live_at);
         for a in args {
             add_arg_sources(a, inst, &mut live);
         }
@@ -2790,7 +2790,7 @@ impl<'a> Calls<'a> {
                         break 'plan id;
                     }
                 }
-                let inputs = (part, self.an.live_before(r.live_at).any());
+                let inputs = (part, self.an.live_any_before(r.live_at));
                 let found = match last_inputs {
                     Some((last, id)) if last == inputs => Some(id),
                     _ => by_inputs.get(&inputs).copied(),
@@ -2899,7 +2899,7 @@ impl<'a> Calls<'a> {
             // (Debug builds) the plan of the call's template fits it: its
             // slots are free at the call's point, and the copy is the code
             // built for the call with that plan, its constants patched in.
-            let mut live = self.an.live_before(r.live_at).any();
+            let mut live = self.an.live_any_before(r.live_at);
             let inst = &self.an.program.insts[r.inst].inst;
             for a in &r.call.args {
                 add_arg_sources(a, inst, &mut live);

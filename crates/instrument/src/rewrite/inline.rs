@@ -1270,7 +1270,7 @@ impl<'a> Ctx<'a> {
             return Err("a register passed by reference needs the call's memory slot".into());
         }
         let inst = an.program.insts[r.inst].inst;
-        let live = an.live_before(r.live_at).any();
+        let live = an.live_any_before(r.live_at);
         // Free: dead, not held for the kernel, not read by an argument.
         let mut sources = RegSet::new();
         for a in args {

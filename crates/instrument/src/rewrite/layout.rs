@@ -279,7 +279,7 @@ pub(super) fn call_sequence(an: &Analysis, call: InstId) -> Option<(InstId, Inst
             }
             // After a call (not a tail call) the pair must be dead.
             if block.insts.contains(&(call + 1)) {
-                let after = an.live_before(call + 1).any();
+                let after = an.live_any_before(call + 1);
                 if pair.iter().any(|&p| after.has_sgpr(p)) {
                     return None;
                 }

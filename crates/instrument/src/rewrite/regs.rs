@@ -15,7 +15,7 @@ pub(super) struct Free<'a> {
 impl Free<'_> {
     /// Dead SGPRs before `i`, and whether SCC is live there.
     pub(super) fn sgprs_before(&self, i: InstId) -> (Vec<u16>, bool) {
-        let live = self.an.live_before(i).any();
+        let live = self.an.live_any_before(i);
         let usable = self.an.resources.sgprs_usable as u16;
         let free = live.union(&self.taken).absent_sgprs(usable);
         (free, live.contains(crate::regs::SCC))
@@ -23,9 +23,9 @@ impl Free<'_> {
 
     /// SGPRs dead both before `a` and before `b`.
     pub(super) fn sgprs_before_both(&self, a: InstId, b: InstId) -> Vec<u16> {
-        let live = self.an.live_before(a).any();
+        let live = self.an.live_any_before(a);
         let usable = self.an.resources.sgprs_usable as u16;
-        live.union(&self.an.live_before(b).any())
+        live.union(&self.an.live_any_before(b))
             .union(&self.taken)
             .absent_sgprs(usable)
     }
