@@ -369,10 +369,9 @@ pub(super) struct Ctx<'a> {
     pub(super) facts: std::cell::RefCell<super::hazards::FactsTable>,
     /// The ids of `facts` met before, looked up first.
     pub(super) fact_ids: std::cell::RefCell<super::snippet::IdCache>,
-    /// The middles of call sequences built so far, by [`Ctx::core_key`]
-    /// and the save area.
-    pub(super) cores:
-        std::cell::RefCell<std::collections::HashMap<Box<[u64]>, Arc<Settled>, FastHash>>,
+    /// The shared parts of call sequences built so far (see
+    /// [`Ctx::core`]).
+    pub(super) cores: std::cell::RefCell<std::collections::HashMap<Box<[u64]>, Core, FastHash>>,
     /// What each distinct instruction of inlined copies names (see
     /// [`super::inline::Named`]), found once.
     pub(super) named: std::cell::RefCell<super::inline::NamedTable>,
@@ -871,6 +870,23 @@ impl<'o> Pool<'o> {
     }
 }
 
+/// The parts of a call's sequence shared by calls alike, each padded
+/// within itself: from EXEC set for the vector saves to the arguments, and
+/// from the hook's inputs to the vector restores (see [`Ctx::code`]).
+#[derive(Clone)]
+pub(super) struct Core {
+    before_args: Arc<Settled>,
+    after_args: Arc<Settled>,
+}
+
+/// A slot as one word of a key.
+fn home_word(h: Home) -> u64 {
+    match h {
+        Home::Sgpr(s) => u64::from(s),
+        Home::Lane(v, l) => 1 << 32 | u64::from(v) << 8 | u64::from(l),
+    }
+}
+
 /// MUBUF offsets reach 4095 bytes: the save area must fit.
 const MAX_AREA: u32 = 4096;
 
@@ -1361,31 +1377,23 @@ impl<'a> Ctx<'a> {
     /// which a template patches per copy: calls with the same key get the
     /// same code.
     fn template_key(&self, p: &CallPlan<'_, 'a>, key: &mut Vec<u64>) {
-        self.core_key(p, true, key);
+        self.call_key(p.req, key);
+        let none = u64::MAX;
+        key.push(p.scalars.len() as u64);
+        for &(b, h) in &p.scalars {
+            key.push(u64::from(b));
+            key.push(home_word(h));
+        }
+        key.push(p.scc.map_or(none, home_word));
+        self.core_key(p, key);
+        key.push(p.spare_vgpr.map_or(none, u64::from));
     }
 
-    /// What the middle of a call's sequence reads of the call and its plan
-    /// (see [`Ctx::template_key`]), as words; the scalar slots when
-    /// `scalars`.
-    fn core_key(&self, p: &CallPlan<'_, 'a>, scalars: bool, key: &mut Vec<u64>) {
-        self.call_key(p.req, key);
-        let home = |h: Home| match h {
-            Home::Sgpr(s) => u64::from(s),
-            Home::Lane(v, l) => 1 << 32 | u64::from(v) << 8 | u64::from(l),
-        };
+    /// What [`Ctx::core`] reads of a plan but its scalar slots, as words.
+    fn core_key(&self, p: &CallPlan<'_, 'a>, key: &mut Vec<u64>) {
         let none = u64::MAX;
-        if scalars {
-            key.push(p.scalars.len() as u64);
-            for &(b, h) in &p.scalars {
-                key.push(u64::from(b));
-                key.push(home(h));
-            }
-            key.push(p.scc.map_or(none, home));
-        } else {
-            key.push(none);
-        }
         for h in p.exec.map_or([None, None], |[lo, hi]| [Some(lo), Some(hi)]) {
-            key.push(h.map_or(none, home));
+            key.push(h.map_or(none, home_word));
         }
         key.push(p.vectors.len() as u64);
         for &(b, to) in &p.vectors {
@@ -1400,19 +1408,22 @@ impl<'a> Ctx<'a> {
         }
         key.push(p.agpr_temp.map_or(none, u64::from));
         key.push(u64::from(p.scratch_early));
-        key.push(p.spare_vgpr.map_or(none, u64::from));
     }
 
     /// The call's code; `area` is the largest save area of all calls
-    /// (the hook's stack starts past it). Its middle, between the scalar
-    /// saves and restores, is built and padded once for every call with
-    /// the same (see [`Ctx::core`]).
+    /// (the hook's stack starts past it). All but the scalar saves and
+    /// restores and the arguments is built and padded once for every call
+    /// with the same (see [`Ctx::core`]).
     pub(super) fn code(&self, p: &CallPlan<'_, 'a>, area: u32) -> Result<Snippet, RewriteError> {
+        let core = self.core(p, area)?;
         let mut s = Snippet::default();
         // (Room for most sequences, which grew it a few times each.)
         s.insts.reserve(64);
         self.scalar_saves(p, &mut s)?;
-        s.append_settled(&self.core(p, area)?);
+        s.append_settled(&core.before_args);
+        let inst = self.an.program.insts[p.req.inst].inst;
+        self.arguments(p, &mut s, &inst)?;
+        s.append_settled(&core.after_args);
         self.scalar_restores(p, &mut s)?;
         let table = &mut self.facts.borrow_mut();
         s.resolve_cached(table, &mut self.fact_ids.borrow_mut())?;
@@ -1460,49 +1471,62 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
-    /// The middle of `p`'s sequence, from a memo of those built: the
-    /// same for calls alike whose plans differ only in scalar slots its
-    /// arguments do not read.
-    fn core(&self, p: &CallPlan<'_, 'a>, area: u32) -> Result<Arc<Settled>, RewriteError> {
+    /// The parts of `p`'s sequence around its arguments, from a memo of
+    /// those built: calls of the same hook whose plans differ only in
+    /// scalar slots, and whose arguments differ only in what they are
+    /// computed from, share them.
+    fn core(&self, p: &CallPlan<'_, 'a>, area: u32) -> Result<Core, RewriteError> {
+        let r = p.req;
         let mut key = Vec::with_capacity(64);
-        self.core_key(p, self.reads_scalar_slots(p), &mut key);
-        key.push(u64::from(area));
+        key.push(r.hook as *const HookInfo as u64);
+        key.push(u64::from(r.call.once_per_wave) | u64::from(area) << 1);
+        // Where each argument goes, and the registers passed by reference
+        // (their values go to and come from their slots here).
+        let mut scalar_refs = false;
+        for a in &r.call.args {
+            key.push(u64::from(a.dwords()));
+            if let Arg::Reference(reg) = a {
+                key.push(
+                    (reg.file as u64) << 32 | u64::from(reg.first) << 8 | u64::from(reg.count),
+                );
+                scalar_refs |= !matches!(reg.file, RegFile::Vgpr | RegFile::Agpr);
+            }
+        }
+        // (A scalar passed by reference may be read from its save slot.)
+        if scalar_refs {
+            for &(b, h) in &p.scalars {
+                key.push(u64::from(b));
+                key.push(home_word(h));
+            }
+            key.push(p.scc.map_or(u64::MAX, home_word));
+        }
+        self.core_key(p, &mut key);
         if let Some(core) = self.cores.borrow().get(key.as_slice()) {
             if cfg!(debug_assertions) {
                 let fresh = self.build_core(p, area)?;
-                let (a, b) = (core.code(), fresh.code());
-                debug_assert!(
-                    a.insts == b.insts && a.relocs == b.relocs && a.constants == b.constants,
-                    "a call's shared middle differs from the one built for it"
-                );
+                for (a, b) in [
+                    (&core.before_args, &fresh.before_args),
+                    (&core.after_args, &fresh.after_args),
+                ] {
+                    let (a, b) = (a.code(), b.code());
+                    debug_assert!(
+                        a.insts == b.insts && a.relocs == b.relocs && a.constants == b.constants,
+                        "a call's shared part differs from the one built for it"
+                    );
+                }
             }
             return Ok(core.clone());
         }
-        let core = Arc::new(self.build_core(p, area)?);
+        let core = self.build_core(p, area)?;
         self.cores.borrow_mut().insert(key.into(), core.clone());
         Ok(core)
     }
 
-    /// Whether the middle of `p`'s sequence reads scalar save slots: an
-    /// argument reads a scalar register, which it may find in its slot.
-    /// (EXEC's slots are in every middle's key.)
-    fn reads_scalar_slots(&self, p: &CallPlan<'_, 'a>) -> bool {
-        let inst = &self.an.program.insts[p.req.inst].inst;
-        p.req.call.args.iter().any(|a| match a {
-            Arg::Value(r) | Arg::Reference(r) => {
-                !matches!(r.file, RegFile::Vgpr | RegFile::Agpr | RegFile::Exec)
-            }
-            Arg::Address => address_operands(inst).is_some_and(|x| x.1.is_some()),
-            _ => false,
-        })
-    }
-
-    /// Builds and pads the middle of `p`'s sequence.
-    fn build_core(&self, p: &CallPlan<'_, 'a>, area: u32) -> Result<Settled, RewriteError> {
+    /// Builds and pads the parts of `p`'s sequence around its arguments.
+    fn build_core(&self, p: &CallPlan<'_, 'a>, area: u32) -> Result<Core, RewriteError> {
         let r = p.req;
         let asm = self.asm;
         let args = &r.call.args;
-        let inst = self.an.program.insts[r.inst].inst;
         let mut s = Snippet::default();
         let b = |e: Encoding, m: &'static str, ops: &[Operand]| asm.build(e, m, ops);
         let s1 = |n: u16| Asm::sgpr(n, 1);
@@ -1554,8 +1578,9 @@ impl<'a> Ctx<'a> {
                 &[EXEC, Asm::konst(1), s1(30)],
             )?);
         }
-        self.arguments(p, &mut s, &inst)?;
-        // 4. ABI inputs.
+        let before_args = self.settle(s)?;
+        let mut s = Snippet::default();
+        // 4. ABI inputs (after the arguments, computed at each call).
         let hi = &r.hook.inputs;
         if hi.workitem_id {
             let w = self
@@ -1709,9 +1734,17 @@ impl<'a> Ctx<'a> {
                 s.push(b(Encoding::Sopp, "s_waitcnt", &[Operand::Imm(0x0F70)])?);
             }
         }
+        Ok(Core {
+            before_args,
+            after_args: self.settle(s)?,
+        })
+    }
+
+    /// `s` padded and resolved, to be appended whole.
+    fn settle(&self, mut s: Snippet) -> Result<Arc<Settled>, RewriteError> {
         let table = &mut self.facts.borrow_mut();
         s.resolve_cached(table, &mut self.fact_ids.borrow_mut())?;
-        Ok(Settled::new(s, table))
+        Ok(Arc::new(Settled::new(s, table)))
     }
 
     /// The end of the restores: SCC, EXEC, the scalars.

@@ -65,16 +65,10 @@ impl Settled {
         // only, as inserted code branches; any other counts as the start).
         let mut fewest = vec![0u32; n + 1];
         for k in 1..=n {
-            fewest[k] = fewest[k - 1] + 1;
-        }
-        let mut branches = code.branches.clone();
-        branches.sort_by_key(|&(_, to)| to);
-        for k in 1..=n {
-            let mut f = fewest[k - 1] + 1;
-            for &(b, to) in branches.iter().filter(|&&(_, to)| to == k) {
-                f = f.min(if b < to { fewest[b] + 1 } else { 0 });
-            }
-            fewest[k] = f;
+            let by_branch = code.branches.iter().filter(|&&(_, to)| to == k);
+            fewest[k] = by_branch
+                .map(|&(b, to)| if b < to { fewest[b] + 1 } else { 0 })
+                .fold(fewest[k - 1] + 1, u32::min);
         }
         let reach = (0..n)
             .map(|k| {
