@@ -90,6 +90,7 @@ pub(super) fn requests<'a>(an: &Analysis, plan: &'a Plan) -> Result<Survey<'a>, 
     let mut constants = Constants::default();
     // The last hook found and checked (calls in a row name the same one).
     let mut last: Option<(usize, &str, &HookInfo)> = None;
+    let mut last_args: Option<(&[Arg], &HookInfo)> = None;
     for call in &plan.calls {
         // Only for errors: built when one is.
         let point_text = || match call.point {
@@ -135,6 +136,10 @@ pub(super) fn requests<'a>(an: &Analysis, plan: &'a Plan) -> Result<Survey<'a>, 
                 hook
             }
         };
+        // (Arguments equal to the last call's to the same hook were
+        // checked and noted with it.)
+        let same_args =
+            last_args.is_some_and(|(a, h)| std::ptr::eq(h, hook) && a == &call.args[..]);
         let dwords: u32 = call.args.iter().map(Arg::dwords).sum();
         if dwords > ARG_VGPRS {
             return Err(fail(format!(
@@ -144,7 +149,7 @@ pub(super) fn requests<'a>(an: &Analysis, plan: &'a Plan) -> Result<Survey<'a>, 
         // Fewer dwords than `hook.arg_dwords` are not refused: that count
         // is what some path may read, and clang's code reads registers it
         // never wrote where the value does not matter (mem_trace's hook did).
-        for a in &call.args {
+        for a in call.args.iter().filter(|_| !same_args) {
             check_arg(a).map_err(&fail)?;
         }
         let entry = entry.ok_or_else(|| fail("the kernel has no entry instruction".into()))?;
@@ -178,11 +183,12 @@ pub(super) fn requests<'a>(an: &Analysis, plan: &'a Plan) -> Result<Survey<'a>, 
             }
         };
         // (What a call with no site passes is needed nowhere.)
-        if !sites.is_empty() {
+        if !sites.is_empty() && !same_args {
             for a in &call.args {
                 arg_needs.add_arg(a);
             }
             constants.note(hook, &call.args);
+            last_args = Some((&call.args, hook));
         }
         for &(site, inst) in sites {
             let live_at = match site {
