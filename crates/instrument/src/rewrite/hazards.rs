@@ -2758,6 +2758,75 @@ mod tests {
         assert_eq!(wait_states(&s.insts[1]), 5);
     }
 
+    /// A part appended settled (padded within itself, see
+    /// `snippet::Settled`) is searched again where a writer before it can
+    /// reach its readers, branches inside it included: joined, the code is
+    /// what padding the whole gives.
+    #[test]
+    fn settled_parts_are_padded_where_writers_before_reach() {
+        use super::super::snippet::{Settled, Snippet};
+        let t = Target::Gfx90a;
+        let mut table = FactsTable::default();
+        // A VALU writing s[4:5] before the part; each part reads them in a
+        // VMEM instruction, first thing or through a branch from its start.
+        let head = asm(
+            t,
+            "v_readlane_b32 s4, v1, 0
+v_readlane_b32 s5, v1, 0",
+        );
+        let filler = "s_add_u32 s80, s81, s82
+"
+        .repeat(6);
+        let parts = [
+            format!(
+                "global_load_dword v2, v3, s[4:5]
+{filler}global_load_dword v4, v3, s[4:5]"
+            ),
+            format!(
+                "s_cbranch_scc0 0
+{filler}global_load_dword v2, v3, s[4:5]"
+            ),
+        ];
+        for (k, text) in parts.iter().enumerate() {
+            let code = asm(t, text);
+            let part = |s: &mut Snippet| {
+                if k == 1 {
+                    let b = s.branch(code[0]);
+                    s.extend(code[1..code.len() - 1].iter().copied());
+                    s.land(b);
+                    s.push(code[code.len() - 1]);
+                } else {
+                    s.extend(code.iter().copied());
+                }
+            };
+            let mut settled = Snippet::default();
+            part(&mut settled);
+            settled.resolve_with(&mut table).unwrap();
+            let settled = std::sync::Arc::new(Settled::new(settled, &table));
+            let mut joined = Snippet::default();
+            joined.extend(head.iter().copied());
+            joined.append_settled(&settled);
+            joined.resolve_with(&mut table).unwrap();
+            let mut whole = Snippet::default();
+            whole.extend(head.iter().copied());
+            part(&mut whole);
+            whole.resolve_with(&mut table).unwrap();
+            assert_eq!(joined.insts, whole.insts, "part {k}");
+            // The read after the writer got its wait states: 5 right
+            // after it, 4 with the branch between.
+            let nop = joined.insts.iter().position(|i| i.mnemonic() == "s_nop");
+            assert!(
+                nop.is_some_and(|n| wait_states(&joined.insts[n]) == [5, 4][k]),
+                "part {k}: {:?}",
+                joined
+                    .insts
+                    .iter()
+                    .map(|i| i.mnemonic())
+                    .collect::<Vec<_>>()
+            );
+        }
+    }
+
     fn node(tb: &mut FactsTable, i: Instruction, inserted: bool) -> Node {
         Node::Inst {
             facts: tb.id(&i),
