@@ -385,7 +385,12 @@ impl Liveness {
     /// Every register live before instruction `i` in any lane (`before(i).any()`,
     /// unpacked straight into one set).
     pub fn any_before(&self, i: InstId) -> RegSet {
-        self.before.any(i)
+        RegSet::from_words(self.before.any_words(i))
+    }
+
+    /// The words of [`Liveness::any_before`].
+    pub(crate) fn any_words_before(&self, i: InstId) -> [u64; RegSet::WORDS] {
+        self.before.any_words(i)
     }
 
     /// The words the state before instruction `i` is stored in: equal
@@ -408,14 +413,23 @@ struct Packed {
     /// then `inactive`'s).
     kept: Vec<u8>,
     words: Vec<u64>,
+    /// For each word of a set, where a state keeps it in `active` and in
+    /// `inactive` (`u8::MAX`: not kept).
+    any_at: [[u8; 2]; RegSet::WORDS],
 }
 
 impl Packed {
     fn new(kept: Vec<u8>, n: usize) -> Packed {
         debug_assert!(kept.windows(2).all(|w| w[0] < w[1]));
+        let mut any_at = [[u8::MAX; 2]; RegSet::WORDS];
+        for (at, &k) in kept.iter().enumerate() {
+            let k = usize::from(k);
+            any_at[k % RegSet::WORDS][k / RegSet::WORDS] = at as u8;
+        }
         Packed {
             words: vec![0; kept.len() * n],
             kept,
+            any_at,
         }
     }
 
@@ -477,16 +491,13 @@ impl Packed {
         live
     }
 
-    /// [`Packed::get`]'s union of both sets.
-    fn any(&self, i: InstId) -> RegSet {
+    /// The words of [`Packed::get`]'s union of both sets, each joined from
+    /// the state's words where they are.
+    fn any_words(&self, i: InstId) -> [u64; RegSet::WORDS] {
         let w = self.kept.len();
-        let mut any = RegSet::new();
-        if let Some(slot) = self.words.get(i * w..(i + 1) * w) {
-            for (&s, &k) in slot.iter().zip(&self.kept) {
-                any.insert_mask(usize::from(k) % RegSet::WORDS, s);
-            }
-        }
-        any
+        let slot = self.words.get(i * w..(i + 1) * w).unwrap_or(&[]);
+        let word = |at: u8| slot.get(usize::from(at)).copied().unwrap_or(0);
+        std::array::from_fn(|k| word(self.any_at[k][0]) | word(self.any_at[k][1]))
     }
 
     /// Empties instruction `i`'s `inactive`.

@@ -2789,9 +2789,18 @@ impl<'a> Calls<'a> {
         // calls alike at points with the same live registers share it
         // without planning again.
         // (Keyed by the call's part, an index into the distinct ones, and
-        // the live registers: no key allocated per point.)
-        let mut by_inputs: std::collections::HashMap<(u32, RegSet), usize, FastHash> =
-            Default::default();
+        // the live registers, hashed and compared as the liveness stores
+        // them: no key built per point.)
+        let mut by_inputs: hashbrown::HashTable<(u32, RegSet, usize)> = Default::default();
+        let inputs_hash = |part: u32, words: &[u64]| {
+            use std::hash::Hasher;
+            let mut h = crate::fast_hash::FastHasher::default();
+            h.write_u64(u64::from(part));
+            for &w in words {
+                h.write_u64(w);
+            }
+            h.finish()
+        };
         let mut call_parts: std::collections::HashMap<Box<[u64]>, u32, FastHash> =
             Default::default();
         let (mut words, mut last_words) = (Vec::new(), Vec::new());
@@ -2801,7 +2810,6 @@ impl<'a> Calls<'a> {
         // the same words.)
         let (mut last, mut part) = (None::<&Request<'_>>, 0u32);
         let mut last_site: Option<(u32, &[u64], usize)> = None;
-        let mut last_inputs: Option<((u32, RegSet), usize)> = None;
         for (k, r) in self.reqs.iter().enumerate() {
             if !last.is_some_and(|l| same_call_key(&ctx.varying, l, r)) {
                 ctx.call_key(r, &mut words);
@@ -2829,14 +2837,13 @@ impl<'a> Calls<'a> {
                         break 'plan id;
                     }
                 }
-                let inputs = (part, self.an.live_any_before(r.live_at));
-                let found = match last_inputs {
-                    Some((last, id)) if last == inputs => Some(id),
-                    _ => by_inputs.get(&inputs).copied(),
+                let live = self.an.liveness.any_words_before(r.live_at);
+                let hash = inputs_hash(part, &live);
+                let same = |e: &(u32, RegSet, usize)| {
+                    e.0 == part && e.1.words().iter().zip(&live).all(|(a, b)| a == b)
                 };
-                if let Some(id) = found {
+                if let Some(&(_, _, id)) = by_inputs.find(hash, same) {
                     last_site = Some((part, words, id));
-                    last_inputs = Some((inputs, id));
                     break 'plan id;
                 }
                 let id = match ctx.place_one(r, k, &mut bodies)? {
@@ -2861,9 +2868,10 @@ impl<'a> Calls<'a> {
                         }
                     },
                 };
-                by_inputs.insert(inputs, id);
+                by_inputs.insert_unique(hash, (part, RegSet::from_words(live), id), |e| {
+                    inputs_hash(e.0, e.1.words())
+                });
                 last_site = Some((part, words, id));
-                last_inputs = Some((inputs, id));
                 id
             };
             let g = site_slot(r.site);
