@@ -202,7 +202,14 @@ pub(super) fn plan_emits(an: &Analysis, load_delta: u64) -> (Vec<Emit>, Vec<bool
             if let crate::lift::Flow::Branch(t) | crate::lift::Flow::CondBranch(t) =
                 crate::lift::flow(&ins.inst, ins.addr)
             {
-                if let Some(target) = prog.inst_at(f, t) {
+                // (The target starts a successor of the branch's block:
+                // looked for there before the function's instructions.)
+                let succ = prog.blocks[ins.block]
+                    .succs
+                    .iter()
+                    .map(|&b| prog.blocks[b].insts.start)
+                    .find(|&j| prog.insts.get(j).is_some_and(|x| x.addr == t));
+                if let Some(target) = succ.or_else(|| prog.inst_at(f, t)) {
                     emits[i] = Emit::Branch { target };
                 }
             }
