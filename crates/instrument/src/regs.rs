@@ -207,12 +207,12 @@ impl RegSet {
         })
     }
 
-    /// The set as 64-bit words, bit 0 first (for keys and hashing).
     /// The set of these words (see [`RegSet::words`]).
     pub fn from_words(words: [u64; WORDS]) -> RegSet {
         RegSet(words)
     }
 
+    /// The set as 64-bit words, bit 0 first (for keys and hashing).
     pub fn words(&self) -> &[u64] {
         &self.0
     }

@@ -24,8 +24,8 @@ pub(super) struct Asm {
     /// An instruction built so far per shape (its form with every register
     /// number zeroed): a new form of a known shape is a copy with its
     /// registers renamed, not a search of the tables (call sequences
-    /// differ mostly in the registers their saves use).
-    /// (With where each operand's register is encoded, found once.)
+    /// differ mostly in the registers their saves use), with where each
+    /// operand's register is encoded, found once.
     shapes: std::cell::RefCell<std::collections::HashMap<BuildKey, Shape, FastHash>>,
     /// The moves call sequences are mostly made of, built before, by a
     /// word naming the move and its operands (see [`Asm::quick`]): one
@@ -254,13 +254,12 @@ impl Asm {
                 }
             }
         }
-        let i = inst;
         debug_assert_eq!(
-            Some(i),
-            self.b.build(key.enc, i.mnemonic(), ops).ok(),
+            Some(inst),
+            self.b.build(key.enc, inst.mnemonic(), ops).ok(),
             "a renamed copy differs from the form built"
         );
-        Some(i)
+        Some(inst)
     }
 
     /// Move `m` of `ops` (at most three), from a slot of a small cache
