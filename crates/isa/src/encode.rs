@@ -430,6 +430,15 @@ impl Instruction {
         put(self, 0, 0, 16, delta as i16 as u16 as u32);
         Ok(())
     }
+
+    /// Sets the value of the 32-bit literal the instruction carries;
+    /// `false` (and nothing changed) when it carries none. Cheaper than
+    /// building the instruction again for each value.
+    pub fn set_literal(&mut self, v: u32) -> bool {
+        let has_literal =
+            self.len() == 8 && self.operands().any(|o| matches!(o, Operand::Literal(_)));
+        has_literal && put(self, 1, 0, 32, v)
+    }
 }
 
 /// Where a register operand is encoded ([`Instruction::register_slot`]).
@@ -476,5 +485,23 @@ mod set_register_tests {
         let off = d.decode(&words(&[0xDC788000, 0x007F0003])).unwrap();
         assert!(!off.clone().set_register(2, 4));
         assert!(matches!(off.operand(2), Some(Operand::Fixed("off"))));
+    }
+
+    #[test]
+    fn sets_a_literal_only_where_there_is_one() {
+        use crate::{Builder, Encoding};
+        let b = Builder::new(Target::Gfx90a);
+        let s4 = Operand::Sgpr { first: 4, count: 1 };
+        let add = |v| b.build(Encoding::Sop2, "s_add_u32", &[s4, s4, Operand::Literal(v)]);
+        let mut i = add(0).unwrap();
+        assert!(i.set_literal(0xdead_beef));
+        assert_eq!(i, add(0xdead_beef).unwrap());
+        // An inline constant is no literal: refused, nothing changed.
+        let inline = b
+            .build(Encoding::Sop2, "s_add_u32", &[s4, s4, Operand::Inline(129)])
+            .unwrap();
+        let mut j = inline;
+        assert!(!j.set_literal(7));
+        assert_eq!(j, inline);
     }
 }

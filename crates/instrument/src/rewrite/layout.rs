@@ -155,8 +155,22 @@ impl Asm {
         )?);
         out.push(self.build(Encoding::Sop1, "s_getpc_b64", &[Self::sgpr(r.t, 2)])?);
         let dist = target.wrapping_sub(at + 8);
-        out.push(self.add_lit("s_add_u32", r.t, dist as u32)?);
-        out.push(self.add_lit("s_addc_u32", r.t + 1, (dist >> 32) as u32)?);
+        // (Built once per register with literal 0, which the builder's memo
+        // keeps, and the distance set: building each distance anew cost
+        // more than the rest of the jump.)
+        for (m, reg, value) in [
+            ("s_add_u32", r.t, dist as u32),
+            ("s_addc_u32", r.t + 1, (dist >> 32) as u32),
+        ] {
+            let mut add = self.add_lit(m, reg, 0)?;
+            if !add.set_literal(value) {
+                return Err(RewriteError::Build(
+                    m,
+                    inlay_isa::BuildError::Unknown("no literal".into()),
+                ));
+            }
+            out.push(add);
+        }
         out.push(self.build(
             Encoding::Sopc,
             "s_cmp_lg_u32",
