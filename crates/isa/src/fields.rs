@@ -104,22 +104,84 @@ const ENCODINGS: [E; 27] = [
     E::Invalid,
 ];
 
-/// [`loc`] of every field in every encoding, by `[encoding][field]`:
-/// `get` runs for every operand of every instruction decoded and every
-/// def/use worked out, and the match was a third of its cost.
-static LOCS: [[Option<Loc>; crate::decode::ALL_FIELDS.len()]; ENCODINGS.len()] = {
+/// How [`get`] reads one field of one encoding: every case as data, so a
+/// read is one table lookup and no match on the field (`get` runs for every
+/// operand of every instruction decoded and every def/use worked out).
+#[derive(Clone, Copy)]
+enum Read {
+    /// The encoding has no such field: it reads as 0.
+    Absent,
+    /// `((word >> lo) & mask) << shift`, plus `vgpr_base` unless bit
+    /// `sgpr_bit` of dword 1 is set (0: no such bit). `vgpr_base` is 256 for
+    /// VGPR-only sources (VSRC1, DPP/SDWA src0), read as 9-bit source codes.
+    Bits {
+        dword: u8,
+        lo: u8,
+        mask: u32,
+        shift: u8,
+        vgpr_base: u16,
+        sgpr_bit: u8,
+    },
+    /// VOPC SDWA sdst: vcc (106) unless bit 15 of dword 1 says bits 8..15 name it.
+    VopcSdwaSdst,
+}
+
+impl Read {
+    /// A VGPR-only source field, read as a 9-bit source code.
+    const fn vgpr_source(dword: u8, lo: u8, sgpr_bit: u8) -> Read {
+        Read::Bits {
+            dword,
+            lo,
+            mask: 0xFF,
+            shift: 0,
+            vgpr_base: 256,
+            sgpr_bit,
+        }
+    }
+
+    /// The read of `f` in `enc`: the special forms, else its plain [`loc`].
+    const fn of(enc: E, f: Field) -> Read {
+        match f {
+            // VGPR-only field (or SGPR when the SDWA s1 bit says so)
+            Field::Vsrc1 if vsrc1_loc(enc) => {
+                Read::vgpr_source(0, 9, if enc.is_sdwa() { 31 } else { 0 })
+            }
+            Field::Src0 if enc.is_sdwa() => Read::vgpr_source(1, 0, 23),
+            Field::Src0 if enc.is_dpp() => Read::vgpr_source(1, 0, 0),
+            Field::Sdst if matches!(enc, E::VopcSdwa) => Read::VopcSdwaSdst,
+            _ => match loc(enc, f) {
+                Some(l) => Read::Bits {
+                    dword: l.dword as u8,
+                    lo: l.lo as u8,
+                    mask: if l.width >= 32 {
+                        u32::MAX
+                    } else {
+                        (1 << l.width) - 1
+                    },
+                    shift: l.shift as u8,
+                    vgpr_base: 0,
+                    sgpr_bit: 0,
+                },
+                None => Read::Absent,
+            },
+        }
+    }
+}
+
+/// [`Read`] of every field in every encoding, by `[encoding][field]`.
+static READS: [[Read; crate::decode::ALL_FIELDS.len()]; ENCODINGS.len()] = {
     // Every encoding and field has its row and column (`Invalid` and
     // `Literal` are the last of their enums).
     assert!(E::Invalid as usize + 1 == ENCODINGS.len());
     assert!(Field::Literal as usize + 1 == crate::decode::ALL_FIELDS.len());
-    let mut t = [[None; crate::decode::ALL_FIELDS.len()]; ENCODINGS.len()];
+    let mut t = [[Read::Absent; crate::decode::ALL_FIELDS.len()]; ENCODINGS.len()];
     let mut e = 0;
     while e < ENCODINGS.len() {
         let mut f = 0;
         while f < crate::decode::ALL_FIELDS.len() {
             let (enc, field) = (ENCODINGS[e], crate::decode::ALL_FIELDS[f]);
             assert!(enc as usize == e && field as usize == f);
-            t[e][f] = loc(enc, field);
+            t[e][f] = Read::of(enc, field);
             f += 1;
         }
         e += 1;
@@ -127,7 +189,7 @@ static LOCS: [[Option<Loc>; crate::decode::ALL_FIELDS.len()]; ENCODINGS.len()] =
     t
 };
 
-fn vsrc1_loc(enc: E) -> bool {
+const fn vsrc1_loc(enc: E) -> bool {
     matches!(
         enc,
         E::Vop2 | E::Vopc | E::Vop2Sdwa | E::VopcSdwa | E::Vop2Dpp | E::VopcDpp
@@ -136,26 +198,26 @@ fn vsrc1_loc(enc: E) -> bool {
 
 /// Raw value of a field; source fields (`Src*`, `Vsrc1`) in 9-bit source
 /// encoding (VGPR n = 256 + n), register tuples by first register number.
+#[inline]
 pub(crate) fn get(i: &Instruction, f: Field) -> u32 {
-    let enc = i.encoding;
-    match f {
-        // VGPR-only field (or SGPR when the SDWA s1 bit says so)
-        Field::Vsrc1 if vsrc1_loc(enc) => {
-            let sgpr = enc.is_sdwa() && i.bits(1, 31, 1) != 0;
-            i.bits(0, 9, 8) + if sgpr { 0 } else { 256 }
+    match READS[i.encoding as usize][f as usize] {
+        Read::Bits {
+            dword,
+            lo,
+            mask,
+            shift,
+            vgpr_base,
+            sgpr_bit,
+        } => {
+            let v = ((i.words[dword as usize] >> lo) & mask) << shift;
+            let sgpr = sgpr_bit != 0 && (i.words[1] >> sgpr_bit) & 1 != 0;
+            v + if sgpr { 0 } else { u32::from(vgpr_base) }
         }
-        Field::Src0 if enc.is_sdwa() => {
-            i.bits(1, 0, 8) + if i.bits(1, 23, 1) != 0 { 0 } else { 256 }
-        }
-        Field::Src0 if enc.is_dpp() => 256 + i.bits(1, 0, 8),
-        Field::Sdst if enc == E::VopcSdwa => match i.bits(1, 15, 1) {
+        Read::VopcSdwaSdst => match i.bits(1, 15, 1) {
             0 => 106, // vcc
             _ => i.bits(1, 8, 7),
         },
-        _ => match LOCS[enc as usize][f as usize] {
-            Some(l) => i.bits(l.dword, l.lo, l.width) << l.shift,
-            None => 0,
-        },
+        Read::Absent => 0,
     }
 }
 

@@ -76,13 +76,13 @@ pub enum Encoding {
 }
 
 impl Encoding {
-    pub fn is_sdwa(self) -> bool {
+    pub const fn is_sdwa(self) -> bool {
         matches!(
             self,
             Encoding::Vop1Sdwa | Encoding::Vop2Sdwa | Encoding::VopcSdwa
         )
     }
-    pub fn is_dpp(self) -> bool {
+    pub const fn is_dpp(self) -> bool {
         matches!(
             self,
             Encoding::Vop1Dpp | Encoding::Vop2Dpp | Encoding::VopcDpp
@@ -250,6 +250,7 @@ impl Instruction {
 
     /// Raw value of a field. Source fields use the 9-bit source encoding
     /// (0..=255 scalar/constant, 256.. VGPR n+256) whatever the encoding.
+    #[inline]
     pub fn field(&self, f: Field) -> u32 {
         crate::fields::get(self, f)
     }
