@@ -193,6 +193,26 @@ pub fn operand_class(i: u8) -> &'static OperandClass {
 /// (209-234), 235-239 one by one, inline float, 249-255 one by one, even
 /// and odd VGPR.
 pub(crate) fn value_kind(code: u32) -> usize {
+    // Looked up: every operand of every decoded instruction is checked, and
+    // the chain of range compares cost more than the rest of the check.
+    match VALUE_KINDS.get(code as usize) {
+        Some(&k) => usize::from(k),
+        None => value_kind_of(code),
+    }
+}
+
+/// [`value_kind_of`] of every 9-bit code.
+static VALUE_KINDS: [u8; 512] = {
+    let mut t = [0; 512];
+    let mut code = 0;
+    while code < 512 {
+        t[code] = value_kind_of(code as u32) as u8;
+        code += 1;
+    }
+    t
+};
+
+const fn value_kind_of(code: u32) -> usize {
     (match code {
         0..=101 => 0,
         102..=107 => code - 101,
