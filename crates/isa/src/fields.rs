@@ -282,7 +282,20 @@ pub(crate) fn is_mai_name(m: &str) -> bool {
 }
 
 /// Register file of a field once `acc` bits are applied.
+#[inline]
 pub(crate) fn effective_file(i: &Instruction, f: Field, file: File) -> File {
+    // Only memory and VOP3P (MAI) instructions have acc bits: the others,
+    // most operands info and the formatter see, need no call.
+    match i.encoding {
+        E::Ds | E::Flat | E::Scratch | E::Global | E::Mubuf | E::Mtbuf | E::Mimg | E::Vop3p => {
+            acc_file(i, f, file)
+        }
+        _ => file,
+    }
+}
+
+/// [`effective_file`] of an encoding with acc bits.
+fn acc_file(i: &Instruction, f: Field, file: File) -> File {
     let t = info(i.target);
     let acc = match (i.encoding, f) {
         (E::Ds, Field::Vdst | Field::Data0 | Field::Data1) => t.acc_memory && i.bits(0, 25, 1) != 0,

@@ -264,6 +264,7 @@ impl Instruction {
     }
 
     /// Register file after `acc` bits (gfx90a+ memory instructions, MAI).
+    #[inline]
     pub(crate) fn effective_file(&self, field: Field, file: File) -> File {
         crate::fields::effective_file(self, field, file)
     }
