@@ -211,6 +211,21 @@ impl InstructionInfo {
         }
     }
 
+    /// Appends `implicit`, a list of implicit registers each listed once
+    /// (an opcode's [`Facts`]), to a list that has no implicit ones yet:
+    /// there is nothing to merge with, so no search (as many as fit).
+    fn append_implicit(&mut self, implicit: &InstructionInfo) {
+        debug_assert!(self.used_registers().iter().all(|u| !u.is_implicit()));
+        // (A loop: the lists are short, and copy_from_slice called memcpy.)
+        for (slot, u) in self.regs[self.len as usize..]
+            .iter_mut()
+            .zip(implicit.used_registers())
+        {
+            *slot = *u;
+            self.len += 1;
+        }
+    }
+
     fn implicit(&mut self, file: RegFile, first: u16, count: u8, access: Access) {
         self.push(Register::new(file, first, count), access, None);
     }
@@ -324,11 +339,9 @@ pub fn info(i: &Instruction) -> InstructionInfo {
             _ => {}
         }
     }
-    for u in facts.implicit.used_registers() {
-        out.push(u.register, u.access, None);
-    }
+    out.append_implicit(&facts.implicit);
     // Loads into LDS address it through M0 (a bit, not the opcode, says so).
-    if crate::format::lds_load(i) {
+    if lds {
         out.implicit(RegFile::M0, 0, 1, Access::Read);
     }
     out
