@@ -111,12 +111,6 @@ impl Decoder {
             return 8;
         }
         let desc = self.lookup(enc, op, w0);
-        // No source field holds 255 (the literal code): only a literal slot
-        // (v_madmk/madak, s_setreg_imm32) makes it 8 bytes.
-        if w0 & 0xFF != 0xFF && (w0 >> 8) & 0xFF != 0xFF {
-            let lit = crate::tables::desc(desc).slots().contains(&Slot::Lit);
-            return if desc != 0 && lit { 8 } else { 4 };
-        }
         let i = Instruction {
             words: [w0, 0],
             len: 4,
@@ -205,6 +199,14 @@ fn classify(w0: u32) -> (E, u32, usize) {
 /// A 4-byte instruction takes a literal dword if a scalar source says so
 /// or its operand list has a literal (v_madmk/madak, s_setreg_imm32).
 fn needs_literal(i: &Instruction) -> bool {
+    // The source fields of 4-byte encodings are bits 0..9 (src0), 0..8
+    // (ssrc0) and 8..16 (ssrc1): with neither low byte 0xFF none holds
+    // 255, and reading them (half of decoding a VOP1/VOP2/SOP) is no use.
+    if i.words[0] & 0xFF != 0xFF && (i.words[0] >> 8) & 0xFF != 0xFF {
+        // (matches!, not contains: the derived comparison of whole slots
+        // cost more than the rest of this.)
+        return i.slots().iter().any(|s| matches!(s, Slot::Lit));
+    }
     i.slots().iter().any(|s| match *s {
         Slot::Lit => true,
         Slot::Reg {
