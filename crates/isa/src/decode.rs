@@ -259,6 +259,11 @@ pub(crate) fn slot_class(i: &Instruction, class: u8, class_acc: u8) -> &'static 
 /// Register tuples end at v255, and scalar tuples of 3+ registers (which
 /// start on a multiple of 4) inside the SGPRs or TTMPs LLVM has tuples of.
 fn tuple_fits(i: &Instruction, field: Field, code: u32, regs: u8) -> bool {
+    // Most operands: one register always fits (vdata's size depends on
+    // other bits).
+    if regs == 1 && field != Field::Vdata {
+        return true;
+    }
     let regs = match (field, code) {
         (Field::Vdata, _) => crate::format::vdata_regs(i, regs),
         (_, 0..=101 | 108..=123) => scalar_regs(regs),
