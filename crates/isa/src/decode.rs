@@ -146,6 +146,10 @@ pub(crate) fn base_len(w0: u32) -> usize {
 }
 
 /// Encoding, opcode number and base size (SDWA/DPP count their extra dword).
+// Inlining is forced here and in decode_into's other small checks: LLVM
+// kept them out of line, and for most words the calls cost more than the
+// work (a match on the encoding decode_into has already made).
+#[inline(always)]
 fn classify(w0: u32) -> (E, u32, usize) {
     if w0 >> 31 == 0 {
         let (enc, op) = match w0 >> 25 {
@@ -284,6 +288,7 @@ fn tuple_fits(i: &Instruction, field: Field, code: u32, regs: u8) -> bool {
 
 /// Rules llvm-mc-19 applies to single operations: ds_nop takes no offset;
 /// gfx942's fp8/bf8 conversions write whole dwords under SDWA.
+#[inline(always)]
 fn named_rules_hold(i: &Instruction) -> bool {
     match i.encoding {
         // offen and idxen together take a VGPR pair, which ends at v255
@@ -305,6 +310,7 @@ fn named_rules_hold(i: &Instruction) -> bool {
 /// A GLOBAL/SCRATCH scalar base (any `saddr` but 0x7f, "off") names a
 /// register LLVM can print: 64 bits wide for GLOBAL (so not `flat_scratch_hi`,
 /// `vcc_hi` or `m0`), 32 bits for SCRATCH.
+#[inline(always)]
 fn saddr_valid(i: &Instruction) -> bool {
     let regs = match i.encoding {
         E::Global => 2,
