@@ -108,7 +108,7 @@ const ENCODINGS: [E; 27] = [
 /// read is one table lookup and no match on the field (`get` runs for every
 /// operand of every instruction decoded and every def/use worked out).
 #[derive(Clone, Copy)]
-enum Read {
+pub(crate) enum Read {
     /// The encoding has no such field: it reads as 0.
     Absent,
     /// `((word >> lo) & mask) << shift`, plus `vgpr_base` unless bit
@@ -200,24 +200,39 @@ const fn vsrc1_loc(enc: E) -> bool {
 /// encoding (VGPR n = 256 + n), register tuples by first register number.
 #[inline]
 pub(crate) fn get(i: &Instruction, f: Field) -> u32 {
-    match READS[i.encoding as usize][f as usize] {
-        Read::Bits {
-            dword,
-            lo,
-            mask,
-            shift,
-            vgpr_base,
-            sgpr_bit,
-        } => {
-            let v = ((i.words[dword as usize] >> lo) & mask) << shift;
-            let sgpr = sgpr_bit != 0 && (i.words[1] >> sgpr_bit) & 1 != 0;
-            v + if sgpr { 0 } else { u32::from(vgpr_base) }
+    read(i.encoding, f).value(i)
+}
+
+/// How field `f` of encoding `enc` is read (for callers that read the same
+/// field of many instructions of one encoding).
+#[inline]
+pub(crate) fn read(enc: E, f: Field) -> Read {
+    READS[enc as usize][f as usize]
+}
+
+impl Read {
+    /// The field's value in `i` (same convention as [`get`]).
+    #[inline]
+    pub(crate) fn value(self, i: &Instruction) -> u32 {
+        match self {
+            Read::Bits {
+                dword,
+                lo,
+                mask,
+                shift,
+                vgpr_base,
+                sgpr_bit,
+            } => {
+                let v = ((i.words[dword as usize] >> lo) & mask) << shift;
+                let sgpr = sgpr_bit != 0 && (i.words[1] >> sgpr_bit) & 1 != 0;
+                v + if sgpr { 0 } else { u32::from(vgpr_base) }
+            }
+            Read::VopcSdwaSdst => match i.bits(1, 15, 1) {
+                0 => 106, // vcc
+                _ => i.bits(1, 8, 7),
+            },
+            Read::Absent => 0,
         }
-        Read::VopcSdwaSdst => match i.bits(1, 15, 1) {
-            0 => 106, // vcc
-            _ => i.bits(1, 8, 7),
-        },
-        Read::Absent => 0,
     }
 }
 

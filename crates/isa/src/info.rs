@@ -276,69 +276,46 @@ pub fn info(i: &Instruction) -> InstructionInfo {
     }
     let dst = dst_access(i, facts.dst);
     let lds = crate::format::lds_load(i);
-    let mut seen_source = false;
-    for (n, slot) in i.slots().iter().enumerate() {
-        match *slot {
+    for u in &facts.operands {
+        match *u {
             // A load into LDS names no data register (its address in LDS is
             // M0-based, below).
-            Slot::Reg {
-                field: Field::Vdata | Field::Vdst,
+            OperandUse::Reg { lds_data: true, .. } if lds => {}
+            OperandUse::Reg {
+                n,
+                field,
+                read,
+                regs,
+                file,
+                role,
                 ..
-            } if lds => {}
-            Slot::Reg {
-                field, regs, file, ..
             } => {
-                let is_dst = is_dst_field(i, field);
-                let access = if is_dst {
-                    dst
-                } else if field == Field::Src0 && facts.swap {
-                    Access::ReadWrite // the two registers trade values
-                } else {
-                    Access::Read
+                let access = match role {
+                    Role::Dst => dst,
+                    Role::Source => Access::Read,
+                    Role::Swapped => Access::ReadWrite, // the two registers trade values
                 };
-                seen_source |= !is_dst;
-                if let Some(r) = reg_operand(i, field, regs, file) {
-                    out.push(r, access, Some(n as u8));
+                if let Some(r) = reg_operand(i, field, read.value(i), regs, file) {
+                    out.push(r, access, Some(n));
                 }
             }
-            Slot::Fixed(t) => {
-                // `vcc` before any source is the carry/compare output, after
-                // them the carry-in or select mask. The other fixed slots
-                // hold addresses (vaddr, saddr), which are only read, even
-                // after a store's data.
-                let text = Slot::fixed_text(t);
-                let access = if seen_source || text != "vcc" {
-                    Access::Read
+            OperandUse::Other {
+                n,
+                slot,
+                source_before,
+                source_before_lds,
+            } => {
+                let seen_source = if lds {
+                    source_before_lds
                 } else {
-                    Access::Write
+                    source_before
                 };
-                if let Some(r) = fixed_operand(i, n, text) {
-                    out.push(r, access, Some(n as u8));
+                if let Some((r, access)) =
+                    other_operand(i, n as usize, slot, seen_source, facts.setreg)
+                {
+                    out.push(r, access, Some(n));
                 }
             }
-            Slot::Imm(ImmKind::SmemOffset) => {
-                if let Some(r) = smem_soffset(i) {
-                    out.push(r, Access::Read, Some(n as u8));
-                }
-            }
-            Slot::Imm(ImmKind::Hwreg) => {
-                let v = i.imm_value();
-                let (id, off, size) = (v & 0x3F, (v >> 6) & 0x1F, ((v >> 11) & 0x1F) + 1);
-                let access = if !facts.setreg {
-                    Access::Read
-                } else if off == 0 && size == 32 {
-                    Access::Write
-                } else {
-                    Access::ReadWrite
-                };
-                out.push(
-                    Register::new(RegFile::HwReg, id as u16, 1),
-                    access,
-                    Some(n as u8),
-                );
-            }
-            // Other immediates and literals name no register.
-            _ => {}
         }
     }
     out.append_implicit(&facts.implicit);
@@ -349,6 +326,50 @@ pub fn info(i: &Instruction) -> InstructionInfo {
     out
 }
 
+/// The register a slot other than a register field names (fixed text, SMEM
+/// offset, hardware register), and how it is accessed; `seen_source`: a
+/// source slot came before it. Out of line: inlined into `info`'s loop, the
+/// bits these few slots read were worked out before it for every
+/// instruction.
+#[inline(never)]
+fn other_operand(
+    i: &Instruction,
+    n: usize,
+    slot: Slot,
+    seen_source: bool,
+    setreg: bool,
+) -> Option<(Register, Access)> {
+    match slot {
+        Slot::Fixed(t) => {
+            // `vcc` before any source is the carry/compare output, after
+            // them the carry-in or select mask. The other fixed slots
+            // hold addresses (vaddr, saddr), which are only read, even
+            // after a store's data.
+            let text = Slot::fixed_text(t);
+            let access = if seen_source || text != "vcc" {
+                Access::Read
+            } else {
+                Access::Write
+            };
+            fixed_operand(i, n, text).map(|r| (r, access))
+        }
+        Slot::Imm(ImmKind::SmemOffset) => smem_soffset(i).map(|r| (r, Access::Read)),
+        Slot::Imm(ImmKind::Hwreg) => {
+            let v = i.imm_value();
+            let (id, off, size) = (v & 0x3F, (v >> 6) & 0x1F, ((v >> 11) & 0x1F) + 1);
+            let access = if !setreg {
+                Access::Read
+            } else if off == 0 && size == 32 {
+                Access::Write
+            } else {
+                Access::ReadWrite
+            };
+            Some((Register::new(RegFile::HwReg, id as u16, 1), access))
+        }
+        _ => None,
+    }
+}
+
 /// What an instruction's opcode alone says about its registers: found by
 /// comparing its name with prefixes, once per table entry (the string
 /// compares were most of `info`'s cost).
@@ -356,12 +377,96 @@ pub fn info(i: &Instruction) -> InstructionInfo {
 struct Facts {
     encoding: E,
     dst: DstRule,
-    /// `v_swap_*`: the source is written too.
-    swap: bool,
     /// `s_setreg*`: the hardware register is written.
     setreg: bool,
     /// Implicit registers, in the order `info` lists them.
     implicit: InstructionInfo,
+    /// The operand slots that may name a register, in printed order.
+    operands: Vec<OperandUse>,
+}
+
+/// An operand slot that may name a register, with what `info` needs of it
+/// that the opcode alone decides (worked out once per table entry: per
+/// operand, the match on the slot and its field was most of `info`).
+#[derive(Clone, Copy)]
+enum OperandUse {
+    /// A register field: slot `n`, its field and how to read it in this
+    /// encoding, its size and file before acc bits, and its role.
+    Reg {
+        n: u8,
+        field: Field,
+        read: crate::fields::Read,
+        regs: u8,
+        file: File,
+        role: Role,
+        /// vdata or vdst, which loads into LDS do not name.
+        lds_data: bool,
+    },
+    /// A fixed text, SMEM offset or hardware register slot (`other_operand`);
+    /// whether a source register slot comes before it (for `vcc`), among all
+    /// register slots and among those loads into LDS name.
+    Other {
+        n: u8,
+        slot: Slot,
+        source_before: bool,
+        source_before_lds: bool,
+    },
+}
+
+/// How an instruction accesses a register field.
+#[derive(Clone, Copy)]
+enum Role {
+    /// A destination: as [`dst_access`] says.
+    Dst,
+    Source,
+    /// The source of `v_swap_*`, written too.
+    Swapped,
+}
+
+/// The slots of `i` that may name a register, as [`OperandUse`]s.
+fn operand_uses(i: &Instruction, swap: bool) -> Vec<OperandUse> {
+    let mut uses = Vec::new();
+    let (mut source_before, mut source_before_lds) = (false, false);
+    for (n, slot) in i.slots().iter().enumerate() {
+        let n = n as u8;
+        match *slot {
+            Slot::Reg {
+                field, regs, file, ..
+            } => {
+                let is_dst = is_dst_field(i, field);
+                let lds_data = matches!(field, Field::Vdata | Field::Vdst);
+                source_before |= !is_dst;
+                source_before_lds |= !is_dst && !lds_data;
+                let role = if is_dst {
+                    Role::Dst
+                } else if field == Field::Src0 && swap {
+                    Role::Swapped
+                } else {
+                    Role::Source
+                };
+                uses.push(OperandUse::Reg {
+                    n,
+                    field,
+                    read: crate::fields::read(i.encoding, field),
+                    regs,
+                    file,
+                    role,
+                    lds_data,
+                });
+            }
+            // Other immediates and literals name no register.
+            Slot::Fixed(_) | Slot::Imm(ImmKind::SmemOffset | ImmKind::Hwreg) => {
+                uses.push(OperandUse::Other {
+                    n,
+                    slot: *slot,
+                    source_before,
+                    source_before_lds,
+                })
+            }
+            Slot::Imm(_) | Slot::Lit | Slot::FieldImm(_) => {}
+        }
+    }
+    uses
 }
 
 fn facts(i: &Instruction) -> std::borrow::Cow<'static, Facts> {
@@ -378,9 +483,10 @@ fn facts(i: &Instruction) -> std::borrow::Cow<'static, Facts> {
         Facts {
             encoding: i.encoding,
             dst: dst_rule(i.encoding, name),
-            swap: name.starts_with("v_swap_"),
             setreg: name.starts_with("s_setreg"),
             implicit,
+            // `v_swap_*`: the source is written too.
+            operands: operand_uses(i, name.starts_with("v_swap_")),
         }
     };
     match all.get(i.desc as usize).map(|cell| cell.get_or_init(make)) {
@@ -529,8 +635,8 @@ fn dst_access(i: &Instruction, rule: DstRule) -> Access {
 }
 
 /// The register(s) a register slot names, as the formatter prints them.
-fn reg_operand(i: &Instruction, field: Field, regs: u8, file: File) -> Option<Register> {
-    let v = i.field(field);
+/// (`v`: the field's value.)
+fn reg_operand(i: &Instruction, field: Field, v: u32, regs: u8, file: File) -> Option<Register> {
     let file = i.effective_file(field, file);
     let mut regs = regs;
     if field == Field::Vdata {
