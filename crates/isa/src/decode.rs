@@ -1,10 +1,15 @@
-//! Decoding: bytes -> [`Instruction`], into a caller-owned value, no allocation.
+//! Decoding: bytes -> [`Instruction`], into a caller-owned value (no
+//! allocation but the per-table-entry operand checks, made once each).
 
+use crate::fields::Read;
 use crate::model::{Encoding as E, Instruction, Target};
 use crate::tables::{
     operand_class, scalar_regs, src_name, ConstKind, Field, File, OperandClass, Slot, TargetTables,
     Verdict, SGPR_TUPLE_END, TTMP_TUPLE_END,
 };
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
 
 /// Why bytes could not be decoded at all. (Unknown encodings are not errors:
 /// they decode to an instruction with `Encoding::Invalid` and their word.)
@@ -225,21 +230,72 @@ fn needs_literal(i: &Instruction) -> bool {
 /// per operand: LLVM refuses the instruction otherwise), and register
 /// tuples end inside their register file.
 fn operands_valid(i: &Instruction) -> bool {
-    i.slots().iter().all(|s| match *s {
-        Slot::Reg {
-            field,
-            regs,
-            file,
-            class,
-            class_acc,
-            ..
-        } => {
-            let code = operand_code(field, file, i.field(field));
-            slot_class(i, class, class_acc).verdict(code) != Verdict::Reject
-                && tuple_fits(i, field, code, regs)
-        }
-        _ => true,
+    let checks = operand_checks(i);
+    // MAI instructions take other operand classes for vdst and src2 when
+    // acc_cd (bit 15) makes them AGPR operands.
+    let acc = i.encoding == E::Vop3p && i.bits(0, 15, 1) != 0;
+    checks.iter().all(|c| {
+        let code = c.code.value(i) + u32::from(c.vgpr_base);
+        let class = if acc { c.class_acc } else { c.class };
+        class.verdict(code) != Verdict::Reject && (!c.tuple || tuple_fits(i, c.field, code, c.regs))
     })
+}
+
+/// What [`operands_valid`] checks of one register operand, worked out once
+/// per table entry: per operand, finding the slot's field, class and code
+/// was most of decoding.
+#[derive(Clone, Copy)]
+struct OperandCheck {
+    /// Reads the field (in this encoding); `vgpr_base` added makes it the
+    /// operand's 9-bit code ([`operand_code`]).
+    code: Read,
+    vgpr_base: u16,
+    /// Its operand class, and the one once acc_cd makes it an AGPR operand.
+    class: &'static OperandClass,
+    class_acc: &'static OperandClass,
+    field: Field,
+    regs: u8,
+    /// More than one register (or vdata, sized by other bits): see
+    /// whether the tuple ends inside its file.
+    tuple: bool,
+}
+
+/// The [`OperandCheck`]s of `i`'s register operands, kept per table entry.
+fn operand_checks(i: &Instruction) -> Cow<'static, [OperandCheck]> {
+    type Memo = OnceLock<(E, Vec<OperandCheck>)>;
+    static CHECKS: OnceLock<Vec<Memo>> = OnceLock::new();
+    let all = CHECKS.get_or_init(|| {
+        (0..crate::tables::desc_count())
+            .map(|_| OnceLock::new())
+            .collect()
+    });
+    let make = || {
+        let checks = i.slots().iter().filter_map(|s| match *s {
+            Slot::Reg {
+                field,
+                regs,
+                file,
+                class,
+                class_acc,
+                ..
+            } => Some(OperandCheck {
+                code: crate::fields::read(i.encoding, field),
+                vgpr_base: operand_code(field, file, 0) as u16,
+                class: operand_class(class),
+                class_acc: operand_class(class_acc),
+                field,
+                regs,
+                tuple: regs != 1 || field == Field::Vdata,
+            }),
+            _ => None,
+        });
+        (i.encoding, checks.collect())
+    };
+    match all.get(i.desc as usize).map(|cell| cell.get_or_init(make)) {
+        Some((enc, checks)) if *enc == i.encoding => Cow::Borrowed(checks),
+        // A table entry shared by two encodings is not memoised.
+        _ => Cow::Owned(make().1),
+    }
 }
 
 /// The 9-bit source code of a field's value (VGPR n = 256 + n): source
