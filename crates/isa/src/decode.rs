@@ -60,8 +60,9 @@ impl Decoder {
             return Ok(4);
         }
         out.desc = desc;
+        let checks = operand_checks(out);
         let mut len = base;
-        if base == 4 && needs_literal(out) {
+        if base == 4 && needs_literal(out, &checks) {
             len = 8;
         }
         if len == 8 {
@@ -73,7 +74,7 @@ impl Decoder {
         let reject = out.desc().reject_bits;
         let rejected = out.words[0] & reject[0] != 0 || (len == 8 && out.words[1] & reject[1] != 0);
         if rejected
-            || !operands_valid(out)
+            || !operands_valid(out, &checks)
             || !zero_fields_clear(out)
             || !saddr_valid(out)
             || !named_rules_hold(out)
@@ -123,7 +124,7 @@ impl Decoder {
             target: self.target,
             desc,
         };
-        if desc != 0 && needs_literal(&i) {
+        if desc != 0 && needs_literal(&i, &operand_checks(&i)) {
             8
         } else {
             4
@@ -207,43 +208,47 @@ fn classify(w0: u32) -> (E, u32, usize) {
 
 /// A 4-byte instruction takes a literal dword if a scalar source says so
 /// or its operand list has a literal (v_madmk/madak, s_setreg_imm32).
-fn needs_literal(i: &Instruction) -> bool {
+fn needs_literal(i: &Instruction, checks: &OperandChecks) -> bool {
     // The source fields of 4-byte encodings are bits 0..9 (src0), 0..8
     // (ssrc0) and 8..16 (ssrc1): with neither low byte 0xFF none holds
     // 255, and reading them (half of decoding a VOP1/VOP2/SOP) is no use.
-    if i.words[0] & 0xFF != 0xFF && (i.words[0] >> 8) & 0xFF != 0xFF {
-        // (matches!, not contains: the derived comparison of whole slots
-        // cost more than the rest of this.)
-        return i.slots().iter().any(|s| matches!(s, Slot::Lit));
-    }
-    i.slots().iter().any(|s| match *s {
-        Slot::Lit => true,
-        Slot::Reg {
-            field: f @ (Field::Src0 | Field::Ssrc0 | Field::Ssrc1),
-            ..
-        } => i.field(f) == LITERAL,
-        _ => false,
-    })
+    let maybe_literal_source = i.words[0] & 0xFF == 0xFF || (i.words[0] >> 8) & 0xFF == 0xFF;
+    checks.literal
+        || maybe_literal_source
+            && checks
+                .operands
+                .iter()
+                .any(|c| c.literal_source && c.code.value(i) == LITERAL)
 }
 
 /// Every register operand holds a value its operand class takes (learned
 /// per operand: LLVM refuses the instruction otherwise), and register
 /// tuples end inside their register file.
-fn operands_valid(i: &Instruction) -> bool {
-    let checks = operand_checks(i);
+fn operands_valid(i: &Instruction, checks: &OperandChecks) -> bool {
     // MAI instructions take other operand classes for vdst and src2 when
     // acc_cd (bit 15) makes them AGPR operands.
     let acc = i.encoding == E::Vop3p && i.bits(0, 15, 1) != 0;
-    checks.iter().all(|c| {
+    checks.operands.iter().all(|c| {
         let code = c.code.value(i) + u32::from(c.vgpr_base);
         let class = if acc { c.class_acc } else { c.class };
         class.verdict(code) != Verdict::Reject && (!c.tuple || tuple_fits(i, c.field, code, c.regs))
     })
 }
 
-/// What [`operands_valid`] checks of one register operand, worked out once
-/// per table entry: per operand, finding the slot's field, class and code
-/// was most of decoding.
+/// What decoding checks of a table entry's operands, worked out once per
+/// entry: per operand, finding the slot's field, class and code was most
+/// of decoding.
+#[derive(Clone)]
+struct OperandChecks {
+    encoding: E,
+    /// The operand list has a literal (v_madmk/madak, s_setreg_imm32).
+    literal: bool,
+    /// The register operands, in printed order.
+    operands: Vec<OperandCheck>,
+}
+
+/// What [`operands_valid`] (and [`needs_literal`]) check of one register
+/// operand.
 #[derive(Clone, Copy)]
 struct OperandCheck {
     /// Reads the field (in this encoding); `vgpr_base` added makes it the
@@ -258,19 +263,20 @@ struct OperandCheck {
     /// More than one register (or vdata, sized by other bits): see
     /// whether the tuple ends inside its file.
     tuple: bool,
+    /// A scalar source, which 255 makes a literal.
+    literal_source: bool,
 }
 
-/// The [`OperandCheck`]s of `i`'s register operands, kept per table entry.
-fn operand_checks(i: &Instruction) -> Cow<'static, [OperandCheck]> {
-    type Memo = OnceLock<(E, Vec<OperandCheck>)>;
-    static CHECKS: OnceLock<Vec<Memo>> = OnceLock::new();
+/// The [`OperandChecks`] of `i`'s table entry.
+fn operand_checks(i: &Instruction) -> Cow<'static, OperandChecks> {
+    static CHECKS: OnceLock<Vec<OnceLock<OperandChecks>>> = OnceLock::new();
     let all = CHECKS.get_or_init(|| {
         (0..crate::tables::desc_count())
             .map(|_| OnceLock::new())
             .collect()
     });
     let make = || {
-        let checks = i.slots().iter().filter_map(|s| match *s {
+        let operands = i.slots().iter().filter_map(|s| match *s {
             Slot::Reg {
                 field,
                 regs,
@@ -286,15 +292,20 @@ fn operand_checks(i: &Instruction) -> Cow<'static, [OperandCheck]> {
                 field,
                 regs,
                 tuple: regs != 1 || field == Field::Vdata,
+                literal_source: matches!(field, Field::Src0 | Field::Ssrc0 | Field::Ssrc1),
             }),
             _ => None,
         });
-        (i.encoding, checks.collect())
+        OperandChecks {
+            encoding: i.encoding,
+            literal: i.slots().iter().any(|s| matches!(s, Slot::Lit)),
+            operands: operands.collect(),
+        }
     };
     match all.get(i.desc as usize).map(|cell| cell.get_or_init(make)) {
-        Some((enc, checks)) if *enc == i.encoding => Cow::Borrowed(checks),
+        Some(checks) if checks.encoding == i.encoding => Cow::Borrowed(checks),
         // A table entry shared by two encodings is not memoised.
-        _ => Cow::Owned(make().1),
+        _ => Cow::Owned(make()),
     }
 }
 
