@@ -223,16 +223,24 @@ impl Read {
                 vgpr_base,
                 sgpr_bit,
             } => {
-                let v = ((i.words[dword as usize] >> lo) & mask) << shift;
+                let v = ((i.words[usize::from(dword & 1)] >> lo) & mask) << shift;
                 let sgpr = sgpr_bit != 0 && (i.words[1] >> sgpr_bit) & 1 != 0;
                 v + if sgpr { 0 } else { u32::from(vgpr_base) }
             }
-            Read::VopcSdwaSdst => match i.bits(1, 15, 1) {
-                0 => 106, // vcc
-                _ => i.bits(1, 8, 7),
-            },
+            Read::VopcSdwaSdst => vopc_sdwa_sdst(i),
             Read::Absent => 0,
         }
+    }
+}
+
+/// VOPC SDWA's sdst: vcc unless bit 15 says bits 8..15 name it. Out of line
+/// (rare): inlined, callers worked these bits out for every instruction.
+#[cold]
+#[inline(never)]
+fn vopc_sdwa_sdst(i: &Instruction) -> u32 {
+    match i.bits(1, 15, 1) {
+        0 => 106, // vcc
+        _ => i.bits(1, 8, 7),
     }
 }
 
