@@ -274,7 +274,9 @@ pub fn info(i: &Instruction) -> InstructionInfo {
         }
         _ => {}
     }
-    let dst = dst_access(i, facts.dst);
+    let dst = facts.dst_fixed.unwrap_or_else(|| dst_access(i, facts.dst));
+    // By role (`Role as usize`).
+    let accesses = [dst, Access::Read, Access::ReadWrite];
     let lds = crate::format::lds_load(i);
     for u in &facts.operands {
         match *u {
@@ -290,13 +292,8 @@ pub fn info(i: &Instruction) -> InstructionInfo {
                 role,
                 ..
             } => {
-                let access = match role {
-                    Role::Dst => dst,
-                    Role::Source => Access::Read,
-                    Role::Swapped => Access::ReadWrite, // the two registers trade values
-                };
                 if let Some(r) = reg_operand(i, field, read.value(i), regs, file) {
-                    out.push(r, access, Some(n));
+                    out.push(r, accesses[role as usize], Some(n));
                 }
             }
             OperandUse::Other {
@@ -377,6 +374,8 @@ fn other_operand(
 struct Facts {
     encoding: E,
     dst: DstRule,
+    /// [`dst_access`] when no bit of the instruction decides it.
+    dst_fixed: Option<Access>,
     /// `s_setreg*`: the hardware register is written.
     setreg: bool,
     /// Implicit registers, in the order `info` lists them.
@@ -417,10 +416,11 @@ enum OperandUse {
 #[derive(Clone, Copy)]
 enum Role {
     /// A destination: as [`dst_access`] says.
-    Dst,
-    Source,
-    /// The source of `v_swap_*`, written too.
-    Swapped,
+    Dst = 0,
+    /// Read.
+    Source = 1,
+    /// The source of `v_swap_*`: read and written (the registers trade values).
+    Swapped = 2,
 }
 
 /// The slots of `i` that may name a register, as [`OperandUse`]s.
@@ -480,9 +480,11 @@ fn facts(i: &Instruction) -> std::borrow::Cow<'static, Facts> {
         let name = i.opcode().map(|o| o.name()).unwrap_or("");
         let mut implicit = InstructionInfo::new();
         implicit_by_opcode(i, name, &mut implicit);
+        let dst = dst_rule(i.encoding, name);
         Facts {
             encoding: i.encoding,
-            dst: dst_rule(i.encoding, name),
+            dst,
+            dst_fixed: (!dst_depends_on_bits(i.encoding, dst)).then(|| dst_access(i, dst)),
             setreg: name.starts_with("s_setreg"),
             implicit,
             // `v_swap_*`: the source is written too.
@@ -578,6 +580,17 @@ fn dst_rule(enc: E, name: &str) -> DstRule {
             d16: name.contains("_d16"),
             mix: starts(&["v_fma_mixlo_", "v_fma_mixhi_"]),
         },
+    }
+}
+
+/// Whether [`dst_access`] reads bits of the instruction with `rule` in
+/// `enc` (glc of atomics, op_sel of the legacy ops, SDWA's dst_sel).
+fn dst_depends_on_bits(enc: E, rule: DstRule) -> bool {
+    match rule {
+        DstRule::Memory { atomic, .. } => atomic,
+        DstRule::Is(_) => false,
+        DstRule::LegacyOpSel => true,
+        DstRule::ByEncoding { .. } => matches!(enc, E::Vop1Sdwa | E::Vop2Sdwa),
     }
 }
 
