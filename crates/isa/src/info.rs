@@ -41,6 +41,7 @@
 use crate::model::{Encoding as E, Instruction};
 use crate::tables::{Field, File, ImmKind, Slot};
 use crate::target::info as target_info;
+use std::borrow::Cow;
 
 /// AMD's machine-readable description of every CDNA opcode (register roles
 /// and widths), kept as an independent oracle for tests. See `gen/defuse.py`.
@@ -239,8 +240,17 @@ pub fn info(i: &Instruction) -> InstructionInfo {
     if !i.is_valid() {
         return out;
     }
-    let facts = facts(i);
-    let facts: &Facts = &facts;
+    // (Matched, not dereferenced: through the Cow each use of the facts
+    // asked which one it holds.)
+    match facts(i) {
+        Cow::Borrowed(facts) => add_registers(i, facts, &mut out),
+        Cow::Owned(facts) => add_registers(i, &facts, &mut out),
+    }
+    out
+}
+
+/// Adds the registers valid instruction `i` uses to `out`, given its facts.
+fn add_registers(i: &Instruction, facts: &Facts, out: &mut InstructionInfo) {
     // EXP and VINTRP have no operand slots (the formatter prints them from
     // their fields): the same registers here.
     match i.encoding {
@@ -320,7 +330,6 @@ pub fn info(i: &Instruction) -> InstructionInfo {
     if lds {
         out.implicit(RegFile::M0, 0, 1, Access::Read);
     }
-    out
 }
 
 /// The register a slot other than a register field names (fixed text, SMEM
@@ -469,7 +478,7 @@ fn operand_uses(i: &Instruction, swap: bool) -> Vec<OperandUse> {
     uses
 }
 
-fn facts(i: &Instruction) -> std::borrow::Cow<'static, Facts> {
+fn facts(i: &Instruction) -> Cow<'static, Facts> {
     static FACTS: std::sync::OnceLock<Vec<std::sync::OnceLock<Facts>>> = std::sync::OnceLock::new();
     let all = FACTS.get_or_init(|| {
         (0..crate::tables::desc_count())
@@ -492,9 +501,9 @@ fn facts(i: &Instruction) -> std::borrow::Cow<'static, Facts> {
         }
     };
     match all.get(i.desc as usize).map(|cell| cell.get_or_init(make)) {
-        Some(f) if f.encoding == i.encoding => std::borrow::Cow::Borrowed(f),
+        Some(f) if f.encoding == i.encoding => Cow::Borrowed(f),
         // A table entry shared by two encodings is not memoised.
-        _ => std::borrow::Cow::Owned(make()),
+        _ => Cow::Owned(make()),
     }
 }
 
