@@ -8,7 +8,6 @@ use crate::tables::{
     Verdict, SGPR_TUPLE_END, TTMP_TUPLE_END,
 };
 
-use std::borrow::Cow;
 use std::sync::OnceLock;
 
 /// Why bytes could not be decoded at all. (Unknown encodings are not errors:
@@ -60,9 +59,10 @@ impl Decoder {
             return Ok(4);
         }
         out.desc = desc;
-        let checks = operand_checks(out);
+        let mut unshared = None;
+        let checks = operand_checks(out, &mut unshared);
         let mut len = base;
-        if base == 4 && needs_literal(out, &checks) {
+        if base == 4 && needs_literal(out, checks) {
             len = 8;
         }
         if len == 8 {
@@ -74,7 +74,7 @@ impl Decoder {
         let reject = out.desc().reject_bits;
         let rejected = out.words[0] & reject[0] != 0 || (len == 8 && out.words[1] & reject[1] != 0);
         if rejected
-            || !operands_valid(out, &checks)
+            || !operands_valid(out, checks)
             || !zero_fields_clear(out)
             || !saddr_valid(out)
             || !named_rules_hold(out)
@@ -124,7 +124,7 @@ impl Decoder {
             target: self.target,
             desc,
         };
-        if desc != 0 && needs_literal(&i, &operand_checks(&i)) {
+        if desc != 0 && needs_literal(&i, operand_checks(&i, &mut None)) {
             8
         } else {
             4
@@ -267,8 +267,13 @@ struct OperandCheck {
     literal_source: bool,
 }
 
-/// The [`OperandChecks`] of `i`'s table entry.
-fn operand_checks(i: &Instruction) -> Cow<'static, OperandChecks> {
+/// The [`OperandChecks`] of `i`'s table entry: kept, or made in `unshared`
+/// for an entry shared by two encodings (not a Cow: through one, each use
+/// asked which it held).
+fn operand_checks<'a>(
+    i: &Instruction,
+    unshared: &'a mut Option<OperandChecks>,
+) -> &'a OperandChecks {
     static CHECKS: OnceLock<Vec<OnceLock<OperandChecks>>> = OnceLock::new();
     let all = CHECKS.get_or_init(|| {
         (0..crate::tables::desc_count())
@@ -303,9 +308,9 @@ fn operand_checks(i: &Instruction) -> Cow<'static, OperandChecks> {
         }
     };
     match all.get(i.desc as usize).map(|cell| cell.get_or_init(make)) {
-        Some(checks) if checks.encoding == i.encoding => Cow::Borrowed(checks),
+        Some(checks) if checks.encoding == i.encoding => checks,
         // A table entry shared by two encodings is not memoised.
-        _ => Cow::Owned(make()),
+        _ => unshared.insert(make()),
     }
 }
 
