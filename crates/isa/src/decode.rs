@@ -132,6 +132,7 @@ impl Decoder {
     }
 
     /// Decodes one instruction into a new value.
+    #[inline]
     pub fn decode(&self, bytes: &[u8]) -> Result<Instruction, DecodeError> {
         let mut i = Instruction::default();
         self.decode_into(bytes, &mut i)?;
