@@ -360,6 +360,9 @@ impl TargetTables {
         }
     }
 
+    // Forced inline: decode_into looks a table up for every word, and the
+    // call cost more than the jump on the encoding (#[inline] did not do).
+    #[inline(always)]
     pub(crate) fn table(&self, enc: Encoding) -> &'static [u16] {
         use Encoding as E;
         match enc {
