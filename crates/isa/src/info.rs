@@ -300,9 +300,16 @@ fn add_registers(i: &Instruction, facts: &Facts, out: &mut InstructionInfo) {
                 regs,
                 file,
                 role,
+                sized_by_bits,
                 ..
             } => {
-                if let Some(r) = reg_operand(i, field, read.value(i), regs, file) {
+                let v = read.value(i);
+                let r = if sized_by_bits {
+                    reg_operand(i, field, v, regs, file)
+                } else {
+                    named_register(field, v, regs, i.effective_file(field, file))
+                };
+                if let Some(r) = r {
                     out.push(r, accesses[role as usize], Some(n));
                 }
             }
@@ -409,6 +416,9 @@ enum OperandUse {
         role: Role,
         /// vdata or vdst, which loads into LDS do not name.
         lds_data: bool,
+        /// Other bits decide how many registers it names (vdata, FLAT
+        /// addresses): see [`reg_operand`].
+        sized_by_bits: bool,
     },
     /// A fixed text, SMEM offset or hardware register slot (`other_operand`);
     /// whether a source register slot comes before it (for `vcc`), among all
@@ -461,6 +471,8 @@ fn operand_uses(i: &Instruction, swap: bool) -> Vec<OperandUse> {
                     file,
                     role,
                     lds_data,
+                    sized_by_bits: field == Field::Vdata
+                        || (field == Field::Addr && i.encoding.is_flat()),
                 });
             }
             // Other immediates and literals name no register.
@@ -671,6 +683,12 @@ fn reg_operand(i: &Instruction, field: Field, v: u32, regs: u8, file: File) -> O
             _ => {}
         }
     }
+    named_register(field, v, regs, file)
+}
+
+/// The register(s) value `v` of a register field names, given its size and
+/// its file after acc bits.
+fn named_register(field: Field, v: u32, regs: u8, file: File) -> Option<Register> {
     let src9 = matches!(
         field,
         Field::Src0 | Field::Src1 | Field::Src2 | Field::Vsrc1
