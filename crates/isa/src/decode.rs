@@ -76,8 +76,8 @@ impl Decoder {
         if rejected
             || !operands_valid(out, checks)
             || !zero_fields_clear(out)
-            || !saddr_valid(out)
-            || !named_rules_hold(out)
+            || !saddr_valid(out, checks)
+            || !named_rules_hold(out, checks)
         {
             // LLVM rejects the whole instruction when an operand names no register.
             out.desc = 0;
@@ -244,6 +244,10 @@ struct OperandChecks {
     encoding: E,
     /// The operand list has a literal (v_madmk/madak, s_setreg_imm32).
     literal: bool,
+    /// Its last slot is an `off` (a GLOBAL/SCRATCH scalar base).
+    saddr_slot: bool,
+    /// A rule of [`named_rules_hold`] for single operations applies.
+    named_rule: bool,
     /// The register operands, in printed order.
     operands: Vec<OperandCheck>,
 }
@@ -305,6 +309,9 @@ fn operand_checks<'a>(
         OperandChecks {
             encoding: i.encoding,
             literal: i.slots().iter().any(|s| matches!(s, Slot::Lit)),
+            saddr_slot: matches!(i.slots().last(),
+                Some(Slot::Fixed(t)) if Slot::fixed_text(*t) == "off"),
+            named_rule: has_named_rule(i),
             operands: operands.collect(),
         }
     };
@@ -362,21 +369,29 @@ fn tuple_fits(i: &Instruction, field: Field, code: u32, regs: u8) -> bool {
 /// Rules llvm-mc-19 applies to single operations: ds_nop takes no offset;
 /// gfx942's fp8/bf8 conversions write whole dwords under SDWA.
 #[inline(always)]
-fn named_rules_hold(i: &Instruction) -> bool {
+fn named_rules_hold(i: &Instruction, checks: &OperandChecks) -> bool {
     match i.encoding {
         // offen and idxen together take a VGPR pair, which ends at v255
         E::Mubuf | E::Mtbuf => i.field(Field::Vaddr) + i.bits(0, 12, 1) + i.bits(0, 13, 1) <= 256,
-        E::Ds if i.mnemonic() == "ds_nop" => i.bits(0, 0, 16) == 0,
+        _ if !checks.named_rule => true,
+        E::Ds => i.bits(0, 0, 16) == 0,
         // The attribute source of 32-bit VOP3 interpolation has no high half
         // (the 16-bit forms print bit 8 as `high`); LLVM refuses it set.
-        E::Vop3
-            if i.mnemonic().starts_with("v_interp_")
-                && i.mnemonic().trim_end_matches("_e64").ends_with("_f32") =>
-        {
-            i.bits(1, 8, 1) == 0
-        }
-        E::Vop1Sdwa if crate::format::sdwa_without_dst(i.mnemonic()) => i.bits(1, 8, 3) == 6,
+        E::Vop3 => i.bits(1, 8, 1) == 0,
+        E::Vop1Sdwa => i.bits(1, 8, 3) == 6,
         _ => true,
+    }
+}
+
+/// Whether one of [`named_rules_hold`]'s rules for single operations
+/// applies to `i`'s opcode (decided by its name, once per table entry).
+fn has_named_rule(i: &Instruction) -> bool {
+    let m = i.mnemonic();
+    match i.encoding {
+        E::Ds => m == "ds_nop",
+        E::Vop3 => m.starts_with("v_interp_") && m.trim_end_matches("_e64").ends_with("_f32"),
+        E::Vop1Sdwa => crate::format::sdwa_without_dst(m),
+        _ => false,
     }
 }
 
@@ -384,7 +399,7 @@ fn named_rules_hold(i: &Instruction) -> bool {
 /// register LLVM can print: 64 bits wide for GLOBAL (so not `flat_scratch_hi`,
 /// `vcc_hi` or `m0`), 32 bits for SCRATCH.
 #[inline(always)]
-fn saddr_valid(i: &Instruction) -> bool {
+fn saddr_valid(i: &Instruction, checks: &OperandChecks) -> bool {
     let regs = match i.encoding {
         E::Global => 2,
         E::Scratch => 1,
@@ -393,9 +408,7 @@ fn saddr_valid(i: &Instruction) -> bool {
         _ => return true,
     };
     let saddr = i.bits(1, 16, 7);
-    let has_slot =
-        matches!(i.slots().last(), Some(Slot::Fixed(t)) if Slot::fixed_text(*t) == "off");
-    saddr == 0x7F || !has_slot || !src_name(ConstKind::B32, regs, saddr as u8).is_empty()
+    saddr == 0x7F || !checks.saddr_slot || !src_name(ConstKind::B32, regs, saddr as u8).is_empty()
 }
 
 /// Fields this opcode leaves unused are zero (LLVM rejects them otherwise).
