@@ -60,7 +60,7 @@ impl Decoder {
         }
         out.desc = desc;
         let mut unshared = None;
-        let checks = operand_checks(out, &mut unshared);
+        let checks = entry_checks(out, &mut unshared);
         let mut len = base;
         if base == 4 && needs_literal(out, checks) {
             len = 8;
@@ -124,7 +124,7 @@ impl Decoder {
             target: self.target,
             desc,
         };
-        if desc != 0 && needs_literal(&i, operand_checks(&i, &mut None)) {
+        if desc != 0 && needs_literal(&i, entry_checks(&i, &mut None)) {
             8
         } else {
             4
@@ -209,7 +209,7 @@ fn classify(w0: u32) -> (E, u32, usize) {
 
 /// A 4-byte instruction takes a literal dword if a scalar source says so
 /// or its operand list has a literal (v_madmk/madak, s_setreg_imm32).
-fn needs_literal(i: &Instruction, checks: &OperandChecks) -> bool {
+fn needs_literal(i: &Instruction, checks: &EntryChecks) -> bool {
     // The source fields of 4-byte encodings are bits 0..9 (src0), 0..8
     // (ssrc0) and 8..16 (ssrc1): with neither low byte 0xFF none holds
     // 255, and reading them (half of decoding a VOP1/VOP2/SOP) is no use.
@@ -225,7 +225,7 @@ fn needs_literal(i: &Instruction, checks: &OperandChecks) -> bool {
 /// Every register operand holds a value its operand class takes (learned
 /// per operand: LLVM refuses the instruction otherwise), and register
 /// tuples end inside their register file.
-fn operands_valid(i: &Instruction, checks: &OperandChecks) -> bool {
+fn operands_valid(i: &Instruction, checks: &EntryChecks) -> bool {
     // MAI instructions take other operand classes for vdst and src2 when
     // acc_cd (bit 15) makes them AGPR operands.
     let acc = i.encoding == E::Vop3p && i.bits(0, 15, 1) != 0;
@@ -236,11 +236,11 @@ fn operands_valid(i: &Instruction, checks: &OperandChecks) -> bool {
     })
 }
 
-/// What decoding checks of a table entry's operands, worked out once per
-/// entry: per operand, finding the slot's field, class and code was most
-/// of decoding.
+/// What decoding checks of a table entry that the entry alone decides,
+/// worked out once per entry: per operand, finding the slot's field, class
+/// and code was most of decoding.
 #[derive(Clone)]
-struct OperandChecks {
+struct EntryChecks {
     encoding: E,
     /// The operand list has a literal (v_madmk/madak, s_setreg_imm32).
     literal: bool,
@@ -272,14 +272,11 @@ struct OperandCheck {
     literal_source: bool,
 }
 
-/// The [`OperandChecks`] of `i`'s table entry: kept, or made in `unshared`
+/// The [`EntryChecks`] of `i`'s table entry: kept, or made in `unshared`
 /// for an entry shared by two encodings (not a Cow: through one, each use
 /// asked which it held).
-fn operand_checks<'a>(
-    i: &Instruction,
-    unshared: &'a mut Option<OperandChecks>,
-) -> &'a OperandChecks {
-    static CHECKS: OnceLock<Vec<OnceLock<OperandChecks>>> = OnceLock::new();
+fn entry_checks<'a>(i: &Instruction, unshared: &'a mut Option<EntryChecks>) -> &'a EntryChecks {
+    static CHECKS: OnceLock<Vec<OnceLock<EntryChecks>>> = OnceLock::new();
     let all = CHECKS.get_or_init(|| {
         (0..crate::tables::desc_count())
             .map(|_| OnceLock::new())
@@ -306,7 +303,7 @@ fn operand_checks<'a>(
             }),
             _ => None,
         });
-        OperandChecks {
+        EntryChecks {
             encoding: i.encoding,
             literal: i.slots().iter().any(|s| matches!(s, Slot::Lit)),
             saddr_slot: matches!(i.slots().last(),
@@ -369,7 +366,7 @@ fn tuple_fits(i: &Instruction, field: Field, code: u32, regs: u8) -> bool {
 /// Rules llvm-mc-19 applies to single operations: ds_nop takes no offset;
 /// gfx942's fp8/bf8 conversions write whole dwords under SDWA.
 #[inline(always)]
-fn named_rules_hold(i: &Instruction, checks: &OperandChecks) -> bool {
+fn named_rules_hold(i: &Instruction, checks: &EntryChecks) -> bool {
     match i.encoding {
         // offen and idxen together take a VGPR pair, which ends at v255
         E::Mubuf | E::Mtbuf => i.field(Field::Vaddr) + i.bits(0, 12, 1) + i.bits(0, 13, 1) <= 256,
@@ -399,7 +396,7 @@ fn has_named_rule(i: &Instruction) -> bool {
 /// register LLVM can print: 64 bits wide for GLOBAL (so not `flat_scratch_hi`,
 /// `vcc_hi` or `m0`), 32 bits for SCRATCH.
 #[inline(always)]
-fn saddr_valid(i: &Instruction, checks: &OperandChecks) -> bool {
+fn saddr_valid(i: &Instruction, checks: &EntryChecks) -> bool {
     let regs = match i.encoding {
         E::Global => 2,
         E::Scratch => 1,
