@@ -1,5 +1,5 @@
 //! Decoding: bytes -> [`Instruction`], into a caller-owned value (no
-//! allocation but the per-table-entry operand checks, made once each).
+//! allocation but each table entry's checks, made on its first use).
 
 use crate::fields::Read;
 use crate::model::{Encoding as E, Instruction, Target};
