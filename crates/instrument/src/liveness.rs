@@ -33,6 +33,8 @@
 //! registers (s0–s33, v0–v31, EXEC, FLAT_SCRATCH) in any lane and are
 //! assumed to kill nothing.
 
+use std::borrow::Cow;
+
 use inlay_isa::{info, Operand, RegFile};
 
 use crate::lift::{Callee, Exit, FuncId, FuncKind, InstId, Program};
@@ -85,28 +87,46 @@ const READ: u8 = 1;
 const READ_ALL_LANES: u8 = 2;
 
 /// Per-instruction effects, precomputed from inlay-isa's def/use.
-pub(crate) struct Effects {
+pub(crate) struct Effects<'p> {
     /// Word operations on `active` (and `inactive`): (kind, word, mask);
     /// an instruction's kills come before its reads.
     ops: Vec<(u8, u8, u64)>,
-    /// (first op, number of ops, exec effect, call site + 1 or 0)
-    per_inst: Vec<(u32, u16, ExecEffect, u32)>,
+    /// Each distinct encoding's effects, then those of the instructions
+    /// that need their own (calls, and instructions in GPR-indexing mode).
+    by_form: Vec<InstEffects>,
+    /// Index in `by_form` of each instruction's effects: the program's
+    /// own `form_of` unless some instruction needs its own.
+    form_of: Cow<'p, [u32]>,
+}
+
+/// What liveness needs of one distinct encoding, or of one instruction.
+#[derive(Clone, Copy)]
+struct InstEffects {
+    /// Its operations in `Effects::ops`: (first, number).
+    ops: (u32, u16),
+    exec: ExecEffect,
+    /// Call site + 1, or 0 (not a call).
+    call: u32,
+    /// `Some(true)` for `s_set_gpr_idx_on`, `Some(false)` for `_off`.
+    gpr_idx: Option<bool>,
 }
 
 /// Appends `(kind, word, mask)` operations covering bits `b..b + n`.
+#[inline(always)]
 fn push_ops(ops: &mut Vec<(u8, u8, u64)>, kind: u8, b: u16, n: u16) {
     let (w, lo) = (b / 64, b % 64);
-    if n > 0 && lo + n <= 64 && b + n <= regs::NUM_BITS {
+    if n > 0 && n < 64 && lo + n <= 64 && b + n <= regs::NUM_BITS {
         // Within one word (nearly every operand).
-        let mask = if n == 64 {
-            u64::MAX
-        } else {
-            ((1u64 << n) - 1) << lo
-        };
-        ops.push((kind, w as u8, mask));
+        ops.push((kind, w as u8, ((1u64 << n) - 1) << lo));
     } else {
-        ops.extend(regs::word_masks(b, n).map(|(w, m)| (kind, w as u8, m)));
+        push_ops_across(ops, kind, b, n);
     }
+}
+
+/// [`push_ops`] for bits over several words (or a whole one).
+#[inline(never)]
+fn push_ops_across(ops: &mut Vec<(u8, u8, u64)>, kind: u8, b: u16, n: u16) {
+    ops.extend(regs::word_masks(b, n).map(|(w, m)| (kind, w as u8, m)));
 }
 
 fn is_exec(op: Option<Operand>) -> bool {
@@ -146,22 +166,29 @@ fn exec_effect_of(i: &inlay_isa::Instruction, writes_exec: bool) -> ExecEffect {
 }
 
 /// Whether the instruction's VGPR reads may see lanes EXEC disables.
-fn reads_other_lanes(i: &inlay_isa::Instruction) -> bool {
-    let name = i.opcode().map(|o| o.name()).unwrap_or("");
+/// (By the name's first letters first: this runs for every distinct
+/// encoding, and few names can match.)
+fn reads_other_lanes(i: &inlay_isa::Instruction, name: &str) -> bool {
     i.encoding().is_dpp()
-        || name.starts_with("v_readlane_")
-        || name.starts_with("ds_swizzle")
-        || name.starts_with("ds_permute")
-        || name.starts_with("ds_bpermute")
+        || match name.as_bytes() {
+            [b'v', b'_', b'r', ..] => name.starts_with("v_readlane_"),
+            [b'd', b's', b'_', ..] => {
+                name.starts_with("ds_swizzle")
+                    || name.starts_with("ds_permute")
+                    || name.starts_with("ds_bpermute")
+            }
+            _ => false,
+        }
 }
 
-/// What liveness needs of one distinct encoding (see [`Effects::new`]).
-struct FormEffects {
-    /// Its operations in `Effects::ops` outside GPR-indexing mode.
-    ops: (u32, u16),
-    exec: ExecEffect,
-    /// `Some(true)` for `s_set_gpr_idx_on`, `Some(false)` for `_off`.
-    gpr_idx: Option<bool>,
+/// Whether the instruction is an M0-relative move that reads
+/// (`s_movrels*`, `v_movrels*`, `v_movrelsd*`) or writes (`s_movreld*`,
+/// `v_movreld*`) a register M0 past the named one.
+fn relative_move(name: &str) -> (bool, bool) {
+    match name.as_bytes() {
+        [b's' | b'v', b'_', b'm', b'o', b'v', b'r', b'e', b'l', c, ..] => (*c == b's', *c == b'd'),
+        _ => (false, false),
+    }
 }
 
 /// Appends to `ops` the operations of an instruction (kills, then reads)
@@ -171,29 +198,39 @@ fn instruction_ops(
     used: &[inlay_isa::UsedRegister],
     indexed: bool,
     ops: &mut Vec<(u8, u8, u64)>,
-    reads: &mut Vec<(u8, u8, u64)>,
 ) {
-    reads.clear();
-    let all_lanes = reads_other_lanes(i);
     let name = i.opcode().map(|o| o.name()).unwrap_or("");
+    let all_lanes = reads_other_lanes(i, name);
     // M0-relative moves read / write a register M0 past the named
     // one; under s_set_gpr_idx_on, VALU VGPR operands are offset by
     // M0 too. Their reads reach every register from the named one
     // up, and their writes kill nothing.
-    let rel_read = name.starts_with("s_movrels") || name.starts_with("v_movrels");
-    let rel_write = name.starts_with("s_movreld") || name.starts_with("v_movreld");
+    let (rel_read, rel_write) = relative_move(name);
+    let relative = |u: &inlay_isa::UsedRegister| {
+        let file = u.register.file;
+        (rel_read || rel_write || (indexed && matches!(file, RegFile::Vgpr | RegFile::Agpr)))
+            && matches!(file, RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr)
+            && !u.is_implicit()
+    };
+    // Two passes, kills then reads (each register is looked up once
+    // but for read-modify-writes, which kill nothing).
     for u in used {
+        if u.access != inlay_isa::Access::Write || relative(u) {
+            continue;
+        }
+        if let Some((b, n)) = regs::bits_of(&u.register) {
+            push_ops(ops, KILL, b, n);
+        }
+    }
+    for u in used {
+        if !u.access.reads() {
+            continue;
+        }
         let Some((b, n)) = regs::bits_of(&u.register) else {
             continue;
         };
         let vector = b >= regs::VGPR_BASE;
-        let relative = (rel_read || rel_write || (indexed && vector))
-            && matches!(
-                u.register.file,
-                RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr
-            )
-            && !u.is_implicit();
-        let n = if relative && u.access.reads() {
+        let n = if relative(u) {
             let end = match u.register.file {
                 RegFile::Sgpr => regs::NUM_SGPRS,
                 RegFile::Vgpr => regs::VGPR_BASE + 256,
@@ -203,31 +240,25 @@ fn instruction_ops(
         } else {
             n
         };
-        if u.access == inlay_isa::Access::Write && !relative {
-            push_ops(ops, KILL, b, n);
-        }
-        if u.access.reads() && !(relative && u.access == inlay_isa::Access::Write) {
-            let kind = if vector && all_lanes {
-                READ_ALL_LANES
-            } else {
-                READ
-            };
-            push_ops(reads, kind, b, n);
-        }
+        let kind = if vector && all_lanes {
+            READ_ALL_LANES
+        } else {
+            READ
+        };
+        push_ops(ops, kind, b, n);
     }
-    ops.extend_from_slice(reads);
 }
 
-impl Effects {
+impl<'p> Effects<'p> {
     /// Each distinct encoding's effects worked out once; an instruction
-    /// takes its encoding's (or its own, in GPR-indexing mode).
-    pub(crate) fn new(prog: &Program) -> Effects {
+    /// takes its encoding's, or its own if it is a call or may run in
+    /// GPR-indexing mode.
+    pub(crate) fn new(prog: &'p Program) -> Effects<'p> {
         let (forms, form_of) = prog.forms();
         // (Nearly every distinct encoding has 3 or 4 operations, a few
         // more; indexed instructions add theirs.)
         let mut ops = Vec::with_capacity(forms.list.len() * 5);
-        let mut reads = Vec::new();
-        let by_form: Vec<FormEffects> = forms
+        let mut by_form: Vec<InstEffects> = forms
             .list
             .iter()
             .enumerate()
@@ -235,14 +266,15 @@ impl Effects {
                 let i = &form.inst;
                 let used = forms.used(k);
                 let start = ops.len() as u32;
-                instruction_ops(i, used, false, &mut ops, &mut reads);
+                instruction_ops(i, used, false, &mut ops);
                 let writes_exec = used
                     .iter()
                     .any(|u| u.register.file == RegFile::Exec && u.access.writes());
                 let name = i.opcode().map(|o| o.name()).unwrap_or("");
-                FormEffects {
+                InstEffects {
                     ops: (start, (ops.len() as u32 - start) as u16),
                     exec: exec_effect_of(i, writes_exec),
+                    call: 0,
                     gpr_idx: match name {
                         "s_set_gpr_idx_on" => Some(true),
                         "s_set_gpr_idx_off" => Some(false),
@@ -251,29 +283,41 @@ impl Effects {
                 }
             })
             .collect();
-        let mut call_of = vec![0u32; prog.insts.len()];
-        for (k, c) in prog.calls.iter().enumerate() {
-            if !c.tail {
-                if let Some(x) = call_of.get_mut(c.inst) {
-                    *x = k as u32 + 1;
-                }
-            }
-        }
-        let indexed = gpr_indexed(prog, form_of, &by_form);
-        let mut per_inst = Vec::with_capacity(prog.insts.len());
-        for (id, &k) in form_of.iter().enumerate() {
-            let fe = &by_form[k as usize];
-            let (start, n) = if indexed.get(id).copied().unwrap_or(false) {
-                let start = ops.len() as u32;
-                let used = forms.used(k as usize);
-                instruction_ops(&prog.insts[id].inst, used, true, &mut ops, &mut reads);
-                (start, (ops.len() as u32 - start) as u16)
-            } else {
-                fe.ops
+        let mut form_of = Cow::Borrowed(form_of);
+        let indexed = gpr_indexed(prog, &form_of, &by_form);
+        for (id, _) in indexed.iter().enumerate().filter(|(_, on)| **on) {
+            let k = form_of[id] as usize;
+            let start = ops.len() as u32;
+            instruction_ops(&prog.insts[id].inst, forms.used(k), true, &mut ops);
+            let own = InstEffects {
+                ops: (start, (ops.len() as u32 - start) as u16),
+                ..by_form[k]
             };
-            per_inst.push((start, n, fe.exec, call_of[id]));
+            form_of.to_mut()[id] = by_form.len() as u32;
+            by_form.push(own);
         }
-        Effects { ops, per_inst }
+        for (site, c) in prog.calls.iter().enumerate() {
+            if c.tail || c.inst >= form_of.len() {
+                continue;
+            }
+            let own = InstEffects {
+                call: site as u32 + 1,
+                ..by_form[form_of[c.inst] as usize]
+            };
+            form_of.to_mut()[c.inst] = by_form.len() as u32;
+            by_form.push(own);
+        }
+        Effects {
+            ops,
+            by_form,
+            form_of,
+        }
+    }
+
+    /// The effects of instruction `id`.
+    #[inline]
+    fn of(&self, id: InstId) -> &InstEffects {
+        &self.by_form[self.form_of[id] as usize]
     }
 }
 
@@ -281,7 +325,7 @@ impl Effects {
 /// `s_set_gpr_idx_on` and `s_set_gpr_idx_off` in a block; if a block ends
 /// with the mode still on, every vector instruction of that function.
 /// (Empty when the program has no `s_set_gpr_idx_on`.)
-fn gpr_indexed(prog: &Program, form_of: &[u32], by_form: &[FormEffects]) -> Vec<bool> {
+fn gpr_indexed(prog: &Program, form_of: &[u32], by_form: &[InstEffects]) -> Vec<bool> {
     if !by_form.iter().any(|f| f.gpr_idx == Some(true)) {
         return Vec::new();
     }
@@ -515,7 +559,7 @@ impl Packed {
 
 struct Solver<'a> {
     prog: &'a Program,
-    fx: &'a Effects,
+    fx: &'a Effects<'a>,
     summaries: Vec<Summary>,
 }
 
@@ -553,7 +597,12 @@ impl Solver<'_> {
 
     /// Backward over one instruction.
     fn transfer(&self, id: InstId, st: &mut Live) {
-        let (start, n, exec, call) = self.fx.per_inst[id];
+        let &InstEffects {
+            ops: (start, n),
+            exec,
+            call,
+            ..
+        } = self.fx.of(id);
         if call != 0 {
             *st = self.site_summary(call as usize - 1).apply(st);
         }
@@ -789,8 +838,8 @@ fn prologue(prog: &Program, fx: &Effects) -> Vec<InstId> {
     let blocks = kernel.blocks.clone();
     let base = blocks.start;
     let dirty = |id: InstId| {
-        let (_, _, exec, call) = fx.per_inst[id];
-        exec != ExecEffect::None || call != 0
+        let fx = fx.of(id);
+        fx.exec != ExecEffect::None || fx.call != 0
     };
     let clean_through = |b: usize| !prog.blocks[b].insts.clone().any(dirty);
     // Greatest fixpoint: start from "clean everywhere", remove until stable.
@@ -879,13 +928,13 @@ pub fn analyse(prog: &Program) -> Liveness {
                     updates.push((callee, contexts[f]));
                 }
             }
-            if bl.insts.clone().all(|id| fx.per_inst[id].3 == 0) {
+            if bl.insts.clone().all(|id| fx.of(id).call == 0) {
                 continue;
             }
             states.clear();
             s.block_states(f, b, &contexts[f], live_in, &mut states);
             for id in bl.insts.clone() {
-                let (_, _, _, call) = fx.per_inst[id];
+                let call = fx.of(id).call;
                 if call == 0 {
                     continue;
                 }
