@@ -191,14 +191,16 @@ fn relative_move(name: &str) -> (bool, bool) {
     }
 }
 
-/// Appends to `ops` the operations of an instruction (kills, then reads)
-/// whose registers are `used`; `indexed` if it may run in GPR-indexing mode.
-fn instruction_ops(
+/// The effects of an instruction whose registers are `used` (`indexed`
+/// if it may run in GPR-indexing mode), its operations (kills, then
+/// reads) appended to `ops`.
+fn instruction_effects(
     i: &inlay_isa::Instruction,
     used: &[inlay_isa::UsedRegister],
     indexed: bool,
     ops: &mut Vec<(u8, u8, u64)>,
-) {
+) -> InstEffects {
+    let start = ops.len() as u32;
     let name = i.opcode().map(|o| o.name()).unwrap_or("");
     let all_lanes = reads_other_lanes(i, name);
     // M0-relative moves read / write a register M0 past the named
@@ -214,7 +216,9 @@ fn instruction_ops(
     };
     // Two passes, kills then reads (each register is looked up once
     // but for read-modify-writes, which kill nothing).
-    for u in used {
+    let mut writes_exec = false;
+    for u in used.iter().filter(|u| u.access.writes()) {
+        writes_exec |= u.register.file == RegFile::Exec;
         if u.access != inlay_isa::Access::Write || relative(u) {
             continue;
         }
@@ -247,6 +251,16 @@ fn instruction_ops(
         };
         push_ops(ops, kind, b, n);
     }
+    InstEffects {
+        ops: (start, (ops.len() as u32 - start) as u16),
+        exec: exec_effect_of(i, writes_exec),
+        call: 0,
+        gpr_idx: match name {
+            "s_set_gpr_idx_on" => Some(true),
+            "s_set_gpr_idx_off" => Some(false),
+            _ => None,
+        },
+    }
 }
 
 impl<'p> Effects<'p> {
@@ -262,37 +276,13 @@ impl<'p> Effects<'p> {
             .list
             .iter()
             .enumerate()
-            .map(|(k, form)| {
-                let i = &form.inst;
-                let used = forms.used(k);
-                let start = ops.len() as u32;
-                instruction_ops(i, used, false, &mut ops);
-                let writes_exec = used
-                    .iter()
-                    .any(|u| u.register.file == RegFile::Exec && u.access.writes());
-                let name = i.opcode().map(|o| o.name()).unwrap_or("");
-                InstEffects {
-                    ops: (start, (ops.len() as u32 - start) as u16),
-                    exec: exec_effect_of(i, writes_exec),
-                    call: 0,
-                    gpr_idx: match name {
-                        "s_set_gpr_idx_on" => Some(true),
-                        "s_set_gpr_idx_off" => Some(false),
-                        _ => None,
-                    },
-                }
-            })
+            .map(|(k, form)| instruction_effects(&form.inst, forms.used(k), false, &mut ops))
             .collect();
         let mut form_of = Cow::Borrowed(form_of);
         let indexed = gpr_indexed(prog, &form_of, &by_form);
         for (id, _) in indexed.iter().enumerate().filter(|(_, on)| **on) {
-            let k = form_of[id] as usize;
-            let start = ops.len() as u32;
-            instruction_ops(&prog.insts[id].inst, forms.used(k), true, &mut ops);
-            let own = InstEffects {
-                ops: (start, (ops.len() as u32 - start) as u16),
-                ..by_form[k]
-            };
+            let used = forms.used(form_of[id] as usize);
+            let own = instruction_effects(&prog.insts[id].inst, used, true, &mut ops);
             form_of.to_mut()[id] = by_form.len() as u32;
             by_form.push(own);
         }
@@ -311,6 +301,28 @@ impl<'p> Effects<'p> {
             ops,
             by_form,
             form_of,
+        }
+    }
+
+    /// Makes the word of each operation its position in the states of
+    /// `layout` (a kill of a word the layout drops, never live, then
+    /// kills nothing). Those of `active` are where [`Layout::full`] has
+    /// them: the solver takes the operations as they are in that layout.
+    fn place(&mut self, layout: &Layout) {
+        let mut at = [None; RegSet::WORDS];
+        for (p, &k) in layout.kept.iter().enumerate() {
+            if let Some(a) = at.get_mut(usize::from(k)) {
+                *a = Some(p as u8);
+            }
+        }
+        for op in &mut self.ops {
+            *op = match at[usize::from(op.1)] {
+                Some(p) => (op.0, p, op.2),
+                None => {
+                    debug_assert_eq!(op.0, KILL, "a read of a word the layout drops");
+                    (KILL, 0, 0)
+                }
+            };
         }
     }
 
@@ -477,24 +489,12 @@ impl Packed {
         }
     }
 
-    /// Stores the kept words of `st` as instruction `i`'s state (the caller
-    /// knows the others are zero).
-    fn store(&mut self, i: InstId, st: &Live) {
-        debug_assert!(
-            (0..LIVE_WORDS).all(|k| self.kept.contains(&(k as u8))
-                || [st.active.words(), st.inactive.words()].concat()[k] == 0),
-            "a state has a register outside the words kept"
-        );
-        // The words of `st` in one array whose size no kept index reaches
-        // (so reading them needs no bounds check).
-        let mut words = [0u64; 32];
-        words[..RegSet::WORDS].copy_from_slice(st.active.words());
-        words[RegSet::WORDS..LIVE_WORDS].copy_from_slice(st.inactive.words());
+    /// Stores a solver state whose layout keeps the same words as this
+    /// table as instruction `i`'s state.
+    fn store(&mut self, i: InstId, st: &State) {
         let w = self.kept.len();
-        if let Some(slot) = self.words.get_mut(i * w..(i + 1) * w) {
-            for (s, &k) in slot.iter_mut().zip(&self.kept) {
-                *s = words[usize::from(k) & 31];
-            }
+        if let (Some(slot), Some(words)) = (self.words.get_mut(i * w..(i + 1) * w), st.0.get(..w)) {
+            slot.copy_from_slice(words);
         }
     }
 
@@ -557,13 +557,125 @@ impl Packed {
     }
 }
 
+/// A [`Live`] as the solver holds it: the words a [`Layout`] keeps, at
+/// its positions, then zeros.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+struct State([u64; LIVE_WORDS]);
+
+impl State {
+    fn union_with(&mut self, o: &State) {
+        for (w, o) in self.0.iter_mut().zip(&o.0) {
+            *w |= o;
+        }
+    }
+}
+
+/// Which words of [`Live`] the solver's states keep, and where. Scalar
+/// words of `active` come first, then its vector words, then the same
+/// vector words of `inactive` (the only ones it can have), so the two
+/// halves of a vector word are a fixed distance apart.
+struct Layout {
+    /// The word of [`Live`] (index in [`LIVE_WORDS`]) at each position.
+    kept: Vec<u8>,
+    /// Where `active`'s vector words start, and how many there are.
+    vector: usize,
+    nvector: usize,
+}
+
+impl Layout {
+    /// A layout of `kept` (increasing; a vector word of `active` is kept
+    /// if and only if its `inactive` one is, and no scalar word of
+    /// `inactive` is).
+    fn new(kept: Vec<u8>) -> Layout {
+        let words = RegSet::WORDS as u8;
+        let vector = kept
+            .iter()
+            .filter(|&&k| VECTOR.words()[usize::from(k % words)] == 0)
+            .count();
+        let nvector = kept.iter().filter(|&&k| k >= words).count();
+        debug_assert!(kept.windows(2).all(|w| w[0] < w[1]));
+        debug_assert_eq!(vector + 2 * nvector, kept.len(), "{kept:?}");
+        debug_assert!((0..nvector).all(|j| kept[vector + j] + words == kept[vector + nvector + j]));
+        Layout {
+            kept,
+            vector,
+            nvector,
+        }
+    }
+
+    /// Every word a state can have (each word of `active` at its index).
+    fn full() -> Layout {
+        let vector = VECTOR.words();
+        let active = 0..RegSet::WORDS;
+        let inactive = (0..RegSet::WORDS).filter(|&k| vector[k] != 0);
+        Layout::new(
+            active
+                .chain(inactive.map(|k| k + RegSet::WORDS))
+                .map(|k| k as u8)
+                .collect(),
+        )
+    }
+
+    fn pack(&self, live: &Live) -> State {
+        let mut st = State::default();
+        for (s, &k) in st.0.iter_mut().zip(&self.kept) {
+            let k = usize::from(k);
+            *s = match k.checked_sub(RegSet::WORDS) {
+                None => live.active.words()[k],
+                Some(k) => live.inactive.words()[k],
+            };
+        }
+        debug_assert_eq!(
+            self.unpack(&st),
+            *live,
+            "a state has a word its layout drops"
+        );
+        st
+    }
+
+    fn unpack(&self, st: &State) -> Live {
+        let mut live = Live::default();
+        for (&s, &k) in st.0.iter().zip(&self.kept) {
+            let k = usize::from(k);
+            match k.checked_sub(RegSet::WORDS) {
+                None => live.active.insert_mask(k, s),
+                Some(k) => live.inactive.insert_mask(k, s),
+            }
+        }
+        live
+    }
+
+    /// The positions of each vector word kept: (in `active`, in `inactive`).
+    fn vector_pairs(&self) -> impl Iterator<Item = (usize, usize)> {
+        let (v, n) = (self.vector, self.nvector);
+        (v..v + n).map(move |p| (p, p + n))
+    }
+}
+
 struct Solver<'a> {
     prog: &'a Program,
-    fx: &'a Effects<'a>,
+    /// `fx`'s effects of each instruction: `by_form[form_of[id]]`.
+    by_form: &'a [InstEffects],
+    form_of: &'a [u32],
+    ops: &'a [(u8, u8, u64)],
+    layout: Layout,
     summaries: Vec<Summary>,
 }
 
-impl Solver<'_> {
+impl<'a> Solver<'a> {
+    /// A solver over states of `layout`, whose positions `fx.ops` name
+    /// (see [`Effects::place`]).
+    fn new(prog: &'a Program, fx: &'a Effects<'a>, layout: Layout) -> Solver<'a> {
+        Solver {
+            prog,
+            by_form: &fx.by_form,
+            form_of: &fx.form_of,
+            ops: &fx.ops,
+            layout,
+            summaries: vec![Summary::default(); prog.functions.len()],
+        }
+    }
+
     fn site_summary(&self, site: usize) -> Summary {
         let Some(c) = self.prog.calls.get(site) else {
             return Summary::calling_convention();
@@ -595,66 +707,80 @@ impl Solver<'_> {
         }
     }
 
+    /// The state before a call (site `site`) given the state after it.
+    fn call(&self, site: usize, after: &State) -> State {
+        let after = self.layout.unpack(after);
+        self.layout.pack(&self.site_summary(site).apply(&after))
+    }
+
     /// Backward over one instruction.
-    fn transfer(&self, id: InstId, st: &mut Live) {
+    #[inline(always)]
+    fn transfer(&self, id: InstId, state: &mut State) {
         let &InstEffects {
             ops: (start, n),
             exec,
             call,
             ..
-        } = self.fx.of(id);
+        } = &self.by_form[self.form_of[id] as usize];
         if call != 0 {
-            *st = self.site_summary(call as usize - 1).apply(st);
+            *state = self.call(call as usize - 1, state);
         }
+        let st = &mut state.0;
+        // Only vector words change (and `inactive` has no other).
         match exec {
             ExecEffect::None => {}
             ExecEffect::Narrow => {
-                let i = st.inactive;
-                st.active.union_with(&i);
+                for (a, i) in self.layout.vector_pairs() {
+                    st[a] |= st[i];
+                }
             }
             ExecEffect::Widen => {
-                let a = st.active.intersection(&VECTOR);
-                st.inactive.union_with(&a);
+                for (a, i) in self.layout.vector_pairs() {
+                    st[i] |= st[a];
+                }
             }
             ExecEffect::Disjoint => {
                 // Lanes enabled before are disabled after: their needs are
                 // among `inactive`; lanes disabled before may be either.
-                let (a, i) = (st.active.intersection(&VECTOR), st.inactive);
-                st.active.subtract(&VECTOR);
-                st.active.union_with(&i);
-                st.inactive.union_with(&a);
+                for (a, i) in self.layout.vector_pairs() {
+                    let active = st[a];
+                    st[a] = st[i];
+                    st[i] |= active;
+                }
             }
             ExecEffect::Unknown => {
-                let u = st.any().intersection(&VECTOR);
-                st.active.union_with(&u);
-                st.inactive.union_with(&u);
+                for (a, i) in self.layout.vector_pairs() {
+                    let any = st[a] | st[i];
+                    st[a] = any;
+                    st[i] = any;
+                }
             }
         }
         // Kills first, then reads (the order `Effects` keeps).
-        for &(kind, w, m) in &self.fx.ops[start as usize..start as usize + n as usize] {
-            let w = usize::from(w);
+        for &(kind, p, m) in &self.ops[start as usize..start as usize + n as usize] {
+            let p = usize::from(p);
             match kind {
-                KILL => st.active.remove_mask(w, m),
-                READ => st.active.insert_mask(w, m),
+                KILL => st[p] &= !m,
+                READ => st[p] |= m,
                 _ => {
-                    st.active.insert_mask(w, m);
-                    st.inactive.insert_mask(w, m);
+                    st[p] |= m;
+                    st[p + self.layout.nvector] |= m;
                 }
             }
         }
     }
 
     /// State at the end of block `b` given its successors' entry states.
-    fn exit_state(&self, f: FuncId, b: usize, ctx: &Live, live_in: &[Live]) -> Live {
+    fn exit_state(&self, f: FuncId, b: usize, ctx: &State, live_in: &[State]) -> State {
         let base = self.prog.functions[f].blocks.start;
         let bl = &self.prog.blocks[b];
         match bl.exit {
-            Exit::EndProgram => Live::default(),
+            Exit::EndProgram => State::default(),
             Exit::Return => *ctx,
-            Exit::TailCall(site) => self.site_summary(site).apply(ctx),
-            Exit::Unresolved => Live::all(),
+            Exit::TailCall(site) => self.call(site, ctx),
+            Exit::Unresolved => self.layout.pack(&Live::all()),
             Exit::FallThrough | Exit::Branch | Exit::CondBranch => {
-                let mut s = Live::default();
+                let mut s = State::default();
                 for &succ in &bl.succs {
                     if let Some(l) = live_in.get(succ - base) {
                         s.union_with(l);
@@ -666,7 +792,7 @@ impl Solver<'_> {
     }
 
     /// Block entry states of function `f` when its returns see `ctx`.
-    fn solve(&self, f: FuncId, ctx: &Live) -> Vec<Live> {
+    fn solve(&self, f: FuncId, ctx: &State) -> Vec<State> {
         self.solve_visiting(f, ctx, |_, _| {})
     }
 
@@ -678,12 +804,12 @@ impl Solver<'_> {
     fn solve_visiting(
         &self,
         f: FuncId,
-        ctx: &Live,
-        mut visit: impl FnMut(InstId, &Live),
-    ) -> Vec<Live> {
+        ctx: &State,
+        mut visit: impl FnMut(InstId, &State),
+    ) -> Vec<State> {
         let blocks = self.prog.functions[f].blocks.clone();
         let base = blocks.start;
-        let mut live_in = vec![Live::default(); blocks.len()];
+        let mut live_in = vec![State::default(); blocks.len()];
         // Sweeps over the blocks in postorder (successors first, but along
         // back edges), each visiting the blocks whose successors changed:
         // most blocks are visited once or twice.
@@ -714,7 +840,6 @@ impl Solver<'_> {
         }
         live_in
     }
-
     /// The blocks of `f` in postorder of a depth-first walk from its entry
     /// (then any block the walk did not reach).
     fn postorder(&self, f: FuncId) -> Vec<usize> {
@@ -757,7 +882,14 @@ impl Solver<'_> {
     /// The states before each instruction of block `b` (of function `f`,
     /// whose block entry states are `live_in`), in instruction order,
     /// appended to `out`.
-    fn block_states(&self, f: FuncId, b: usize, ctx: &Live, live_in: &[Live], out: &mut Vec<Live>) {
+    fn block_states(
+        &self,
+        f: FuncId,
+        b: usize,
+        ctx: &State,
+        live_in: &[State],
+        out: &mut Vec<State>,
+    ) {
         let start = out.len();
         self.block_states_back(f, b, ctx, live_in, |_, st| out.push(*st));
         out[start..].reverse();
@@ -769,9 +901,9 @@ impl Solver<'_> {
         &self,
         f: FuncId,
         b: usize,
-        ctx: &Live,
-        live_in: &[Live],
-        mut visit: impl FnMut(InstId, &Live),
+        ctx: &State,
+        live_in: &[State],
+        mut visit: impl FnMut(InstId, &State),
     ) {
         let mut st = self.exit_state(f, b, ctx, live_in);
         for id in self.prog.blocks[b].insts.clone().rev() {
@@ -781,7 +913,12 @@ impl Solver<'_> {
     }
 
     fn summarise(&self, f: FuncId) -> Summary {
-        let entry = |ctx: Live| self.solve(f, &ctx).first().copied().unwrap_or_default();
+        let entry = |ctx: Live| {
+            let entry = self.solve(f, &self.layout.pack(&ctx));
+            entry
+                .first()
+                .map_or_else(Live::default, |st| self.layout.unpack(st))
+        };
         Summary {
             gen: entry(Live::default()),
             from_active: entry(Live {
@@ -799,9 +936,9 @@ impl Solver<'_> {
 /// The words of [`Live`] a first try at packing keeps: those non-zero in
 /// some block entry state or return state, or named by a read (and for
 /// vector words, in both halves: EXEC writes move registers between them).
-fn kept_words(fx: &Effects, live_ins: &[Vec<Live>], contexts: &[Live]) -> Vec<u8> {
+fn kept_words(fx: &Effects, states: impl Iterator<Item = Live>) -> Vec<u8> {
     let mut any = RegSet::new();
-    for st in live_ins.iter().flatten().chain(contexts) {
+    for st in states {
         any.union_with(&st.any());
     }
     for &(kind, w, m) in &fx.ops {
@@ -876,13 +1013,25 @@ fn prologue(prog: &Program, fx: &Effects) -> Vec<InstId> {
 
 /// Computes liveness before every instruction of `prog`.
 pub fn analyse(prog: &Program) -> Liveness {
-    let fx = Effects::new(prog);
+    let mut fx = Effects::new(prog);
     let nf = prog.functions.len();
-    let mut s = Solver {
-        prog,
-        fx: &fx,
-        summaries: vec![Summary::default(); nf],
+    // A function alone (no calls, every exit known, nothing returned to)
+    // has live only registers its instructions read (or, for vector
+    // registers, their other half: EXEC writes move them between the
+    // two), the words `kept_words` keeps from the reads alone. Its states
+    // keep only those words, and are stored as the solver visits the
+    // blocks, its last visit of each leaving the final one.
+    let alone =
+        nf == 1 && prog.calls.is_empty() && !prog.blocks.iter().any(|b| b.exit == Exit::Unresolved);
+    let (layout, mut stored) = if alone {
+        let kept = kept_words(&fx, std::iter::empty());
+        let layout = Layout::new(kept.clone());
+        fx.place(&layout);
+        (layout, Some(Packed::new(kept, prog.insts.len())))
+    } else {
+        (Layout::full(), None)
     };
+    let mut s = Solver::new(prog, &fx, layout);
     // Callee summaries, to a fixpoint (recursion converges from "never returns").
     let mut changed = nf > 1;
     while changed {
@@ -901,50 +1050,42 @@ pub fn analyse(prog: &Program) -> Liveness {
     // Contexts top-down: the state after each call site flows into its
     // callees' returns.
     let mut contexts = vec![Live::default(); nf];
-    let mut live_ins: Vec<Vec<Live>> = vec![Vec::new(); nf];
+    let mut live_ins: Vec<Vec<State>> = vec![Vec::new(); nf];
     let mut dirty = vec![true; nf];
     let mut states = Vec::new();
-    // A function alone (no calls, every exit known, nothing returned to)
-    // has live only registers its instructions read (or, for vector
-    // registers, their other half: EXEC writes move them between the
-    // two), the words `kept_words` keeps from the reads alone. Its states
-    // are stored as the solver visits the blocks, its last visit of each
-    // leaving the final one.
-    let alone =
-        nf == 1 && prog.calls.is_empty() && !prog.blocks.iter().any(|b| b.exit == Exit::Unresolved);
-    let mut stored = alone.then(|| Packed::new(kept_words(&fx, &[], &[]), prog.insts.len()));
     while let Some(f) = dirty.iter().position(|d| *d) {
         dirty[f] = false;
+        let ctx = s.layout.pack(&contexts[f]);
         live_ins[f] = match &mut stored {
-            Some(before) => s.solve_visiting(f, &contexts[f], |id, st| before.store(id, st)),
-            None => s.solve(f, &contexts[f]),
+            Some(before) => s.solve_visiting(f, &ctx, |id, st| before.store(id, st)),
+            None => s.solve(f, &ctx),
         };
         let live_in = &live_ins[f];
         let mut updates: Vec<(FuncId, Live)> = Vec::new();
-        for b in prog.functions[f].blocks.clone() {
-            let bl = &prog.blocks[b];
-            if let Exit::TailCall(site) = bl.exit {
-                for callee in prog.callees(site) {
-                    updates.push((callee, contexts[f]));
-                }
-            }
-            if bl.insts.clone().all(|id| fx.of(id).call == 0) {
-                continue;
-            }
-            states.clear();
-            s.block_states(f, b, &contexts[f], live_in, &mut states);
-            for id in bl.insts.clone() {
-                let call = fx.of(id).call;
-                if call == 0 {
+        // (Sites are in address order: a block's states are worked out
+        // once for all its calls.)
+        let mut states_of = None;
+        for &site in &prog.functions[f].calls {
+            let c = &prog.calls[site];
+            let after = if c.tail {
+                contexts[f]
+            } else {
+                let Some(b) = prog.insts.get(c.inst).map(|i| i.block) else {
                     continue;
-                }
-                let after = match states.get(id + 1 - bl.insts.start) {
-                    Some(st) => *st,
-                    None => s.exit_state(f, b, &contexts[f], live_in),
                 };
-                for callee in prog.callees(call as usize - 1) {
-                    updates.push((callee, after));
+                if states_of != Some(b) {
+                    states.clear();
+                    s.block_states(f, b, &ctx, live_in, &mut states);
+                    states_of = Some(b);
                 }
+                let after = match states.get(c.inst + 1 - prog.blocks[b].insts.start) {
+                    Some(st) => *st,
+                    None => s.exit_state(f, b, &ctx, live_in),
+                };
+                s.layout.unpack(&after)
+            };
+            for callee in prog.callees(site) {
+                updates.push((callee, after));
             }
         }
         for (callee, st) in updates {
@@ -975,7 +1116,7 @@ pub fn analyse(prog: &Program) -> Liveness {
 
 /// The state before every instruction, from the functions' block entry
 /// states `live_ins` and return states `contexts`.
-fn store_all(s: &Solver<'_>, fx: &Effects, live_ins: &[Vec<Live>], contexts: &[Live]) -> Packed {
+fn store_all(s: &Solver<'_>, fx: &Effects, live_ins: &[Vec<State>], contexts: &[Live]) -> Packed {
     let prog = s.prog;
     let nf = prog.functions.len();
     // Each written once (blocks partition the instructions in order, as
@@ -987,13 +1128,15 @@ fn store_all(s: &Solver<'_>, fx: &Effects, live_ins: &[Vec<Live>], contexts: &[L
     // Stored packed: the words kept are those any block's entry state,
     // any function's return state or any read makes non-zero (the first
     // try; all words if a state has another).
-    let mut kept = kept_words(fx, live_ins, contexts);
+    let entries = live_ins.iter().flatten().map(|st| s.layout.unpack(st));
+    let mut kept = kept_words(fx, entries.chain(contexts.iter().copied()));
+    let contexts: Vec<State> = contexts.iter().map(|c| s.layout.pack(c)).collect();
     loop {
         let mut before = Packed::new(kept, prog.insts.len());
         let mut whole = true;
         for &(f, b) in &order {
             s.block_states_back(f, b, &contexts[f], &live_ins[f], |id, st| {
-                whole &= before.set(id, st);
+                whole &= before.set(id, &s.layout.unpack(st));
             });
         }
         if whole {
