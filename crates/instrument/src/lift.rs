@@ -970,23 +970,31 @@ fn lift_function_at(
         Flow::CondBranch(t) => Flow::CondBranch(addr.wrapping_add(t)),
         fl => fl,
     };
-    for w in found.windows(2) {
-        if w[0].0.saturating_add(len(w[0].1)) > w[1].0 {
-            return Err(LiftError::Overlap { address: w[1].0 });
-        }
-    }
     targets.sort_unstable();
     targets.dedup();
 
     // Blocks: a new one at each target, after each control transfer, and
-    // after any gap in the decoded code.
+    // after any gap in the decoded code. (Each block but the first starts
+    // at a target or after a gap, which only a target reaches.)
     let first_inst = prog.insts.len();
     let first_block = prog.blocks.len();
     prog.insts.reserve(found.len());
     prog.form_of.reserve(found.len());
+    prog.blocks.reserve(targets.len() + 1);
+    // The blocks' start addresses, in order (a search of these stays in
+    // the cache; one of the instructions did not).
+    let mut starts: Vec<u64> = Vec::with_capacity(targets.len() + 1);
+    // Whether each block has a call or a jump through a register: only
+    // those need the scan of what SGPRs hold (the others are looked at
+    // only at their end).
+    let mut scanned: Vec<bool> = Vec::with_capacity(targets.len() + 1);
     let mut t = 0;
+    // Where the previous instruction ends, and its flow.
     let mut prev_end: Option<(u64, Flow)> = None;
     for &(addr, k) in &found {
+        if prev_end.is_some_and(|(end, _)| end > addr) {
+            return Err(LiftError::Overlap { address: addr });
+        }
         while t < targets.len() && targets[t] < addr {
             t += 1;
         }
@@ -995,7 +1003,10 @@ fn lift_function_at(
             None => true,
             Some((end, fl)) => is_target || end != addr || !matches!(fl, Flow::Next | Flow::Call),
         };
+        let flow = forms[k as usize].flow;
         if new_block {
+            starts.push(addr);
+            scanned.push(false);
             let end = prog.insts.len();
             if prog.blocks.len() > first_block {
                 if let Some(b) = prog.blocks.last_mut() {
@@ -1016,7 +1027,12 @@ fn lift_function_at(
             block: prog.blocks.len() - 1,
         });
         prog.form_of.push(k);
-        prev_end = Some((addr.wrapping_add(len(k)), forms[k as usize].flow));
+        if matches!(flow, Flow::Call | Flow::SetPc) {
+            if let Some(s) = scanned.last_mut() {
+                *s = true;
+            }
+        }
+        prev_end = Some((addr.saturating_add(len(k)), flow));
     }
     let end = prog.insts.len();
     if prog.blocks.len() > first_block {
@@ -1035,26 +1051,20 @@ fn lift_function_at(
         calls: Vec::new(),
     });
 
-    // The blocks' start addresses, in order (a search of these stays in
-    // the cache; one of the instructions did not).
-    let starts: Vec<u64> = prog.blocks[first_block..last_block]
-        .iter()
-        .map(|b| prog.insts[b.insts.start].addr)
-        .collect();
-    let block_of =
-        |a: u64| -> Option<BlockId> { Some(first_block + starts.binary_search(&a).ok()?) };
+    // The block at `a`, a successor of block `b` (nearly always the
+    // next one when `a` follows `b`).
+    let block_of = |b: BlockId, a: u64| -> Option<BlockId> {
+        if starts.get(b + 1 - first_block) == Some(&a) {
+            return Some(b + 1);
+        }
+        Some(first_block + starts.binary_search(&a).ok()?)
+    };
 
     // Exits, edges and calls.
     for b in first_block..last_block {
         let range = prog.blocks[b].insts.clone();
         let found = &found[range.start - first_inst..range.end - first_inst];
-        // Only blocks with a call or a jump through a register need the
-        // scan of what SGPRs hold (the others are looked at only at their
-        // end).
-        let mut scan = found
-            .iter()
-            .any(|&(_, k)| matches!(forms[k as usize].flow, Flow::Call | Flow::SetPc))
-            .then(Scan::new);
+        let mut scan = scanned[b - first_block].then(Scan::new);
         if let Some(scan) = &mut scan {
             for (id, &(addr, k)) in range.clone().zip(found) {
                 let inst = forms[k as usize].inst;
@@ -1070,27 +1080,28 @@ fn lift_function_at(
         };
         let inst = forms[k as usize].inst;
         let after = addr.wrapping_add(inst.len() as u64);
-        let (exit, succs) = match flow_at((addr, k)) {
-            Flow::Next | Flow::Call => (Exit::FallThrough, vec![after]),
-            Flow::Branch(t) => (Exit::Branch, vec![t]),
-            Flow::CondBranch(t) => (Exit::CondBranch, vec![t, after]),
-            Flow::End => (Exit::EndProgram, vec![]),
-            Flow::Unresolved => (Exit::Unresolved, vec![]),
+        // (exit, successor addresses)
+        let (exit, succs): (Exit, &[u64]) = match flow_at((addr, k)) {
+            Flow::Next | Flow::Call => (Exit::FallThrough, &[after]),
+            Flow::Branch(t) => (Exit::Branch, &[t]),
+            Flow::CondBranch(t) => (Exit::CondBranch, &[t, after]),
+            Flow::End => (Exit::EndProgram, &[]),
+            Flow::Unresolved => (Exit::Unresolved, &[]),
             Flow::SetPc => {
                 let callee = match &scan {
                     Some(scan) => resolve(img, scan, &inst, 0),
                     None => Callee::Unresolved,
                 };
                 match callee {
-                    Callee::Unresolved if kind == FuncKind::Device => (Exit::Return, vec![]),
-                    Callee::Unresolved => (Exit::Unresolved, vec![]),
-                    callee => (Exit::TailCall(add_call(prog, id, f, callee, true)), vec![]),
+                    Callee::Unresolved if kind == FuncKind::Device => (Exit::Return, &[]),
+                    Callee::Unresolved => (Exit::Unresolved, &[]),
+                    callee => (Exit::TailCall(add_call(prog, id, f, callee, true)), &[]),
                 }
             }
         };
         let mut ids = Vec::with_capacity(succs.len());
-        for s in succs {
-            let sb = block_of(s).ok_or(LiftError::OutsideCode { address: s })?;
+        for &s in succs {
+            let sb = block_of(b, s).ok_or(LiftError::OutsideCode { address: s })?;
             if !ids.contains(&sb) {
                 ids.push(sb);
             }
