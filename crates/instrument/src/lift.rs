@@ -710,8 +710,12 @@ impl Decoded {
                 list: Vec::with_capacity(forms),
                 used: Vec::with_capacity(4 * forms),
             },
-            short: FormTable::with_capacity(forms),
-            long: FormTable::with_capacity(forms / 2),
+            // (Each table gets about one entry for 7 words of code: a
+            // 4-byte encoding or an 8-byte one's first word; an 8-byte
+            // encoding. Every slot is marked empty up front, so room
+            // never used is not free.)
+            short: FormTable::with_capacity(n / 4),
+            long: FormTable::with_capacity(n / 4),
         }
     }
 
@@ -1146,7 +1150,8 @@ fn in_address_order(found: Vec<(u64, u32)>, mut runs: Vec<usize>) -> Vec<(u64, u
     for &(_, a, b) in &spans {
         out.extend_from_slice(&found[a..b]);
     }
-    if out.windows(2).any(|w| w[0].0 >= w[1].0) {
+    // (Each run is in order, so all are if each ends before the next starts.)
+    if spans.windows(2).any(|w| found[w[0].2 - 1].0 >= w[1].0) {
         // Runs interleave: order the instructions themselves (addresses
         // are distinct, each visited once).
         out.sort_unstable_by_key(|x| x.0);
