@@ -111,13 +111,23 @@ struct InstEffects {
     gpr_idx: Option<bool>,
 }
 
-/// Appends `(kind, word, mask)` operations covering bits `b..b + n`.
+/// Appends `(kind, word, mask)` operations covering bits `b..b + n` (some
+/// registers' bits, as [`regs::bits_of`] gives them: `n` is not 0 and
+/// they end by [`regs::NUM_BITS`]). One in the same word as the last of
+/// `ops[from..]` and of its kind joins it (`v_add_f32 v0, v1, v2` reads
+/// v1 and v2 in one operation: fewer for every transfer to apply).
 #[inline(always)]
-fn push_ops(ops: &mut Vec<(u8, u8, u64)>, kind: u8, b: u16, n: u16) {
+fn push_ops(ops: &mut Vec<(u8, u8, u64)>, from: usize, kind: u8, b: u16, n: u16) {
+    debug_assert!(n > 0 && b + n <= regs::NUM_BITS);
     let (w, lo) = (b / 64, b % 64);
-    if n > 0 && n < 64 && lo + n <= 64 && b + n <= regs::NUM_BITS {
+    if lo + n <= 64 {
         // Within one word (nearly every operand).
-        ops.push((kind, w as u8, ((1u64 << n) - 1) << lo));
+        let (w, mask) = (w as u8, u64::MAX >> (64 - n) << lo);
+        let own = ops.len() > from;
+        match ops.last_mut() {
+            Some(last) if own && last.0 == kind && last.1 == w => last.2 |= mask,
+            _ => ops.push((kind, w, mask)),
+        }
     } else {
         push_ops_across(ops, kind, b, n);
     }
@@ -223,7 +233,7 @@ fn instruction_effects(
             continue;
         }
         if let Some((b, n)) = regs::bits_of(&u.register) {
-            push_ops(ops, KILL, b, n);
+            push_ops(ops, start as usize, KILL, b, n);
         }
     }
     for u in used {
@@ -249,7 +259,7 @@ fn instruction_effects(
         } else {
             READ
         };
-        push_ops(ops, kind, b, n);
+        push_ops(ops, start as usize, kind, b, n);
     }
     InstEffects {
         ops: (start, (ops.len() as u32 - start) as u16),
@@ -316,13 +326,13 @@ impl<'p> Effects<'p> {
             }
         }
         for op in &mut self.ops {
-            *op = match at[usize::from(op.1)] {
-                Some(p) => (op.0, p, op.2),
+            match at[usize::from(op.1)] {
+                Some(p) => op.1 = p,
                 None => {
                     debug_assert_eq!(op.0, KILL, "a read of a word the layout drops");
-                    (KILL, 0, 0)
+                    *op = (KILL, 0, 0);
                 }
-            };
+            }
         }
     }
 
@@ -557,10 +567,14 @@ impl Packed {
     }
 }
 
+/// Words of a [`State`]: as many as `active` and the vector words of
+/// `inactive` (its only ones) have.
+const STATE_WORDS: usize = RegSet::WORDS + (regs::NUM_BITS - regs::VGPR_BASE) as usize / 64;
+
 /// A [`Live`] as the solver holds it: the words a [`Layout`] keeps, at
 /// its positions, then zeros.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
-struct State([u64; LIVE_WORDS]);
+struct State([u64; STATE_WORDS]);
 
 impl State {
     fn union_with(&mut self, o: &State) {
@@ -595,6 +609,7 @@ impl Layout {
         let nvector = kept.iter().filter(|&&k| k >= words).count();
         debug_assert!(kept.windows(2).all(|w| w[0] < w[1]));
         debug_assert_eq!(vector + 2 * nvector, kept.len(), "{kept:?}");
+        debug_assert!(kept.len() <= STATE_WORDS);
         debug_assert!((0..nvector).all(|j| kept[vector + j] + words == kept[vector + nvector + j]));
         Layout {
             kept,
