@@ -965,7 +965,7 @@ fn lift_function_at(
             }
         }
     }
-    let found = in_address_order(found, runs);
+    let (found, spans) = in_address_order(found, runs);
     let forms = &dec.forms.list;
     let len = |k: u32| forms[k as usize].inst.len() as u64;
     // The flow of a found instruction, with branch targets absolute.
@@ -980,7 +980,6 @@ fn lift_function_at(
     // Blocks: a new one at each target, after each control transfer, and
     // after any gap in the decoded code. (Each block but the first starts
     // at a target or after a gap, which only a target reaches.)
-    let first_inst = prog.insts.len();
     let first_block = prog.blocks.len();
     prog.insts.reserve(found.len());
     prog.form_of.reserve(found.len());
@@ -995,7 +994,7 @@ fn lift_function_at(
     let mut t = 0;
     // Where the previous instruction ends, and its flow.
     let mut prev_end: Option<(u64, Flow)> = None;
-    for &(addr, k) in &found {
+    for &(addr, k) in spans.iter().flat_map(|s| &found[s.clone()]) {
         if prev_end.is_some_and(|(end, _)| end > addr) {
             return Err(LiftError::Overlap { address: addr });
         }
@@ -1067,10 +1066,11 @@ fn lift_function_at(
     // Exits, edges and calls.
     for b in first_block..last_block {
         let range = prog.blocks[b].insts.clone();
-        let found = &found[range.start - first_inst..range.end - first_inst];
+        let at = |prog: &Program, id: InstId| (prog.insts[id].addr, prog.form_of[id]);
         let mut scan = scanned[b - first_block].then(Scan::new);
         if let Some(scan) = &mut scan {
-            for (id, &(addr, k)) in range.clone().zip(found) {
+            for id in range.clone() {
+                let (addr, k) = at(prog, id);
                 let inst = forms[k as usize].inst;
                 if forms[k as usize].flow == Flow::Call {
                     let callee = resolve(img, scan, &inst, 1);
@@ -1079,9 +1079,10 @@ fn lift_function_at(
                 step(img, scan, &inst, dec.forms.used(k as usize), addr);
             }
         }
-        let (Some(&(addr, k)), Some(id)) = (found.last(), range.clone().last()) else {
+        let Some(id) = range.clone().last() else {
             continue;
         };
+        let (addr, k) = at(prog, id);
         let inst = forms[k as usize].inst;
         let after = addr.wrapping_add(inst.len() as u64);
         // (exit, successor addresses)
@@ -1132,11 +1133,16 @@ fn lift_function_at(
     Ok(())
 }
 
-/// The instructions found, `found`, in address order. Each run (from its
+/// The instructions found, `found`, in address order: `found` (or, if
+/// runs interleave, a sorted copy) and the spans of it to take in turn
+/// (not copied out in that order: they are read once). Each run (from its
 /// start in `runs` to the next) is in order and, apart from a branch into
 /// the middle of an instruction (which lifting then rejects), runs cover
 /// disjoint ranges: ordering the runs by their first address orders all.
-fn in_address_order(found: Vec<(u64, u32)>, mut runs: Vec<usize>) -> Vec<(u64, u32)> {
+fn in_address_order(
+    found: Vec<(u64, u32)>,
+    mut runs: Vec<usize>,
+) -> (Vec<(u64, u32)>, Vec<std::ops::Range<usize>>) {
     runs.retain(|&r| r < found.len());
     runs.dedup();
     runs.push(found.len());
@@ -1146,17 +1152,16 @@ fn in_address_order(found: Vec<(u64, u32)>, mut runs: Vec<usize>) -> Vec<(u64, u
         .map(|w| (found[w[0]].0, w[0], w[1]))
         .collect();
     spans.sort_unstable_by_key(|s| s.0);
-    let mut out = Vec::with_capacity(found.len());
-    for &(_, a, b) in &spans {
-        out.extend_from_slice(&found[a..b]);
-    }
     // (Each run is in order, so all are if each ends before the next starts.)
     if spans.windows(2).any(|w| found[w[0].2 - 1].0 >= w[1].0) {
         // Runs interleave: order the instructions themselves (addresses
         // are distinct, each visited once).
-        out.sort_unstable_by_key(|x| x.0);
+        let mut sorted = found;
+        sorted.sort_unstable_by_key(|x| x.0);
+        let n = sorted.len();
+        return (sorted, std::iter::once(0..n).collect());
     }
-    out
+    (found, spans.into_iter().map(|(_, a, b)| a..b).collect())
 }
 
 /// Records that instruction `inst` of function `caller` calls `callee`
@@ -1425,11 +1430,9 @@ mod tests {
                 .collect();
             let mut want = found.clone();
             want.sort_by_key(|x| x.0);
-            assert_eq!(
-                in_address_order(found, runs.to_vec()),
-                want,
-                "{addrs:x?} {runs:?}"
-            );
+            let (found, spans) = in_address_order(found, runs.to_vec());
+            let got: Vec<(u64, u32)> = spans.into_iter().flat_map(|s| found[s].to_vec()).collect();
+            assert_eq!(got, want, "{addrs:x?} {runs:?}");
         }
     }
 }
