@@ -218,9 +218,11 @@ fn instruction_effects(
     // M0 too. Their reads reach every register from the named one
     // up, and their writes kill nothing.
     let (rel_read, rel_write) = relative_move(name);
+    let any_relative = rel_read || rel_write || indexed;
     let relative = |u: &inlay_isa::UsedRegister| {
         let file = u.register.file;
-        (rel_read || rel_write || (indexed && matches!(file, RegFile::Vgpr | RegFile::Agpr)))
+        any_relative
+            && (rel_read || rel_write || matches!(file, RegFile::Vgpr | RegFile::Agpr))
             && matches!(file, RegFile::Sgpr | RegFile::Vgpr | RegFile::Agpr)
             && !u.is_implicit()
     };
@@ -282,14 +284,23 @@ impl<'p> Effects<'p> {
         // (Nearly every distinct encoding has 3 or 4 operations, a few
         // more; indexed instructions add theirs.)
         let mut ops = Vec::with_capacity(forms.list.len() * 5);
+        let mut indexing = false;
         let mut by_form: Vec<InstEffects> = forms
             .list
             .iter()
             .enumerate()
-            .map(|(k, form)| instruction_effects(&form.inst, forms.used(k), false, &mut ops))
+            .map(|(k, form)| {
+                let fx = instruction_effects(&form.inst, forms.used(k), false, &mut ops);
+                indexing |= fx.gpr_idx == Some(true);
+                fx
+            })
             .collect();
         let mut form_of = Cow::Borrowed(form_of);
-        let indexed = gpr_indexed(prog, &form_of, &by_form);
+        let indexed = if indexing {
+            gpr_indexed(prog, &form_of, &by_form)
+        } else {
+            Vec::new()
+        };
         for (id, _) in indexed.iter().enumerate().filter(|(_, on)| **on) {
             let used = forms.used(form_of[id] as usize);
             let own = instruction_effects(&prog.insts[id].inst, used, true, &mut ops);
@@ -346,11 +357,7 @@ impl<'p> Effects<'p> {
 /// Instructions that may run in GPR-indexing mode: those between
 /// `s_set_gpr_idx_on` and `s_set_gpr_idx_off` in a block; if a block ends
 /// with the mode still on, every vector instruction of that function.
-/// (Empty when the program has no `s_set_gpr_idx_on`.)
 fn gpr_indexed(prog: &Program, form_of: &[u32], by_form: &[InstEffects]) -> Vec<bool> {
-    if !by_form.iter().any(|f| f.gpr_idx == Some(true)) {
-        return Vec::new();
-    }
     let mut out = vec![false; prog.insts.len()];
     let mut leaky = vec![false; prog.functions.len()];
     for b in &prog.blocks {
@@ -786,6 +793,7 @@ impl<'a> Solver<'a> {
     }
 
     /// State at the end of block `b` given its successors' entry states.
+    #[inline]
     fn exit_state(&self, f: FuncId, b: usize, ctx: &State, live_in: &[State]) -> State {
         let base = self.prog.functions[f].blocks.start;
         let bl = &self.prog.blocks[b];
@@ -956,10 +964,15 @@ fn kept_words(fx: &Effects, states: impl Iterator<Item = Live>) -> Vec<u8> {
     for st in states {
         any.union_with(&st.any());
     }
-    for &(kind, w, m) in &fx.ops {
+    // (Whether a read names a word is all that matters here.)
+    let mut read = 0u16;
+    for &(kind, w, _) in &fx.ops {
         if kind != KILL {
-            any.insert_mask(usize::from(w), m);
+            read |= 1 << w;
         }
+    }
+    for w in (0..RegSet::WORDS).filter(|w| read >> w & 1 != 0) {
+        any.insert_mask(w, u64::MAX);
     }
     let vector = VECTOR.words();
     let mut kept = Vec::new();
