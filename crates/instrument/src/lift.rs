@@ -318,6 +318,12 @@ pub enum Flow {
 
 /// How control leaves `i` (at `addr`).
 pub fn flow(i: &Instruction, addr: u64) -> Flow {
+    // Only scalar instructions change the flow: the others' names (a
+    // lookup for each distinct encoding) need not be looked at.
+    use Encoding::{Sop1, Sop2, Sopc, Sopk, Sopp};
+    if !matches!(i.encoding(), Sopp | Sop1 | Sopk | Sop2 | Sopc) {
+        return Flow::Next;
+    }
     let Some(op) = i.opcode() else {
         return Flow::Next;
     };
