@@ -152,10 +152,16 @@ pub fn exec_effect(i: &inlay_isa::Instruction) -> ExecEffect {
     exec_effect_of(i, writes_exec)
 }
 
+#[inline]
 fn exec_effect_of(i: &inlay_isa::Instruction, writes_exec: bool) -> ExecEffect {
     if !writes_exec {
         return ExecEffect::None;
     }
+    exec_write_effect(i)
+}
+
+/// [`exec_effect_of`] an instruction that writes EXEC.
+fn exec_write_effect(i: &inlay_isa::Instruction) -> ExecEffect {
     let name = i.opcode().map(|o| o.name()).unwrap_or("");
     let dst_exec = is_exec(i.operand(0));
     let src = |k: usize| i.operand(k);
