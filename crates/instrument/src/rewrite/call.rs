@@ -2792,15 +2792,8 @@ impl<'a> Calls<'a> {
         // the live registers, hashed and compared as the liveness stores
         // them: no key built per point.)
         let mut by_inputs: hashbrown::HashTable<(u32, RegSet, usize)> = Default::default();
-        let inputs_hash = |part: u32, words: &[u64]| {
-            use std::hash::Hasher;
-            let mut h = crate::fast_hash::FastHasher::default();
-            h.write_u64(u64::from(part));
-            for &w in words {
-                h.write_u64(w);
-            }
-            h.finish()
-        };
+        let inputs_hash =
+            |part: u32, words: &[u64]| crate::fast_hash::hash_words(u64::from(part), words);
         let mut call_parts: std::collections::HashMap<Box<[u64]>, u32, FastHash> =
             Default::default();
         let (mut words, mut last_words) = (Vec::new(), Vec::new());
