@@ -137,20 +137,27 @@ pub(super) fn requests<'a>(an: &Analysis, plan: &'a Plan) -> Result<Survey<'a>, 
             }
         };
         // (Arguments equal to the last call's to the same hook were
-        // checked and noted with it.)
-        let same_args =
-            last_args.is_some_and(|(a, h)| std::ptr::eq(h, hook) && a == &call.args[..]);
-        let dwords: u32 = call.args.iter().map(Arg::dwords).sum();
-        if dwords > ARG_VGPRS {
-            return Err(fail(format!(
-                "its arguments take {dwords} VGPRs; at most {ARG_VGPRS} (v0..v30) pass arguments"
-            )));
-        }
-        // Fewer dwords than `hook.arg_dwords` are not refused: that count
-        // is what some path may read, and clang's code reads registers it
-        // never wrote where the value does not matter (mem_trace's hook did).
-        for a in call.args.iter().filter(|_| !same_args) {
-            check_arg(a).map_err(&fail)?;
+        // checked and noted with it; arguments alike but for constant
+        // values, a hook passed each point's index, were checked with it,
+        // a constant's check and needs not depending on its value.)
+        let last_same_hook = last_args.filter(|&(_, h)| std::ptr::eq(h, hook));
+        let same_args = last_same_hook.is_some_and(|(a, _)| a == &call.args[..]);
+        let alike_args =
+            last_same_hook.is_some_and(|(a, _)| args_alike(a, &call.args, |_, _, _, _| true));
+        if !alike_args {
+            let dwords: u32 = call.args.iter().map(Arg::dwords).sum();
+            if dwords > ARG_VGPRS {
+                return Err(fail(format!(
+                    "its arguments take {dwords} VGPRs; at most {ARG_VGPRS} (v0..v30) pass arguments"
+                )));
+            }
+            // Fewer dwords than `hook.arg_dwords` are not refused: that
+            // count is what some path may read, and clang's code reads
+            // registers it never wrote where the value does not matter
+            // (mem_trace's hook did).
+            for a in &call.args {
+                check_arg(a).map_err(&fail)?;
+            }
         }
         let entry = entry.ok_or_else(|| fail("the kernel has no entry instruction".into()))?;
         // (A point is one site but the exits: no list built for one.)
@@ -184,8 +191,10 @@ pub(super) fn requests<'a>(an: &Analysis, plan: &'a Plan) -> Result<Survey<'a>, 
         };
         // (What a call with no site passes is needed nowhere.)
         if !sites.is_empty() && !same_args {
-            for a in &call.args {
-                arg_needs.add_arg(a);
+            if !alike_args {
+                for a in &call.args {
+                    arg_needs.add_arg(a);
+                }
             }
             constants.note(hook, &call.args);
             last_args = Some((&call.args, hook));
