@@ -2811,7 +2811,9 @@ impl<'a> Calls<'a> {
         // (The call part is kept while calls in a row have it alike, or
         // the same words.)
         let (mut last, mut part) = (None::<&Request<'_>>, 0u32);
-        let mut last_site: Option<(u32, &[u64], usize)> = None;
+        // (The last point's part, live registers as stored and as a set,
+        // and plan.)
+        let mut last_site: Option<(u32, &[u64], [u64; RegSet::WORDS], usize)> = None;
         for (k, r) in self.reqs.iter().enumerate() {
             if !last.is_some_and(|l| same_call_key(&ctx.varying, l, r)) {
                 ctx.call_key(r, &mut words);
@@ -2830,22 +2832,29 @@ impl<'a> Calls<'a> {
                 last = Some(r);
             }
             // (Most points have the live registers of the point before:
-            // compared first as stored, unpacking nothing, then as a set,
-            // before the map is asked.)
+            // compared first as stored, unpacking nothing, then as a set
+            // (a point whose registers only moved between the active and
+            // inactive lanes' sets), before the map is asked.)
             let words = self.an.liveness.words_before(r.live_at);
             let id = 'plan: {
-                if let Some((p, w, id)) = last_site {
+                if let Some((p, w, _, id)) = last_site {
                     if p == part && w == words {
                         break 'plan id;
                     }
                 }
                 let live = self.an.liveness.any_words_before(r.live_at);
+                if let Some((p, _, last_live, id)) = last_site {
+                    if p == part && last_live == live {
+                        last_site = Some((part, words, live, id));
+                        break 'plan id;
+                    }
+                }
                 let hash = inputs_hash(part, &live);
                 let same = |e: &(u32, RegSet, usize)| {
                     e.0 == part && e.1.words().iter().zip(&live).all(|(a, b)| a == b)
                 };
                 if let Some(&(_, _, id)) = by_inputs.find(hash, same) {
-                    last_site = Some((part, words, id));
+                    last_site = Some((part, words, live, id));
                     break 'plan id;
                 }
                 let id = match ctx.place_one(r, k, &mut bodies)? {
@@ -2873,7 +2882,7 @@ impl<'a> Calls<'a> {
                 by_inputs.insert_unique(hash, (part, RegSet::from_words(live), id), |e| {
                     inputs_hash(e.0, e.1.words())
                 });
-                last_site = Some((part, words, id));
+                last_site = Some((part, words, live, id));
                 id
             };
             let g = site_slot(r.site);
