@@ -140,10 +140,12 @@ pub(super) fn requests<'a>(an: &Analysis, plan: &'a Plan) -> Result<Survey<'a>, 
         // checked and noted with it; arguments alike but for constant
         // values, a hook passed each point's index, were checked with it,
         // a constant's check and needs not depending on its value.)
-        let last_same_hook = last_args.filter(|&(_, h)| std::ptr::eq(h, hook));
-        let same_args = last_same_hook.is_some_and(|(a, _)| a == &call.args[..]);
-        let alike_args =
-            last_same_hook.is_some_and(|(a, _)| args_alike(a, &call.args, |_, _, _, _| true));
+        let last_same_hook = last_args
+            .filter(|&(_, h)| std::ptr::eq(h, hook))
+            .map(|x| x.0);
+        let same_args = last_same_hook.is_some_and(|a| a == &call.args[..]);
+        let alike_args = same_args
+            || last_same_hook.is_some_and(|a| args_alike(a, &call.args, |_, _, _, _| true));
         if !alike_args {
             let dwords: u32 = call.args.iter().map(Arg::dwords).sum();
             if dwords > ARG_VGPRS {
@@ -191,12 +193,17 @@ pub(super) fn requests<'a>(an: &Analysis, plan: &'a Plan) -> Result<Survey<'a>, 
         };
         // (What a call with no site passes is needed nowhere.)
         if !sites.is_empty() && !same_args {
-            if !alike_args {
-                for a in &call.args {
-                    arg_needs.add_arg(a);
+            match last_same_hook.filter(|_| alike_args) {
+                // (Only the constants that differ from the last call's can
+                // show one varies.)
+                Some(last) => constants.note_changes(hook, last, &call.args),
+                None => {
+                    for a in &call.args {
+                        arg_needs.add_arg(a);
+                    }
+                    constants.note(hook, &call.args);
                 }
             }
-            constants.note(hook, &call.args);
             last_args = Some((&call.args, hook));
         }
         for &(site, inst) in sites {
@@ -495,6 +502,25 @@ impl Constants {
                 match self.0.iter_mut().find(|(x, _, _)| *x == key) {
                     Some((_, first, varies)) => *varies |= *first != c,
                     None => self.0.push((key, c, false)),
+                }
+            }
+        }
+    }
+
+    /// Notes `args`, alike `last` (noted before) but for constant values,
+    /// of a call to `hook`: a dword that differs from `last`'s differs from
+    /// the first value too, or `last`'s did.
+    fn note_changes(&mut self, hook: &HookInfo, last: &[Arg], args: &[Arg]) {
+        for (k, (was, a)) in last.iter().zip(args).enumerate() {
+            if !matches!(a, Arg::Const32(_) | Arg::Const64(_)) {
+                continue;
+            }
+            for dword in 0..a_dwords(a) {
+                let key = (hook as *const HookInfo, k, dword);
+                if constant(was, dword) != constant(a, dword) {
+                    if let Some((_, _, varies)) = self.0.iter_mut().find(|(x, _, _)| *x == key) {
+                        *varies = true;
+                    }
                 }
             }
         }
