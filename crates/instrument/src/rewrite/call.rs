@@ -3062,8 +3062,10 @@ fn same_call_key(varying: &Varying, a: &Request<'_>, b: &Request<'_>) -> bool {
         && a.call.once_per_wave == b.call.once_per_wave
         && a.call.placement == b.call.placement
         && args_alike(&a.call.args, &b.call.args, |k, d, x, y| {
-            let patched = |c: u32| constant_operand_of(varying, a.hook, k, d, c).is_none();
-            patched(x) && patched(y)
+            // (Both patched: both literals, or the dword varies.)
+            let literal = |c: u32| matches!(Asm::konst(c), Operand::Literal(_));
+            let key = (a.hook as *const HookInfo, k, d);
+            literal(x) && literal(y) || varying.iter().any(|&(x, varies)| varies && x == key)
         })
         && (a.inst == b.inst || !a.call.args.iter().any(|x| matches!(x, Arg::Address)))
 }
