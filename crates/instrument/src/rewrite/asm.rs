@@ -105,13 +105,39 @@ impl Move {
     }
 }
 
-/// The operand's key with its register number zeroed (see [`Asm::shapes`]).
+/// The operand's key with its register number zeroed (see [`Asm::shapes`]),
+/// or its integer inline constant (a lane, a small count).
 fn shape_key(o: &Operand) -> u64 {
     match *o {
         Operand::Vgpr { count, .. } => operand_key(&Operand::Vgpr { first: 0, count }),
         Operand::Agpr { count, .. } => operand_key(&Operand::Agpr { first: 0, count }),
         Operand::Sgpr { count, .. } => operand_key(&Operand::Sgpr { first: 0, count }),
+        Operand::Inline(c) if INLINE_INTS.contains(&c) => operand_key(&Operand::Inline(128)),
         _ => operand_key(o),
+    }
+}
+
+/// Source-field values of the integer inline constants (0..=64, -1..=-16).
+const INLINE_INTS: std::ops::RangeInclusive<u8> = 128..=208;
+
+/// Where operand `k` of `i` is encoded when it is a register, or an
+/// integer inline constant in a source field (whose value the field holds
+/// as it holds a register's number: renamed alike).
+fn operand_slot(i: &Instruction, k: usize) -> Option<inlay_isa::RegisterSlot> {
+    if let Some(at) = i.register_slot(k) {
+        return Some(at);
+    }
+    match (i.operand(k)?, i.slots().get(k)?) {
+        (Operand::Inline(c), &inlay_isa::tables::Slot::Reg { field, .. })
+            if INLINE_INTS.contains(&c) =>
+        {
+            Some(inlay_isa::RegisterSlot::Field {
+                field,
+                scalar: false,
+                src9: false,
+            })
+        }
+        _ => None,
     }
 }
 
@@ -220,7 +246,7 @@ impl Asm {
                     .build(enc, m, ops)
                     .map_err(|e| RewriteError::Build(m, e))?;
                 if ops.len() <= key.ops.len() && renamable(enc) {
-                    let registers = std::array::from_fn(|k| i.register_slot(k));
+                    let registers = std::array::from_fn(|k| operand_slot(&i, k));
                     let s = Shape { inst: i, registers };
                     self.shapes.borrow_mut().insert(shape(&key, ops), s);
                 }
@@ -245,13 +271,15 @@ impl Asm {
             registers,
         } = *self.shapes.borrow().get(&shape(key, ops))?;
         for (o, at) in ops.iter().zip(registers) {
-            if let Operand::Vgpr { first, .. }
-            | Operand::Agpr { first, .. }
-            | Operand::Sgpr { first, .. } = *o
-            {
-                if !at.is_some_and(|at| inst.set_register_at(at, first)) {
-                    return None;
-                }
+            let value = match *o {
+                Operand::Vgpr { first, .. }
+                | Operand::Agpr { first, .. }
+                | Operand::Sgpr { first, .. } => first,
+                Operand::Inline(c) if INLINE_INTS.contains(&c) => u16::from(c),
+                _ => continue,
+            };
+            if !at.is_some_and(|at| inst.set_register_at(at, value)) {
+                return None;
             }
         }
         debug_assert_eq!(
