@@ -67,8 +67,8 @@ struct Shape {
 /// Slots of [`Asm::quick`] (a power of two).
 const QUICK_SLOTS: usize = 4096;
 
-/// A register, special register or inline constant as 18 bits (see
-/// [`Asm::quick`]); `None` for any other operand.
+/// A register, special register, inline constant or small literal as 18
+/// bits (see [`Asm::quick`]); `None` for any other operand.
 fn small(o: &Operand) -> Option<u64> {
     let reg = |kind: u64, first: u16, count: u8| {
         (first < 1024 && count < 32).then(|| kind << 15 | u64::from(first) << 5 | u64::from(count))
@@ -79,6 +79,8 @@ fn small(o: &Operand) -> Option<u64> {
         Operand::Sgpr { first, count } => reg(3, first, count),
         Operand::Special { code, count } => reg(4, u16::from(code), count),
         Operand::Inline(c) => Some(5 << 15 | u64::from(c)),
+        // (The zero a patched constant argument's move holds.)
+        Operand::Literal(v) if v < 1 << 15 => Some(6 << 15 | u64::from(v)),
         _ => None,
     }
 }
