@@ -1688,6 +1688,9 @@ struct Recent {
     target: usize,
     clock: u32,
     writer: [Option<u32>; 32],
+    /// The kinds (bits of `writer`) whose last inserted writer is at or
+    /// after the last call: the only ones `may_concern` need look at.
+    since_call: u32,
     any_writer: [Option<u32>; 32],
     last_clauses: u32,
     call: Option<u32>,
@@ -1700,6 +1703,7 @@ impl Recent {
             target: usize::from(gfx942(t)),
             clock: 0,
             writer: [None; 32],
+            since_call: 0,
             any_writer: [None; 32],
             last_clauses: 0,
             call: None,
@@ -1717,12 +1721,15 @@ impl Recent {
         if self.within_reach(self.label) && self.label >= self.call {
             return true;
         }
-        let mut bits = kind;
+        debug_assert!((0..32).all(|b| {
+            let at = self.writer[b];
+            (self.since_call & 1 << b != 0) == (at.is_some() && at >= self.call)
+        }));
+        let mut bits = kind & self.since_call;
         while bits != 0 {
             let b = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            let at = self.writer[b];
-            if self.within_reach(at) && at >= self.call {
+            if self.within_reach(self.writer[b]) {
                 return true;
             }
         }
@@ -1764,22 +1771,29 @@ impl Recent {
         let affects = f.affects[self.target];
         if inserted {
             Self::concerns(&mut self.writer, affects, self.clock);
+            self.since_call |= affects;
         }
         Self::concerns(&mut self.any_writer, affects, self.clock);
         self.last_clauses = f.kind & CLAUSES;
         if f.is_call() {
             self.call = Some(self.clock);
+            // (Only its own writes share the call's clock.)
+            self.since_call = if inserted { affects } else { 0 };
         }
     }
 
     fn run(&mut self, run: &Run, briefs: &[Brief]) {
         self.clock = self.clock.saturating_add(run.before[run.ids.len()]);
         if !run.calls.is_empty() {
-            // Its last call, or as far back as its writers were listed.
+            // Its last call, or as far back as its writers were listed
+            // (the run's start lies further back: every writer before it
+            // is older).
             let back = run.call_from_end.unwrap_or(MAX_WAIT_STATES);
             self.call = Some(self.clock.saturating_sub(back));
+            self.since_call = 0;
         }
         for &(bit, d) in &run.nearest_writers[self.target] {
+            self.since_call |= 1 << bit;
             let at = Some(self.clock.saturating_sub(d));
             self.writer[usize::from(bit)] = at;
             self.any_writer[usize::from(bit)] = at;
