@@ -133,6 +133,15 @@ pub struct Facts {
     affects: [u32; 2],
 }
 
+/// Whether an instruction's vector register sets hold any register: what
+/// the rules on kinds alone ask of them (see [`Facts::fill`]).
+struct Vectors {
+    written: bool,
+    vgpr_written: bool,
+    named: bool,
+    wide_store: bool,
+}
+
 /// An instruction's registers as inlay-isa's `info` gives them.
 struct Used(inlay_isa::InstructionInfo);
 
@@ -262,6 +271,7 @@ struct Split {
 impl Split {
     /// Adds the bits `b..b + n` (of [`crate::regs`]; those of neither
     /// part, SCC's, are left out).
+    #[inline]
     fn add_bits(&mut self, b: u16, n: u16) {
         let lo = b % 64;
         if n > 0 && lo + n <= 64 && b + n <= bits::NUM_BITS {
@@ -417,6 +427,13 @@ impl Facts {
         flag(f.may_store(), STORES);
         flag(used.iter().any(|u| u.access.writes()), WRITES);
         f.kind |= more;
+        // (The vector sets' words looked at once each, not per rule.)
+        let vectors = Vectors {
+            written: f.writes.has_v(),
+            vgpr_written: f.writes.v[..4].iter().any(|&w| w != 0),
+            named: f.reads.has_v() || f.writes.has_v(),
+            wide_store: f.wide_store.has_v(),
+        };
         let may_write = !f.exact
             || f.is_valu()
             || f.is_mfma()
@@ -425,16 +442,16 @@ impl Facts {
                     .iter()
                     .any(|u| u.access.writes() && u.register.file == RegFile::M0)
             || f.kind & SETREG != 0
-            || f.wide_store.has_v()
-            || f.writes.v[..4].iter().any(|&w| w != 0);
+            || vectors.wide_store
+            || vectors.vgpr_written;
         let reads_scalar = f.reads.s & SCALAR_RESULTS != 0;
         let may_read = !f.exact
             || f.is_valu()
             || f.is_vmem() && reads_scalar
-            || f.names_v()
+            || vectors.named
             || f.kind & (M0_READER | SETREG | GETREG | CLAUSE_SMEM | CLAUSE_VMEM) != 0;
         f.kind |= if may_write { MAY_WRITE } else { 0 } | if may_read { MAY_READ } else { 0 };
-        if !f.exact || f.names_v() {
+        if !f.exact || vectors.named {
             f.kind |= NAMES_V;
         }
         let scalar_read = !f.exact || f.reads.s & SCALAR_RESULTS != 0;
@@ -449,19 +466,17 @@ impl Facts {
             f.kind |= SCALAR_LANE_SELECT;
         }
         if f.exact {
-            f.affects = [false, true].map(|gfx942| f.affected_readers(gfx942));
+            f.affects = f.affected_readers(&vectors);
+            f.unknown = f.after_unknown(&vectors);
+        } else {
+            f.unknown = [false, true]
+                .map(|mfma| required_after_unknown_listed(inst.target(), f, mfma) as u8);
         }
-        f.unknown = [false, true].map(|mfma| {
-            if f.exact {
-                f.after_unknown(mfma)
-            } else {
-                required_after_unknown_listed(inst.target(), f, mfma)
-            }
-        } as u8);
     }
 
-    /// [`required_after_unknown`] from the bit sets.
-    fn after_unknown(&self, mfma: bool) -> u32 {
+    /// [`required_after_unknown`] from the bit sets: without MFMAs in the
+    /// program, and with.
+    fn after_unknown(&self, vectors: &Vectors) -> [u8; 2] {
         let k = self.kind;
         let reads_scalar = self.reads.s & SCALAR_RESULTS != 0;
         let mut need = 0;
@@ -476,7 +491,7 @@ impl Facts {
             at_least(2);
         }
         // gfx942: a wide store's data overwritten by a VALU.
-        if k & GFX942 != 0 && k & VALU != 0 && self.writes.has_v() {
+        if k & GFX942 != 0 && k & VALU != 0 && vectors.written {
             at_least(2);
         }
         if k & (GETREG | SETREG) != 0 {
@@ -485,33 +500,33 @@ impl Facts {
         if k & (M0_READER | VALU) != 0 {
             at_least(1);
         }
-        if mfma && self.names_v() {
-            at_least(MAX_WAIT_STATES);
-        }
-        need
+        // Only the MFMA rule differs.
+        let with_mfma = if vectors.named { MAX_WAIT_STATES } else { need };
+        [need as u8, with_mfma as u8]
     }
 
     /// The reader kinds [`required`]'s rules may ask wait states of after
-    /// this (exact) writer, each rule's condition on kinds alone.
-    fn affected_readers(&self, gfx942: bool) -> u32 {
+    /// this (exact) writer, each rule's condition on kinds alone: on
+    /// targets other than gfx942, and on gfx942.
+    fn affected_readers(&self, vectors: &Vectors) -> [u32; 2] {
         let mut out = 0;
+        // What the gfx942-only rules add.
+        let mut gfx942 = 0;
         if self.is_valu() {
             if self.writes.s & SCALAR_RESULTS != 0 {
                 out |= VMEM_READS_SCALAR | SCALAR_LANE_SELECT | DIV_FMAS;
-                out |= if gfx942 { VALU_READS_SCALAR } else { 0 };
+                gfx942 |= VALU_READS_SCALAR;
             }
             if self.writes.s & EXEC_BITS != 0 {
                 out |= DPP | LANE_OP | MFMA | ACC_WRITE;
             }
-            if self.writes.has_v() {
+            if vectors.written {
                 out |= MFMA | ACC_WRITE;
                 let late = self.kind & (TRANS | PARTIAL_DST) != 0;
-                if gfx942 {
-                    out |= READLANE | if late { VALU } else { 0 };
-                }
+                gfx942 |= READLANE | if late { VALU } else { 0 };
             }
         }
-        if self.writes.v[..4].iter().any(|&w| w != 0) {
+        if vectors.vgpr_written {
             out |= DPP;
         }
         if self.is_mfma() {
@@ -523,10 +538,10 @@ impl Facts {
         if self.kind & SETREG != 0 {
             out |= GETREG | SETREG;
         }
-        if self.wide_store.has_v() {
+        if vectors.wide_store {
             out |= VALU;
         }
-        out
+        [out, out | gfx942]
     }
 
     /// Its registers, found again (the rules read them one by one only
@@ -606,11 +621,6 @@ impl Facts {
 
     fn is_lane_op(&self) -> bool {
         self.kind & LANE_OP != 0
-    }
-
-    /// Whether it names a vector register (read or written).
-    fn names_v(&self) -> bool {
-        self.reads.has_v() || self.writes.has_v()
     }
 
     /// Wait states it gives to those after it.
