@@ -1167,8 +1167,9 @@ pub(super) struct Run {
     head_clauses: u32,
     head_unknown: [u32; 2],
     /// For each kind (a bit) of `head_kinds`, the wait states from its
-    /// start to its first head reader of that kind.
-    head_nearest: Vec<(u8, u32)>,
+    /// start to its first head reader of that kind (less than
+    /// [`MAX_WAIT_STATES`]), indexed by the bit.
+    head_nearest: [u8; 32],
     /// For each reader kind (a bit) some writer of `writers` concerns, the
     /// wait states back from its end to the nearest such writer: on
     /// targets other than gfx942, and on gfx942.
@@ -1235,7 +1236,7 @@ impl Run {
             nearest
         });
         let (mut head_kinds, mut head_clauses, mut head_unknown) = (0, 0, [0u32; 2]);
-        let mut head_nearest = Vec::with_capacity(32);
+        let mut head_nearest = [0u8; 32];
         let first_call = calls.first().copied().unwrap_or(u32::MAX);
         for &k in readers.iter().take_while(|&&k| k <= first_call) {
             let f = &briefs[ids[k as usize] as usize];
@@ -1250,7 +1251,7 @@ impl Run {
                 // nearest.)
                 let mut new = f.kind & !head_kinds;
                 while new != 0 {
-                    head_nearest.push((new.trailing_zeros() as u8, at));
+                    head_nearest[new.trailing_zeros() as usize] = at as u8;
                     new &= new - 1;
                 }
                 head_kinds |= f.kind;
@@ -1702,6 +1703,9 @@ struct Recent {
     /// after the last call: the only ones `may_concern` need look at.
     since_call: u32,
     any_writer: [Option<u32>; 32],
+    /// The kinds `any_writer` holds a writer of: the only ones
+    /// `quiet_for` need look at.
+    any_bits: u32,
     last_clauses: u32,
     call: Option<u32>,
     label: Option<u32>,
@@ -1715,6 +1719,7 @@ impl Recent {
             writer: [None; 32],
             since_call: 0,
             any_writer: [None; 32],
+            any_bits: 0,
             last_clauses: 0,
             call: None,
             label: None,
@@ -1761,10 +1766,18 @@ impl Recent {
         if after_call.is_some_and(|c| (self.clock - c + 1) < run.head_unknown[usize::from(mfma)]) {
             return false;
         }
-        run.head_nearest.iter().all(|&(bit, at)| {
-            self.any_writer[usize::from(bit)]
-                .is_none_or(|w| (self.clock - w).saturating_add(at) >= MAX_WAIT_STATES)
-        })
+        let mut bits = run.head_kinds & self.any_bits;
+        while bits != 0 {
+            let b = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let at = u32::from(run.head_nearest[b]);
+            if self.any_writer[b]
+                .is_some_and(|w| (self.clock - w).saturating_add(at) < MAX_WAIT_STATES)
+            {
+                return false;
+            }
+        }
+        true
     }
 
     fn concerns(writers: &mut [Option<u32>; 32], affects: u32, at: u32) {
@@ -1784,6 +1797,7 @@ impl Recent {
             self.since_call |= affects;
         }
         Self::concerns(&mut self.any_writer, affects, self.clock);
+        self.any_bits |= affects;
         self.last_clauses = f.kind & CLAUSES;
         if f.is_call() {
             self.call = Some(self.clock);
@@ -1804,6 +1818,7 @@ impl Recent {
         }
         for &(bit, d) in &run.nearest_writers[self.target] {
             self.since_call |= 1 << bit;
+            self.any_bits |= 1 << bit;
             let at = Some(self.clock.saturating_sub(d));
             self.writer[usize::from(bit)] = at;
             self.any_writer[usize::from(bit)] = at;
