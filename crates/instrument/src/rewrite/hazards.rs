@@ -1142,6 +1142,14 @@ pub(super) struct Run {
     before: Vec<u32>,
     /// Positions of its calls (`s_swappc_b64`).
     calls: Vec<u32>,
+    /// What the walk asks of it at every point it is placed, found once:
+    /// its wait states in all (`before[ids.len()]`), those from its start
+    /// to just past its last call, the soft-clause kinds of its last
+    /// instruction, and those every instruction of it has.
+    total: u32,
+    past_last_call: Option<u32>,
+    last_clauses: u32,
+    clauses_throughout: u32,
     /// Positions of the instructions some rule may concern as readers.
     readers: Vec<u32>,
     /// Wait states back from its end to its last instruction some rule
@@ -1260,10 +1268,25 @@ impl Run {
                 }
             }
         }
+        let total = before[ids.len()];
+        let past_last_call = calls.last().map(|&c| before[c as usize + 1]);
+        let last_clauses = ids
+            .last()
+            .map_or(0, |&id| briefs[id as usize].kind & CLAUSES);
+        let mut clauses_throughout = 0;
+        for (c, n) in [CLAUSE_SMEM, CLAUSE_VMEM].into_iter().zip(clause_prefix) {
+            if n as usize == ids.len() {
+                clauses_throughout |= c;
+            }
+        }
         Run {
             ids,
             before,
             calls,
+            total,
+            past_last_call,
+            last_clauses,
+            clauses_throughout,
             readers,
             quiet,
             writers,
@@ -1312,7 +1335,7 @@ impl Quiet {
     fn after_run(before: Option<u32>, run: &Run) -> Option<u32> {
         match run.quiet {
             Some(d) => Some(d),
-            None => before.map(|d| d.saturating_add(run.before[run.ids.len()])),
+            None => before.map(|d| d.saturating_add(run.total)),
         }
     }
 }
@@ -1446,7 +1469,7 @@ impl BlockTails {
 
     fn run(&mut self, b: usize, run: &Run) {
         self.tail[b] = Quiet::after_run(self.tail[b], run);
-        self.total[b] = self.total[b].saturating_add(run.before[run.ids.len()]);
+        self.total[b] = self.total[b].saturating_add(run.total);
     }
 
     /// Found by walking `nodes` (each node belongs to the block whose
@@ -1491,15 +1514,18 @@ impl Nodes {
         self.nodes.len()
     }
 
+    #[inline]
     pub(super) fn block(&mut self, b: usize) {
         self.nodes.push(Node::BlockStart(b as u32));
         self.block = Some(b).filter(|&b| b < self.tails.tail.len());
     }
 
+    #[inline]
     pub(super) fn slot(&mut self, s: usize) {
         self.nodes.push(Node::Slot(s as u32));
     }
 
+    #[inline]
     pub(super) fn inst(&mut self, facts: u32, inserted: bool, briefs: &[Brief]) {
         self.nodes.push(Node::Inst { facts, inserted });
         if let Some(b) = self.block {
@@ -1507,6 +1533,7 @@ impl Nodes {
         }
     }
 
+    #[inline]
     pub(super) fn run(&mut self, r: u32, runs: &[Run]) {
         self.nodes.push(Node::Run(r));
         if let Some(b) = self.block {
@@ -1615,9 +1642,9 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
                         run.head_clauses & recent.last_clauses == 0 || pads[s] > 0
                     })
                     && recent.quiet_for(run, mfma);
-                recent.run(run, stream.briefs);
+                recent.run(run);
                 quiet = Quiet::after_run(quiet, run);
-                application = application.saturating_add(run.before[run.ids.len()]);
+                application = application.saturating_add(run.total);
                 if let Some((s, at)) = slot.filter(|_| !head_unconcerned) {
                     // With no call since the slot and no soft clause
                     // reaching back past it, the readers of the run's head
@@ -1668,18 +1695,11 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
                         );
                     }
                 }
-                for (c, n) in [CLAUSE_SMEM, CLAUSE_VMEM]
-                    .into_iter()
-                    .zip(run.clause_prefix)
-                {
-                    if (n as usize) < run.ids.len() {
-                        clause &= !c;
-                    }
+                clause &= run.clauses_throughout;
+                if let Some(c) = run.past_last_call {
+                    since_call = Some(since_slot.saturating_add(c));
                 }
-                if let Some(&c) = run.calls.last() {
-                    since_call = Some(since_slot.saturating_add(run.before[c as usize + 1]));
-                }
-                since_slot = since_slot.saturating_add(run.before[run.ids.len()]);
+                since_slot = since_slot.saturating_add(run.total);
             }
         }
     }
@@ -1806,8 +1826,8 @@ impl Recent {
         }
     }
 
-    fn run(&mut self, run: &Run, briefs: &[Brief]) {
-        self.clock = self.clock.saturating_add(run.before[run.ids.len()]);
+    fn run(&mut self, run: &Run) {
+        self.clock = self.clock.saturating_add(run.total);
         if !run.calls.is_empty() {
             // Its last call, or as far back as its writers were listed
             // (the run's start lies further back: every writer before it
@@ -1823,8 +1843,8 @@ impl Recent {
             self.writer[usize::from(bit)] = at;
             self.any_writer[usize::from(bit)] = at;
         }
-        if let Some(&last) = run.ids.last() {
-            self.last_clauses = briefs[last as usize].kind & CLAUSES;
+        if !run.ids.is_empty() {
+            self.last_clauses = run.last_clauses;
         }
     }
 
@@ -2061,8 +2081,8 @@ impl History {
                 }
                 Node::Run(r) => {
                     let run = &stream.runs[r as usize];
-                    if let Some(&last) = run.ids.last().filter(|_| fresh) {
-                        self.clauses |= stream.briefs[last as usize].kind & CLAUSES;
+                    if fresh && !run.ids.is_empty() {
+                        self.clauses |= run.last_clauses;
                         fresh = false;
                     }
                     for &(d, id) in &run.writers {
@@ -2079,7 +2099,7 @@ impl History {
                         }
                         return;
                     }
-                    dist = dist.saturating_add(run.before[run.ids.len()]);
+                    dist = dist.saturating_add(run.total);
                 }
                 Node::BlockStart(b) => {
                     let (b, flow) = (b as usize, stream.flow);
