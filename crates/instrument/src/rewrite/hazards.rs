@@ -1182,6 +1182,8 @@ pub(super) struct Run {
     /// wait states back from its end to the nearest such writer: on
     /// targets other than gfx942, and on gfx942.
     nearest_writers: [Vec<(u8, u32)>; 2],
+    /// The kinds `nearest_writers` holds, as masks.
+    nearest_kinds: [u32; 2],
 }
 
 impl Run {
@@ -1243,6 +1245,11 @@ impl Run {
             }
             nearest
         });
+        let nearest_kinds = [0, 1].map(|target| {
+            nearest_writers[target]
+                .iter()
+                .fold(0, |kinds, &(bit, _)| kinds | 1 << bit)
+        });
         let (mut head_kinds, mut head_clauses, mut head_unknown) = (0, 0, [0u32; 2]);
         let mut head_nearest = [0u8; 32];
         let first_call = calls.first().copied().unwrap_or(u32::MAX);
@@ -1297,6 +1304,7 @@ impl Run {
             head_unknown,
             head_nearest,
             nearest_writers,
+            nearest_kinds,
         }
     }
 
@@ -1836,9 +1844,9 @@ impl Recent {
             self.call = Some(self.clock.saturating_sub(back));
             self.since_call = 0;
         }
+        self.since_call |= run.nearest_kinds[self.target];
+        self.any_bits |= run.nearest_kinds[self.target];
         for &(bit, d) in &run.nearest_writers[self.target] {
-            self.since_call |= 1 << bit;
-            self.any_bits |= 1 << bit;
             let at = Some(self.clock.saturating_sub(d));
             self.writer[usize::from(bit)] = at;
             self.any_writer[usize::from(bit)] = at;
