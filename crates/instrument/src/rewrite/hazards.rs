@@ -397,10 +397,12 @@ impl Facts {
                 f.writes.add_bits(b, n);
             }
         }
-        for u in used {
+        // (Only a memory instruction has any: most skip the loop.)
+        let memory = f.is_vmem();
+        for u in used.iter().filter(|_| memory) {
             let r = &u.register;
             let vector = matches!(r.file, RegFile::Vgpr | RegFile::Agpr);
-            if f.is_vmem() && u.access == Access::Read && vector && r.count > 2 {
+            if u.access == Access::Read && vector && r.count > 2 {
                 if let Some((b, n)) = bits::bits_of(r) {
                     f.wide_store.add_bits(b, n);
                 }
