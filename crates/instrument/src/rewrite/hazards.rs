@@ -1472,14 +1472,15 @@ impl BlockTails {
         }
     }
 
-    fn inst(&mut self, b: usize, f: &Brief, inserted: bool) {
-        self.tail[b] = Quiet::after(self.tail[b], f, inserted);
-        self.total[b] = self.total[b].saturating_add(f.wait_states());
+    fn get(&self, b: usize) -> Tail {
+        Tail {
+            tail: self.tail[b],
+            total: self.total[b],
+        }
     }
 
-    fn run(&mut self, b: usize, run: &Run) {
-        self.tail[b] = Quiet::after_run(self.tail[b], run);
-        self.total[b] = self.total[b].saturating_add(run.total);
+    fn set(&mut self, b: usize, t: Tail) {
+        (self.tail[b], self.total[b]) = (t.tail, t.total);
     }
 
     /// Found by walking `nodes` (each node belongs to the block whose
@@ -1490,14 +1491,39 @@ impl BlockTails {
         for n in nodes {
             match (*n, at) {
                 (Node::BlockStart(b), _) => at = Some(b as usize).filter(|&b| b < blocks),
-                (Node::Run(r), Some(b)) => tails.run(b, &runs[r as usize]),
+                (Node::Run(r), Some(b)) => {
+                    let mut t = tails.get(b);
+                    t.run(&runs[r as usize]);
+                    tails.set(b, t);
+                }
                 (Node::Inst { facts, inserted }, Some(b)) => {
-                    tails.inst(b, &briefs[facts as usize], inserted)
+                    let mut t = tails.get(b);
+                    t.inst(&briefs[facts as usize], inserted);
+                    tails.set(b, t);
                 }
                 _ => {}
             }
         }
         tails
+    }
+}
+
+/// One block's entry of [`BlockTails`], as its nodes are met.
+#[derive(Clone, Copy, Default)]
+struct Tail {
+    tail: Option<u32>,
+    total: u32,
+}
+
+impl Tail {
+    fn inst(&mut self, f: &Brief, inserted: bool) {
+        self.tail = Quiet::after(self.tail, f, inserted);
+        self.total = self.total.saturating_add(f.wait_states());
+    }
+
+    fn run(&mut self, run: &Run) {
+        self.tail = Quiet::after_run(self.tail, run);
+        self.total = self.total.saturating_add(run.total);
     }
 }
 
@@ -1509,6 +1535,9 @@ pub(super) struct Nodes {
     pub(super) nodes: Vec<Node>,
     block: Option<usize>,
     tails: BlockTails,
+    /// The current block's entry, kept here until the next block starts
+    /// (not looked up in `tails` at every node).
+    current: Tail,
 }
 
 impl Nodes {
@@ -1517,6 +1546,14 @@ impl Nodes {
             nodes: Vec::with_capacity(capacity),
             block: None,
             tails: BlockTails::new(blocks),
+            current: Tail::default(),
+        }
+    }
+
+    /// Puts the current block's tail and total in `tails`.
+    fn flush(&mut self) {
+        if let Some(b) = self.block {
+            self.tails.set(b, self.current);
         }
     }
 
@@ -1527,7 +1564,11 @@ impl Nodes {
     #[inline]
     pub(super) fn block(&mut self, b: usize) {
         self.nodes.push(Node::BlockStart(b as u32));
+        self.flush();
         self.block = Some(b).filter(|&b| b < self.tails.tail.len());
+        if let Some(b) = self.block {
+            self.current = self.tails.get(b);
+        }
     }
 
     #[inline]
@@ -1538,20 +1579,21 @@ impl Nodes {
     #[inline]
     pub(super) fn inst(&mut self, facts: u32, inserted: bool, briefs: &[Brief]) {
         self.nodes.push(Node::Inst { facts, inserted });
-        if let Some(b) = self.block {
-            self.tails.inst(b, &briefs[facts as usize], inserted);
+        if self.block.is_some() {
+            self.current.inst(&briefs[facts as usize], inserted);
         }
     }
 
     #[inline]
     pub(super) fn run(&mut self, r: u32, runs: &[Run]) {
         self.nodes.push(Node::Run(r));
-        if let Some(b) = self.block {
-            self.tails.run(b, &runs[r as usize]);
+        if self.block.is_some() {
+            self.current.run(&runs[r as usize]);
         }
     }
 
-    pub(super) fn finish(self) -> (Vec<Node>, BlockTails) {
+    pub(super) fn finish(mut self) -> (Vec<Node>, BlockTails) {
+        self.flush();
         (self.nodes, self.tails)
     }
 }
