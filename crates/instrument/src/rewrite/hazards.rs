@@ -1770,13 +1770,14 @@ pub(super) fn pad(t: Target, stream: &Stream<'_>, slots: usize, mfma: bool) -> V
 struct Recent {
     target: usize,
     clock: u32,
-    writer: [Option<u32>; 32],
+    writer: [u32; 32],
     /// The kinds (bits of `writer`) whose last inserted writer is at or
-    /// after the last call: the only ones `may_concern` need look at.
+    /// after the last call: the only ones `may_concern` need look at (the
+    /// others' entries are stale or unset).
     since_call: u32,
-    any_writer: [Option<u32>; 32],
+    any_writer: [u32; 32],
     /// The kinds `any_writer` holds a writer of: the only ones
-    /// `quiet_for` need look at.
+    /// `quiet_for` need look at (the others' entries are unset).
     any_bits: u32,
     last_clauses: u32,
     call: Option<u32>,
@@ -1788,9 +1789,9 @@ impl Recent {
         Recent {
             target: usize::from(gfx942(t)),
             clock: 0,
-            writer: [None; 32],
+            writer: [0; 32],
             since_call: 0,
-            any_writer: [None; 32],
+            any_writer: [0; 32],
             any_bits: 0,
             last_clauses: 0,
             call: None,
@@ -1808,15 +1809,14 @@ impl Recent {
         if self.within_reach(self.label) && self.label >= self.call {
             return true;
         }
-        debug_assert!((0..32).all(|b| {
-            let at = self.writer[b];
-            (self.since_call & 1 << b != 0) == (at.is_some() && at >= self.call)
-        }));
+        debug_assert!((0..32)
+            .filter(|b| self.since_call & 1 << b != 0)
+            .all(|b| Some(self.writer[b]) >= self.call));
         let mut bits = kind & self.since_call;
         while bits != 0 {
             let b = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            if self.within_reach(self.writer[b]) {
+            if self.within_reach(Some(self.writer[b])) {
                 return true;
             }
         }
@@ -1843,21 +1843,19 @@ impl Recent {
             let b = bits.trailing_zeros() as usize;
             bits &= bits - 1;
             let at = u32::from(run.head_nearest[b]);
-            if self.any_writer[b]
-                .is_some_and(|w| (self.clock - w).saturating_add(at) < MAX_WAIT_STATES)
-            {
+            if (self.clock - self.any_writer[b]).saturating_add(at) < MAX_WAIT_STATES {
                 return false;
             }
         }
         true
     }
 
-    fn concerns(writers: &mut [Option<u32>; 32], affects: u32, at: u32) {
+    fn concerns(writers: &mut [u32; 32], affects: u32, at: u32) {
         let mut bits = affects;
         while bits != 0 {
             let b = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            writers[b] = Some(at);
+            writers[b] = at;
         }
     }
 
@@ -1891,7 +1889,7 @@ impl Recent {
         self.since_call |= run.nearest_kinds[self.target];
         self.any_bits |= run.nearest_kinds[self.target];
         for &(bit, d) in &run.nearest_writers[self.target] {
-            let at = Some(self.clock.saturating_sub(d));
+            let at = self.clock.saturating_sub(d);
             self.writer[usize::from(bit)] = at;
             self.any_writer[usize::from(bit)] = at;
         }
