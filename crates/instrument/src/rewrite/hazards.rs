@@ -271,7 +271,6 @@ struct Split {
 impl Split {
     /// Adds the bits `b..b + n` (of [`crate::regs`]; those of neither
     /// part, SCC's, are left out).
-    #[inline]
     fn add_bits(&mut self, b: u16, n: u16) {
         let lo = b % 64;
         if n > 0 && lo + n <= 64 && b + n <= bits::NUM_BITS {
