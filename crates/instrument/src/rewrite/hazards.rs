@@ -288,6 +288,17 @@ impl Split {
         }
     }
 
+    /// The scalar part of the bits `b..b + n` (what `add_bits` would add
+    /// to `s`), without a set to add them to.
+    fn scalar_bits(b: u16, n: u16) -> u128 {
+        let end = b.saturating_add(n).min(128);
+        match end.saturating_sub(b) {
+            0 => 0,
+            128 => u128::MAX,
+            len => ((1u128 << len) - 1) << b,
+        }
+    }
+
     fn add_mask(&mut self, w: usize, mask: u64) {
         match w {
             0 => self.s |= u128::from(mask),
@@ -358,7 +369,8 @@ impl Facts {
         debug_assert_eq!(used, info(&self.inst).used_registers());
         let f = self;
         let inst = f.inst;
-        if inst.mnemonic() == "s_nop" {
+        // (The name looked up only for the one encoding s_nop has.)
+        if inst.encoding() == Encoding::Sopp && inst.mnemonic() == "s_nop" {
             f.waits = ((inst.words()[0] & 0xf) + 1) as u8;
         }
         f.kind = opcode_kinds;
@@ -387,9 +399,7 @@ impl Facts {
             if u.access.reads() {
                 f.reads.add_bits(b, n);
                 if u.operand == Some(2) {
-                    let mut select = Split::default();
-                    select.add_bits(b, n);
-                    f.lane_select |= select.s;
+                    f.lane_select |= Split::scalar_bits(b, n);
                 }
             }
             if u.access.writes() {
