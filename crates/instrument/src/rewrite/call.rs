@@ -556,12 +556,18 @@ fn constant_operand_of(
     dword: u8,
     c: u32,
 ) -> Option<Operand> {
-    let key = (hook as *const HookInfo, k, dword);
     match Asm::konst(c) {
         Operand::Literal(_) => None,
-        _ if varying.iter().any(|&(x, varies)| varies && x == key) => None,
+        _ if dword_varies(varying, hook, k, dword) => None,
         op => Some(op),
     }
+}
+
+/// Whether constant dword `dword` of argument `k` varies between `hook`'s
+/// calls.
+fn dword_varies(varying: &Varying, hook: &HookInfo, k: usize, dword: u8) -> bool {
+    let key = (hook as *const HookInfo, k, dword);
+    varying.iter().any(|&(x, varies)| varies && x == key)
 }
 
 /// Registers some memory instruction of the program writes (the only ones
@@ -3062,10 +3068,10 @@ fn same_call_key(varying: &Varying, a: &Request<'_>, b: &Request<'_>) -> bool {
         && a.call.once_per_wave == b.call.once_per_wave
         && a.call.placement == b.call.placement
         && args_alike(&a.call.args, &b.call.args, |k, d, x, y| {
-            // (Both patched: both literals, or the dword varies.)
+            // (Both patched: both literals, or the dword varies; the
+            // varying list searched once, not per value.)
             let literal = |c: u32| matches!(Asm::konst(c), Operand::Literal(_));
-            let key = (a.hook as *const HookInfo, k, d);
-            literal(x) && literal(y) || varying.iter().any(|&(x, varies)| varies && x == key)
+            literal(x) && literal(y) || dword_varies(varying, a.hook, k, d)
         })
         && (a.inst == b.inst || !a.call.args.iter().any(|x| matches!(x, Arg::Address)))
 }
